@@ -1,0 +1,1 @@
+# common/aws: (filled in by its area)

@@ -1,0 +1,1 @@
+# common/metrics: (filled in by its area)

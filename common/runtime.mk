@@ -1,0 +1,1 @@
+# common/runtime: (filled in by its area)

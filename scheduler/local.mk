@@ -1,0 +1,1 @@
+# scheduler/: (filled in by its area)

@@ -1,0 +1,1 @@
+# sim/: (filled in by its area)
