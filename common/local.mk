@@ -2,9 +2,7 @@
 # libkanna_common_a_SOURCES in its own fragment so that work in parallel
 # does not collide.
 noinst_LIBRARIES += libkanna-common.a
-libkanna_common_a_SOURCES = \
-	common/util.h \
-	common/log.h common/log.c
+libkanna_common_a_SOURCES = common/util.h
 
 include common/config.mk
 include common/runtime.mk

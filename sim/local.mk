@@ -1,1 +1,2 @@
 # sim/: (filled in by its area)
+include sim/aws.mk

@@ -1,0 +1,1 @@
+# sim/aws: kanna-sim's AWS side (filled in by its area)
