@@ -8,3 +8,4 @@ include common/config.mk
 include common/runtime.mk
 include common/metrics.mk
 include common/aws.mk
+include common/kube.mk
