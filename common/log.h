@@ -35,12 +35,28 @@ struct log_kv {
 /* LOG_KV({"pod", "default/inflate-1"}, {"node", name}) */
 #define LOG_KV(...) ((const struct log_kv[]){ __VA_ARGS__ })
 
+/*
+ * Names the process on every line and picks the backend; LOG_FORMAT_AUTO
+ * becomes LOG_FORMAT_JOURNAL when stderr is the journal, text otherwise.
+ */
 int log_setup(const char *process, enum log_format format, enum log_level level);
 int log_format_from_string(const char *s, enum log_format *ret);
+const char *log_format_to_string(enum log_format format);
 int log_level_from_string(const char *s, enum log_level *ret);
 const char *log_level_to_string(enum log_level level);
 void log_set_level(enum log_level level);
 enum log_level log_get_level(void);
+/* The backend in use (never LOG_FORMAT_AUTO after log_setup()). */
+enum log_format log_get_format(void);
+/*
+ * True when journal_stream (the value of $JOURNAL_STREAM, "dev:inode") names
+ * the file open on fd, i.e. systemd connected that fd to the journal.
+ */
+bool log_journal_stream_matches(const char *journal_stream, int fd);
+/* What LOG_FORMAT_AUTO means given $JOURNAL_STREAM and the stderr fd. */
+enum log_format log_format_resolve(enum log_format format, const char *journal_stream, int fd);
+/* A field key as a journal field name: "nodeclaim" -> "NODECLAIM". */
+void log_journal_field_name(const char *key, char *buf, size_t size);
 /* Redirect output (tests); NULL restores stderr. */
 void log_set_stream(void *file);
 
