@@ -1,1 +1,3 @@
-# common/runtime: (filled in by its area)
+# common/runtime: the event loop (sd-event + ZeroMQ + libcurl multi) and the
+# ZeroMQ socket wrapper with the per-process tap.
+libkanna_common_a_SOURCES += common/loop.h common/sock.h
