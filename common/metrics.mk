@@ -1,1 +1,11 @@
-# common/metrics: (filled in by its area)
+# common/metrics and common/health: the Prometheus registry and the
+# libmicrohttpd server for /metrics, /healthz and /readyz.
+libkanna_common_a_SOURCES += common/metrics.h common/metrics.c \
+	common/health.h common/health.c
+
+check_PROGRAMS += tests/unit/test_metrics tests/unit/test_health
+TESTS += tests/unit/test_metrics tests/unit/test_health
+tests_unit_test_metrics_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_metrics_LDADD = $(LDADD) $(TEST_LIBS)
+tests_unit_test_health_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_health_LDADD = $(LDADD) $(TEST_LIBS)

@@ -1,0 +1,265 @@
+/*
+ * The health and metrics HTTP server behind common/health.h. Owns one
+ * loopback listening socket and a libmicrohttpd daemon with its own polling
+ * thread; daemons call health_server_heartbeat() from their event loop and
+ * health_server_set_ready() when they can serve. The HTTP thread only reads
+ * the heartbeat (atomic), the ready state (under a mutex) and renders the
+ * metrics registry (under the registry's mutex): it never touches anything
+ * else of the daemon. Cleanup style: explicit frees on each return path.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "common/health.h"
+#include "common/log.h"
+#include "common/util.h"
+
+/* Probes and scrapes are tiny; a few parallel connections are plenty, and
+ * a cap keeps a misbehaving client from exhausting file descriptors. */
+#define HEALTH_MAX_CONNECTIONS 32
+/* Idle connections are dropped after this long (seconds). */
+#define HEALTH_CONNECTION_TIMEOUT_S 10
+/* Backlog of the listening socket. */
+#define HEALTH_LISTEN_BACKLOG 16
+/* Longest readiness reason kept (longer ones are cut). */
+#define HEALTH_REASON_MAX 256
+
+#define CONTENT_TYPE_TEXT "text/plain; charset=utf-8"
+
+struct health_server {
+	struct MHD_Daemon *mhd;
+	struct metrics_registry *metrics; /* not owned */
+	uint16_t port;
+	uint64_t stall_usec;
+	_Atomic uint64_t heartbeat_usec; /* CLOCK_MONOTONIC */
+	pthread_mutex_t lock;            /* guards ready and reason */
+	bool ready;
+	char reason[HEALTH_REASON_MAX];
+};
+
+static uint64_t monotonic_usec(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *connection, unsigned status,
+			     const char *content_type, void *body, size_t len,
+			     enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *response = MHD_create_response_from_buffer(len, body, mode);
+	if (!response) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(body);
+		return MHD_NO;
+	}
+	enum MHD_Result r = MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE,
+						    content_type);
+	if (r == MHD_YES && status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		r = MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	if (r == MHD_YES)
+		r = MHD_queue_response(connection, status, response);
+	MHD_destroy_response(response);
+	return r;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *connection, unsigned status,
+				  const char *fmt, ...) _printf_(3, 4);
+
+static enum MHD_Result reply_text(struct MHD_Connection *connection, unsigned status,
+				  const char *fmt, ...)
+{
+	char *text;
+	va_list ap;
+
+	va_start(ap, fmt);
+	int n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return MHD_NO;
+	return reply(connection, status, CONTENT_TYPE_TEXT, text, (size_t)n,
+		     MHD_RESPMEM_MUST_FREE);
+}
+
+static enum MHD_Result serve_metrics(struct health_server *s, struct MHD_Connection *c)
+{
+	char *text;
+	size_t len;
+
+	if (!s->metrics)
+		return reply_text(c, MHD_HTTP_NOT_FOUND, "no metrics in this process\n");
+	int r = metrics_registry_render(s->metrics, &text, &len);
+	if (r < 0)
+		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				  "Failed to render metrics: %s\n", strerror(-r));
+	return reply(c, MHD_HTTP_OK, METRICS_CONTENT_TYPE, text, len, MHD_RESPMEM_MUST_FREE);
+}
+
+static enum MHD_Result serve_healthz(struct health_server *s, struct MHD_Connection *c)
+{
+	uint64_t now = monotonic_usec();
+	uint64_t last = atomic_load_explicit(&s->heartbeat_usec, memory_order_relaxed);
+	uint64_t age = now > last ? now - last : 0;
+
+	if (age > s->stall_usec)
+		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
+				  "event loop stalled: no heartbeat for %.1fs (limit %.0fs)\n",
+				  (double)age / 1e6, (double)s->stall_usec / 1e6);
+	return reply_text(c, MHD_HTTP_OK, "ok\n");
+}
+
+static enum MHD_Result serve_readyz(struct health_server *s, struct MHD_Connection *c)
+{
+	char reason[HEALTH_REASON_MAX];
+
+	pthread_mutex_lock(&s->lock);
+	bool ready = s->ready;
+	memcpy(reason, s->reason, sizeof(reason));
+	pthread_mutex_unlock(&s->lock);
+
+	if (ready)
+		return reply_text(c, MHD_HTTP_OK, "ok\n");
+	return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready: %s\n", reason);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection,
+				  const char *url, const char *method, const char *version,
+				  const char *upload_data, size_t *upload_data_size,
+				  void **con_cls)
+{
+	struct health_server *s = cls;
+	bool known = streq(url, "/metrics") || streq(url, "/healthz") || streq(url, "/readyz");
+
+	if (!known)
+		return reply_text(connection, MHD_HTTP_NOT_FOUND, "not found: %s\n", url);
+	if (!streq(method, MHD_HTTP_METHOD_GET) && !streq(method, MHD_HTTP_METHOD_HEAD))
+		return reply_text(connection, MHD_HTTP_METHOD_NOT_ALLOWED,
+				  "method %s not allowed\n", method);
+	if (streq(url, "/metrics"))
+		return serve_metrics(s, connection);
+	if (streq(url, "/healthz"))
+		return serve_healthz(s, connection);
+	return serve_readyz(s, connection);
+}
+
+static void on_mhd_error(void *cls, const char *fmt, va_list ap) _printf_(2, 0);
+
+static void on_mhd_error(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	msg[strcspn(msg, "\n")] = '\0';
+	log_warn("health server: %s", msg);
+}
+
+/* Binds 127.0.0.1:port ourselves so that errors keep their errno and the
+ * ephemeral port can be read back. */
+static int listen_loopback(uint16_t port, int *ret_fd, uint16_t *ret_port)
+{
+	struct sockaddr_in addr = {
+		.sin_family = AF_INET,
+		.sin_port = htons(port),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	};
+	socklen_t len = sizeof(addr);
+	int one = 1;
+
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
+	    listen(fd, HEALTH_LISTEN_BACKLOG) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&addr, &len) < 0) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	*ret_fd = fd;
+	*ret_port = ntohs(addr.sin_port);
+	return 0;
+}
+
+int health_server_new(struct metrics_registry *metrics, uint16_t port,
+		      unsigned stall_seconds, struct health_server **ret)
+{
+	int fd = -1, r;
+
+	if (!ret)
+		return -EINVAL;
+	struct health_server *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	r = pthread_mutex_init(&s->lock, NULL);
+	if (r != 0) {
+		free(s);
+		return -r;
+	}
+	s->metrics = metrics;
+	s->stall_usec = (uint64_t)(stall_seconds ? stall_seconds : HEALTH_STALL_SECONDS_DEFAULT) *
+			1000000u;
+	atomic_store(&s->heartbeat_usec, monotonic_usec());
+	snprintf(s->reason, sizeof(s->reason), "starting");
+
+	r = listen_loopback(port, &fd, &s->port);
+	if (r < 0) {
+		health_server_free(s);
+		return r;
+	}
+	s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
+					  MHD_USE_ERROR_LOG,
+				  s->port, NULL, NULL, on_request, s,
+				  MHD_OPTION_LISTEN_SOCKET, fd,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HEALTH_MAX_CONNECTIONS,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HEALTH_CONNECTION_TIMEOUT_S,
+				  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, NULL,
+				  MHD_OPTION_END);
+	if (!s->mhd) {
+		/* Not closing fd: whether MHD already closed it on this path
+		 * differs between versions, and a double close could hit a
+		 * descriptor another thread just opened. */
+		health_server_free(s);
+		return -EIO; /* MHD logged the reason through on_mhd_error() */
+	}
+	*ret = s;
+	return 0;
+}
+
+void health_server_free(struct health_server *s)
+{
+	if (!s)
+		return;
+	if (s->mhd)
+		MHD_stop_daemon(s->mhd); /* joins the thread, closes the socket */
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+uint16_t health_server_port(const struct health_server *s)
+{
+	return s->port;
+}
+
+void health_server_heartbeat(struct health_server *s)
+{
+	atomic_store_explicit(&s->heartbeat_usec, monotonic_usec(), memory_order_relaxed);
+}
+
+void health_server_set_ready(struct health_server *s, bool ready, const char *reason)
+{
+	pthread_mutex_lock(&s->lock);
+	s->ready = ready;
+	snprintf(s->reason, sizeof(s->reason), "%s", reason ? reason : (ready ? "" : "unknown"));
+	pthread_mutex_unlock(&s->lock);
+}
