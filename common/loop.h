@@ -137,7 +137,11 @@ uint64_t loop_watchdog_usec(const struct loop *loop);
 typedef void (*loop_http_done_fn)(CURL *easy, CURLcode result, void *userdata);
 int loop_http_start(struct loop *loop, CURL *easy, loop_http_done_fn done,
 		    void *userdata);
-/* Stops a running transfer; done() runs before this returns. -ENOENT if unknown. */
+/*
+ * Stops a running transfer; done() runs before this returns. -ENOENT if
+ * unknown. Not from inside that transfer's own curl callbacks (write,
+ * header, progress): make those return an error instead.
+ */
 int loop_http_cancel(struct loop *loop, CURL *easy);
 /* Number of transfers in flight. */
 unsigned loop_http_running(const struct loop *loop);

@@ -1,0 +1,498 @@
+/*
+ * The ZeroMQ socket wrapper behind common/sock.h: runtime directory and
+ * endpoint names, kanna's socket options, single-frame and multipart
+ * send/recv, and the per-process XPUB tap that copies every message while a
+ * subscriber is attached (wire format at the top of sock.h). Daemons call
+ * it from their loop; kanna-tap reads the tap. It must never block on the
+ * tap and must cost one branch per message when nobody is tapping.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/sock.h"
+
+/* "recv " + socket name + " " + 20 digits: names are short identifiers. */
+#define SOCK_TAP_HEADER_MAX 256
+/* Subscription messages an XPUB hands us: 1 = subscribe, 0 = unsubscribe. */
+#define SOCK_TAP_SUBSCRIBE 1
+#define SOCK_TAP_UNSUBSCRIBE 0
+
+struct sock_ctx {
+	char *process;
+	char *runtime_dir;
+	struct loop *loop;
+	void *zmq;
+	void *tap;
+	/* Distinct topics subscribed on the tap; > 0 means someone listens. */
+	unsigned tap_subscriptions;
+};
+
+struct sock {
+	struct sock_ctx *ctx;
+	void *zsock;
+	char *name;
+	bool watched;
+	sock_readable_fn on_readable;
+	void *userdata;
+};
+
+/* ---- runtime directory and endpoints ------------------------------------ */
+
+int sock_runtime_dir(const char *override, char **ret)
+{
+	const char *env = getenv("RUNTIME_DIRECTORY");
+	_cleanup_free_ char *dir = NULL;
+	struct stat st;
+
+	if (override)
+		dir = strdup(override);
+	else if (env && *env)
+		dir = strndup(env, strcspn(env, ":")); /* first of several */
+	else
+		dir = strdup(SOCK_RUNTIME_DIR_DEFAULT);
+	if (!dir)
+		return -ENOMEM;
+	if (mkdir(dir, SOCK_RUNTIME_DIR_MODE) == 0) {
+		/* mkdir() honours the umask; the mode is part of the contract. */
+		if (chmod(dir, SOCK_RUNTIME_DIR_MODE) < 0)
+			return -errno;
+	} else if (errno != EEXIST) {
+		return -errno;
+	}
+	if (stat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	*ret = TAKE_PTR(dir);
+	return 0;
+}
+
+static int sock_ipc_endpoint(const char *runtime_dir, const char *name,
+			     const char *suffix, char **ret)
+{
+	struct sockaddr_un sun;
+	char *endpoint;
+	int n;
+
+	n = asprintf(&endpoint, "ipc://%s/%s%s", runtime_dir, name, suffix);
+	if (n < 0)
+		return -ENOMEM;
+	/* The path after "ipc://" must fit a Unix socket address. */
+	if ((size_t)n - strlen("ipc://") >= sizeof(sun.sun_path)) {
+		free(endpoint);
+		return -ENAMETOOLONG;
+	}
+	*ret = endpoint;
+	return 0;
+}
+
+int sock_endpoint(const char *runtime_dir, const char *name, char **ret)
+{
+	if (!name || !*name)
+		return -EINVAL;
+	if (strstr(name, "://")) {
+		*ret = strdup(name);
+		return *ret ? 0 : -ENOMEM;
+	}
+	if (strchr(name, '/'))
+		return -EINVAL;
+	return sock_ipc_endpoint(runtime_dir, name, ".sock", ret);
+}
+
+/* ---- the tap ------------------------------------------------------------- */
+
+static int on_tap_subscription(void *zsock, void *userdata)
+{
+	struct sock_ctx *ctx = userdata;
+	zmq_msg_t msg;
+	const unsigned char *data;
+	int r;
+
+	zmq_msg_init(&msg);
+	r = zmq_msg_recv(&msg, zsock, ZMQ_DONTWAIT);
+	if (r < 0) {
+		r = -errno;
+		zmq_msg_close(&msg);
+		return r == -EAGAIN ? 0 : r;
+	}
+	data = zmq_msg_data(&msg);
+	if (zmq_msg_size(&msg) >= 1) {
+		if (data[0] == SOCK_TAP_SUBSCRIBE)
+			ctx->tap_subscriptions++;
+		else if (data[0] == SOCK_TAP_UNSUBSCRIBE && ctx->tap_subscriptions > 0)
+			ctx->tap_subscriptions--;
+		log_debug("Tap subscriptions: %u", ctx->tap_subscriptions);
+	}
+	zmq_msg_close(&msg);
+	return 0;
+}
+
+static int sock_tap_open(struct sock_ctx *ctx)
+{
+	_cleanup_free_ char *endpoint = NULL;
+	int hwm = SOCK_TAP_HWM, linger = 0;
+	int r;
+
+	r = sock_ipc_endpoint(ctx->runtime_dir, ctx->process, ".tap", &endpoint);
+	if (r < 0)
+		return r;
+	ctx->tap = zmq_socket(ctx->zmq, ZMQ_XPUB);
+	if (!ctx->tap)
+		return -errno;
+	/* Copies are disposable: never keep them past close, never queue many. */
+	if (zmq_setsockopt(ctx->tap, ZMQ_SNDHWM, &hwm, sizeof(hwm)) < 0 ||
+	    zmq_setsockopt(ctx->tap, ZMQ_LINGER, &linger, sizeof(linger)) < 0 ||
+	    zmq_bind(ctx->tap, endpoint) < 0)
+		return -errno;
+	return loop_add_zsock(ctx->loop, ctx->tap, on_tap_subscription, ctx);
+}
+
+/* Publishes header + frames; drops the copy rather than wait. */
+static void sock_tap_copy(struct sock *s, const char *dir,
+			  const struct iovec *frames, size_t n)
+{
+	char header[SOCK_TAP_HEADER_MAX];
+	struct timespec ts;
+	int len;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	len = snprintf(header, sizeof(header), "%s %s %llu", dir, s->name,
+		       (unsigned long long)ts.tv_sec * 1000000ULL +
+			       (unsigned long long)ts.tv_nsec / 1000);
+	if (len < 0 || (size_t)len >= sizeof(header))
+		return;
+	if (zmq_send(s->ctx->tap, header, (size_t)len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		(void)zmq_send(s->ctx->tap, frames[i].iov_base, frames[i].iov_len,
+			       (i + 1 < n ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT);
+}
+
+/* ---- context ------------------------------------------------------------- */
+
+int sock_ctx_new(struct sock_ctx **ret, struct loop *loop, const char *process,
+		 const char *runtime_dir)
+{
+	_cleanup_(sock_ctx_freep) struct sock_ctx *ctx = NULL;
+	int r;
+
+	if (!process || !*process || strchr(process, '/'))
+		return -EINVAL;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	ctx->loop = loop;
+	ctx->process = strdup(process);
+	if (!ctx->process)
+		return -ENOMEM;
+	r = sock_runtime_dir(runtime_dir, &ctx->runtime_dir);
+	if (r < 0)
+		return r;
+	ctx->zmq = zmq_ctx_new();
+	if (!ctx->zmq)
+		return -errno;
+	if (loop) {
+		r = sock_tap_open(ctx);
+		if (r < 0)
+			return r;
+	}
+	*ret = TAKE_PTR(ctx);
+	return 0;
+}
+
+struct sock_ctx *sock_ctx_free(struct sock_ctx *ctx)
+{
+	if (!ctx)
+		return NULL;
+	if (ctx->tap) {
+		if (ctx->loop)
+			(void)loop_remove_zsock(ctx->loop, ctx->tap);
+		zmq_close(ctx->tap);
+	}
+	if (ctx->zmq)
+		zmq_ctx_term(ctx->zmq);
+	free(ctx->runtime_dir);
+	free(ctx->process);
+	free(ctx);
+	return NULL;
+}
+
+void *sock_ctx_zmq(struct sock_ctx *ctx)
+{
+	return ctx->zmq;
+}
+
+const char *sock_ctx_runtime_dir(const struct sock_ctx *ctx)
+{
+	return ctx->runtime_dir;
+}
+
+bool sock_ctx_tap_attached(const struct sock_ctx *ctx)
+{
+	return ctx->tap_subscriptions > 0;
+}
+
+/* ---- sockets --------------------------------------------------------------- */
+
+static int sock_set_options(void *zsock)
+{
+	const int hwm = SOCK_HWM, linger = SOCK_LINGER_MSEC;
+	const int ivl = SOCK_RECONNECT_IVL_MSEC, ivl_max = SOCK_RECONNECT_IVL_MAX_MSEC;
+	const int64_t maxmsgsize = SOCK_MAXMSGSIZE;
+
+	if (zmq_setsockopt(zsock, ZMQ_SNDHWM, &hwm, sizeof(hwm)) < 0 ||
+	    zmq_setsockopt(zsock, ZMQ_RCVHWM, &hwm, sizeof(hwm)) < 0 ||
+	    zmq_setsockopt(zsock, ZMQ_MAXMSGSIZE, &maxmsgsize, sizeof(maxmsgsize)) < 0 ||
+	    zmq_setsockopt(zsock, ZMQ_LINGER, &linger, sizeof(linger)) < 0 ||
+	    zmq_setsockopt(zsock, ZMQ_RECONNECT_IVL, &ivl, sizeof(ivl)) < 0 ||
+	    zmq_setsockopt(zsock, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof(ivl_max)) < 0)
+		return -errno;
+	return 0;
+}
+
+int sock_new(struct sock **ret, struct sock_ctx *ctx, int zmq_type,
+	     const char *name)
+{
+	_cleanup_(sock_freep) struct sock *s = NULL;
+	int r;
+
+	if (!name || !*name || strchr(name, ' '))
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->ctx = ctx;
+	s->name = strdup(name);
+	if (!s->name)
+		return -ENOMEM;
+	s->zsock = zmq_socket(ctx->zmq, zmq_type);
+	if (!s->zsock)
+		return -errno;
+	r = sock_set_options(s->zsock);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(s);
+	return 0;
+}
+
+struct sock *sock_free(struct sock *s)
+{
+	if (!s)
+		return NULL;
+	if (s->watched)
+		(void)sock_unwatch(s);
+	if (s->zsock)
+		zmq_close(s->zsock);
+	free(s->name);
+	free(s);
+	return NULL;
+}
+
+void *sock_zsock(struct sock *s)
+{
+	return s->zsock;
+}
+
+const char *sock_name(const struct sock *s)
+{
+	return s->name;
+}
+
+int sock_bind(struct sock *s, const char *endpoint)
+{
+	_cleanup_free_ char *url = NULL;
+	int r;
+
+	r = sock_endpoint(s->ctx->runtime_dir, endpoint, &url);
+	if (r < 0)
+		return r;
+	return zmq_bind(s->zsock, url) < 0 ? -errno : 0;
+}
+
+int sock_connect(struct sock *s, const char *endpoint)
+{
+	_cleanup_free_ char *url = NULL;
+	int r;
+
+	r = sock_endpoint(s->ctx->runtime_dir, endpoint, &url);
+	if (r < 0)
+		return r;
+	return zmq_connect(s->zsock, url) < 0 ? -errno : 0;
+}
+
+int sock_subscribe(struct sock *s, const void *prefix, size_t size)
+{
+	return zmq_setsockopt(s->zsock, ZMQ_SUBSCRIBE, prefix, size) < 0 ? -errno : 0;
+}
+
+static int sock_on_readable(void *zsock, void *userdata)
+{
+	struct sock *s = userdata;
+
+	return s->on_readable(s, s->userdata);
+}
+
+int sock_watch(struct sock *s, sock_readable_fn on_readable, void *userdata)
+{
+	int r;
+
+	if (!s->ctx->loop || !on_readable)
+		return -EINVAL;
+	if (s->watched)
+		return -EEXIST;
+	s->on_readable = on_readable;
+	s->userdata = userdata;
+	r = loop_add_zsock(s->ctx->loop, s->zsock, sock_on_readable, s);
+	if (r < 0)
+		return r;
+	s->watched = true;
+	return 0;
+}
+
+int sock_unwatch(struct sock *s)
+{
+	if (!s->watched)
+		return -ENOENT;
+	s->watched = false;
+	return loop_remove_zsock(s->ctx->loop, s->zsock);
+}
+
+/* ---- messages ---------------------------------------------------------------- */
+
+static void sock_after_send(struct sock *s)
+{
+	int r;
+
+	if (!s->watched)
+		return;
+	r = loop_zsock_check(s->ctx->loop, s->zsock);
+	if (r < 0)
+		log_warn_errno(r, "Failed to re-check socket %s after a send: %m",
+			       s->name);
+}
+
+int sock_send_frames(struct sock *s, const struct iovec *frames, size_t n,
+		     int flags)
+{
+	if (n == 0 || (flags & ~ZMQ_DONTWAIT))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		int more = i + 1 < n ? ZMQ_SNDMORE : 0;
+
+		/* Once the first frame is queued ZeroMQ takes the rest. */
+		if (zmq_send(s->zsock, frames[i].iov_base, frames[i].iov_len,
+			     flags | more) < 0) {
+			int r = -errno;
+
+			sock_after_send(s);
+			return r;
+		}
+	}
+	if (_unlikely_(s->ctx->tap_subscriptions > 0))
+		sock_tap_copy(s, "send", frames, n);
+	sock_after_send(s);
+	return 0;
+}
+
+int sock_send(struct sock *s, const void *data, size_t size, int flags)
+{
+	struct iovec frame = { .iov_base = (void *)data, .iov_len = size };
+
+	return sock_send_frames(s, &frame, 1, flags);
+}
+
+void sock_msg_close(struct sock_msg *msg)
+{
+	for (size_t i = 0; i < msg->n_frames; i++)
+		zmq_msg_close(&msg->frames[i]);
+	msg->n_frames = 0;
+}
+
+/* Reads and discards the rest of a message that has too many frames. */
+static void sock_recv_discard(void *zsock)
+{
+	zmq_msg_t frame;
+	int more;
+
+	do {
+		zmq_msg_init(&frame);
+		if (zmq_msg_recv(&frame, zsock, 0) < 0) {
+			zmq_msg_close(&frame);
+			return;
+		}
+		more = zmq_msg_more(&frame);
+		zmq_msg_close(&frame);
+	} while (more);
+}
+
+static void sock_tap_copy_msg(struct sock *s, struct sock_msg *msg)
+{
+	struct iovec frames[SOCK_MAX_FRAMES];
+
+	for (size_t i = 0; i < msg->n_frames; i++)
+		frames[i] = (struct iovec){ .iov_base = zmq_msg_data(&msg->frames[i]),
+					    .iov_len = zmq_msg_size(&msg->frames[i]) };
+	sock_tap_copy(s, "recv", frames, msg->n_frames);
+}
+
+int sock_recv(struct sock *s, struct sock_msg *msg, int flags)
+{
+	bool more = true;
+
+	if (flags & ~ZMQ_DONTWAIT)
+		return -EINVAL;
+	msg->n_frames = 0;
+	while (more) {
+		zmq_msg_t *frame = &msg->frames[msg->n_frames];
+
+		if (msg->n_frames == SOCK_MAX_FRAMES) {
+			sock_recv_discard(s->zsock);
+			sock_msg_close(msg);
+			return -EMSGSIZE;
+		}
+		zmq_msg_init(frame);
+		/* Later frames are already here: ZeroMQ delivers messages whole. */
+		if (zmq_msg_recv(frame, s->zsock, msg->n_frames == 0 ? flags : 0) < 0) {
+			int r = -errno;
+
+			zmq_msg_close(frame);
+			sock_msg_close(msg);
+			return r;
+		}
+		msg->n_frames++;
+		more = zmq_msg_more(frame);
+	}
+	if (_unlikely_(s->ctx->tap_subscriptions > 0))
+		sock_tap_copy_msg(s, msg);
+	return 0;
+}
+
+const void *sock_msg_data(struct sock_msg *msg, size_t frame)
+{
+	if (frame >= msg->n_frames)
+		return NULL;
+	return zmq_msg_data(&msg->frames[frame]);
+}
+
+size_t sock_msg_size(const struct sock_msg *msg, size_t frame)
+{
+	if (frame >= msg->n_frames)
+		return 0;
+	return zmq_msg_size(&msg->frames[frame]);
+}
+
+const void *sock_msg_body(struct sock_msg *msg, size_t *ret_size)
+{
+	if (msg->n_frames == 0) {
+		*ret_size = 0;
+		return NULL;
+	}
+	*ret_size = zmq_msg_size(&msg->frames[msg->n_frames - 1]);
+	return zmq_msg_data(&msg->frames[msg->n_frames - 1]);
+}
