@@ -2,10 +2,22 @@
 # kubeconfig / in-cluster configuration, YAML as JSON.
 libkanna_common_a_SOURCES += \
 	common/yaml-json.h common/yaml-json.c \
-	common/kubeconfig.h common/kubeconfig.c common/kubeconfig-exec.c
+	common/kubeconfig.h common/kubeconfig.c common/kubeconfig-exec.c \
+	common/ratelimit.h common/ratelimit.c \
+	common/kube-client.h common/kube-client-internal.h common/kube-client.c \
+	common/kube-watch.c \
+	common/kube-events.h common/kube-events.c
 
-check_PROGRAMS += tests/unit/test_yaml_json tests/unit/test_kubeconfig
-TESTS += tests/unit/test_yaml_json tests/unit/test_kubeconfig
+check_PROGRAMS += tests/unit/test_yaml_json tests/unit/test_kubeconfig \
+	tests/unit/test_ratelimit tests/unit/test_kube_client tests/unit/test_kube_events
+TESTS += tests/unit/test_yaml_json tests/unit/test_kubeconfig \
+	tests/unit/test_ratelimit tests/unit/test_kube_client tests/unit/test_kube_events
+tests_unit_test_kube_events_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_kube_events_LDADD = $(LDADD) $(TEST_LIBS)
+tests_unit_test_ratelimit_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_ratelimit_LDADD = $(LDADD) $(TEST_LIBS)
+tests_unit_test_kube_client_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_kube_client_LDADD = $(LDADD) $(TEST_LIBS)
 tests_unit_test_yaml_json_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_yaml_json_LDADD = $(LDADD) $(TEST_LIBS)
 tests_unit_test_kubeconfig_CFLAGS = $(TEST_CFLAGS)

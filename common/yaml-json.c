@@ -295,6 +295,11 @@ static int handle_event(struct loader *l, const yaml_event_t *e)
 		if (!a)
 			return loader_fail(l, e->start_mark.line + 1, e->start_mark.column + 1,
 					   "unknown alias '*%s'", (const char *)e->data.alias.anchor);
+		for (size_t i = 0; i < l->depth; i++)
+			if (l->stack[i].node == a->node)
+				return loader_fail(l, e->start_mark.line + 1, e->start_mark.column + 1,
+						   "alias '*%s' refers to a node that contains it",
+						   (const char *)e->data.alias.anchor);
 		/* A shared subtree counts its expanded size again, so alias
 		 * bombs hit the node limit instead of a consumer's memory. */
 		l->n_nodes += a->weight - 1;
@@ -377,7 +382,8 @@ int yaml_docs_load_buffer(const char *buf, size_t len, const char *filename,
 		yaml_docs_free(l.docs);
 		return r;
 	}
-	qsort(l.docs->marks, l.docs->n_marks, sizeof(*l.docs->marks), mark_cmp);
+	if (l.docs->n_marks > 1)
+		qsort(l.docs->marks, l.docs->n_marks, sizeof(*l.docs->marks), mark_cmp);
 	*ret = l.docs;
 	return 0;
 }
@@ -442,7 +448,7 @@ bool yaml_docs_mark(const struct yaml_docs *docs, const json_t *node,
 {
 	struct yaml_mark key = { .node = node }, *m;
 
-	if (!docs || !node)
+	if (!docs || !node || docs->n_marks == 0)
 		return false;
 	m = bsearch(&key, docs->marks, docs->n_marks, sizeof(key), mark_cmp);
 	if (!m)

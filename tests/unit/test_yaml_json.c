@@ -92,6 +92,11 @@ Test(yaml_json, unknown_aliases_are_rejected)
 	load_fails("a: *nope\n", "unknown alias");
 }
 
+Test(yaml_json, aliases_inside_their_own_anchor_are_rejected)
+{
+	load_fails("a: &x [1, *x]\n", "refers to a node that contains it");
+}
+
 Test(yaml_json, deep_nesting_is_bounded)
 {
 	char buf[1024] = "";

@@ -1,0 +1,52 @@
+/*
+ * Shared between kube-client.c (requests) and kube-watch.c (LIST+WATCH);
+ * nothing else includes this.
+ */
+#ifndef KANNA_COMMON_KUBE_CLIENT_INTERNAL_H
+#define KANNA_COMMON_KUBE_CLIENT_INTERNAL_H
+
+#include <curl/curl.h>
+#include <stdbool.h>
+
+#include "common/kube-client.h"
+#include "common/ratelimit.h"
+
+struct kube_req;
+
+struct kube_client {
+	struct loop *loop;
+	struct kube_config *cfg;
+	char *user_agent;
+	struct ratelimit limit;
+	uint64_t rng;
+	struct kube_req *requests; /* every live request, for kube_client_free() */
+};
+
+struct kube_req {
+	struct kube_client *client;
+	struct kube_req *prev, *next;
+	char *method, *path, *content_type, *request_body;
+	CURL *easy;
+	struct curl_slist *headers, *connect_to;
+	sd_event_source *timer;
+	char *body;
+	size_t body_len, body_cap;
+	char *error;
+	unsigned attempt;
+	bool running, limited, freeing;
+	kube_done_fn done;
+	void *userdata;
+	/* Streaming (watch): bytes go to on_chunk; the end to on_stream_end. */
+	int (*on_chunk)(struct kube_req *req, const char *data, size_t len);
+	void (*on_stream_end)(struct kube_req *req, CURLcode result, long status);
+	void *stream_userdata;
+};
+
+int kube_req_new(struct kube_client *c, const char *method, const char *path,
+		 const char *content_type, const char *body, struct kube_req **ret);
+int kube_req_start(struct kube_req *req);
+void kube_req_free(struct kube_req *req);
+uint64_t kube_client_random(struct kube_client *c);
+uint64_t kube_now_usec(void);
+
+#endif

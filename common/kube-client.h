@@ -1,0 +1,115 @@
+/*
+ * The Kubernetes API client every daemon uses: JSON requests over libcurl
+ * on the event loop (TLS verified by default, HTTP/2 when offered, gzip),
+ * retries with backoff on 429 (Retry-After honoured) and 5xx, and LIST+WATCH
+ * streams (paged LIST, resourceVersion, bookmarks, 410 Gone → relist, cut
+ * stream → resume) for the watcher's informers.
+ */
+#ifndef KANNA_COMMON_KUBE_CLIENT_H
+#define KANNA_COMMON_KUBE_CLIENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/kubeconfig.h"
+#include "common/loop.h"
+
+/* client-go's defaults for a controller: Karpenter sets QPS 200, burst 300. */
+#define KUBE_CLIENT_DEFAULT_QPS 200.0
+#define KUBE_CLIENT_DEFAULT_BURST 300
+/* A request that has not finished in this long failed (watches excepted). */
+#define KUBE_REQUEST_TIMEOUT_SEC 60
+#define KUBE_CONNECT_TIMEOUT_SEC 10
+/* Retries of 429/5xx/transport errors before the caller sees the failure. */
+#define KUBE_REQUEST_MAX_ATTEMPTS 5
+#define KUBE_BACKOFF_BASE_USEC (200ULL * 1000)
+#define KUBE_BACKOFF_CAP_USEC (30ULL * 1000 * 1000)
+/* Largest response body we accept (a LIST page of 500 big objects fits). */
+#define KUBE_MAX_BODY_BYTES (256u * 1024 * 1024)
+/* LIST page size: the API server's recommended chunk. */
+#define KUBE_LIST_PAGE_LIMIT 500
+/* Server-side watch timeout; the stream then ends and is resumed. */
+#define KUBE_WATCH_TIMEOUT_SEC 300
+/* Longest single watch event line we accept. */
+#define KUBE_WATCH_MAX_LINE (64u * 1024 * 1024)
+
+struct kube_client_options {
+	double qps;          /* 0 → default */
+	unsigned burst;      /* 0 → default */
+	const char *user_agent;
+};
+
+struct kube_client;
+
+/* Takes ownership of cfg (also on failure). */
+int kube_client_new(struct kube_client **ret, struct loop *loop, struct kube_config *cfg,
+		    const struct kube_client_options *opts);
+struct kube_client *kube_client_free(struct kube_client *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct kube_client *, kube_client_free);
+const struct kube_config *kube_client_config(const struct kube_client *c);
+
+struct kube_response {
+	long status;         /* HTTP status; 0 when the transport failed */
+	json_t *body;        /* parsed JSON body, or NULL */
+	const char *error;   /* transport error or the Status message, or NULL */
+	const char *reason;  /* Status reason (NotFound, Conflict…), or NULL */
+};
+
+typedef void (*kube_done_fn)(struct kube_client *c, const struct kube_response *resp,
+			     void *userdata);
+
+/*
+ * Sends one request (path includes the query string, e.g.
+ * "/api/v1/namespaces/default/pods?limit=500"). body may be NULL; it is
+ * copied. content_type defaults to application/json. done() runs once from
+ * the loop after retries are exhausted or the request succeeded.
+ */
+int kube_request(struct kube_client *c, const char *method, const char *path,
+		 const char *content_type, const char *body, kube_done_fn done, void *userdata);
+
+/* ---- LIST + WATCH ------------------------------------------------------ */
+
+enum kube_event_type {
+	KUBE_EVENT_ADDED,
+	KUBE_EVENT_MODIFIED,
+	KUBE_EVENT_DELETED,
+};
+
+struct kube_watch_handlers {
+	/*
+	 * A full LIST starts (first start, or after 410 Gone): every object
+	 * follows as ADDED; objects the consumer holds that do not come back
+	 * before on_synced() are gone.
+	 */
+	void (*on_relist)(void *userdata);
+	void (*on_event)(enum kube_event_type type, json_t *object, void *userdata);
+	/* The LIST finished; the consumer's copy equals the API's again. */
+	void (*on_synced)(const char *resource_version, void *userdata);
+	/* Something went wrong and will be retried (for logs and metrics). */
+	void (*on_error)(const char *what, void *userdata);
+	void *userdata;
+};
+
+struct kube_watch;
+
+/*
+ * Keeps a consumer's copy of one collection (e.g. "/api/v1/pods" or
+ * "/apis/karpenter.sh/v1/nodepools") in step with the API for as long as
+ * the watch lives. label_selector may be NULL.
+ */
+int kube_watch_start(struct kube_client *c, const char *collection_path,
+		     const char *label_selector, const struct kube_watch_handlers *h,
+		     struct kube_watch **ret);
+struct kube_watch *kube_watch_free(struct kube_watch *w);
+const char *kube_watch_resource_version(const struct kube_watch *w);
+/* Counters for metrics and tests. */
+struct kube_watch_stats {
+	uint64_t lists, watches, events, bookmarks, gone, errors;
+};
+void kube_watch_get_stats(const struct kube_watch *w, struct kube_watch_stats *ret);
+
+/* Backoff for attempt n (0-based): full jitter in [0, min(cap, base·2^n)]. */
+uint64_t kube_backoff_usec(unsigned attempt, uint64_t random_value);
+
+#endif

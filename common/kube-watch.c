@@ -1,0 +1,368 @@
+/*
+ * LIST + WATCH of one collection (see kube-client.h), client-go's reflector
+ * in small: a paged LIST (limit/continue) delivers every object and the
+ * collection's resourceVersion; a WATCH from that version streams
+ * newline-delimited JSON events with bookmarks. A stream that ends is
+ * resumed from the last version seen; 410 Gone (as a status or an ERROR
+ * event) relists; failures back off with jitter. The consumer's copy is
+ * level-triggered: after a relist it is replaced, never patched by guess.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/kube-client-internal.h"
+
+struct kube_watch {
+	struct kube_client *client;
+	char *collection;
+	char *selector_query; /* "&labelSelector=…" or "" */
+	struct kube_watch_handlers h;
+	char *resource_version;
+	struct kube_req *req;
+	sd_event_source *retry_timer;
+	char *line;
+	size_t line_len, line_cap;
+	bool gone, aborted_on_error;
+	long stream_status;
+	unsigned failures;
+	struct kube_watch_stats stats;
+};
+
+static int watch_list(struct kube_watch *w, const char *continue_token);
+static int watch_stream(struct kube_watch *w);
+
+static void watch_error(struct kube_watch *w, const char *fmt, ...) _printf_(2, 3);
+
+static void watch_error(struct kube_watch *w, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	w->stats.errors++;
+	if (!w->h.on_error)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	w->h.on_error(buf, w->h.userdata);
+}
+
+static int set_resource_version(struct kube_watch *w, const char *rv)
+{
+	char *copy;
+
+	if (!rv || !*rv)
+		return 0;
+	copy = strdup(rv);
+	if (!copy)
+		return -ENOMEM;
+	free(w->resource_version);
+	w->resource_version = copy;
+	return 0;
+}
+
+static int on_retry(struct loop *loop, void *userdata)
+{
+	struct kube_watch *w = userdata;
+
+	(void)loop;
+	w->retry_timer = sd_event_source_disable_unref(w->retry_timer);
+	return w->resource_version ? watch_stream(w) : watch_list(w, NULL);
+}
+
+/* After a failure: try again after a jittered, growing delay. */
+static void watch_retry_later(struct kube_watch *w)
+{
+	uint64_t delay = kube_backoff_usec(w->failures, kube_client_random(w->client));
+
+	w->failures++;
+	if (loop_add_timer(w->client->loop, delay, on_retry, w, &w->retry_timer) < 0)
+		watch_error(w, "failed to schedule a retry");
+}
+
+static void on_list_page(struct kube_client *c, const struct kube_response *resp, void *userdata)
+{
+	struct kube_watch *w = userdata;
+	const json_t *meta, *items, *item;
+	const char *cont;
+	size_t i;
+
+	(void)c;
+	w->req = NULL; /* freed by the client after this returns */
+	if (resp->status == 410) {
+		/* The continue token expired mid-list: start the list again. */
+		w->stats.gone++;
+		free(w->resource_version);
+		w->resource_version = NULL;
+		watch_retry_later(w);
+		return;
+	}
+	if (resp->status != 200 || !json_is_object(resp->body)) {
+		watch_error(w, "Failed to list %s: %s", w->collection,
+			    resp->error ? resp->error : "unexpected response");
+		free(w->resource_version);
+		w->resource_version = NULL;
+		watch_retry_later(w);
+		return;
+	}
+	items = json_object_get(resp->body, "items");
+	meta = json_object_get(resp->body, "metadata");
+	json_array_foreach(items, i, item) {
+		w->stats.events++;
+		w->h.on_event(KUBE_EVENT_ADDED, (json_t *)item, w->h.userdata);
+	}
+	cont = json_string_value(json_object_get(meta, "continue"));
+	if (cont && *cont) {
+		if (watch_list(w, cont) < 0)
+			watch_retry_later(w);
+		return;
+	}
+	if (set_resource_version(w, json_string_value(json_object_get(meta, "resourceVersion"))) < 0 ||
+	    !w->resource_version) {
+		watch_error(w, "Failed to list %s: no resourceVersion in the list", w->collection);
+		watch_retry_later(w);
+		return;
+	}
+	w->failures = 0;
+	if (w->h.on_synced)
+		w->h.on_synced(w->resource_version, w->h.userdata);
+	if (watch_stream(w) < 0)
+		watch_retry_later(w);
+}
+
+static int watch_list(struct kube_watch *w, const char *continue_token)
+{
+	_cleanup_free_ char *path = NULL, *cont = NULL;
+	struct kube_req *req;
+	int r;
+
+	if (continue_token) {
+		cont = curl_easy_escape(NULL, continue_token, 0);
+		if (!cont)
+			return -ENOMEM;
+	} else {
+		w->stats.lists++;
+		if (w->h.on_relist)
+			w->h.on_relist(w->h.userdata);
+	}
+	if (asprintf(&path, "%s?limit=%d%s%s%s", w->collection, KUBE_LIST_PAGE_LIMIT,
+		     w->selector_query, cont ? "&continue=" : "", cont ? cont : "") < 0)
+		return -ENOMEM;
+	r = kube_req_new(w->client, "GET", path, NULL, NULL, &req);
+	if (r < 0)
+		return r;
+	req->done = on_list_page;
+	req->userdata = w;
+	w->req = req;
+	return kube_req_start(req);
+}
+
+static int handle_event_line(struct kube_watch *w, const char *line, size_t len)
+{
+	json_error_t jerr;
+	json_t *ev = json_loadb(line, len, 0, &jerr);
+	const char *type;
+	json_t *obj;
+	int r = 0;
+
+	if (!ev) {
+		watch_error(w, "Failed to decode a watch event of %s: %s", w->collection, jerr.text);
+		return -EBADMSG;
+	}
+	type = json_string_value(json_object_get(ev, "type"));
+	obj = json_object_get(ev, "object");
+	if (!type || !json_is_object(obj)) {
+		watch_error(w, "Failed to decode a watch event of %s: no type or object", w->collection);
+		r = -EBADMSG;
+	} else if (streq(type, "ERROR")) {
+		if (json_integer_value(json_object_get(obj, "code")) == 410)
+			w->gone = true;
+		else
+			watch_error(w, "watch of %s: %s", w->collection,
+				    json_string_value(json_object_get(obj, "message")) ?: "error event");
+		r = -ECONNRESET;
+	} else {
+		const char *rv = json_string_value(json_object_get(json_object_get(obj, "metadata"),
+								   "resourceVersion"));
+		enum kube_event_type t;
+
+		if (streq(type, "BOOKMARK")) {
+			w->stats.bookmarks++;
+			r = set_resource_version(w, rv);
+		} else {
+			if (streq(type, "ADDED"))
+				t = KUBE_EVENT_ADDED;
+			else if (streq(type, "MODIFIED"))
+				t = KUBE_EVENT_MODIFIED;
+			else if (streq(type, "DELETED"))
+				t = KUBE_EVENT_DELETED;
+			else {
+				watch_error(w, "watch of %s: unknown event type '%s'", w->collection, type);
+				json_decref(ev);
+				return -EBADMSG;
+			}
+			w->stats.events++;
+			w->h.on_event(t, obj, w->h.userdata);
+			r = set_resource_version(w, rv);
+		}
+	}
+	json_decref(ev);
+	return r;
+}
+
+static int on_watch_chunk(struct kube_req *req, const char *data, size_t len)
+{
+	struct kube_watch *w = req->stream_userdata;
+	size_t start = 0;
+
+	if (w->stream_status == 0)
+		curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &w->stream_status);
+	if (w->line_len + len > KUBE_WATCH_MAX_LINE) {
+		watch_error(w, "watch of %s: event larger than %u bytes", w->collection,
+			    KUBE_WATCH_MAX_LINE);
+		return -EMSGSIZE;
+	}
+	if (w->line_len + len + 1 > w->line_cap) {
+		size_t cap = MAX(w->line_cap * 2, w->line_len + len + 1);
+		char *n = realloc(w->line, cap);
+		if (!n)
+			return -ENOMEM;
+		w->line = n;
+		w->line_cap = cap;
+	}
+	memcpy(w->line + w->line_len, data, len);
+	w->line_len += len;
+	if (w->stream_status != 200)
+		return 0; /* an error Status body: kept for on_watch_end */
+	for (size_t i = 0; i < w->line_len; i++) {
+		if (w->line[i] != '\n')
+			continue;
+		if (i > start && handle_event_line(w, w->line + start, i - start) < 0) {
+			w->aborted_on_error = true;
+			return -ECONNRESET;
+		}
+		start = i + 1;
+	}
+	memmove(w->line, w->line + start, w->line_len - start);
+	w->line_len -= start;
+	return 0;
+}
+
+static void on_watch_end(struct kube_req *req, CURLcode result, long status)
+{
+	struct kube_watch *w = req->stream_userdata;
+	bool gone = w->gone || status == 410;
+	bool clean = result == CURLE_OK && status == 200 && !w->aborted_on_error;
+
+	w->req = NULL;
+	kube_req_free(req);
+	if (gone) {
+		/* Our version is older than the server keeps: start over. */
+		w->stats.gone++;
+		free(w->resource_version);
+		w->resource_version = NULL;
+		if (watch_list(w, NULL) < 0)
+			watch_retry_later(w);
+		return;
+	}
+	if (clean) {
+		/* The server closed the stream (timeoutSeconds): resume at once. */
+		w->failures = 0;
+		if (watch_stream(w) < 0)
+			watch_retry_later(w);
+		return;
+	}
+	if (!w->aborted_on_error)
+		watch_error(w, "watch of %s ended: %s", w->collection,
+			    result != CURLE_OK ? curl_easy_strerror(result) : "unexpected HTTP status");
+	watch_retry_later(w);
+}
+
+static int watch_stream(struct kube_watch *w)
+{
+	_cleanup_free_ char *path = NULL, *rv = NULL;
+	struct kube_req *req;
+	int r;
+
+	rv = curl_easy_escape(NULL, w->resource_version, 0);
+	if (!rv)
+		return -ENOMEM;
+	if (asprintf(&path, "%s?watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d%s",
+		     w->collection, rv, KUBE_WATCH_TIMEOUT_SEC, w->selector_query) < 0)
+		return -ENOMEM;
+	r = kube_req_new(w->client, "GET", path, NULL, NULL, &req);
+	if (r < 0)
+		return r;
+	req->on_chunk = on_watch_chunk;
+	req->on_stream_end = on_watch_end;
+	req->stream_userdata = w;
+	w->req = req;
+	w->line_len = 0;
+	w->gone = w->aborted_on_error = false;
+	w->stream_status = 0;
+	w->stats.watches++;
+	return kube_req_start(req);
+}
+
+int kube_watch_start(struct kube_client *c, const char *collection_path,
+		     const char *label_selector, const struct kube_watch_handlers *h,
+		     struct kube_watch **ret)
+{
+	struct kube_watch *w;
+	int r;
+
+	if (!h || !h->on_event)
+		return -EINVAL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->client = c;
+	w->h = *h;
+	w->collection = strdup(collection_path);
+	if (label_selector && *label_selector) {
+		char *esc = curl_easy_escape(NULL, label_selector, 0);
+		if (esc && asprintf(&w->selector_query, "&labelSelector=%s", esc) < 0)
+			w->selector_query = NULL;
+		curl_free(esc);
+	} else {
+		w->selector_query = strdup("");
+	}
+	if (!w->collection || !w->selector_query) {
+		kube_watch_free(w);
+		return -ENOMEM;
+	}
+	r = watch_list(w, NULL);
+	if (r < 0) {
+		kube_watch_free(w);
+		return r;
+	}
+	*ret = w;
+	return 0;
+}
+
+struct kube_watch *kube_watch_free(struct kube_watch *w)
+{
+	if (!w)
+		return NULL;
+	if (w->req)
+		kube_req_free(w->req);
+	sd_event_source_disable_unref(w->retry_timer);
+	free(w->collection);
+	free(w->selector_query);
+	free(w->resource_version);
+	free(w->line);
+	free(w);
+	return NULL;
+}
+
+const char *kube_watch_resource_version(const struct kube_watch *w)
+{
+	return w->resource_version;
+}
+
+void kube_watch_get_stats(const struct kube_watch *w, struct kube_watch_stats *ret)
+{
+	*ret = w->stats;
+}

@@ -1,0 +1,263 @@
+/*
+ * Kubernetes client against a scripted API server (libmicrohttpd in this
+ * process): retries on 429 with Retry-After, paged LIST, WATCH with
+ * bookmarks, stream end → resume, 410 Gone → relist, malformed events.
+ */
+#include <criterion/criterion.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/kube-client.h"
+#include "common/loop.h"
+
+struct server {
+	struct MHD_Daemon *d;
+	uint16_t port;
+	pthread_mutex_t lock;
+	int requests;
+	int throttle_left;       /* answer 429 this many times first */
+	int watches;             /* watch requests seen */
+	char last_watch_rv[32];
+	char last_auth[128];
+	char paths[64][256];
+};
+
+static struct server srv = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code, const char *body,
+			     const char *extra_header, const char *extra_value)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body,
+								 MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	if (extra_header)
+		MHD_add_response_header(r, extra_header, extra_value);
+	ret = MHD_queue_response(conn, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+#define POD(name, rv) \
+	"{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"default\",\"resourceVersion\":\"" rv "\"}}"
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
+			       const char *method, const char *version, const char *upload,
+			       size_t *upload_size, void **state)
+{
+	const char *watch = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "watch");
+	const char *cont = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "continue");
+	const char *rv = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "resourceVersion");
+	const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+	int n, w = 0;
+
+	(void)cls; (void)version; (void)upload; (void)upload_size;
+	if (*state == NULL) {
+		*state = (void *)1;
+		return MHD_YES;
+	}
+	pthread_mutex_lock(&srv.lock);
+	n = srv.requests++;
+	snprintf(srv.paths[n % 64], sizeof(srv.paths[0]), "%s %s%s%s", method, url,
+		 watch ? " watch rv=" : "", watch && rv ? rv : "");
+	if (auth)
+		snprintf(srv.last_auth, sizeof(srv.last_auth), "%s", auth);
+	if (srv.throttle_left > 0) {
+		srv.throttle_left--;
+		pthread_mutex_unlock(&srv.lock);
+		return reply(conn, 429,
+			     "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"TooManyRequests\","
+			     "\"message\":\"slow down\",\"code\":429}",
+			     "Retry-After", "1");
+	}
+	if (watch) {
+		w = ++srv.watches;
+		snprintf(srv.last_watch_rv, sizeof(srv.last_watch_rv), "%s", rv ? rv : "");
+	}
+	pthread_mutex_unlock(&srv.lock);
+
+	if (strcmp(url, "/api/v1/namespaces/default/pods/a") == 0)
+		return reply(conn, 404,
+			     "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"NotFound\","
+			     "\"message\":\"pods \\\"a\\\" not found\",\"code\":404}", NULL, NULL);
+	if (strcmp(url, "/api/v1/pods") != 0)
+		return reply(conn, 404, "{}", NULL, NULL);
+	if (!watch && !cont)
+		return reply(conn, 200,
+			     "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"10\",\"continue\":\"p2\"},"
+			     "\"items\":[" POD("a", "5") "," POD("b", "6") "]}", NULL, NULL);
+	if (!watch)
+		return reply(conn, 200,
+			     "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"10\"},"
+			     "\"items\":[" POD("c", "7") "]}", NULL, NULL);
+	switch (w) {
+	case 1: /* events then the server's timeout ends the stream */
+		return reply(conn, 200,
+			     "{\"type\":\"ADDED\",\"object\":" POD("d", "11") "}\n"
+			     "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"15\"}}}\n"
+			     "{\"type\":\"DELETED\",\"object\":" POD("a", "16") "}\n", NULL, NULL);
+	case 2: /* resumed from 16, then told our version is too old */
+		return reply(conn, 200,
+			     "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,"
+			     "\"reason\":\"Expired\",\"message\":\"too old resource version\"}}\n",
+			     NULL, NULL);
+	case 3: /* after the relist: a malformed line, then resume */
+		return reply(conn, 200, "{\"type\":\"MODIFIED\",\"object\":" POD("b", "12") "}\nnot json\n",
+			     NULL, NULL);
+	default: /* keep the client waiting a little */
+		return reply(conn, 410,
+			     "{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\",\"message\":\"gone\"}",
+			     NULL, NULL);
+	}
+}
+
+static void server_start(void)
+{
+	const union MHD_DaemonInfo *info;
+
+	srv.d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+				 handler, NULL, MHD_OPTION_END);
+	cr_assert_not_null(srv.d);
+	info = MHD_get_daemon_info(srv.d, MHD_DAEMON_INFO_BIND_PORT);
+	srv.port = info->port;
+}
+
+static struct kube_client *client_new(struct loop *loop)
+{
+	struct kube_config *cfg = calloc(1, sizeof(*cfg));
+	struct kube_client *c = NULL;
+	char server[64];
+	snprintf(server, sizeof(server), "http://127.0.0.1:%u", srv.port);
+	cfg->server = strdup(server);
+	cfg->token = strdup("t0k3n");
+	cfg->namespace = strdup("default");
+	cfg->context = strdup("test");
+	cr_assert_eq(kube_client_new(&c, loop, cfg, NULL), 0);
+	return c;
+}
+
+struct result {
+	struct loop *loop;
+	long status;
+	char reason[64];
+	char error[256];
+};
+
+static void on_get(struct kube_client *c, const struct kube_response *resp, void *userdata)
+{
+	struct result *res = userdata;
+	(void)c;
+	res->status = resp->status;
+	snprintf(res->reason, sizeof(res->reason), "%s", resp->reason ? resp->reason : "");
+	snprintf(res->error, sizeof(res->error), "%s", resp->error ? resp->error : "");
+	loop_exit(res->loop, 0);
+}
+
+Test(kube_client, throttled_requests_are_retried_after_retry_after_and_status_is_decoded)
+{
+	struct loop *loop;
+	struct kube_client *c;
+	struct result res = { 0 };
+	server_start();
+	srv.throttle_left = 1;
+	cr_assert_eq(loop_new(&loop, "test"), 0);
+	res.loop = loop;
+	c = client_new(loop);
+	cr_assert_eq(kube_request(c, "GET", "/api/v1/namespaces/default/pods/a", NULL, NULL, on_get,
+				  &res), 0);
+	cr_assert_geq(loop_run(loop), 0);
+	cr_assert_eq(srv.requests, 2, "one 429, one retry");
+	cr_assert_eq(res.status, 404);
+	cr_assert_str_eq(res.reason, "NotFound");
+	cr_assert_str_eq(res.error, "pods \"a\" not found");
+	cr_assert_str_eq(srv.last_auth, "Bearer t0k3n");
+	kube_client_free(c);
+	loop_free(loop);
+	MHD_stop_daemon(srv.d);
+}
+
+struct replica {
+	struct loop *loop;
+	int relists, synced;
+	char names[16][16];
+	int n;
+	int deleted_a;
+	int errors;
+	struct kube_watch *w;
+};
+
+static void on_relist(void *userdata)
+{
+	struct replica *r = userdata;
+	r->relists++;
+	r->n = 0;
+}
+
+static void on_event(enum kube_event_type type, json_t *obj, void *userdata)
+{
+	struct replica *r = userdata;
+	const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+	if (type == KUBE_EVENT_DELETED) {
+		if (strcmp(name, "a") == 0)
+			r->deleted_a++;
+		return;
+	}
+	if (type == KUBE_EVENT_ADDED && r->n < 16)
+		snprintf(r->names[r->n++], sizeof(r->names[0]), "%s", name);
+}
+
+static void on_synced(const char *rv, void *userdata)
+{
+	struct replica *r = userdata;
+	r->synced++;
+	cr_assert_str_eq(rv, "10");
+}
+
+static void on_error(const char *what, void *userdata)
+{
+	struct replica *r = userdata;
+	r->errors++;
+	if (strstr(what, "decode") && r->synced >= 2)
+		loop_exit(r->loop, 0);
+}
+
+Test(kube_client, list_pages_then_watch_resumes_relists_on_gone_and_survives_bad_events, .timeout = 30)
+{
+	struct loop *loop;
+	struct kube_client *c;
+	struct replica rep = { 0 };
+	struct kube_watch_handlers h = { on_relist, on_event, on_synced, on_error, &rep };
+	struct kube_watch_stats st;
+	server_start();
+	cr_assert_eq(loop_new(&loop, "test"), 0);
+	rep.loop = loop;
+	c = client_new(loop);
+	cr_assert_eq(kube_watch_start(c, "/api/v1/pods", NULL, &h, &rep.w), 0);
+	cr_assert_geq(loop_run(loop), 0);
+	kube_watch_get_stats(rep.w, &st);
+	cr_assert_eq(rep.relists, 2, "first list and the relist after 410");
+	cr_assert_eq(rep.synced, 2);
+	cr_assert_eq(st.gone, 1);
+	cr_assert_eq(st.bookmarks, 1);
+	cr_assert_eq(rep.deleted_a, 1);
+	cr_assert_eq(rep.n, 3, "relist replaced the replica: a, b, c");
+	cr_assert_str_eq(rep.names[2], "c");
+	cr_assert_geq(srv.watches, 3);
+	cr_assert_str_eq(srv.last_watch_rv, "10", "third watch starts from the relisted version");
+	kube_watch_free(rep.w);
+	kube_client_free(c);
+	loop_free(loop);
+	MHD_stop_daemon(srv.d);
+}
+
+Test(kube_client, backoff_is_full_jitter_capped)
+{
+	cr_assert_eq(kube_backoff_usec(0, 0), 0);
+	cr_assert_leq(kube_backoff_usec(0, UINT64_MAX), KUBE_BACKOFF_BASE_USEC);
+	cr_assert_leq(kube_backoff_usec(3, UINT64_MAX), KUBE_BACKOFF_BASE_USEC * 8);
+	cr_assert_leq(kube_backoff_usec(60, UINT64_MAX), KUBE_BACKOFF_CAP_USEC);
+	cr_assert_eq(kube_backoff_usec(60, KUBE_BACKOFF_CAP_USEC), KUBE_BACKOFF_CAP_USEC);
+}
