@@ -1,0 +1,36 @@
+/*
+ * Private helpers shared by common/aws*.c: the blocking HTTP fetch the
+ * credential sources use (short timeouts, only at start and on refresh)
+ * and the IMDSv2 session. Not for use outside common/aws*.c.
+ */
+#ifndef KANNA_COMMON_AWS_INTERNAL_H
+#define KANNA_COMMON_AWS_INTERNAL_H
+
+#include <curl/curl.h>
+
+#include "common/aws.h"
+
+/*
+ * One blocking HTTP exchange. body may be NULL (no request body). Fills
+ * *ret_status and *ret_body (NUL-terminated, *ret_len bytes, at most
+ * AWS_CREDENTIALS_MAX_BODY). On failure returns negative errno and, when
+ * ret_why is not NULL, a short reason ("connection refused", ...).
+ */
+int aws_http_fetch(const char *method, const char *url, struct curl_slist *headers,
+		   const char *body, long timeout_ms, long *ret_status, char **ret_body,
+		   size_t *ret_len, char **ret_why);
+
+/* IMDS base URL: $AWS_EC2_METADATA_SERVICE_ENDPOINT or the link-local one;
+ * -ENOENT (with *ret_why) if AWS_EC2_METADATA_DISABLED is true. */
+int aws_imds_endpoint(char **ret, char **ret_why);
+/* GET path ("/latest/meta-data/...") with a fresh IMDSv2 token. */
+int aws_imds_get(const char *endpoint, const char *path, long timeout_ms,
+		 char **ret_body, char **ret_why);
+
+/* strdup/asprintf into *ret_why, ignoring allocation failure (best effort text). */
+void aws_set_why(char **ret_why, const char *fmt, ...) _printf_(2, 3);
+
+/* True for "true"/"1"/"yes" (case-insensitive). */
+bool aws_env_true(const char *name);
+
+#endif
