@@ -1,1 +1,19 @@
-# scheduler/: (filled in by its area)
+# scheduler/: the solver library (libkanna-sched.a), the kanna-scheduler CLI
+# (--simulate only this session; the daemon is not built yet), its unit and
+# scenario tests, the --simulate YAML fuzz target and the benchmark.
+noinst_LIBRARIES += libkanna-sched.a
+libkanna_sched_a_SOURCES = \
+	scheduler/model.h scheduler/model.c \
+	scheduler/requirements.c scheduler/quantity.c \
+	scheduler/catalog.h scheduler/catalog.c scheduler/catalog-tsv.c
+SCHED_LIBS = libkanna-sched.a $(COMMON_LIBS) -lm
+
+check_PROGRAMS += tests/unit/test_requirements
+TESTS += tests/unit/test_requirements
+tests_unit_test_requirements_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_requirements_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
+
+check_PROGRAMS += tests/unit/test_sched_catalog
+TESTS += tests/unit/test_sched_catalog
+tests_unit_test_sched_catalog_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sched_catalog_LDADD = $(SCHED_LIBS) $(TEST_LIBS)

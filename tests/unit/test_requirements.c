@@ -1,0 +1,234 @@
+/* Requirement algebra and quantities: In/NotIn/Exists/DoesNotExist/Gt/Lt,
+ * intersection, compatibility (Karpenter's rules), label matching. */
+#include <criterion/criterion.h>
+#include <limits.h>
+
+#include "scheduler/catalog.h"
+#include "scheduler/model.h"
+
+static struct strtab st;
+
+static void setup(void)
+{
+	cr_assert_eq(strtab_init(&st), 0);
+	cr_assert_eq(wellknown_intern(&st), 0);
+}
+
+static void teardown(void)
+{
+	strtab_done(&st);
+}
+
+TestSuite(requirements, .init = setup, .fini = teardown);
+
+static uint32_t S(const char *s)
+{
+	int64_t id = strtab_intern(&st, s);
+	cr_assert_geq(id, 0);
+	return (uint32_t)id;
+}
+
+static void add(struct requirements *r, const char *key, enum req_op op, const char *v1,
+		const char *v2)
+{
+	uint32_t v[2];
+	size_t n = 0;
+	if (v1)
+		v[n++] = S(v1);
+	if (v2)
+		v[n++] = S(v2);
+	cr_assert_eq(requirements_add(r, &st, S(key), op, v, n, 0), 0);
+}
+
+Test(requirements, in_intersected_with_in_keeps_common_values)
+{
+	struct requirements r = { 0 };
+	add(&r, "k", REQ_IN, "a", "b");
+	add(&r, "k", REQ_IN, "b", "c");
+	const struct requirement *q = requirements_get(&r, S("k"));
+	cr_assert(q);
+	cr_assert_eq(q->n_values, 1);
+	cr_assert_eq(q->values[0], S("b"));
+	cr_assert(requirement_allows(q, &st, S("b")));
+	cr_assert_not(requirement_allows(q, &st, S("a")));
+	cr_assert_not(requirement_allows(q, &st, STR_NONE));
+	requirements_free(&r);
+}
+
+Test(requirements, in_minus_not_in_and_disjoint_in_is_empty)
+{
+	struct requirements r = { 0 };
+	add(&r, "k", REQ_IN, "a", "b");
+	add(&r, "k", REQ_NOT_IN, "a", NULL);
+	const struct requirement *q = requirements_get(&r, S("k"));
+	cr_assert_eq(q->n_values, 1);
+	cr_assert_eq(q->values[0], S("b"));
+	add(&r, "k", REQ_IN, "c", NULL);
+	cr_assert(requirement_is_empty(requirements_get(&r, S("k"))));
+	requirements_free(&r);
+}
+
+Test(requirements, not_in_and_does_not_exist_accept_absent_label)
+{
+	struct requirements r = { 0 };
+	add(&r, "k", REQ_NOT_IN, "a", NULL);
+	cr_assert(requirement_allows(requirements_get(&r, S("k")), &st, STR_NONE));
+	cr_assert(requirement_allows(requirements_get(&r, S("k")), &st, S("z")));
+	cr_assert_not(requirement_allows(requirements_get(&r, S("k")), &st, S("a")));
+	add(&r, "d", REQ_DOES_NOT_EXIST, NULL, NULL);
+	cr_assert(requirement_allows(requirements_get(&r, S("d")), &st, STR_NONE));
+	cr_assert_not(requirement_allows(requirements_get(&r, S("d")), &st, S("x")));
+	add(&r, "d", REQ_EXISTS, NULL, NULL);
+	cr_assert(requirement_is_empty(requirements_get(&r, S("d"))));
+	requirements_free(&r);
+}
+
+Test(requirements, gt_and_lt_bound_integers_and_filter_in_sets)
+{
+	struct requirements r = { 0 };
+	add(&r, "gen", REQ_GT, "2", NULL);
+	const struct requirement *q = requirements_get(&r, S("gen"));
+	cr_assert(requirement_allows(q, &st, S("3")));
+	cr_assert_not(requirement_allows(q, &st, S("2")));
+	cr_assert_not(requirement_allows(q, &st, S("x")));
+	cr_assert_not(requirement_allows(q, &st, STR_NONE));
+	add(&r, "gen", REQ_IN, "1", "5");
+	q = requirements_get(&r, S("gen"));
+	cr_assert_eq(q->n_values, 1);
+	cr_assert_eq(q->values[0], S("5"));
+	add(&r, "c", REQ_GT, "4", NULL);
+	add(&r, "c", REQ_LT, "5", NULL);
+	cr_assert(requirement_is_empty(requirements_get(&r, S("c"))));
+	cr_assert_eq(requirements_add(&r, &st, S("c"), REQ_GT, (uint32_t[]){ S("x") }, 1, 0), -EINVAL);
+	requirements_free(&r);
+}
+
+Test(requirements, compatible_requires_custom_keys_on_the_node_side)
+{
+	struct requirements np = { 0 }, pod = { 0 };
+	uint32_t key = 0;
+	add(&np, "karpenter.sh/capacity-type", REQ_IN, "spot", NULL);
+	add(&pod, "intent", REQ_IN, "apps", NULL);
+	cr_assert_not(requirements_compatible(&np, &pod, &st, K_N_WELL_KNOWN, &key));
+	cr_assert_eq(key, S("intent"));
+	add(&np, "intent", REQ_IN, "apps", NULL);
+	cr_assert(requirements_compatible(&np, &pod, &st, K_N_WELL_KNOWN, NULL));
+	requirements_free(&pod);
+	/* Well-known keys may be left to instance types; NotIn of unknown keys is fine. */
+	add(&pod, "kubernetes.io/arch", REQ_IN, "arm64", NULL);
+	add(&pod, "other", REQ_NOT_IN, "x", NULL);
+	cr_assert(requirements_compatible(&np, &pod, &st, K_N_WELL_KNOWN, NULL));
+	add(&pod, "karpenter.sh/capacity-type", REQ_IN, "on-demand", NULL);
+	cr_assert_not(requirements_compatible(&np, &pod, &st, K_N_WELL_KNOWN, &key));
+	cr_assert_eq(key, K_CAPACITY_TYPE);
+	requirements_free(&np);
+	requirements_free(&pod);
+}
+
+Test(requirements, hostname_is_not_well_known_for_new_nodes)
+{
+	struct requirements np = { 0 }, pod = { 0 };
+	add(&pod, "kubernetes.io/hostname", REQ_IN, "ip-1", NULL);
+	cr_assert_not(requirements_compatible(&np, &pod, &st, K_N_WELL_KNOWN, NULL));
+	requirements_free(&pod);
+}
+
+Test(requirements, both_accepting_absence_is_compatible)
+{
+	struct requirements a = { 0 }, b = { 0 };
+	add(&a, "k", REQ_DOES_NOT_EXIST, NULL, NULL);
+	add(&b, "k", REQ_NOT_IN, "x", NULL);
+	cr_assert(requirements_compatible(&a, &b, &st, K_N_WELL_KNOWN, NULL));
+	requirements_free(&b);
+	add(&b, "k", REQ_IN, "x", NULL);
+	cr_assert_not(requirements_compatible(&a, &b, &st, K_N_WELL_KNOWN, NULL));
+	requirements_free(&a);
+	requirements_free(&b);
+}
+
+Test(requirements, intersect_sets_and_copy_are_independent)
+{
+	struct requirements a = { 0 }, b = { 0 }, c;
+	add(&a, "k", REQ_IN, "a", "b");
+	add(&b, "k", REQ_NOT_IN, "b", NULL);
+	add(&b, "z", REQ_EXISTS, NULL, NULL);
+	cr_assert_eq(requirements_copy(&c, &a), 0);
+	cr_assert_eq(requirements_intersect(&a, &b, &st), 0);
+	cr_assert_eq(a.n, 2);
+	cr_assert_eq(requirements_get(&a, S("k"))->n_values, 1);
+	cr_assert_eq(requirements_get(&c, S("k"))->n_values, 2);
+	requirements_free(&a);
+	requirements_free(&b);
+	requirements_free(&c);
+}
+
+Test(requirements, match_labels_checks_every_key)
+{
+	struct requirements r = { 0 };
+	struct label l[2] = { { S("a"), S("1") }, { S("b"), S("2") } };
+	labels_sort(l, 2);
+	add(&r, "a", REQ_IN, "1", NULL);
+	add(&r, "c", REQ_DOES_NOT_EXIST, NULL, NULL);
+	cr_assert(requirements_match_labels(&r, l, 2, &st));
+	add(&r, "b", REQ_NOT_IN, "2", NULL);
+	cr_assert_not(requirements_match_labels(&r, l, 2, &st));
+	requirements_free(&r);
+}
+
+Test(requirements, format_is_readable)
+{
+	struct requirements r = { 0 };
+	char buf[128];
+	add(&r, "topology.kubernetes.io/zone", REQ_IN, "eu-west-1a", NULL);
+	requirement_format(&r.v[0], &st, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "topology.kubernetes.io/zone In [eu-west-1a]");
+	requirements_free(&r);
+}
+
+TestSuite(quantity);
+
+Test(quantity, parses_kubernetes_suffixes_and_rounds_up)
+{
+	int64_t v;
+	cr_assert_eq(quantity_parse("500m", true, &v), 0);
+	cr_assert_eq(v, 500);
+	cr_assert_eq(quantity_parse("1.5", true, &v), 0);
+	cr_assert_eq(v, 1500);
+	cr_assert_eq(quantity_parse("2", true, &v), 0);
+	cr_assert_eq(v, 2000);
+	cr_assert_eq(quantity_parse("1.5Gi", false, &v), 0);
+	cr_assert_eq(v, 1536LL << 20);
+	cr_assert_eq(quantity_parse("2e3", false, &v), 0);
+	cr_assert_eq(v, 2000);
+	cr_assert_eq(quantity_parse("1k", false, &v), 0);
+	cr_assert_eq(v, 1000);
+	cr_assert_eq(quantity_parse("100Mi", false, &v), 0);
+	cr_assert_eq(v, 100LL << 20);
+	cr_assert_eq(quantity_parse("1m", false, &v), 0);
+	cr_assert_eq(v, 1);
+	cr_assert_eq(quantity_parse("0.1m", true, &v), 0);
+	cr_assert_eq(v, 1);
+	cr_assert_eq(quantity_parse("128974848", false, &v), 0);
+	cr_assert_eq(v, 128974848);
+}
+
+Test(quantity, rejects_garbage)
+{
+	int64_t v;
+	cr_assert_lt(quantity_parse("", false, &v), 0);
+	cr_assert_lt(quantity_parse("abc", false, &v), 0);
+	cr_assert_lt(quantity_parse("1Zi", false, &v), 0);
+	cr_assert_lt(quantity_parse("1e", false, &v), 0);
+	cr_assert_lt(quantity_parse("99999999999999999999999999Ei", false, &v), 0);
+}
+
+Test(quantity, formats_cores_and_binary_units)
+{
+	char b[32];
+	quantity_format(96000, true, false, b, sizeof(b));
+	cr_assert_str_eq(b, "96");
+	quantity_format(1500, true, false, b, sizeof(b));
+	cr_assert_str_eq(b, "1500m");
+	quantity_format(512LL << 20, false, true, b, sizeof(b));
+	cr_assert_str_eq(b, "512Mi");
+}
