@@ -22,6 +22,7 @@
 
 #include "common/health.h"
 #include "common/log.h"
+#include "common/loop.h"
 #include "common/util.h"
 
 /* Probes and scrapes are tiny; a few parallel connections are plenty, and
@@ -262,4 +263,16 @@ void health_server_set_ready(struct health_server *s, bool ready, const char *re
 	s->ready = ready;
 	snprintf(s->reason, sizeof(s->reason), "%s", reason ? reason : (ready ? "" : "unknown"));
 	pthread_mutex_unlock(&s->lock);
+}
+
+static int on_heartbeat(struct loop *loop, void *userdata)
+{
+	health_server_heartbeat(userdata);
+	return 0;
+}
+
+int health_server_attach_loop(struct health_server *s, struct loop *loop)
+{
+	health_server_heartbeat(s);
+	return loop_add_periodic(loop, "health-heartbeat", HEALTH_HEARTBEAT_USEC, on_heartbeat, s);
 }

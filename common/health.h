@@ -35,6 +35,9 @@
  * short enough that a kubelet liveness probe (period 10 s) restarts a
  * truly stuck daemon within a minute. */
 #define HEALTH_STALL_SECONDS_DEFAULT 30
+/* How often health_server_attach_loop() bumps the heartbeat: well inside
+ * the smallest sensible stall window (a few seconds). */
+#define HEALTH_HEARTBEAT_USEC (500ULL * 1000)
 
 struct health_server;
 
@@ -54,6 +57,15 @@ uint16_t health_server_port(const struct health_server *s);
 
 /* Records that the event loop turned (cheap: one atomic store). */
 void health_server_heartbeat(struct health_server *s);
+
+/*
+ * Bumps the heartbeat from `loop` every HEALTH_HEARTBEAT_USEC (a periodic
+ * job named "health-heartbeat"): the usual way a daemon wires /healthz to
+ * its event loop. A timer runs only when the loop turns, so a main thread
+ * stuck in one callback stops the heartbeat and /healthz turns 503.
+ */
+struct loop;
+int health_server_attach_loop(struct health_server *s, struct loop *loop);
 
 /*
  * Declares the daemon ready or not. reason says why it is not ready

@@ -10,6 +10,7 @@
 
 #include "common/health.h"
 #include "common/log.h"
+#include "common/loop.h"
 
 struct reply {
 	long status;
@@ -203,4 +204,25 @@ Test(health, metrics_path_is_404_without_a_registry)
 	cr_assert_eq(r.status, 404);
 	reply_free(&r);
 	health_server_free(bare);
+}
+
+static int stop_loop(struct loop *loop, void *userdata)
+{
+	loop_exit(loop, 0);
+	return 0;
+}
+
+Test(health, a_turning_loop_keeps_healthz_ok_past_the_stall_window)
+{
+	struct loop *loop;
+
+	cr_assert_eq(loop_new(&loop, "kanna-test"), 0);
+	cr_assert_eq(health_server_attach_loop(server, loop), 0);
+	/* Turn the loop for longer than the 1 s stall window. */
+	cr_assert_eq(loop_add_timer(loop, 1500 * 1000, stop_loop, NULL, NULL), 0);
+	cr_assert_eq(loop_run(loop), 0);
+	struct reply r = http(health_server_port(server), "GET", "/healthz");
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	reply_free(&r);
+	loop_free(loop);
 }
