@@ -69,8 +69,7 @@ int config_parse_duration(const char *s, bool allow_never, uint64_t *ret_usec)
 	if (!*p)
 		return -EINVAL;
 	while (*p) {
-		uint64_t whole = 0, unit_ns, frac_ns;
-		double frac = 0, scale = 1;
+		uint64_t whole = 0, unit_ns, frac = 0, scale = 1, frac_ns;
 		bool digits = false;
 
 		for (; isdigit((unsigned char)*p); p++, digits = true) {
@@ -82,15 +81,16 @@ int config_parse_duration(const char *s, bool allow_never, uint64_t *ret_usec)
 			int n = 0;
 			for (p++; isdigit((unsigned char)*p); p++, digits = true)
 				if (n++ < DURATION_FRACTION_DIGITS_MAX) {
-					scale /= 10;
-					frac += (*p - '0') * scale;
+					scale *= 10;
+					frac = frac * 10 + (uint64_t)(*p - '0');
 				}
 		}
 		if (!digits || !duration_unit(&p, &unit_ns))
 			return -EINVAL;
 		if (whole > UINT64_MAX / unit_ns)
 			return -ERANGE;
-		frac_ns = (uint64_t)(frac * (double)unit_ns);
+		/* Exact: frac < 10^18 and unit_ns < 2^42 fit 128 bits. */
+		frac_ns = (uint64_t)((unsigned __int128)frac * unit_ns / scale);
 		if (frac_ns > UINT64_MAX - total_ns)
 			return -ERANGE;
 		total_ns += frac_ns;

@@ -23,6 +23,7 @@ EXTRA_DIST += doc/configuration.md \
 	tests/fuzz/corpus/config/bad-duration.yaml \
 	tests/fuzz/corpus/config/comment.yaml \
 	tests/fuzz/corpus/config/duplicate.yaml \
+	tests/fuzz/corpus/config/duration-fraction.txt \
 	tests/fuzz/corpus/config/duration.txt \
 	tests/fuzz/corpus/config/empty.yaml \
 	tests/fuzz/corpus/config/invalid-utf8.yaml \

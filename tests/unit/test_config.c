@@ -540,7 +540,8 @@ Test(config, durations_parse_go_syntax)
 		{ "720h", 720 * USEC_PER_HOUR }, { "1.5h", 90 * USEC_PER_MINUTE },
 		{ "500ms", 500 * USEC_PER_MSEC }, { "250us", 250 }, { "2\xc2\xb5s", 2 },
 		{ "1500ns", 1 }, { "1h2m3s4ms", USEC_PER_HOUR + 2 * USEC_PER_MINUTE + 3 * USEC_PER_SEC + 4000 },
-		{ ".5s", USEC_PER_SEC / 2 },
+		{ ".5s", USEC_PER_SEC / 2 }, { ".21h", 756 * USEC_PER_SEC },
+		{ "0.000001s", 1 }, { "1.000001s", USEC_PER_SEC + 1 },
 	};
 	static const char *bad[] = { "", "5", "s", "1x", "-1s", "+1s", "1s ", " 1s", "1..5s", ".s", "never", "1e3s",
 				     "99999999999999999999h" };
