@@ -2,3 +2,10 @@
 # ZeroMQ socket wrapper with the per-process tap.
 libkanna_common_a_SOURCES += common/loop.h common/loop-internal.h \
 	common/loop.c common/loop-curl.c common/sock.h common/sock.c
+
+check_PROGRAMS += tests/unit/test_loop tests/unit/test_sock
+TESTS += tests/unit/test_loop tests/unit/test_sock
+tests_unit_test_loop_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_loop_LDADD = $(LDADD) $(TEST_LIBS)
+tests_unit_test_sock_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sock_LDADD = $(LDADD) $(TEST_LIBS)

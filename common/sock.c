@@ -31,6 +31,7 @@ struct sock_ctx {
 	void *tap;
 	/* Distinct topics subscribed on the tap; > 0 means someone listens. */
 	unsigned tap_subscriptions;
+	uint64_t tap_copies;
 };
 
 struct sock {
@@ -169,6 +170,7 @@ static void sock_tap_copy(struct sock *s, const char *dir,
 		return;
 	if (zmq_send(s->ctx->tap, header, (size_t)len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
 		return;
+	s->ctx->tap_copies++;
 	for (size_t i = 0; i < n; i++)
 		(void)zmq_send(s->ctx->tap, frames[i].iov_base, frames[i].iov_len,
 			       (i + 1 < n ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT);
@@ -236,6 +238,11 @@ const char *sock_ctx_runtime_dir(const struct sock_ctx *ctx)
 bool sock_ctx_tap_attached(const struct sock_ctx *ctx)
 {
 	return ctx->tap_subscriptions > 0;
+}
+
+uint64_t sock_ctx_tap_copies(const struct sock_ctx *ctx)
+{
+	return ctx->tap_copies;
 }
 
 /* ---- sockets --------------------------------------------------------------- */

@@ -31,6 +31,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/uio.h>
 
 #include <zmq.h>
@@ -103,6 +104,8 @@ void *sock_ctx_zmq(struct sock_ctx *ctx);
 const char *sock_ctx_runtime_dir(const struct sock_ctx *ctx);
 /* True while at least one tap subscription is active. */
 bool sock_ctx_tap_attached(const struct sock_ctx *ctx);
+/* Messages copied to the tap so far (a metric; 0 while nobody listened). */
+uint64_t sock_ctx_tap_copies(const struct sock_ctx *ctx);
 
 /* One ZeroMQ socket with kanna's options. `name` appears in logs and the tap. */
 struct sock;
