@@ -271,6 +271,7 @@ struct aws_response {
 	struct aws_xml_node *xml;   /* query protocol success */
 	json_t *json;               /* JSON protocol success */
 	struct aws_error error;     /* result == -EREMOTEIO, or transport text */
+	char description[AWS_ERROR_CODE_MAX + AWS_ERROR_MESSAGE_MAX + 8]; /* aws_response_strerror() */
 };
 
 struct aws_client;

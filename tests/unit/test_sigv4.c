@@ -67,9 +67,9 @@ static char *read_text(const char *path)
 
 static char *read_case_file(const char *dir, const char *name)
 {
-	char path[4096];
+	_cleanup_free_ char *path = NULL;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	cr_assert(asprintf(&path, "%s/%s", dir, name) >= 0);
 	return read_text(path);
 }
 
