@@ -1,7 +1,7 @@
 /*
- * The health and metrics HTTP server behind common/health.h. Owns one
- * loopback listening socket and a libmicrohttpd daemon with its own polling
- * thread; daemons call health_server_heartbeat() from their event loop and
+ * The health and metrics HTTP server behind common/health.h. Owns one or
+ * two loopback listening sockets, each a libmicrohttpd daemon with its own
+ * polling thread; daemons call health_server_heartbeat() from their event loop and
  * health_server_set_ready() when they can serve. The HTTP thread only reads
  * the heartbeat (atomic), the ready state (under a mutex) and renders the
  * metrics registry (under the registry's mutex): it never touches anything
@@ -37,10 +37,24 @@
 
 #define CONTENT_TYPE_TEXT "text/plain; charset=utf-8"
 
-struct health_server {
+enum health_paths {
+	HEALTH_PATHS_METRICS = 1 << 0, /* /metrics */
+	HEALTH_PATHS_PROBES = 1 << 1,  /* /healthz, /readyz */
+};
+
+struct health_listener {
+	struct health_server *server;
 	struct MHD_Daemon *mhd;
-	struct metrics_registry *metrics; /* not owned */
 	uint16_t port;
+	unsigned paths; /* enum health_paths */
+};
+
+struct health_server {
+	struct health_listener metrics_listener;
+	struct health_listener health_listener; /* unused when the ports are equal */
+	struct metrics_registry *metrics;       /* not owned */
+	uint16_t metrics_port;
+	uint16_t health_port;
 	uint64_t stall_usec;
 	_Atomic uint64_t heartbeat_usec; /* CLOCK_MONOTONIC */
 	pthread_mutex_t lock;            /* guards ready and reason */
@@ -98,8 +112,6 @@ static enum MHD_Result serve_metrics(struct health_server *s, struct MHD_Connect
 	char *text;
 	size_t len;
 
-	if (!s->metrics)
-		return reply_text(c, MHD_HTTP_NOT_FOUND, "no metrics in this process\n");
 	int r = metrics_registry_render(s->metrics, &text, &len);
 	if (r < 0)
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
@@ -139,19 +151,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection,
 				  const char *upload_data, size_t *upload_data_size,
 				  void **con_cls)
 {
-	struct health_server *s = cls;
-	bool known = streq(url, "/metrics") || streq(url, "/healthz") || streq(url, "/readyz");
+	struct health_listener *l = cls;
+	unsigned paths = streq(url, "/metrics")					? HEALTH_PATHS_METRICS
+			 : streq(url, "/healthz") || streq(url, "/readyz") ? HEALTH_PATHS_PROBES
+									   : 0;
 
-	if (!known)
+	if (!(paths & l->paths))
 		return reply_text(connection, MHD_HTTP_NOT_FOUND, "not found: %s\n", url);
 	if (!streq(method, MHD_HTTP_METHOD_GET) && !streq(method, MHD_HTTP_METHOD_HEAD))
 		return reply_text(connection, MHD_HTTP_METHOD_NOT_ALLOWED,
 				  "method %s not allowed\n", method);
-	if (streq(url, "/metrics"))
-		return serve_metrics(s, connection);
+	if (paths == HEALTH_PATHS_METRICS)
+		return serve_metrics(l->server, connection);
 	if (streq(url, "/healthz"))
-		return serve_healthz(s, connection);
-	return serve_readyz(s, connection);
+		return serve_healthz(l->server, connection);
+	return serve_readyz(l->server, connection);
 }
 
 static void on_mhd_error(void *cls, const char *fmt, va_list ap) _printf_(2, 0);
@@ -192,10 +206,63 @@ static int listen_loopback(uint16_t port, int *ret_fd, uint16_t *ret_port)
 	return 0;
 }
 
-int health_server_new(struct metrics_registry *metrics, uint16_t port,
-		      unsigned stall_seconds, struct health_server **ret)
+static int listener_start(struct health_server *s, struct health_listener *l, int port,
+			  unsigned paths)
 {
 	int fd = -1, r;
+
+	if (port < HEALTH_PORT_EPHEMERAL || port > UINT16_MAX)
+		return -EINVAL;
+	r = listen_loopback(port == HEALTH_PORT_EPHEMERAL ? 0 : (uint16_t)port, &fd, &l->port);
+	if (r < 0)
+		return r;
+	l->server = s;
+	l->paths = paths;
+	l->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
+					  MHD_USE_ERROR_LOG,
+				  l->port, NULL, NULL, on_request, l,
+				  MHD_OPTION_LISTEN_SOCKET, fd,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HEALTH_MAX_CONNECTIONS,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HEALTH_CONNECTION_TIMEOUT_S,
+				  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, NULL,
+				  MHD_OPTION_END);
+	/* On failure fd is not closed here: whether MHD already closed it
+	 * differs between versions, and a double close could hit a
+	 * descriptor another thread just opened. */
+	return l->mhd ? 0 : -EIO; /* MHD logged the reason through on_mhd_error() */
+}
+
+static int health_server_listen(struct health_server *s, int metrics_port, int health_port)
+{
+	int r;
+
+	if (metrics_port != HEALTH_PORT_DISABLED && !s->metrics)
+		return -EINVAL;
+	if (metrics_port > 0 && metrics_port == health_port) {
+		r = listener_start(s, &s->metrics_listener, metrics_port,
+				   HEALTH_PATHS_METRICS | HEALTH_PATHS_PROBES);
+		s->metrics_port = s->health_port = s->metrics_listener.port;
+		return r;
+	}
+	if (metrics_port != HEALTH_PORT_DISABLED) {
+		r = listener_start(s, &s->metrics_listener, metrics_port, HEALTH_PATHS_METRICS);
+		if (r < 0)
+			return r;
+		s->metrics_port = s->metrics_listener.port;
+	}
+	if (health_port != HEALTH_PORT_DISABLED) {
+		r = listener_start(s, &s->health_listener, health_port, HEALTH_PATHS_PROBES);
+		if (r < 0)
+			return r;
+		s->health_port = s->health_listener.port;
+	}
+	return 0;
+}
+
+int health_server_new(struct metrics_registry *metrics, int metrics_port, int health_port,
+		      unsigned stall_seconds, struct health_server **ret)
+{
+	int r;
 
 	if (!ret)
 		return -EINVAL;
@@ -213,25 +280,10 @@ int health_server_new(struct metrics_registry *metrics, uint16_t port,
 	atomic_store(&s->heartbeat_usec, monotonic_usec());
 	snprintf(s->reason, sizeof(s->reason), "starting");
 
-	r = listen_loopback(port, &fd, &s->port);
+	r = health_server_listen(s, metrics_port, health_port);
 	if (r < 0) {
 		health_server_free(s);
 		return r;
-	}
-	s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
-					  MHD_USE_ERROR_LOG,
-				  s->port, NULL, NULL, on_request, s,
-				  MHD_OPTION_LISTEN_SOCKET, fd,
-				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HEALTH_MAX_CONNECTIONS,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HEALTH_CONNECTION_TIMEOUT_S,
-				  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, NULL,
-				  MHD_OPTION_END);
-	if (!s->mhd) {
-		/* Not closing fd: whether MHD already closed it on this path
-		 * differs between versions, and a double close could hit a
-		 * descriptor another thread just opened. */
-		health_server_free(s);
-		return -EIO; /* MHD logged the reason through on_mhd_error() */
 	}
 	*ret = s;
 	return 0;
@@ -241,15 +293,23 @@ void health_server_free(struct health_server *s)
 {
 	if (!s)
 		return;
-	if (s->mhd)
-		MHD_stop_daemon(s->mhd); /* joins the thread, closes the socket */
+	/* Joins the threads and closes the sockets. */
+	if (s->metrics_listener.mhd)
+		MHD_stop_daemon(s->metrics_listener.mhd);
+	if (s->health_listener.mhd)
+		MHD_stop_daemon(s->health_listener.mhd);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
 
-uint16_t health_server_port(const struct health_server *s)
+uint16_t health_server_metrics_port(const struct health_server *s)
 {
-	return s->port;
+	return s->metrics_port;
+}
+
+uint16_t health_server_health_port(const struct health_server *s)
+{
+	return s->health_port;
 }
 
 void health_server_heartbeat(struct health_server *s)

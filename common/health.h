@@ -1,17 +1,18 @@
 /*
- * The per-process HTTP endpoint for probes and scrapes (libmicrohttpd on
+ * The per-process HTTP endpoints for probes and scrapes (libmicrohttpd on
  * 127.0.0.1): /metrics renders a metrics registry, /healthz answers 200
- * while the event loop is turning (the loop calls health_server_heartbeat()
- * on every iteration or from a timer) and 503 once it has not for the
- * configured stall window, /readyz answers 200 only after the daemon called
+ * while the event loop is turning (health_server_attach_loop() bumps a
+ * heartbeat from a periodic job) and 503 once it has not for the stall
+ * window, /readyz answers 200 only after the daemon called
  * health_server_set_ready(s, true, NULL). MHD runs its own polling thread,
  * so probes answer even while the main thread is busy in a long solve.
  *
- * Karpenter serves health on 8081 and metrics on 8080; kanna serves all
- * three paths on one port per process, because several daemons share a
- * host under systemd. Defaults below; each daemon's configuration may
- * change its port, and port 0 binds an ephemeral port (see
- * health_server_port()).
+ * As in Karpenter (metrics 8080, health 8081) metrics and probes have their
+ * own ports: the config keys metrics-port and health-port
+ * (doc/configuration.md; defaults differ per daemon so that all of them
+ * fit on one host). Equal ports share one listener serving all three
+ * paths. A path a listener does not serve is 404, any method but GET and
+ * HEAD is 405.
  */
 #ifndef KANNA_COMMON_HEALTH_H
 #define KANNA_COMMON_HEALTH_H
@@ -21,14 +22,10 @@
 
 #include "common/metrics.h"
 
-/* Default ports, one per process so that all fit on one host. The
- * scheduler's shard k listens on HEALTH_PORT_SCHEDULER + k. */
-#define HEALTH_PORT_WATCHER 9471
-#define HEALTH_PORT_LAUNCHER 9472
-#define HEALTH_PORT_REAPER 9473
-#define HEALTH_PORT_INIT 9474
-#define HEALTH_PORT_SIM 9479
-#define HEALTH_PORT_SCHEDULER 9480
+/* Port values besides 1..65535: no listener (what 0 means in the config),
+ * or an ephemeral port chosen by the kernel (tests; read it back). */
+#define HEALTH_PORT_DISABLED 0
+#define HEALTH_PORT_EPHEMERAL (-1)
 
 /* A loop that has not turned for this long is reported unhealthy: long
  * enough for the biggest bounded solve slice and a slow API round trip,
@@ -42,18 +39,21 @@
 struct health_server;
 
 /*
- * Starts serving on 127.0.0.1:port (0 = ephemeral). metrics may be NULL
- * (then /metrics is 404). stall_seconds 0 selects the default. The server
- * starts not ready ("starting") with a fresh heartbeat. Returns 0 or a
- * negative errno (-EADDRINUSE when the port is taken).
+ * Starts the listeners: /metrics on metrics_port (needs metrics), /healthz
+ * and /readyz on health_port; each HEALTH_PORT_DISABLED, HEALTH_PORT_EPHEMERAL
+ * or a port number. stall_seconds 0 selects HEALTH_STALL_SECONDS_DEFAULT.
+ * The server starts not ready ("starting") with a fresh heartbeat. Returns
+ * 0, -EADDRINUSE when a port is taken, -EINVAL for a port out of range or a
+ * metrics port without a registry, or another negative errno.
  */
-int health_server_new(struct metrics_registry *metrics, uint16_t port,
+int health_server_new(struct metrics_registry *metrics, int metrics_port, int health_port,
 		      unsigned stall_seconds, struct health_server **ret);
-/* Stops the HTTP thread and frees the server. NULL is allowed. */
+/* Stops the HTTP threads and frees the server. NULL is allowed. */
 void health_server_free(struct health_server *s);
 
-/* The bound TCP port, useful after asking for port 0. */
-uint16_t health_server_port(const struct health_server *s);
+/* The bound TCP ports (useful after HEALTH_PORT_EPHEMERAL); 0 when disabled. */
+uint16_t health_server_metrics_port(const struct health_server *s);
+uint16_t health_server_health_port(const struct health_server *s);
 
 /* Records that the event loop turned (cheap: one atomic store). */
 void health_server_heartbeat(struct health_server *s);

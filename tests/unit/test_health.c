@@ -68,8 +68,10 @@ static void setup(void)
 	cr_assert_eq(metrics_counter_new(reg, &c, "karpenter_nodeclaims_created_total",
 					 "Number of nodeclaims created.", "nodepool", NULL), 0);
 	cr_assert_eq(metrics_counter_add(c, 3, "default", NULL), 0);
-	cr_assert_eq(health_server_new(reg, 0, 1, &server), 0);
-	cr_assert_gt(health_server_port(server), 0);
+	cr_assert_eq(health_server_new(reg, HEALTH_PORT_EPHEMERAL, HEALTH_PORT_EPHEMERAL, 1, &server), 0);
+	cr_assert_gt(health_server_metrics_port(server), 0);
+	cr_assert_gt(health_server_health_port(server), 0);
+	cr_assert_neq(health_server_metrics_port(server), health_server_health_port(server));
 }
 
 static void teardown(void)
@@ -83,7 +85,7 @@ TestSuite(health, .init = setup, .fini = teardown);
 
 Test(health, metrics_endpoint_serves_the_exposition_format)
 {
-	struct reply r = http(health_server_port(server), "GET", "/metrics");
+	struct reply r = http(health_server_metrics_port(server), "GET", "/metrics");
 	cr_assert_eq(r.status, 200);
 	cr_assert_str_eq(r.content_type, METRICS_CONTENT_TYPE);
 	cr_assert_str_eq(r.body, "# HELP karpenter_nodeclaims_created_total Number of nodeclaims created.\n"
@@ -94,39 +96,39 @@ Test(health, metrics_endpoint_serves_the_exposition_format)
 
 Test(health, healthz_is_ok_while_heartbeats_arrive_and_503_when_they_stop)
 {
-	struct reply r = http(health_server_port(server), "GET", "/healthz");
+	struct reply r = http(health_server_health_port(server), "GET", "/healthz");
 	cr_assert_eq(r.status, 200);
 	cr_assert_str_eq(r.body, "ok\n");
 	reply_free(&r);
 
 	/* The stall window is 1 s: let it pass without a heartbeat. */
 	nanosleep(&(struct timespec){ .tv_sec = 1, .tv_nsec = 300 * 1000000 }, NULL);
-	r = http(health_server_port(server), "GET", "/healthz");
+	r = http(health_server_health_port(server), "GET", "/healthz");
 	cr_assert_eq(r.status, 503);
 	cr_assert(strstr(r.body, "event loop stalled: no heartbeat for 1."), "%s", r.body);
 	reply_free(&r);
 
 	health_server_heartbeat(server);
-	r = http(health_server_port(server), "GET", "/healthz");
+	r = http(health_server_health_port(server), "GET", "/healthz");
 	cr_assert_eq(r.status, 200);
 	reply_free(&r);
 }
 
 Test(health, readyz_is_503_with_the_reason_until_the_daemon_declares_ready)
 {
-	struct reply r = http(health_server_port(server), "GET", "/readyz");
+	struct reply r = http(health_server_health_port(server), "GET", "/readyz");
 	cr_assert_eq(r.status, 503);
 	cr_assert_str_eq(r.body, "not ready: starting\n");
 	reply_free(&r);
 
 	health_server_set_ready(server, false, "state replica not synced");
-	r = http(health_server_port(server), "GET", "/readyz");
+	r = http(health_server_health_port(server), "GET", "/readyz");
 	cr_assert_eq(r.status, 503);
 	cr_assert_str_eq(r.body, "not ready: state replica not synced\n");
 	reply_free(&r);
 
 	health_server_set_ready(server, true, NULL);
-	r = http(health_server_port(server), "GET", "/readyz");
+	r = http(health_server_health_port(server), "GET", "/readyz");
 	cr_assert_eq(r.status, 200);
 	cr_assert_str_eq(r.body, "ok\n");
 	reply_free(&r);
@@ -134,17 +136,70 @@ Test(health, readyz_is_503_with_the_reason_until_the_daemon_declares_ready)
 
 Test(health, unknown_path_is_404_and_other_methods_are_405)
 {
-	struct reply r = http(health_server_port(server), "GET", "/nope");
+	struct reply r = http(health_server_health_port(server), "GET", "/nope");
 	cr_assert_eq(r.status, 404);
 	reply_free(&r);
 
-	r = http(health_server_port(server), "POST", "/metrics");
+	r = http(health_server_metrics_port(server), "POST", "/metrics");
 	cr_assert_eq(r.status, 405);
 	reply_free(&r);
 
-	r = http(health_server_port(server), "DELETE", "/readyz");
+	r = http(health_server_health_port(server), "DELETE", "/readyz");
 	cr_assert_eq(r.status, 405);
 	reply_free(&r);
+}
+
+Test(health, each_port_serves_only_its_own_paths)
+{
+	struct reply r = http(health_server_health_port(server), "GET", "/metrics");
+	cr_assert_eq(r.status, 404);
+	reply_free(&r);
+
+	r = http(health_server_metrics_port(server), "GET", "/healthz");
+	cr_assert_eq(r.status, 404);
+	reply_free(&r);
+
+	r = http(health_server_metrics_port(server), "GET", "/readyz");
+	cr_assert_eq(r.status, 404);
+	reply_free(&r);
+}
+
+Test(health, equal_ports_share_one_listener_for_all_paths)
+{
+	struct health_server *probe, *shared;
+
+	/* Find a free port, then ask for it for both. */
+	cr_assert_eq(health_server_new(NULL, HEALTH_PORT_DISABLED, HEALTH_PORT_EPHEMERAL, 0, &probe), 0);
+	int port = health_server_health_port(probe);
+	health_server_free(probe);
+	cr_assert_eq(health_server_new(reg, port, port, 0, &shared), 0);
+	cr_assert_eq(health_server_metrics_port(shared), port);
+	cr_assert_eq(health_server_health_port(shared), port);
+
+	struct reply r = http((uint16_t)port, "GET", "/metrics");
+	cr_assert_eq(r.status, 200);
+	reply_free(&r);
+	r = http((uint16_t)port, "GET", "/healthz");
+	cr_assert_eq(r.status, 200);
+	reply_free(&r);
+	health_server_free(shared);
+}
+
+Test(health, disabled_ports_have_no_listener)
+{
+	struct health_server *none;
+	cr_assert_eq(health_server_new(NULL, HEALTH_PORT_DISABLED, HEALTH_PORT_DISABLED, 0, &none), 0);
+	cr_assert_eq(health_server_metrics_port(none), 0);
+	cr_assert_eq(health_server_health_port(none), 0);
+	health_server_free(none);
+}
+
+Test(health, rejects_a_metrics_port_without_registry_and_ports_out_of_range)
+{
+	struct health_server *bad;
+	cr_assert_eq(health_server_new(NULL, HEALTH_PORT_EPHEMERAL, HEALTH_PORT_DISABLED, 0, &bad), -EINVAL);
+	cr_assert_eq(health_server_new(NULL, HEALTH_PORT_DISABLED, 65536, 0, &bad), -EINVAL);
+	cr_assert_eq(health_server_new(NULL, HEALTH_PORT_DISABLED, -2, 0, &bad), -EINVAL);
 }
 
 struct prober {
@@ -172,7 +227,7 @@ static void *probe(void *arg)
 
 Test(health, probes_answer_while_the_main_thread_is_busy)
 {
-	struct prober p = { .port = health_server_port(server) };
+	struct prober p = { .port = health_server_health_port(server) };
 	struct timespec start, now;
 	pthread_t t;
 
@@ -193,17 +248,8 @@ Test(health, probes_answer_while_the_main_thread_is_busy)
 Test(health, a_taken_port_is_reported_as_eaddrinuse)
 {
 	struct health_server *second;
-	cr_assert_eq(health_server_new(NULL, health_server_port(server), 0, &second), -EADDRINUSE);
-}
-
-Test(health, metrics_path_is_404_without_a_registry)
-{
-	struct health_server *bare;
-	cr_assert_eq(health_server_new(NULL, 0, 0, &bare), 0);
-	struct reply r = http(health_server_port(bare), "GET", "/metrics");
-	cr_assert_eq(r.status, 404);
-	reply_free(&r);
-	health_server_free(bare);
+	cr_assert_eq(health_server_new(NULL, HEALTH_PORT_DISABLED, health_server_health_port(server), 0,
+				       &second), -EADDRINUSE);
 }
 
 static int stop_loop(struct loop *loop, void *userdata)
@@ -221,7 +267,7 @@ Test(health, a_turning_loop_keeps_healthz_ok_past_the_stall_window)
 	/* Turn the loop for longer than the 1 s stall window. */
 	cr_assert_eq(loop_add_timer(loop, 1500 * 1000, stop_loop, NULL, NULL), 0);
 	cr_assert_eq(loop_run(loop), 0);
-	struct reply r = http(health_server_port(server), "GET", "/healthz");
+	struct reply r = http(health_server_health_port(server), "GET", "/healthz");
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	reply_free(&r);
 	loop_free(loop);
