@@ -125,17 +125,14 @@ static int set_decoded(json_t *obj, struct proto_decoder *decoder,
 {
 	struct proto_error err = { 0 };
 	const struct proto_msg *msg;
-	char error[PROTO_ERROR_TEXT_MAX + 64];
 
 	int r = proto_decode(decoder, payload->data, payload->size, &msg, &err);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0) {
+		/* The decoder's own message; its code name when it gave none. */
 		const char *code = proto_error_code_name(err.code);
-		if (err.text[0])
-			snprintf(error, sizeof(error), "%s: %s", code ? code : "error", err.text);
-		else
-			snprintf(error, sizeof(error), "%s", code ? code : strerror(-r));
+		const char *error = err.text[0] ? err.text : code ? code : strerror(-r);
 		return set_undecodable(obj, error, payload);
 	}
 	json_t *fields = proto_to_json(msg);

@@ -206,6 +206,27 @@ Test(tap_format, decodes_a_proto_payload_into_type_and_fields)
 	free(payload);
 }
 
+Test(tap_format, truncated_proto_payload_carries_the_decoders_message)
+{
+	static const char header[] = "recv state.pub 1";
+	uint8_t *payload;
+	size_t size;
+	const char *type;
+	const struct proto_msg *msg;
+	struct proto_error err = { 0 };
+
+	cr_assert_eq(tap_test_payload(0, &payload, &size, &type), 0);
+	cr_assert_lt(proto_decode(decoder, payload, size - 1, &msg, &err), 0);
+	struct tap_frame frames[] = { { header, strlen(header) }, { payload, size - 1 } };
+	json_t *obj;
+	cr_assert_eq(tap_message_to_json(decoder, "kanna-scheduler", frames, 2, 0, &obj), 0);
+	cr_assert_str_eq(json_string_value(json_object_get(obj, "type")), "undecodable");
+	cr_assert_str_eq(json_string_value(json_object_get(obj, "error")), err.text);
+	cr_assert_eq(json_integer_value(json_object_get(obj, "bytes")), (json_int_t)(size - 1));
+	json_decref(obj);
+	free(payload);
+}
+
 /* ---- kanna-tap as a subprocess ------------------------------------------ */
 
 /* How long a test waits for kanna-tap to subscribe or print: it rescans
