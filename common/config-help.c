@@ -110,12 +110,18 @@ static void config_print_values(const struct config_schema *schema, const void *
 	}
 }
 
+void config_setup_logging(const struct config_schema *schema, void *cfg)
+{
+	const struct config_common *common = config_common(schema, cfg);
+
+	log_setup(schema->program, common->log_format, common->log_level);
+}
+
 bool config_handle_command_line(const struct config_schema *schema, void *cfg, int argc,
 				char **argv, int *ret_exit)
 {
 	struct config_source src = { .argc = argc, .argv = argv, .envp = NULL };
 	struct config_result res = { 0 };
-	struct config_common *common;
 	int r;
 
 	log_setup(schema->program, LOG_FORMAT_AUTO, LOG_LEVEL_INFO);
@@ -139,8 +145,7 @@ bool config_handle_command_line(const struct config_schema *schema, void *cfg, i
 		*ret_exit = 0;
 		return true;
 	}
-	common = config_common(schema, cfg);
-	log_setup(schema->program, common->log_format, common->log_level);
+	config_setup_logging(schema, cfg);
 	log_debug("Loaded configuration from %s", res.file ? res.file : "defaults, environment and options");
 	config_result_done(&res);
 	return false;

@@ -89,6 +89,24 @@ struct config_schema {
 	size_t common_offset;     /* offsetof(struct <daemon>_config, common) */
 };
 
+/*
+ * Default loopback ports (metrics, health) per process, so that every process
+ * can run on one host; scheduler shards beyond the first set theirs through
+ * KANNA_METRICS_PORT / KANNA_HEALTH_PORT in their unit file.
+ */
+#define CONFIG_WATCHER_METRICS_PORT "9411"
+#define CONFIG_WATCHER_HEALTH_PORT "9412"
+#define CONFIG_SCHEDULER_METRICS_PORT "9421"
+#define CONFIG_SCHEDULER_HEALTH_PORT "9422"
+#define CONFIG_LAUNCHER_METRICS_PORT "9431"
+#define CONFIG_LAUNCHER_HEALTH_PORT "9432"
+#define CONFIG_REAPER_METRICS_PORT "9441"
+#define CONFIG_REAPER_HEALTH_PORT "9442"
+#define CONFIG_SIM_METRICS_PORT "9451"
+#define CONFIG_SIM_HEALTH_PORT "9452"
+#define CONFIG_INIT_METRICS_PORT "9461"
+#define CONFIG_INIT_HEALTH_PORT "9462"
+
 /* The keys every daemon has; embed as the member named in common_offset. */
 struct config_common {
 	enum log_level log_level;
@@ -105,7 +123,8 @@ extern const struct config_enum_value config_log_format_values[];
 /*
  * The common entries, first in every daemon's table:
  *   static const struct config_option scheduler_options[] = {
- *           CONFIG_COMMON_OPTIONS(struct scheduler_config, common, "9401", "9402"),
+ *           CONFIG_COMMON_OPTIONS(struct scheduler_config, common,
+ *                                 CONFIG_SCHEDULER_METRICS_PORT, CONFIG_SCHEDULER_HEALTH_PORT),
  *           { .name = "batch-max-duration", ... },
  *   };
  * Ports are per daemon so that all of them can run on one host.
@@ -203,6 +222,9 @@ struct config_common *config_common(const struct config_schema *schema, void *cf
 
 /* --help: usage, then every key with type, default, bounds and env names. */
 void config_print_help(const struct config_schema *schema, void *file);
+
+/* (Re)applies log-level and log-format to logging, after a load or a reload. */
+void config_setup_logging(const struct config_schema *schema, void *cfg);
 
 /*
  * What a daemon's main() calls first: loads, and handles --help and

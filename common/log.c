@@ -29,6 +29,8 @@
 /* Journal fields we always send: MESSAGE, PRIORITY, CODE_FILE, CODE_LINE,
  * CODE_FUNC, SYSLOG_IDENTIFIER, ERRNO. */
 #define LOG_JOURNAL_FIXED_FIELDS 7
+/* journald's socket: sd_journal_send() drops lines silently without it. */
+#define LOG_JOURNAL_SOCKET "/run/systemd/journal/socket"
 /* Bytes of "2026-01-02T03:04:05.678Z" plus NUL. */
 #define LOG_TIME_MAX 32
 
@@ -82,7 +84,11 @@ int log_setup(const char *process, enum log_format format, enum log_level level)
 	pthread_mutex_lock(&log_ctx.lock);
 	snprintf(log_ctx.process, sizeof(log_ctx.process), "%s", process);
 	pthread_mutex_unlock(&log_ctx.lock);
-	log_ctx.format = log_format_resolve(format, getenv("JOURNAL_STREAM"), STDERR_FILENO);
+	format = log_format_resolve(format, getenv("JOURNAL_STREAM"), STDERR_FILENO);
+	/* Asked for the journal where none runs: text rather than silence. */
+	if (format == LOG_FORMAT_JOURNAL && access(LOG_JOURNAL_SOCKET, F_OK) < 0)
+		format = LOG_FORMAT_TEXT;
+	log_ctx.format = format;
 	log_ctx.level = level;
 	return 0;
 }

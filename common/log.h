@@ -37,7 +37,8 @@ struct log_kv {
 
 /*
  * Names the process on every line and picks the backend; LOG_FORMAT_AUTO
- * becomes LOG_FORMAT_JOURNAL when stderr is the journal, text otherwise.
+ * becomes LOG_FORMAT_JOURNAL when stderr is the journal, text otherwise, and
+ * LOG_FORMAT_JOURNAL becomes text when no journald socket exists.
  */
 int log_setup(const char *process, enum log_format format, enum log_level level);
 int log_format_from_string(const char *s, enum log_format *ret);

@@ -3,6 +3,7 @@
  * files, environment and flags; every error path; reloads; --help.
  */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -592,4 +593,73 @@ Test(config, long_bad_values_are_cut_in_messages)
 	cr_assert_lt(load_with(yaml, no_env, NULL), 0);
 	cr_assert(strstr(res.error, "...'"), "%s", res.error);
 	cr_assert_lt(strlen(res.error), 300);
+}
+
+static void redirect_both(void)
+{
+	cr_redirect_stdout();
+	cr_redirect_stderr();
+}
+
+/* Everything written to a redirected stream so far, NUL-terminated. */
+static char *slurp(FILE *f)
+{
+	static char text[65536];
+	size_t n;
+
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	return text;
+}
+
+Test(config_main, help_prints_the_table_and_exits_0, .init = redirect_both)
+{
+	char *argv[] = { (char *)"kanna-scheduler", (char *)"--help", NULL };
+	int status = -1;
+
+	cr_assert(config_handle_command_line(&sample_schema, &cfg, 2, argv, &status));
+	cr_assert_eq(status, 0);
+	fflush(stdout);
+	cr_assert(strstr(slurp(cr_get_redirected_stdout()), "--batch-max-duration=DURATION"));
+}
+
+Test(config_main, check_config_prints_values_and_exits_0, .init = redirect_both, .fini = teardown)
+{
+	char flag[128];
+	char *argv[] = { (char *)"kanna-scheduler", flag, (char *)"--check-config", NULL };
+	int status = -1;
+
+	snprintf(flag, sizeof(flag), "--config=%s", write_yaml("scheduler: {shards: 5}\n"));
+	cr_assert(config_handle_command_line(&sample_schema, &cfg, 3, argv, &status));
+	cr_assert_eq(status, 0);
+	fflush(stdout);
+	cr_assert(strstr(slurp(cr_get_redirected_stdout()), "\nshards: 5\n"));
+	cr_assert_null(cfg.cluster_name, "--check-config frees what it loaded");
+}
+
+Test(config_main, invalid_configuration_logs_the_error_and_exits_2, .init = redirect_both, .fini = teardown)
+{
+	char flag[128];
+	char *argv[] = { (char *)"kanna-scheduler", flag, (char *)"--check-config", NULL };
+	int status = -1;
+
+	snprintf(flag, sizeof(flag), "--config=%s", write_yaml("scheduler: {shards: many}\n"));
+	cr_assert(config_handle_command_line(&sample_schema, &cfg, 3, argv, &status));
+	cr_assert_eq(status, CONFIG_EXIT_INVALID);
+	fflush(stderr);
+	cr_assert(strstr(slurp(cr_get_redirected_stderr()),
+			 "scheduler.shards: expected a non-negative integer, got 'many'"));
+}
+
+Test(config_main, valid_configuration_runs_and_sets_up_logging, .init = redirect_both, .fini = teardown)
+{
+	char flag[128];
+	char *argv[] = { (char *)"kanna-scheduler", flag, (char *)"--log-format=json", NULL };
+	int status = -1;
+
+	snprintf(flag, sizeof(flag), "--config=%s", write_yaml("log-level: debug\n"));
+	cr_assert_not(config_handle_command_line(&sample_schema, &cfg, 3, argv, &status));
+	cr_assert_eq(log_get_level(), LOG_LEVEL_DEBUG);
+	cr_assert_eq(log_get_format(), LOG_FORMAT_JSON);
+	cr_assert_eq(cfg.common.log_level, LOG_LEVEL_DEBUG);
 }

@@ -1,5 +1,6 @@
 /* Logging: levels, fields, the three backends and the errno-returning helpers. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <regex.h>
@@ -291,4 +292,20 @@ Test(log, two_threads_never_interleave_a_line)
 		lines++;
 	}
 	cr_assert_eq(lines, 2 * LOG_THREAD_LINES);
+}
+
+Test(log_journal, falls_back_to_text_on_stderr_without_a_journal, .init = cr_redirect_stderr)
+{
+	static char text[4096];
+	size_t n;
+
+	if (access("/run/systemd/journal/socket", F_OK) == 0)
+		cr_skip_test("a journal is running here; the line went to it");
+	log_setup("kanna-test", LOG_FORMAT_JOURNAL, LOG_LEVEL_INFO);
+	cr_assert_eq(log_get_format(), LOG_FORMAT_TEXT);
+	log_info_kv(LOG_KV({ "nodeclaim", "default-x" }), "launched nodeclaim");
+	fflush(stderr);
+	n = fread(text, 1, sizeof(text) - 1, cr_get_redirected_stderr());
+	text[n] = '\0';
+	cr_assert(strstr(text, "kanna-test: launched nodeclaim nodeclaim=default-x\n"), "got: %s", text);
 }
