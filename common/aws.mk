@@ -11,7 +11,8 @@ AWS_UNIT_TESTS = \
 	tests/unit/test_aws_xml \
 	tests/unit/test_aws_query \
 	tests/unit/test_aws_retry \
-	tests/unit/test_aws_endpoint
+	tests/unit/test_aws_endpoint \
+	tests/unit/test_aws_credentials
 check_PROGRAMS += $(AWS_UNIT_TESTS)
 TESTS += $(AWS_UNIT_TESTS)
 tests_unit_test_sigv4_CFLAGS = $(TEST_CFLAGS)
@@ -24,6 +25,8 @@ tests_unit_test_aws_retry_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_aws_retry_LDADD = $(LDADD) $(TEST_LIBS)
 tests_unit_test_aws_endpoint_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_aws_endpoint_LDADD = $(LDADD) $(TEST_LIBS)
+tests_unit_test_aws_credentials_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_aws_credentials_LDADD = $(LDADD) $(TEST_LIBS)
 
 FUZZ_PROGS += tests/fuzz/fuzz_aws_xml
 tests_fuzz_fuzz_aws_xml_SOURCES = tests/fuzz/fuzz_aws_xml.c tests/fuzz/standalone.c
