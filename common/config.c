@@ -341,3 +341,53 @@ int config_reload(const struct config_schema *schema, const void *current, void 
 	}
 	return 0;
 }
+
+static int config_option_check(const struct config_schema *schema, const struct config_option *opt,
+			       struct config_result *res)
+{
+	if (!opt->name || !*opt->name || strspn(opt->name, "abcdefghijklmnopqrstuvwxyz0123456789-") !=
+						  strlen(opt->name))
+		return config_errorf(res, -EINVAL, "Failed to check %s's table: bad key name '%s'",
+				     schema->program, opt->name ? opt->name : "(null)");
+	if (streq(opt->name, "help") || streq(opt->name, "check-config"))
+		return config_errorf(res, -EINVAL, "Failed to check %s's table: %s is reserved",
+				     schema->program, opt->name);
+	if (config_find_option(schema, opt->name) != opt)
+		return config_errorf(res, -EINVAL, "Failed to check %s's table: %s appears twice",
+				     schema->program, opt->name);
+	if (!opt->help || !*opt->help)
+		return config_errorf(res, -EINVAL, "Failed to check %s's table: %s has no help text",
+				     schema->program, opt->name);
+	if (opt->min > opt->max || opt->min_double > opt->max_double)
+		return config_errorf(res, -EINVAL, "Failed to check %s's table: %s has min > max",
+				     schema->program, opt->name);
+	if (opt->type == CONFIG_ENUM && (!opt->values || !opt->values[0].name))
+		return config_errorf(res, -EINVAL, "Failed to check %s's table: %s has no values",
+				     schema->program, opt->name);
+	return 0;
+}
+
+int config_schema_check(const struct config_schema *schema, struct config_result *res)
+{
+	_cleanup_free_ void *scratch = NULL;
+	size_t size = schema->common_offset + sizeof(struct config_common);
+	int r = 0;
+
+	for (size_t i = 0; i < schema->n_options; i++) {
+		r = config_option_check(schema, &schema->options[i], res);
+		if (r < 0)
+			return r;
+		/* Every value type is at most 8 bytes. */
+		size = MAX(size, schema->options[i].offset + sizeof(uint64_t));
+	}
+	scratch = calloc(1, size);
+	if (!scratch)
+		return config_errorf(res, -ENOMEM, "Failed to check %s's table: out of memory",
+				     schema->program);
+	for (size_t i = 0; i < schema->n_options && r >= 0; i++)
+		if (schema->options[i].default_value)
+			r = config_apply_text(&schema->options[i], scratch, schema->options[i].default_value,
+					      "built-in default", res);
+	config_free(schema, scratch);
+	return r;
+}

@@ -209,6 +209,14 @@ int config_load_buffer(const struct config_schema *schema, void *cfg, const char
 int config_reload(const struct config_schema *schema, const void *current, void *fresh,
 		  const struct config_source *src, struct config_result *res);
 
+/*
+ * Checks a table for mistakes its author can make: names that are not
+ * lower-case-with-dashes, duplicates or reserved (help, check-config),
+ * missing help, bounds with min > max, enums without values, defaults that
+ * do not parse or break their bounds. Each daemon's tests call it.
+ */
+int config_schema_check(const struct config_schema *schema, struct config_result *res);
+
 /* Frees what cfg owns (strings, lists) and zeroes those members. */
 void config_free(const struct config_schema *schema, void *cfg);
 void config_result_done(struct config_result *res);

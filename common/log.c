@@ -217,6 +217,8 @@ static char *log_render_text(enum log_level level, const char *process, const ch
 	log_format_time(when);
 	fprintf(f, "%s %-5s %s: %s", when, log_level_to_string(level), process, message);
 	for (size_t i = 0; i < n_kv; i++) {
+		if (!kv[i].key)
+			continue;
 		fprintf(f, " %s=", kv[i].key);
 		log_text_value(f, kv[i].value ? kv[i].value : "");
 	}
@@ -281,7 +283,8 @@ static char *log_render_json(enum log_level level, const char *process, const ch
 	if (errno_value != 0)
 		json_object_set_new(o, "error", json_string(strerror(abs(errno_value))));
 	for (size_t i = 0; i < n_kv; i++)
-		log_json_add_field(o, kv[i].key, kv[i].value);
+		if (kv[i].key)
+			log_json_add_field(o, kv[i].key, kv[i].value);
 	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	if (!s)
@@ -346,6 +349,8 @@ static int log_send_journal(enum log_level level, const char *process, const cha
 		LOG_JOURNAL_ADD("ERRNO=%d", abs(errno_value));
 	for (size_t i = 0; i < n_kv; i++) {
 		char name[64];
+		if (!kv[i].key)
+			continue;
 		log_journal_field_name(kv[i].key, name, sizeof(name));
 		if (!*name)
 			continue;

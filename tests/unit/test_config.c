@@ -663,3 +663,52 @@ Test(config_main, valid_configuration_runs_and_sets_up_logging, .init = redirect
 	cr_assert_eq(log_get_format(), LOG_FORMAT_JSON);
 	cr_assert_eq(cfg.common.log_level, LOG_LEVEL_DEBUG);
 }
+
+Test(config, sample_table_passes_the_schema_check)
+{
+	cr_assert_eq(config_schema_check(&sample_schema, &res), 0, "%s", res.error);
+}
+
+Test(config, schema_check_finds_table_mistakes)
+{
+	static const struct config_option bad_default[] = {
+		{ .name = "shards", .type = CONFIG_UINT, .offset = OFF(shards), .default_value = "0",
+		  .min = 1, .max = 64, .help = "h" },
+	};
+	static const struct config_option twice[] = {
+		{ .name = "shards", .type = CONFIG_UINT, .offset = OFF(shards), .help = "h" },
+		{ .name = "shards", .type = CONFIG_UINT, .offset = OFF(shards), .help = "h" },
+	};
+	static const struct config_option reserved[] = {
+		{ .name = "help", .type = CONFIG_BOOL, .offset = OFF(dry_run), .help = "h" },
+	};
+	static const struct config_option upper[] = {
+		{ .name = "Shards", .type = CONFIG_UINT, .offset = OFF(shards), .help = "h" },
+	};
+	static const struct config_option no_help[] = {
+		{ .name = "shards", .type = CONFIG_UINT, .offset = OFF(shards) },
+	};
+	static const struct config_option no_values[] = {
+		{ .name = "mode", .type = CONFIG_ENUM, .offset = OFF(mode), .help = "h" },
+	};
+	static const struct {
+		const struct config_option *options;
+		size_t n;
+		const char *error;
+	} cases[] = {
+		{ bad_default, 1, "Failed to load built-in default: shards: expected a value between 1 and 64, got '0'" },
+		{ twice, 2, "Failed to check kanna-test's table: shards appears twice" },
+		{ reserved, 1, "Failed to check kanna-test's table: help is reserved" },
+		{ upper, 1, "Failed to check kanna-test's table: bad key name 'Shards'" },
+		{ no_help, 1, "Failed to check kanna-test's table: shards has no help text" },
+		{ no_values, 1, "Failed to check kanna-test's table: mode has no values" },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct config_schema schema = { .program = "kanna-test", .section = "scheduler",
+						.options = cases[i].options, .n_options = cases[i].n,
+						.common_offset = 0 };
+		cr_assert_eq(config_schema_check(&schema, &res), -EINVAL);
+		cr_assert_str_eq(res.error, cases[i].error);
+	}
+}
