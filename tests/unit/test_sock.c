@@ -36,10 +36,29 @@ static void setup(void)
 	cr_assert_eq(sock_ctx_new(&ctx, loop, "test-sock", runtime_dir), 0);
 }
 
+/*
+ * Every socket a test opens, closed in teardown even after a failed
+ * assertion: zmq_ctx_term() waits for all of them.
+ */
+static struct sock *socks[8];
+static size_t n_socks;
+
+static struct sock *test_sock(int type, const char *name)
+{
+	struct sock *s;
+
+	cr_assert_lt(n_socks, ARRAY_SIZE(socks));
+	cr_assert_eq(sock_new(&s, ctx, type, name), 0);
+	socks[n_socks++] = s;
+	return s;
+}
+
 static void teardown(void)
 {
 	char cmd[128];
 
+	while (n_socks > 0)
+		sock_free(socks[--n_socks]);
 	ctx = sock_ctx_free(ctx);
 	loop = loop_free(loop);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", runtime_dir);
@@ -127,27 +146,90 @@ Test(sock, push_pull_delivers_every_message_in_bursts_beyond_the_drain_bound)
 {
 	struct bulk b = { .peer_seen = true };
 
-	cr_assert_eq(sock_new(&b.rx, ctx, ZMQ_PULL, "work"), 0);
+	b.rx = test_sock(ZMQ_PULL, "work");
 	cr_assert_eq(sock_bind(b.rx, "work"), 0);
-	cr_assert_eq(sock_new(&b.tx, ctx, ZMQ_PUSH, "work-out"), 0);
+	b.tx = test_sock(ZMQ_PUSH, "work-out");
 	cr_assert_eq(sock_connect(b.tx, "work"), 0);
 	run_bulk(&b);
-	sock_free(b.tx);
-	sock_free(b.rx);
 }
 
 Test(sock, pub_sub_delivers_every_message_in_bursts_beyond_the_drain_bound)
 {
 	struct bulk b = { 0 };
 
-	cr_assert_eq(sock_new(&b.tx, ctx, ZMQ_PUB, "state.pub"), 0);
+	b.tx = test_sock(ZMQ_PUB, "state.pub");
 	cr_assert_eq(sock_bind(b.tx, "state"), 0);
-	cr_assert_eq(sock_new(&b.rx, ctx, ZMQ_SUB, "state.sub"), 0);
+	b.rx = test_sock(ZMQ_SUB, "state.sub");
 	cr_assert_eq(sock_subscribe(b.rx, "", 0), 0);
 	cr_assert_eq(sock_connect(b.rx, "state"), 0);
 	run_bulk(&b);
-	sock_free(b.tx);
-	sock_free(b.rx);
+}
+
+/* ---- a busy socket does not starve timers -------------------------------- */
+
+/* Longest a 1 ms periodic job may wait while a full queue is drained. */
+#define TICK_GAP_MAX_USEC (50ULL * 1000)
+
+struct starve {
+	uint32_t received;
+	uint64_t last_tick, max_gap;
+	unsigned ticks;
+};
+
+static uint64_t mono_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static int starve_on_readable(struct sock *s, void *userdata)
+{
+	struct starve *st = userdata;
+	struct sock_msg msg;
+	int r = sock_recv(s, &msg, ZMQ_DONTWAIT);
+
+	if (r < 0)
+		return r;
+	sock_msg_close(&msg);
+	if (++st->received == N_MESSAGES)
+		loop_exit(loop, 0);
+	return 0;
+}
+
+static int starve_tick(struct loop *l, void *userdata)
+{
+	struct starve *st = userdata;
+	uint64_t now = mono_usec();
+
+	if (st->last_tick)
+		st->max_gap = MAX(st->max_gap, now - st->last_tick);
+	st->last_tick = now;
+	st->ticks++;
+	return 0;
+}
+
+Test(sock, a_full_queue_is_drained_in_slices_that_let_timers_run)
+{
+	struct starve st = { 0 };
+	struct sock *tx, *rx;
+
+	rx = test_sock(ZMQ_PULL, "flood");
+	cr_assert_eq(sock_bind(rx, "flood"), 0);
+	tx = test_sock(ZMQ_PUSH, "flood-out");
+	cr_assert_eq(sock_connect(tx, "flood"), 0);
+	/* The whole flood is queued before the loop turns once. */
+	for (uint32_t i = 0; i < N_MESSAGES; i++)
+		cr_assert_eq(sock_send(tx, &i, sizeof(i), 0), 0);
+	cr_assert_eq(sock_watch(rx, starve_on_readable, &st), 0);
+	cr_assert_eq(loop_add_periodic(loop, "tick", 1000, starve_tick, &st), 0);
+	arm_stall_timeout();
+	cr_assert_eq(loop_run(loop), 0, "stalled after %u messages", st.received);
+	cr_assert_eq(st.received, N_MESSAGES);
+	cr_assert_gt(st.ticks, 1, "the timer never ran while the queue drained");
+	cr_assert_lt(st.max_gap, TICK_GAP_MAX_USEC, "timer starved for %llu us",
+		     (unsigned long long)st.max_gap);
 }
 
 /* ---- send from inside a receive handler ----------------------------------- */
@@ -187,9 +269,9 @@ Test(sock, a_send_from_inside_a_receive_handler_never_stalls_the_socket)
 	struct ping_pong pp = { 0 };
 	uint32_t zero = 0;
 
-	cr_assert_eq(sock_new(&pp.a, ctx, ZMQ_PAIR, "ping"), 0);
+	pp.a = test_sock(ZMQ_PAIR, "ping");
 	cr_assert_eq(sock_bind(pp.a, "pair"), 0);
-	cr_assert_eq(sock_new(&pp.b, ctx, ZMQ_PAIR, "pong"), 0);
+	pp.b = test_sock(ZMQ_PAIR, "pong");
 	cr_assert_eq(sock_connect(pp.b, "pair"), 0);
 	cr_assert_eq(sock_watch(pp.a, ping_pong_on_readable, &pp), 0);
 	cr_assert_eq(sock_watch(pp.b, ping_pong_on_readable, &pp), 0);
@@ -198,8 +280,6 @@ Test(sock, a_send_from_inside_a_receive_handler_never_stalls_the_socket)
 	arm_stall_timeout();
 	cr_assert_eq(loop_run(loop), 0, "stalled at round %u", pp.rounds);
 	cr_assert_eq(pp.rounds, PING_PONG_ROUNDS);
-	sock_free(pp.a);
-	sock_free(pp.b);
 }
 
 /* ---- frames ----------------------------------------------------------- */
@@ -212,9 +292,9 @@ Test(sock, multipart_messages_arrive_whole_and_oversized_ones_are_dropped)
 	size_t size;
 	const void *body;
 
-	cr_assert_eq(sock_new(&rx, ctx, ZMQ_PULL, "rx"), 0);
+	rx = test_sock(ZMQ_PULL, "rx");
 	cr_assert_eq(sock_bind(rx, "frames"), 0);
-	cr_assert_eq(sock_new(&tx, ctx, ZMQ_PUSH, "tx"), 0);
+	tx = test_sock(ZMQ_PUSH, "tx");
 	cr_assert_eq(sock_connect(tx, "frames"), 0);
 	for (size_t i = 0; i < ARRAY_SIZE(frames); i++)
 		frames[i] = (struct iovec){ .iov_base = "frame", .iov_len = 5 };
@@ -240,8 +320,6 @@ Test(sock, multipart_messages_arrive_whole_and_oversized_ones_are_dropped)
 	cr_assert_eq(memcmp(sock_msg_data(&msg, 0), "after", 5), 0);
 	sock_msg_close(&msg);
 	cr_assert_eq(sock_recv(rx, &msg, ZMQ_DONTWAIT), -EAGAIN);
-	sock_free(tx);
-	sock_free(rx);
 }
 
 /* ---- runtime directory and endpoints ------------------------------------ */
@@ -418,9 +496,9 @@ Test(sock, tap_copies_messages_only_while_a_subscriber_is_attached)
 	char endpoint[600];
 	int linger = 0;
 
-	cr_assert_eq(sock_new(&t.rx, ctx, ZMQ_PULL, "tap-rx"), 0);
+	t.rx = test_sock(ZMQ_PULL, "tap-rx");
 	cr_assert_eq(sock_bind(t.rx, "tapped"), 0);
-	cr_assert_eq(sock_new(&t.tx, ctx, ZMQ_PUSH, "tap-tx"), 0);
+	t.tx = test_sock(ZMQ_PUSH, "tap-tx");
 	cr_assert_eq(sock_connect(t.tx, "tapped"), 0);
 
 	/* Nobody attached: traffic costs the tap nothing. */
@@ -454,8 +532,6 @@ Test(sock, tap_copies_messages_only_while_a_subscriber_is_attached)
 		     "the tap published %llu copies",
 		     (unsigned long long)sock_ctx_tap_copies(ctx));
 	cr_assert_not(sock_ctx_tap_attached(ctx));
-	sock_free(t.tx);
-	sock_free(t.rx);
 	zmq_ctx_term(t.zmq);
 }
 
@@ -464,9 +540,9 @@ Test(sock, tap_publishes_nothing_without_a_subscriber)
 	struct sock *tx, *rx;
 	struct sock_msg msg;
 
-	cr_assert_eq(sock_new(&rx, ctx, ZMQ_PULL, "rx"), 0);
+	rx = test_sock(ZMQ_PULL, "rx");
 	cr_assert_eq(sock_bind(rx, "quiet"), 0);
-	cr_assert_eq(sock_new(&tx, ctx, ZMQ_PUSH, "tx"), 0);
+	tx = test_sock(ZMQ_PUSH, "tx");
 	cr_assert_eq(sock_connect(tx, "quiet"), 0);
 	for (int i = 0; i < 1000; i++) {
 		cr_assert_eq(sock_send(tx, "x", 1, 0), 0);
@@ -475,6 +551,4 @@ Test(sock, tap_publishes_nothing_without_a_subscriber)
 	}
 	cr_assert_not(sock_ctx_tap_attached(ctx));
 	cr_assert_eq(sock_ctx_tap_copies(ctx), 0);
-	sock_free(tx);
-	sock_free(rx);
 }
