@@ -39,6 +39,28 @@ static const char *const transient_codes[] = {
 	"IDPCommunicationError",
 };
 
+/* Final answers even when EC2 sends them with HTTP 500: another attempt
+ * cannot help, the caller must pick another offering. */
+static const char *const final_codes[] = {
+	"InsufficientInstanceCapacity",
+	"InsufficientHostCapacity",
+	"InsufficientReservedInstanceCapacity",
+	"InsufficientCapacity",
+	"UnfulfillableCapacity",
+	"MaxSpotInstanceCountExceeded",
+	"VcpuLimitExceeded",
+};
+
+static bool code_in(const char *code, const char *const *list, size_t n)
+{
+	if (!code)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (streq(code, list[i]))
+			return true;
+	return false;
+}
+
 void aws_retry_policy_default(struct aws_retry_policy *p)
 {
 	p->max_attempts = AWS_RETRY_MAX_ATTEMPTS;
@@ -48,22 +70,7 @@ void aws_retry_policy_default(struct aws_retry_policy *p)
 
 bool aws_error_code_is_throttling(const char *code)
 {
-	if (!code)
-		return false;
-	for (size_t i = 0; i < ARRAY_SIZE(throttling_codes); i++)
-		if (streq(code, throttling_codes[i]))
-			return true;
-	return false;
-}
-
-static bool error_code_is_transient(const char *code)
-{
-	if (!code)
-		return false;
-	for (size_t i = 0; i < ARRAY_SIZE(transient_codes); i++)
-		if (streq(code, transient_codes[i]))
-			return true;
-	return false;
+	return code_in(code, throttling_codes, ARRAY_SIZE(throttling_codes));
 }
 
 enum aws_retry_class aws_retry_classify(CURLcode transport, long http_status,
@@ -88,9 +95,11 @@ enum aws_retry_class aws_retry_classify(CURLcode transport, long http_status,
 	}
 	if (aws_error_code_is_throttling(error_code) || http_status == 429)
 		return AWS_RETRY_THROTTLE;
+	if (code_in(error_code, final_codes, ARRAY_SIZE(final_codes)))
+		return AWS_RETRY_NONE;
 	if (http_status >= 500 && http_status <= 599)
 		return AWS_RETRY_TRANSIENT;
-	if (error_code_is_transient(error_code))
+	if (code_in(error_code, transient_codes, ARRAY_SIZE(transient_codes)))
 		return AWS_RETRY_TRANSIENT;
 	return AWS_RETRY_NONE;
 }

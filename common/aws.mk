@@ -12,7 +12,8 @@ AWS_UNIT_TESTS = \
 	tests/unit/test_aws_query \
 	tests/unit/test_aws_retry \
 	tests/unit/test_aws_endpoint \
-	tests/unit/test_aws_credentials
+	tests/unit/test_aws_credentials \
+	tests/unit/test_aws_client
 check_PROGRAMS += $(AWS_UNIT_TESTS)
 TESTS += $(AWS_UNIT_TESTS)
 tests_unit_test_sigv4_CFLAGS = $(TEST_CFLAGS)
@@ -27,6 +28,8 @@ tests_unit_test_aws_endpoint_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_aws_endpoint_LDADD = $(LDADD) $(TEST_LIBS)
 tests_unit_test_aws_credentials_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_aws_credentials_LDADD = $(LDADD) $(TEST_LIBS)
+tests_unit_test_aws_client_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_aws_client_LDADD = $(LDADD) $(TEST_LIBS)
 
 FUZZ_PROGS += tests/fuzz/fuzz_aws_xml
 tests_fuzz_fuzz_aws_xml_SOURCES = tests/fuzz/fuzz_aws_xml.c tests/fuzz/standalone.c

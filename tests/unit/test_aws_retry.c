@@ -38,6 +38,9 @@ Test(aws_retry, classifies_5xx_and_network_errors_as_transient)
 Test(aws_retry, does_not_retry_client_errors)
 {
 	cr_assert_eq(aws_retry_classify(CURLE_OK, 400, "InsufficientInstanceCapacity"), AWS_RETRY_NONE);
+	/* EC2 sends capacity errors as HTTP 500: still final */
+	cr_assert_eq(aws_retry_classify(CURLE_OK, 500, "InsufficientInstanceCapacity"), AWS_RETRY_NONE);
+	cr_assert_eq(aws_retry_classify(CURLE_OK, 500, "UnfulfillableCapacity"), AWS_RETRY_NONE);
 	cr_assert_eq(aws_retry_classify(CURLE_OK, 403, "AuthFailure"), AWS_RETRY_NONE);
 	cr_assert_eq(aws_retry_classify(CURLE_OK, 400, "InvalidParameterValue"), AWS_RETRY_NONE);
 	cr_assert_eq(aws_retry_classify(CURLE_OK, 200, NULL), AWS_RETRY_NONE);
