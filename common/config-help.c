@@ -84,9 +84,9 @@ void config_print_help(const struct config_schema *schema, void *file)
 	fprintf(f, "Usage: %s [OPTION]...\n", schema->program);
 	if (schema->summary)
 		fprintf(f, "%s\n", schema->summary);
-	fprintf(f, "\nEvery option is also a key of the configuration file (%s unless\n"
-		   "--config says otherwise): shared keys at its top level or any key under\n"
-		   "'%s:'. Precedence: defaults < file < environment < options.\n"
+	fprintf(f, "\nEvery option is also a key of the configuration file, %s\n"
+		   "unless --config names another: shared keys at its top level, any key\n"
+		   "under '%s:'. Precedence: defaults < file < environment < options.\n"
 		   "See doc/configuration.md.\n\n",
 		CONFIG_DEFAULT_PATH, schema->section);
 	fprintf(f, "  -h, --help\n");

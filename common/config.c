@@ -232,13 +232,13 @@ static int config_apply_flags(void *cfg, const struct config_flag *flags, size_t
 			      struct config_result *res)
 {
 	for (size_t i = 0; i < n_flags; i++) {
-		char what[CONFIG_ENV_NAME_MAX + 32];
-		int r;
+		char why[CONFIG_ERROR_MAX / 2];
+		int r = config_option_set(flags[i].opt, cfg, flags[i].value, why, sizeof(why));
 
-		snprintf(what, sizeof(what), "option --%s", flags[i].opt->name);
-		r = config_apply_text(flags[i].opt, cfg, flags[i].value, what, res);
+		if (r == -ENOMEM)
+			return config_errorf(res, r, "Failed to set %s: out of memory", flags[i].opt->name);
 		if (r < 0)
-			return r;
+			return config_errorf(res, r, "Failed to parse option --%s: %s", flags[i].opt->name, why);
 	}
 	return 0;
 }

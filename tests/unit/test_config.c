@@ -414,7 +414,7 @@ Test(config, rejects_bad_flags)
 	cr_assert_eq(load_with(NULL, no_env, FLAGS("-x")), -EINVAL);
 	cr_assert_str_eq(res.error, "Failed to parse -x: unknown option");
 	cr_assert_eq(load_with(NULL, no_env, FLAGS("--shards=65")), -EINVAL);
-	cr_assert_str_eq(res.error, "Failed to load option --shards: shards: expected a value between 1 and 64, got '65'");
+	cr_assert_str_eq(res.error, "Failed to parse option --shards: expected a value between 1 and 64, got '65'");
 }
 
 Test(config, help_and_check_config_set_the_action)
