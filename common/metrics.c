@@ -1,10 +1,11 @@
 /*
- * The metrics registry behind common/metrics.h: families sorted by name,
- * each holding its series in an array sorted by label values, so that the
- * exposition output is stable without sorting at scrape time. One mutex per
- * registry serialises the daemon's updates against the HTTP thread's
- * rendering; every critical section is short and never does I/O other than
- * writing to the in-memory render buffer. Cleanup style: _cleanup_ attributes.
+ * The metrics registry behind common/metrics.h: registration, validation
+ * and updates. Families are sorted by name, each holding its series in an
+ * array sorted by label values, so that common/metrics-render.c writes
+ * stable output without sorting at scrape time. One mutex per registry
+ * serialises the daemon's updates against the HTTP thread's rendering;
+ * every critical section is short and does no I/O. Cleanup style:
+ * _cleanup_ attributes.
  */
 #include <errno.h>
 #include <math.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/metrics-internal.h"
 #include "common/metrics.h"
 #include "common/util.h"
 
@@ -25,57 +27,6 @@ const double metrics_duration_buckets[] = {
 	8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
 };
 const size_t metrics_duration_buckets_len = ARRAY_SIZE(metrics_duration_buckets);
-
-/* Integral values below this print as integers; beyond it a double no longer
- * holds every integer, and the shortest %g form is clearer. */
-#define METRICS_INTEGER_PRINT_LIMIT 1e15
-
-enum metrics_kind {
-	METRICS_COUNTER,
-	METRICS_GAUGE,
-	METRICS_HISTOGRAM,
-};
-
-struct metrics_series {
-	char **label_values; /* family->n_labels strings */
-	double value;        /* counter, gauge */
-	double sum;          /* histogram */
-	uint64_t count;      /* histogram observations */
-	uint64_t *buckets;   /* histogram: observations per bucket, not cumulative */
-};
-
-struct metrics_family {
-	struct metrics_registry *reg;
-	enum metrics_kind kind;
-	char *name;
-	char *help;
-	char *label_names[METRICS_MAX_LABELS];
-	size_t n_labels;
-	double *bounds; /* histogram bucket upper bounds, +Inf excluded */
-	size_t n_bounds;
-	struct metrics_series **series; /* sorted by label values */
-	size_t n_series;
-	size_t cap_series;
-};
-
-/* The public handle types: distinct so that the compiler catches a gauge
- * passed to a counter function. */
-struct metrics_counter {
-	struct metrics_family family;
-};
-struct metrics_gauge {
-	struct metrics_family family;
-};
-struct metrics_histogram {
-	struct metrics_family family;
-};
-
-struct metrics_registry {
-	pthread_mutex_t lock;
-	struct metrics_family **families; /* sorted by name */
-	size_t n_families;
-	size_t cap_families;
-};
 
 static void series_free(struct metrics_series *s, size_t n_labels)
 {
@@ -524,142 +475,4 @@ int metrics_gauge_remove(struct metrics_gauge *g, ...)
 	if (!g)
 		return -EINVAL;
 	VARIADIC_UPDATE(gauge_removev(g, values, n), g);
-}
-
-void metrics_format_value(FILE *f, double value)
-{
-	char buf[64];
-
-	if (isnan(value)) {
-		fputs("NaN", f);
-		return;
-	}
-	if (isinf(value)) {
-		fputs(value > 0 ? "+Inf" : "-Inf", f);
-		return;
-	}
-	if (value == 0) {
-		fputc('0', f); /* also for -0 */
-		return;
-	}
-	if (value == trunc(value) && fabs(value) < METRICS_INTEGER_PRINT_LIMIT) {
-		fprintf(f, "%.0f", value);
-		return;
-	}
-	/* The shortest precision that reads back to the same double. */
-	for (int precision = 1; precision <= 17; precision++) {
-		snprintf(buf, sizeof(buf), "%.*g", precision, value);
-		if (strtod(buf, NULL) == value)
-			break;
-	}
-	fputs(buf, f);
-}
-
-/* # HELP text escapes backslash and newline; label values also '"'. */
-static void write_escaped(FILE *out, const char *s, bool quote)
-{
-	for (; *s; s++) {
-		if (*s == '\\')
-			fputs("\\\\", out);
-		else if (*s == '\n')
-			fputs("\\n", out);
-		else if (quote && *s == '"')
-			fputs("\\\"", out);
-		else
-			fputc(*s, out);
-	}
-}
-
-/* name{a="x",b="y"[,le="bound"]} — braces only when there is a label. */
-static void write_sample_name(FILE *out, const struct metrics_family *f,
-			      const struct metrics_series *s, const char *suffix,
-			      const double *le)
-{
-	fputs(f->name, out);
-	fputs(suffix, out);
-	if (f->n_labels == 0 && !le)
-		return;
-	fputc('{', out);
-	for (size_t i = 0; i < f->n_labels; i++) {
-		fprintf(out, "%s%s=\"", i ? "," : "", f->label_names[i]);
-		write_escaped(out, s->label_values[i], true);
-		fputc('"', out);
-	}
-	if (le) {
-		fprintf(out, "%sle=\"", f->n_labels ? "," : "");
-		metrics_format_value(out, *le);
-		fputc('"', out);
-	}
-	fputc('}', out);
-}
-
-static void write_sample(FILE *out, const struct metrics_family *f,
-			 const struct metrics_series *s, const char *suffix,
-			 const double *le, double value)
-{
-	write_sample_name(out, f, s, suffix, le);
-	fputc(' ', out);
-	metrics_format_value(out, value);
-	fputc('\n', out);
-}
-
-static void write_histogram_series(FILE *out, const struct metrics_family *f,
-				   const struct metrics_series *s)
-{
-	const double inf = INFINITY;
-	uint64_t cumulative = 0;
-
-	for (size_t i = 0; i < f->n_bounds; i++) {
-		cumulative += s->buckets[i];
-		write_sample(out, f, s, "_bucket", &f->bounds[i], (double)cumulative);
-	}
-	write_sample(out, f, s, "_bucket", &inf, (double)s->count);
-	write_sample(out, f, s, "_sum", NULL, s->sum);
-	write_sample(out, f, s, "_count", NULL, (double)s->count);
-}
-
-static void write_family(FILE *out, const struct metrics_family *f)
-{
-	static const char *const type_names[] = {
-		[METRICS_COUNTER] = "counter",
-		[METRICS_GAUGE] = "gauge",
-		[METRICS_HISTOGRAM] = "histogram",
-	};
-
-	if (f->n_series == 0)
-		return; /* as client_golang: a labelled family with no series yet */
-	fprintf(out, "# HELP %s ", f->name);
-	write_escaped(out, f->help, false);
-	fprintf(out, "\n# TYPE %s %s\n", f->name, type_names[f->kind]);
-	for (size_t i = 0; i < f->n_series; i++) {
-		if (f->kind == METRICS_HISTOGRAM)
-			write_histogram_series(out, f, f->series[i]);
-		else
-			write_sample(out, f, f->series[i], "", NULL, f->series[i]->value);
-	}
-}
-
-int metrics_registry_render(struct metrics_registry *reg, char **ret, size_t *ret_len)
-{
-	char *buf = NULL;
-	size_t len = 0;
-
-	if (!reg || !ret)
-		return -EINVAL;
-	FILE *out = open_memstream(&buf, &len);
-	if (!out)
-		return -errno;
-	pthread_mutex_lock(&reg->lock);
-	for (size_t i = 0; i < reg->n_families; i++)
-		write_family(out, reg->families[i]);
-	pthread_mutex_unlock(&reg->lock);
-	bool failed = ferror(out);
-	if (fclose(out) != 0 || failed) {
-		free(buf);
-		return -ENOMEM;
-	}
-	*ret = buf;
-	if (ret_len)
-		*ret_len = len;
-	return 0;
 }

@@ -1,6 +1,7 @@
 # common/metrics and common/health: the Prometheus registry and the
 # libmicrohttpd server for /metrics, /healthz and /readyz.
-libkanna_common_a_SOURCES += common/metrics.h common/metrics.c \
+libkanna_common_a_SOURCES += common/metrics.h common/metrics-internal.h \
+	common/metrics.c common/metrics-render.c \
 	common/health.h common/health.c
 
 check_PROGRAMS += tests/unit/test_metrics tests/unit/test_health
