@@ -4,10 +4,22 @@ noinst_LIBRARIES += libkanna-proto.a
 libkanna_proto_a_SOURCES = proto/proto.h proto/limits.h proto/schema.h \
 	proto/schema.c proto/arena.h proto/arena.c proto/scan.h proto/scan.c \
 	proto/encode.c proto/decode.c proto/copy.c proto/json.c \
-	proto/random.h proto/random.c
+	proto/random.h proto/random.c proto/doc.c
 PROTO_LIBS = libkanna-proto.a
 
 check_PROGRAMS += tests/unit/test_proto
 TESTS += tests/unit/test_proto
 tests_unit_test_proto_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_proto_LDADD = $(PROTO_LIBS) $(LDADD) $(TEST_LIBS)
+
+# proto-gen: prints README's field tables, writes the fuzz seed corpus.
+noinst_PROGRAMS += proto/proto-gen
+proto_proto_gen_SOURCES = proto/proto-gen.c
+proto_proto_gen_LDADD = $(PROTO_LIBS) $(LDADD)
+
+FUZZ_PROGS += tests/fuzz/fuzz_proto
+tests_fuzz_fuzz_proto_SOURCES = tests/fuzz/fuzz_proto.c tests/fuzz/standalone.c
+tests_fuzz_fuzz_proto_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/fuzz/corpus/proto\"
+tests_fuzz_fuzz_proto_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_proto_LDADD = $(PROTO_LIBS) $(LDADD)
+EXTRA_DIST += proto/README.md tests/fuzz/corpus/proto

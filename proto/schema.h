@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/util.h"
 #include "proto/proto.h"
@@ -77,6 +78,9 @@ extern const struct proto_struct_desc *const proto_all_structs[];
 extern const unsigned proto_n_structs;
 
 const char *proto_kind_name(enum proto_kind kind);
+
+/* The field tables of proto/README.md (proto/doc.c). */
+void proto_schema_markdown(FILE *out);
 
 /* Member access. */
 static inline void *proto_field_ptr(const struct proto_field_desc *f, const void *s)

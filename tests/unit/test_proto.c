@@ -483,3 +483,35 @@ Test(proto, state_delta_carries_a_typed_object)
 		proto_object_free(&keep);
 	}
 }
+
+Test(proto, readme_field_tables_match_the_schema)
+{
+	static const char begin[] = "<!-- BEGIN GENERATED FIELDS -->\n";
+	static const char end[] = "<!-- END GENERATED FIELDS -->";
+	const char *srcdir = getenv("KANNA_SRCDIR");
+	char path[4096], *readme = NULL, *want = NULL, *from, *to;
+	size_t readme_len = 0, want_len = 0;
+	FILE *f, *mem;
+
+	snprintf(path, sizeof(path), "%s/proto/README.md", srcdir ? srcdir : KANNA_SRCDIR);
+	f = fopen(path, "r");
+	cr_assert_not_null(f, "Failed to open %s", path);
+	mem = open_memstream(&readme, &readme_len);
+	for (int c; (c = fgetc(f)) != EOF;)
+		fputc(c, mem);
+	fclose(f);
+	fclose(mem);
+	mem = open_memstream(&want, &want_len);
+	proto_schema_markdown(mem);
+	fclose(mem);
+
+	from = strstr(readme, begin);
+	cr_assert_not_null(from, "README.md lacks the generated section");
+	from += strlen(begin);
+	to = strstr(from, end);
+	cr_assert_not_null(to);
+	cr_assert(want_len == (size_t)(to - from) && memcmp(from, want, want_len) == 0,
+		  "proto/README.md is stale: regenerate its field tables with proto/proto-gen doc");
+	free(readme);
+	free(want);
+}
