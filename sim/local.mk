@@ -1,2 +1,28 @@
-# sim/: (filled in by its area)
+# sim/: kanna-sim, the embedded Kubernetes API (this fragment) and AWS
+# (sim/aws.mk) simulator. libkanna-simk8s.a holds the API server so that
+# unit tests and the fuzz target link the same code as the program.
+noinst_LIBRARIES += libkanna-simk8s.a
+libkanna_simk8s_a_SOURCES = \
+	sim/k8s-selector.h sim/k8s-selector.c \
+	sim/k8s-patch.h sim/k8s-patch.c \
+	sim/k8s-resource.h sim/k8s-resource.c \
+	sim/k8s-store.h sim/k8s-store-internal.h sim/k8s-store.c \
+	sim/k8s-status.c sim/k8s-write.c sim/k8s-delete.c sim/k8s-list.c \
+	sim/k8s-watch.h sim/k8s-watch.c \
+	sim/k8s-api.h sim/k8s-api.c sim/k8s-route.c sim/k8s-discovery.c \
+	sim/k8s-subresource.c sim/k8s-openapi.c sim/k8s-server.h sim/k8s-server.c \
+	sim/tls.h sim/tls.c
+SIM_K8S_LIBS = libkanna-simk8s.a $(LDADD) -lpthread
+
+check_PROGRAMS += tests/unit/test_sim_selector tests/unit/test_sim_patch \
+	tests/unit/test_sim_store
+TESTS += tests/unit/test_sim_selector tests/unit/test_sim_patch \
+	tests/unit/test_sim_store
+tests_unit_test_sim_selector_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sim_selector_LDADD = $(SIM_K8S_LIBS) $(TEST_LIBS)
+tests_unit_test_sim_patch_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sim_patch_LDADD = $(SIM_K8S_LIBS) $(TEST_LIBS)
+tests_unit_test_sim_store_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sim_store_LDADD = $(SIM_K8S_LIBS) $(TEST_LIBS)
+
 include sim/aws.mk

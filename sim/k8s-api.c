@@ -1,0 +1,379 @@
+/*
+ * Request dispatch for kanna-sim's Kubernetes API: routes a request, decodes
+ * its body and query (selectors, paging, watch, delete options), calls the
+ * store and turns results and errors into JSON bodies with the status codes
+ * kube-apiserver uses. Subresources live in k8s-subresource.c, discovery in
+ * k8s-discovery.c. Knows nothing about HTTP libraries.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "common/yaml-json.h"
+#include "sim/k8s-api.h"
+#include "sim/k8s-patch.h"
+
+void k8s_response_clear(struct k8s_response *resp)
+{
+	free(resp->body);
+	k8s_watch_free(resp->watch);
+	memset(resp, 0, sizeof(*resp));
+}
+
+int k8s_reply_json(struct k8s_response *resp, int status, json_t *obj)
+{
+	if (!obj)
+		return -ENOMEM;
+	resp->status = status;
+	resp->body = json_dumps(obj, JSON_COMPACT);
+	json_decref(obj);
+	if (!resp->body)
+		return -ENOMEM;
+	resp->len = strlen(resp->body);
+	return 0;
+}
+
+int k8s_reply_error(struct k8s_response *resp, struct k8s_error *err)
+{
+	int r;
+
+	if (err->code == 0)
+		k8s_error_set(err, 500, "InternalError", "Internal error occurred: out of memory");
+	r = k8s_reply_json(resp, err->code, k8s_status_new(err));
+	k8s_error_clear(err);
+	return r;
+}
+
+static const char *arg(const struct k8s_request *req, const char *name)
+{
+	return req->arg ? req->arg(req->arg_cls, name) : NULL;
+}
+
+static bool arg_true(const struct k8s_request *req, const char *name)
+{
+	const char *v = arg(req, name);
+
+	return v && (streq(v, "1") || streq(v, "true"));
+}
+
+static int parse_body(const struct k8s_request *req, json_t **ret,
+		      struct k8s_error *err)
+{
+	json_error_t jerr;
+
+	*ret = json_loadb(req->body ? req->body : "", req->body_len,
+			  JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+	if (!*ret) {
+		k8s_error_set(err, 400, "BadRequest",
+			      "the body of the request was in an unknown format: %s", jerr.text);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_selectors(const struct k8s_request *req, struct k8s_selector **labels,
+			   struct k8s_selector **fields, struct k8s_error *err)
+{
+	const char *ls = arg(req, "labelSelector"), *fs = arg(req, "fieldSelector");
+	char msg[256] = "";
+
+	*labels = *fields = NULL;
+	if (ls && k8s_label_selector_parse(ls, labels, msg, sizeof(msg)) < 0) {
+		k8s_error_set(err, 400, "BadRequest", "unable to parse requirement: %s", msg);
+		return -EINVAL;
+	}
+	if (fs && k8s_field_selector_parse(fs, fields, msg, sizeof(msg)) < 0) {
+		*labels = k8s_selector_free(*labels);
+		k8s_error_set(err, 400, "BadRequest", "invalid field selector: %s", msg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int handle_watch(struct k8s_api *api, const struct k8s_request *req,
+			const struct k8s_route *route, struct k8s_response *resp)
+{
+	struct k8s_watch_options opts = {
+		.resource_version = arg(req, "resourceVersion"),
+		.bookmarks = arg_true(req, "allowWatchBookmarks"),
+		.send_initial_events = arg_true(req, "sendInitialEvents"),
+	};
+	struct k8s_selector *labels, *fields;
+	struct k8s_error err = {};
+	const char *t = arg(req, "timeoutSeconds");
+	int r;
+
+	if (t)
+		opts.timeout_seconds = strtol(t, NULL, 10);
+	if (parse_selectors(req, &labels, &fields, &err) < 0)
+		return k8s_reply_error(resp, &err);
+	r = k8s_watch_new(api->store, route->res, route->ns, labels, fields, &opts,
+			  &resp->watch, &err);
+	if (r < 0)
+		return k8s_reply_error(resp, &err);
+	resp->status = 200;
+	return 0;
+}
+
+static int handle_list(struct k8s_api *api, const struct k8s_request *req,
+		       const struct k8s_route *route, struct k8s_response *resp)
+{
+	struct k8s_selector *labels, *fields;
+	struct k8s_list_options opts = { .continue_token = arg(req, "continue") };
+	struct k8s_error err = {};
+	const char *limit = arg(req, "limit");
+	int r;
+
+	if (arg_true(req, "watch"))
+		return handle_watch(api, req, route, resp);
+	if (parse_selectors(req, &labels, &fields, &err) < 0)
+		return k8s_reply_error(resp, &err);
+	opts.labels = labels;
+	opts.fields = fields;
+	opts.limit = limit ? strtol(limit, NULL, 10) : 0;
+	r = k8s_store_list(api->store, route->res, route->ns, &opts, &resp->body,
+			   &resp->len, &err);
+	k8s_selector_free(labels);
+	k8s_selector_free(fields);
+	if (r < 0)
+		return k8s_reply_error(resp, &err);
+	resp->status = 200;
+	return 0;
+}
+
+static int delete_options(const struct k8s_request *req, json_t **body,
+			  struct k8s_delete_options *opts, struct k8s_error *err)
+{
+	const char *grace = arg(req, "gracePeriodSeconds");
+	const char *prop = arg(req, "propagationPolicy");
+	int r;
+
+	k8s_delete_options_init(opts);
+	*body = NULL;
+	if (req->body_len > 0) {
+		r = parse_body(req, body, err);
+		if (r < 0)
+			return r;
+		r = k8s_delete_options_from_json(opts, *body, err);
+		if (r < 0)
+			return r;
+	}
+	if (grace)
+		opts->grace_period_seconds = strtol(grace, NULL, 10);
+	if (prop) {
+		json_t *o = json_pack("{s:s}", "propagationPolicy", prop);
+
+		r = k8s_delete_options_from_json(opts, o, err);
+		json_decref(o);
+		return r;
+	}
+	return 0;
+}
+
+static int handle_delete(struct k8s_api *api, const struct k8s_request *req,
+			 const struct k8s_route *route, struct k8s_response *resp)
+{
+	struct k8s_delete_options opts;
+	struct k8s_error err = {};
+	json_t *body = NULL, *obj = NULL;
+	int r;
+
+	r = delete_options(req, &body, &opts, &err);
+	if (r >= 0)
+		r = k8s_store_delete(api->store, route->res, route->ns, route->name, &opts,
+				     &obj, &err);
+	json_decref(body);
+	if (r < 0)
+		return k8s_reply_error(resp, &err);
+	return k8s_reply_json(resp, 200, obj);
+}
+
+struct patch_ctx {
+	enum k8s_patch_type type;
+	json_t *patch;
+};
+
+static json_t *apply_patch(const json_t *cur, void *userdata, struct k8s_error *err)
+{
+	struct patch_ctx *p = userdata;
+	char msg[256] = "";
+	json_t *out = NULL;
+	int r;
+
+	r = k8s_patch_apply(p->type, cur, p->patch, &out, msg, sizeof(msg));
+	if (r == -EPROTO)
+		k8s_error_set(err, 422, "Invalid", "%s", msg);
+	else if (r < 0)
+		k8s_error_set(err, 400, "BadRequest", "%s", msg);
+	return r < 0 ? NULL : out;
+}
+
+static int decode_patch(const struct k8s_request *req, struct patch_ctx *p,
+			struct k8s_error *err)
+{
+	struct yaml_docs *docs = NULL;
+	char msg[512];
+
+	if (k8s_patch_type_from_content_type(req->content_type, &p->type) < 0) {
+		k8s_error_set(err, 415, "UnsupportedMediaType",
+			      "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json");
+		return -EINVAL;
+	}
+	if (p->type != K8S_PATCH_APPLY)
+		return parse_body(req, &p->patch, err);
+	if (yaml_docs_load_buffer(req->body ? req->body : "", req->body_len, "body", &docs,
+				  msg, sizeof(msg)) < 0 || docs->n_docs != 1) {
+		yaml_docs_free(docs);
+		k8s_error_set(err, 400, "BadRequest", "error decoding YAML: %s", msg);
+		return -EINVAL;
+	}
+	p->patch = json_incref(docs->docs[0]);
+	yaml_docs_free(docs);
+	return 0;
+}
+
+static int handle_patch(struct k8s_api *api, const struct k8s_request *req,
+			const struct k8s_route *route, enum k8s_write_mode mode,
+			struct k8s_response *resp)
+{
+	struct patch_ctx p = {};
+	struct k8s_error err = {};
+	json_t *obj = NULL;
+	int r;
+
+	r = decode_patch(req, &p, &err);
+	if (r < 0)
+		return k8s_reply_error(resp, &err);
+	r = k8s_store_mutate(api->store, route->res, route->ns, route->name, mode,
+			     apply_patch, &p, &obj, &err);
+	/* Server-side apply creates what does not exist yet. */
+	if (r == -ENOENT && p.type == K8S_PATCH_APPLY && mode == K8S_WRITE_MAIN) {
+		k8s_error_clear(&err);
+		r = k8s_store_create(api->store, route->res, route->ns, p.patch, &obj, &err);
+		json_decref(p.patch);
+		if (r < 0)
+			return k8s_reply_error(resp, &err);
+		return k8s_reply_json(resp, 201, obj);
+	}
+	json_decref(p.patch);
+	if (r < 0)
+		return k8s_reply_error(resp, &err);
+	return k8s_reply_json(resp, 200, obj);
+}
+
+static int handle_object(struct k8s_api *api, const struct k8s_request *req,
+			 const struct k8s_route *route, struct k8s_response *resp)
+{
+	const char *sub = route->subresource;
+	enum k8s_write_mode mode = streq(sub, "status") ? K8S_WRITE_STATUS : K8S_WRITE_MAIN;
+	struct k8s_error err = {};
+	json_t *body = NULL, *obj = NULL;
+	int r;
+
+	if (streq(sub, "scale")) {
+		if (!streq(req->method, "PATCH") && req->body_len > 0 &&
+		    parse_body(req, &body, &err) < 0)
+			return k8s_reply_error(resp, &err);
+		r = k8s_scale_handle(api, req, route, body, resp);
+		json_decref(body);
+		return r;
+	}
+	if (streq(req->method, "GET"))
+		r = k8s_store_get(api->store, route->res, route->ns, route->name, &obj, &err);
+	else if (streq(req->method, "PATCH"))
+		return handle_patch(api, req, route, mode, resp);
+	else if (streq(req->method, "DELETE") && !*sub)
+		return handle_delete(api, req, route, resp);
+	else if (streq(req->method, "PUT") || streq(req->method, "POST")) {
+		r = parse_body(req, &body, &err);
+		if (r >= 0 && streq(req->method, "POST") && streq(sub, "binding"))
+			r = k8s_pod_binding(api, route, body, resp);
+		else if (r >= 0 && streq(req->method, "POST") && streq(sub, "eviction"))
+			r = k8s_pod_eviction(api, route, body, resp);
+		else if (r >= 0 && streq(req->method, "PUT") && !streq(sub, "binding") &&
+			 !streq(sub, "eviction"))
+			r = k8s_store_update(api->store, route->res, route->ns, route->name,
+					     body, mode, &obj, &err);
+		else if (r >= 0) {
+			k8s_error_set(&err, 405, "MethodNotAllowed",
+				      "the server does not allow this method on the requested resource");
+			r = -EINVAL;
+		}
+		json_decref(body);
+		if (r >= 0 && !obj)
+			return r;
+	} else {
+		k8s_error_set(&err, 405, "MethodNotAllowed",
+			      "the server does not allow this method on the requested resource");
+		r = -EINVAL;
+	}
+	if (r < 0)
+		return k8s_reply_error(resp, &err);
+	return k8s_reply_json(resp, 200, obj);
+}
+
+static int handle_collection(struct k8s_api *api, const struct k8s_request *req,
+			     const struct k8s_route *route, struct k8s_response *resp)
+{
+	struct k8s_error err = {};
+	json_t *body = NULL, *obj = NULL;
+	int r;
+
+	if (streq(req->method, "GET"))
+		return handle_list(api, req, route, resp);
+	if (!streq(req->method, "POST")) {
+		k8s_error_set(&err, 405, "MethodNotAllowed",
+			      "the server does not allow this method on the requested resource");
+		return k8s_reply_error(resp, &err);
+	}
+	r = parse_body(req, &body, &err);
+	if (r >= 0)
+		r = k8s_store_create(api->store, route->res, route->ns[0] ? route->ns : NULL,
+				     body, &obj, &err);
+	json_decref(body);
+	if (r < 0)
+		return k8s_reply_error(resp, &err);
+	return k8s_reply_json(resp, 201, obj);
+}
+
+int k8s_api_handle(struct k8s_api *api, const struct k8s_request *req,
+		   struct k8s_response *resp)
+{
+	struct k8s_route route;
+	struct k8s_error err = {};
+
+	memset(resp, 0, sizeof(*resp));
+	if (req->path && streq(req->method, "GET")) {
+		int r = k8s_openapi_handle(api, req->path, resp);
+
+		if (r != 0)
+			return r < 0 ? r : 0;
+	}
+	if (k8s_route_parse(api->reg, req->path, &route, &err) < 0)
+		return k8s_reply_error(resp, &err);
+	if (route.res && route.res->namespaced && !route.ns[0] &&
+	    route.kind == K8S_ROUTE_OBJECT) {
+		k8s_error_set(&err, 404, "NotFound", "the server could not find the requested resource");
+		return k8s_reply_error(resp, &err);
+	}
+	switch (route.kind) {
+	case K8S_ROUTE_HEALTH:
+		resp->status = 200;
+		resp->body = strdup("\"ok\"");
+		resp->len = resp->body ? 4 : 0;
+		return resp->body ? 0 : -ENOMEM;
+	case K8S_ROUTE_COLLECTION:
+		return handle_collection(api, req, &route, resp);
+	case K8S_ROUTE_OBJECT:
+		return handle_object(api, req, &route, resp);
+	default:
+		if (!streq(req->method, "GET")) {
+			k8s_error_set(&err, 405, "MethodNotAllowed",
+				      "the server does not allow this method on the requested resource");
+			return k8s_reply_error(resp, &err);
+		}
+		return k8s_discovery_handle(api, &route, resp);
+	}
+}

@@ -1,0 +1,176 @@
+/*
+ * kanna-sim's object store: every object of every resource, serialized
+ * compact JSON plus the parsed metadata that LIST/WATCH filter on, one
+ * global resourceVersion, and a ring of the last watch events. One
+ * recursive mutex guards everything; the condition variable wakes watchers.
+ */
+#ifndef KANNA_SIM_K8S_STORE_H
+#define KANNA_SIM_K8S_STORE_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/util.h"
+#include "sim/k8s-resource.h"
+#include "sim/k8s-selector.h"
+
+/*
+ * Watch events kept for resuming watches: a watch from an older
+ * resourceVersion gets 410 Gone (reason Expired), as after etcd compaction.
+ * 100,000 events cover a full relist of the scale target.
+ */
+#define K8S_WATCH_WINDOW_DEFAULT 100000
+/* No kubelet runs containers, so graceful pod deletion completes after at
+ * most this long (the pod's own grace period when shorter). */
+#define K8S_POD_TERMINATION_MS 1000
+/* Largest request body accepted, as kube-apiserver's 3 MiB limit. */
+#define K8S_MAX_BODY_BYTES (3u * 1024 * 1024)
+
+struct k8s_error {
+	int code;          /* HTTP status */
+	const char *reason; /* NotFound, AlreadyExists, Conflict, Invalid, ... */
+	char message[512];
+	json_t *details; /* optional, owned */
+};
+
+void k8s_error_set(struct k8s_error *err, int code, const char *reason,
+		   const char *fmt, ...) _printf_(4, 5);
+void k8s_error_clear(struct k8s_error *err);
+/* A metav1.Status object for err (or Success when err is NULL). */
+json_t *k8s_status_new(const struct k8s_error *err);
+
+struct k8s_object {
+	int refs; /* atomic */
+	char *json;
+	size_t len;
+	char *ns; /* "" when cluster-scoped */
+	char *name;
+	char *uid;
+	uint64_t rv;
+	json_t *labels; /* NULL when none */
+	char *node_name; /* pods: spec.nodeName, else NULL */
+	char *phase;     /* pods: status.phase, else NULL */
+	char **owners;   /* ownerReferences[].uid */
+	size_t n_owners;
+	size_t n_finalizers;
+	bool deleting;
+	uint64_t delete_at_ms; /* graceful pod deletion due (monotonic), 0 = none */
+};
+
+struct k8s_object *k8s_object_ref(struct k8s_object *o);
+void k8s_object_unref(struct k8s_object *o);
+json_t *k8s_object_parse(const struct k8s_object *o);
+
+enum k8s_event_type {
+	K8S_EVENT_ADDED,
+	K8S_EVENT_MODIFIED,
+	K8S_EVENT_DELETED,
+};
+
+struct k8s_event {
+	uint64_t rv;
+	enum k8s_event_type type;
+	const struct k8s_resource *res;
+	struct k8s_object *obj;
+};
+
+struct k8s_store {
+	pthread_mutex_t lock; /* recursive */
+	pthread_cond_t changed;
+	struct k8s_registry *reg;
+	uint64_t rv;
+	struct k8s_event *ring; /* event of rv R at ring[R % window] */
+	size_t window;
+	bool closing;
+};
+
+int k8s_store_new(struct k8s_registry *reg, size_t window, struct k8s_store **ret);
+struct k8s_store *k8s_store_free(struct k8s_store *store);
+void k8s_store_lock(struct k8s_store *store);
+void k8s_store_unlock(struct k8s_store *store);
+/* Wakes every watcher and makes them end their streams. */
+void k8s_store_close(struct k8s_store *store);
+
+/* Default namespaces and the loaded CRD objects. */
+int k8s_store_seed(struct k8s_store *store);
+
+enum k8s_write_mode {
+	K8S_WRITE_MAIN,   /* status of a resource with /status is kept */
+	K8S_WRITE_STATUS, /* only status changes */
+	K8S_WRITE_ALL,    /* spec and status (bindings, controllers) */
+};
+
+/* Every function below returns 0 or a negative errno; err says why. */
+int k8s_store_create(struct k8s_store *store, const struct k8s_resource *res,
+		     const char *ns, json_t *body, json_t **ret,
+		     struct k8s_error *err);
+int k8s_store_get(struct k8s_store *store, const struct k8s_resource *res,
+		  const char *ns, const char *name, json_t **ret,
+		  struct k8s_error *err);
+int k8s_store_update(struct k8s_store *store, const struct k8s_resource *res,
+		     const char *ns, const char *name, json_t *body,
+		     enum k8s_write_mode mode, json_t **ret, struct k8s_error *err);
+
+/*
+ * Read-modify-write under the lock: mutate receives a copy of the current
+ * object and returns the new one (or NULL and fills err).
+ */
+typedef json_t *(*k8s_mutate_fn)(const json_t *current, void *userdata,
+				 struct k8s_error *err);
+int k8s_store_mutate(struct k8s_store *store, const struct k8s_resource *res,
+		     const char *ns, const char *name, enum k8s_write_mode mode,
+		     k8s_mutate_fn mutate, void *userdata, json_t **ret,
+		     struct k8s_error *err);
+
+enum k8s_propagation {
+	K8S_PROPAGATE_BACKGROUND,
+	K8S_PROPAGATE_FOREGROUND,
+	K8S_PROPAGATE_ORPHAN,
+};
+
+struct k8s_delete_options {
+	enum k8s_propagation propagation;
+	long grace_period_seconds; /* -1: the object's default */
+	const char *precondition_uid;
+	const char *precondition_rv;
+};
+
+void k8s_delete_options_init(struct k8s_delete_options *opts);
+/* Fills opts from a DeleteOptions body (may be NULL). */
+int k8s_delete_options_from_json(struct k8s_delete_options *opts,
+				 const json_t *body, struct k8s_error *err);
+int k8s_store_delete(struct k8s_store *store, const struct k8s_resource *res,
+		     const char *ns, const char *name,
+		     const struct k8s_delete_options *opts, json_t **ret,
+		     struct k8s_error *err);
+
+struct k8s_list_options {
+	const struct k8s_selector *labels;
+	const struct k8s_selector *fields;
+	long limit; /* 0: everything */
+	const char *continue_token;
+};
+
+/* Serializes a List object ("PodList") into *body (malloc'ed). */
+int k8s_store_list(struct k8s_store *store, const struct k8s_resource *res,
+		   const char *ns, const struct k8s_list_options *opts,
+		   char **body, size_t *len, struct k8s_error *err);
+
+/* Does an object match a LIST/WATCH's namespace and selectors? */
+bool k8s_object_matches(const struct k8s_object *o, const char *ns,
+			const struct k8s_selector *labels,
+			const struct k8s_selector *fields);
+
+/* Calls fn on each object of res (in ns when non-NULL), lock held. */
+typedef void (*k8s_object_fn)(struct k8s_object *o, void *userdata);
+void k8s_store_foreach(struct k8s_store *store, const struct k8s_resource *res,
+		       const char *ns, k8s_object_fn fn, void *userdata);
+
+/* Completes graceful pod deletions that are due; returns how many. */
+int k8s_store_sweep(struct k8s_store *store, uint64_t now_ms);
+
+uint64_t k8s_now_ms(void); /* CLOCK_MONOTONIC */
+
+#endif

@@ -1,0 +1,256 @@
+/*
+ * WATCH streams over the store's event ring: each stream keeps a cursor
+ * (the last resourceVersion it has delivered), formats matching events as
+ * newline-separated JSON {"type":..,"object":..} and waits on the store's
+ * condition variable when it has caught up. A cursor that falls out of the
+ * ring ends the stream with an ERROR event (410 Expired), as upstream.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/util.h"
+#include "sim/k8s-store-internal.h"
+#include "sim/k8s-watch.h"
+
+struct k8s_watch {
+	struct k8s_store *store;
+	const struct k8s_resource *res;
+	char *ns;
+	struct k8s_selector *labels, *fields;
+	uint64_t cursor;
+	bool bookmarks;
+	bool initial_end_bookmark;
+	uint64_t deadline_ms, next_bookmark_ms;
+	struct k8s_object **initial;
+	size_t n_initial, i_initial;
+	char *buf;
+	size_t len, off;
+	bool ended;
+};
+
+struct k8s_watch *k8s_watch_free(struct k8s_watch *w)
+{
+	if (!w)
+		return NULL;
+	free(w->ns);
+	k8s_selector_free(w->labels);
+	k8s_selector_free(w->fields);
+	for (size_t i = w->i_initial; i < w->n_initial; i++)
+		k8s_object_unref(w->initial[i]);
+	free(w->initial);
+	free(w->buf);
+	free(w);
+	return NULL;
+}
+
+static void collect_initial(struct k8s_object *o, void *userdata)
+{
+	struct k8s_watch *w = userdata;
+	struct k8s_object **v;
+
+	if (!k8s_object_matches(o, w->ns, w->labels, w->fields))
+		return;
+	v = realloc(w->initial, (w->n_initial + 1) * sizeof(*v));
+	if (!v)
+		return;
+	w->initial = v;
+	w->initial[w->n_initial++] = k8s_object_ref(o);
+}
+
+static bool rv_expired(const struct k8s_store *store, uint64_t rv)
+{
+	return store->rv > store->window && rv < store->rv - store->window;
+}
+
+int k8s_watch_new(struct k8s_store *store, const struct k8s_resource *res,
+		  const char *ns, struct k8s_selector *labels,
+		  struct k8s_selector *fields, const struct k8s_watch_options *opts,
+		  struct k8s_watch **ret, struct k8s_error *err)
+{
+	struct k8s_watch *w = calloc(1, sizeof(*w));
+	const char *rvs = opts->resource_version;
+	uint64_t now = k8s_now_ms(), rv = 0;
+	long timeout = opts->timeout_seconds > 0 ? opts->timeout_seconds
+						 : K8S_WATCH_DEFAULT_TIMEOUT_S;
+	char *end;
+	int r = 0;
+
+	if (!w || !(w->ns = strdup(ns ? ns : ""))) {
+		free(w);
+		k8s_selector_free(labels);
+		k8s_selector_free(fields);
+		return -ENOMEM;
+	}
+	w->store = store;
+	w->res = res;
+	w->labels = labels;
+	w->fields = fields;
+	w->bookmarks = opts->bookmarks;
+	w->deadline_ms = now + (uint64_t)timeout * 1000;
+	w->next_bookmark_ms = now + K8S_WATCH_BOOKMARK_MS;
+	if (rvs && *rvs) {
+		errno = 0;
+		rv = strtoull(rvs, &end, 10);
+		if (errno || *end) {
+			k8s_error_set(err, 400, "BadRequest",
+				      "invalid resource version: \"%.64s\"", rvs);
+			k8s_watch_free(w);
+			return -EINVAL;
+		}
+	}
+	k8s_store_lock(store);
+	if (rv == 0 || opts->send_initial_events) {
+		k8s_store_foreach(store, res, w->ns, collect_initial, w);
+		w->cursor = store->rv;
+		w->initial_end_bookmark = opts->send_initial_events;
+	} else if (rv_expired(store, rv)) {
+		k8s_error_set(err, 410, "Expired", "too old resource version: %" PRIu64 " (%" PRIu64 ")",
+			      rv, store->rv - store->window);
+		r = -ESTALE;
+	} else
+		w->cursor = MIN(rv, store->rv);
+	k8s_store_unlock(store);
+	if (r < 0)
+		return k8s_watch_free(w), r;
+	*ret = w;
+	return 0;
+}
+
+static const char *const event_names[] = {
+	[K8S_EVENT_ADDED] = "ADDED",
+	[K8S_EVENT_MODIFIED] = "MODIFIED",
+	[K8S_EVENT_DELETED] = "DELETED",
+};
+
+static void emit_raw(FILE *f, const char *type, const char *json, size_t len)
+{
+	fprintf(f, "{\"type\":\"%s\",\"object\":", type);
+	fwrite(json, 1, len, f);
+	fputs("}\n", f);
+}
+
+static void emit_json(FILE *f, const char *type, json_t *obj)
+{
+	char *s = json_dumps(obj, JSON_COMPACT);
+
+	if (s)
+		emit_raw(f, type, s, strlen(s));
+	free(s);
+	json_decref(obj);
+}
+
+static void emit_bookmark(struct k8s_watch *w, FILE *f, bool initial_end)
+{
+	char api[128], rv[32];
+	json_t *o;
+
+	snprintf(rv, sizeof(rv), "%" PRIu64, w->cursor);
+	o = json_pack("{s:s, s:s, s:{s:s}}", "kind", w->res->kind, "apiVersion",
+		      k8s_resource_api_version(w->res, api, sizeof(api)), "metadata",
+		      "resourceVersion", rv);
+	if (o && initial_end)
+		json_object_set_new(json_object_get(o, "metadata"), "annotations",
+				    json_pack("{s:s}", "k8s.io/initial-events-end", "true"));
+	if (o)
+		emit_json(f, "BOOKMARK", o);
+}
+
+/* Lock held. Formats what is ready into f; returns false at end of stream. */
+static bool fill(struct k8s_watch *w, FILE *f, uint64_t now)
+{
+	struct k8s_store *store = w->store;
+	size_t n = 0;
+
+	if (store->closing || now >= w->deadline_ms)
+		return false;
+	while (w->i_initial < w->n_initial && n < K8S_WATCH_BATCH) {
+		struct k8s_object *o = w->initial[w->i_initial++];
+
+		emit_raw(f, "ADDED", o->json, o->len);
+		k8s_object_unref(o);
+		n++;
+	}
+	if (w->i_initial < w->n_initial)
+		return true;
+	if (w->initial_end_bookmark) {
+		w->initial_end_bookmark = false;
+		emit_bookmark(w, f, true);
+	}
+	if (w->cursor < store->rv && rv_expired(store, w->cursor)) {
+		struct k8s_error err = {};
+
+		k8s_error_set(&err, 410, "Expired", "too old resource version: %" PRIu64 " (%" PRIu64 ")",
+			      w->cursor, store->rv - store->window);
+		emit_json(f, "ERROR", k8s_status_new(&err));
+		return false;
+	}
+	while (w->cursor < store->rv && n < K8S_WATCH_BATCH) {
+		struct k8s_event *ev = &store->ring[(w->cursor + 1) % store->window];
+
+		w->cursor++;
+		if (ev->rv != w->cursor || ev->res != w->res ||
+		    !k8s_object_matches(ev->obj, w->ns, w->labels, w->fields))
+			continue;
+		emit_raw(f, event_names[ev->type], ev->obj->json, ev->obj->len);
+		n++;
+	}
+	if (w->bookmarks && now >= w->next_bookmark_ms) {
+		w->next_bookmark_ms = now + K8S_WATCH_BOOKMARK_MS;
+		emit_bookmark(w, f, false);
+	}
+	return true;
+}
+
+static void wait_for_change(struct k8s_watch *w, uint64_t now)
+{
+	uint64_t until = w->deadline_ms;
+	struct timespec ts;
+	uint64_t ms;
+
+	if (w->bookmarks)
+		until = MIN(until, w->next_bookmark_ms);
+	ms = until > now ? until - now : 0;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&w->store->changed, &w->store->lock, &ts);
+}
+
+ssize_t k8s_watch_read(struct k8s_watch *w, char *out, size_t max)
+{
+	while (w->off >= w->len) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f;
+		bool more;
+
+		if (w->ended)
+			return 0;
+		f = open_memstream(&buf, &len);
+		if (!f)
+			return 0;
+		k8s_store_lock(w->store);
+		more = fill(w, f, k8s_now_ms());
+		fflush(f);
+		if (more && len == 0)
+			wait_for_change(w, k8s_now_ms());
+		k8s_store_unlock(w->store);
+		fclose(f);
+		free(w->buf);
+		w->buf = buf;
+		w->len = len;
+		w->off = 0;
+		w->ended = !more;
+	}
+	size_t n = MIN(max, w->len - w->off);
+	memcpy(out, w->buf + w->off, n);
+	w->off += n;
+	return (ssize_t)n;
+}

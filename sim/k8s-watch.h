@@ -1,0 +1,41 @@
+/*
+ * One WATCH stream: events of one resource after a resourceVersion (or the
+ * current objects as ADDED first), filtered by namespace and selectors,
+ * with periodic BOOKMARKs and a timeout. The HTTP layer pulls bytes with
+ * k8s_watch_read(), which blocks (thread-per-connection) until there are.
+ */
+#ifndef KANNA_SIM_K8S_WATCH_H
+#define KANNA_SIM_K8S_WATCH_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "sim/k8s-store.h"
+
+/* A BOOKMARK every this often when asked for (upstream: about a minute;
+ * shorter here so that tests see them). */
+#define K8S_WATCH_BOOKMARK_MS 5000
+/* Watches without timeoutSeconds end after this, as --min-request-timeout. */
+#define K8S_WATCH_DEFAULT_TIMEOUT_S 1800
+/* Events formatted per wake-up, so a slow client never holds the lock long. */
+#define K8S_WATCH_BATCH 256
+
+struct k8s_watch;
+
+struct k8s_watch_options {
+	const char *resource_version; /* NULL or "0": current objects first */
+	bool bookmarks;
+	bool send_initial_events;
+	long timeout_seconds; /* 0: K8S_WATCH_DEFAULT_TIMEOUT_S */
+};
+
+/* Takes ownership of the selectors. 410 Gone when rv left the window. */
+int k8s_watch_new(struct k8s_store *store, const struct k8s_resource *res,
+		  const char *ns, struct k8s_selector *labels,
+		  struct k8s_selector *fields, const struct k8s_watch_options *opts,
+		  struct k8s_watch **ret, struct k8s_error *err);
+/* Copies up to max bytes; 0 means the stream has ended. */
+ssize_t k8s_watch_read(struct k8s_watch *w, char *out, size_t max);
+struct k8s_watch *k8s_watch_free(struct k8s_watch *w);
+
+#endif
