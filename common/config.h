@@ -186,8 +186,10 @@ struct config_result {
 
 /*
  * Fills cfg (zeroed by the caller, the size of the daemon's struct) from
- * defaults, file, environment and flags. On failure returns -EINVAL (or
- * -ENOMEM) with res->error set, and cfg holds no allocations.
+ * defaults, file, environment and flags. On failure returns -EINVAL (bad
+ * value, key, option or YAML), the open(2) errno of an unreadable file
+ * (-ENOENT, -EACCES) or -ENOMEM, always with res->error set, and cfg then
+ * holds no allocations. Call config_result_done(res) afterwards.
  */
 int config_load(const struct config_schema *schema, void *cfg, const struct config_source *src,
 		struct config_result *res);
