@@ -56,8 +56,12 @@ struct loop_hooks {
 
 /*
  * Creates the loop for process `process` (used in logs): blocks SIGTERM,
- * SIGINT and SIGHUP and handles them through sd-event; sets up the watchdog
- * timer if WATCHDOG_USEC asks for one and the libcurl multi handle.
+ * SIGINT and SIGHUP and handles them through sd-event, ignores SIGPIPE
+ * (a peer that went away is an error return, not a death); sets up the
+ * watchdog timer if WATCHDOG_USEC asks for one and the libcurl multi
+ * handle. Call it first in main(), before anything starts a thread (e.g.
+ * libmicrohttpd): threads inherit the blocked signals only from then on.
+ * One loop per process; it runs once (loop_run() cannot be restarted).
  */
 int loop_new(struct loop **ret, const char *process);
 /* Aborts unfinished HTTP transfers (their done() sees CURLE_ABORTED_BY_CALLBACK). */
