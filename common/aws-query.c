@@ -99,6 +99,9 @@ int aws_query_new(const char *action, const char *version, struct aws_query **re
 }
 
 static int query_vadd(struct aws_query *q, const char *value, const char *name_fmt, va_list ap)
+	_printf_(3, 0);
+
+static int query_vadd(struct aws_query *q, const char *value, const char *name_fmt, va_list ap)
 {
 	char *name;
 
