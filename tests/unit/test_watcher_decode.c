@@ -1,0 +1,368 @@
+/*
+ * Kubernetes JSON → proto: what each object becomes, the defaults of each
+ * NodePool version, and the exact errors for objects that cannot decode.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "watcher/decode.h"
+
+static struct arena arena;
+static struct decoder dec;
+
+static void setup(void)
+{
+	memset(&arena, 0, sizeof(arena));
+	dec = (struct decoder){ .arena = &arena };
+}
+
+static void teardown(void)
+{
+	arena_done(&arena);
+}
+
+TestSuite(decode, .init = setup, .fini = teardown);
+
+static json_t *parse(const char *text)
+{
+	json_error_t err;
+	json_t *j = json_loads(text, 0, &err);
+	cr_assert_not_null(j, "fixture is not JSON: %s at %d:%d", err.text, err.line, err.column);
+	return j;
+}
+
+static int64_t res(const struct proto_resource *r, uint32_t n, const char *name)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (strcmp(r[i].name, name) == 0)
+			return r[i].value;
+	return -1;
+}
+
+Test(decode, pod_request_is_the_larger_of_init_peak_and_containers_plus_sidecars_and_overhead)
+{
+	json_t *j = parse(
+		"{\"metadata\":{\"name\":\"web-1\",\"namespace\":\"default\",\"uid\":\"u1\","
+		" \"labels\":{\"app\":\"web\"},\"annotations\":{\"karpenter.sh/do-not-disrupt\":\"true\"},"
+		" \"ownerReferences\":[{\"kind\":\"ReplicaSet\",\"name\":\"web-abc\",\"uid\":\"r1\",\"controller\":true}]},"
+		" \"spec\":{"
+		"  \"initContainers\":["
+		"   {\"name\":\"sidecar\",\"restartPolicy\":\"Always\",\"resources\":{\"requests\":{\"cpu\":\"100m\",\"memory\":\"64Mi\"}}},"
+		"   {\"name\":\"migrate\",\"resources\":{\"requests\":{\"cpu\":\"2\",\"memory\":\"128Mi\"}}}],"
+		"  \"containers\":["
+		"   {\"name\":\"a\",\"resources\":{\"requests\":{\"cpu\":\"500m\",\"memory\":\"512Mi\"}},"
+		"    \"ports\":[{\"containerPort\":80,\"hostPort\":8080}]},"
+		"   {\"name\":\"b\",\"resources\":{\"limits\":{\"cpu\":\"250m\",\"nvidia.com/gpu\":1}}}],"
+		"  \"overhead\":{\"cpu\":\"10m\"},"
+		"  \"nodeSelector\":{\"intent\":\"apps\"},"
+		"  \"tolerations\":[{\"key\":\"dedicated\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}],"
+		"  \"volumes\":[{\"name\":\"data\",\"persistentVolumeClaim\":{\"claimName\":\"data-web-1\"}},"
+		"              {\"name\":\"scratch\",\"ephemeral\":{}}],"
+		"  \"priority\":1000},"
+		" \"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":\"Unschedulable\"}]}}");
+	struct proto_pod p;
+	cr_assert_eq(decode_pod(&dec, j, &p), 0, "%s", dec.error);
+	/* init peak: migrate 2 cpu + sidecar 100m = 2100m beats 500m+250m+100m = 850m */
+	cr_assert_eq(res(p.requests, p.n_requests, "cpu"), 2100 + 10);
+	/* memory: containers 512Mi + sidecar 64Mi = 576Mi beats 128Mi+64Mi */
+	cr_assert_eq(res(p.requests, p.n_requests, "memory"), 576LL << 20);
+	cr_assert_eq(res(p.requests, p.n_requests, "nvidia.com/gpu"), 1, "limits stand in for requests");
+	cr_assert_str_eq(p.node_selector[0].value, "apps");
+	cr_assert_eq(p.n_tolerations, 1);
+	cr_assert_eq(p.tolerations[0].op, PROTO_TOLERATION_EXISTS);
+	cr_assert_eq(p.n_pvc_names, 2);
+	cr_assert_str_eq(p.pvc_names[1], "web-1-scratch");
+	cr_assert_eq(p.host_ports[0].port, 8080);
+	cr_assert(p.do_not_disrupt);
+	cr_assert_not(p.daemonset_owned);
+	cr_assert_eq(p.scheduled, PROTO_COND_FALSE);
+	cr_assert_str_eq(p.scheduled_reason, "Unschedulable");
+	cr_assert_eq(p.priority, 1000);
+	cr_assert_str_eq(p.owner_refs[0].kind, "ReplicaSet");
+	json_decref(j);
+}
+
+Test(decode, pod_affinity_spread_and_node_affinity_terms)
+{
+	json_t *j = parse(
+		"{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\"},\"spec\":{\"containers\":[],"
+		" \"affinity\":{"
+		"  \"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":["
+		"    {\"matchExpressions\":[{\"key\":\"topology.kubernetes.io/zone\",\"operator\":\"In\",\"values\":[\"eu-west-1a\"]}]}]},"
+		"   \"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":10,\"preference\":{\"matchExpressions\":"
+		"    [{\"key\":\"karpenter.sh/capacity-type\",\"operator\":\"In\",\"values\":[\"spot\"]}]}}]},"
+		"  \"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"topologyKey\":\"topology.kubernetes.io/zone\","
+		"    \"labelSelector\":{\"matchLabels\":{\"app\":\"db\"}}}]},"
+		"  \"podAntiAffinity\":{\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":50,"
+		"    \"podAffinityTerm\":{\"topologyKey\":\"topology.kubernetes.io/zone\",\"labelSelector\":{\"matchExpressions\":"
+		"     [{\"key\":\"app\",\"operator\":\"In\",\"values\":[\"web\"]}]}}}]}},"
+		" \"topologySpreadConstraints\":[{\"maxSkew\":1,\"topologyKey\":\"kubernetes.io/hostname\","
+		"   \"whenUnsatisfiable\":\"ScheduleAnyway\",\"labelSelector\":{\"matchLabels\":{\"app\":\"web\"}},\"minDomains\":3}]}}");
+	struct proto_pod p;
+	cr_assert_eq(decode_pod(&dec, j, &p), 0, "%s", dec.error);
+	cr_assert_eq(p.n_node_affinity_required, 1);
+	cr_assert_str_eq(p.node_affinity_required[0].requirements[0].values[0], "eu-west-1a");
+	cr_assert_eq(p.node_affinity_preferred[0].weight, 10);
+	cr_assert_str_eq(p.pod_affinity_required[0].selector.match_labels[0].value, "db");
+	cr_assert_eq(p.pod_anti_affinity_preferred[0].weight, 50);
+	cr_assert_eq(p.pod_anti_affinity_preferred[0].term.selector.match_expressions[0].op, PROTO_OP_IN);
+	cr_assert_eq(p.topology_spread[0].when_unsatisfiable, PROTO_UNSATISFIABLE_SCHEDULE_ANYWAY);
+	cr_assert_eq(p.topology_spread[0].min_domains, 3);
+	json_decref(j);
+}
+
+Test(decode, malformed_quantities_and_wrong_types_name_the_object_and_field)
+{
+	json_t *j = parse("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\"},\"spec\":{\"containers\":["
+			  "{\"resources\":{\"requests\":{\"cpu\":\"lots\"}}}]}}");
+	struct proto_pod p;
+	cr_assert_eq(decode_pod(&dec, j, &p), -EINVAL);
+	cr_assert_str_eq(dec.error, "pod ns/p: spec.containers[0].resources.requests.cpu: 'lots' is not a quantity");
+	json_decref(j);
+	j = parse("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\"},\"spec\":{\"containers\":[],"
+		  "\"nodeSelector\":{\"a\":1}}}");
+	cr_assert_eq(decode_pod(&dec, j, &p), -EINVAL);
+	cr_assert_str_eq(dec.error, "pod ns/p: spec.nodeSelector.a: expected a string");
+	json_decref(j);
+	j = parse("{\"metadata\":{\"namespace\":\"ns\"},\"spec\":{}}");
+	cr_assert_eq(decode_pod(&dec, j, &p), -EINVAL);
+	cr_assert_str_eq(dec.error, "Pod: metadata.name is missing");
+	json_decref(j);
+}
+
+Test(decode, daemonset_pods_are_owned_and_daemonsets_carry_their_template_cost)
+{
+	json_t *j = parse("{\"metadata\":{\"name\":\"kube-proxy\",\"namespace\":\"kube-system\"},"
+			  "\"spec\":{\"template\":{\"spec\":{\"containers\":[{\"resources\":{\"requests\":"
+			  "{\"cpu\":\"100m\",\"memory\":\"50Mi\"}}}],\"tolerations\":[{\"operator\":\"Exists\"}]}}}}");
+	struct proto_daemonset ds;
+	cr_assert_eq(decode_daemonset(&dec, j, &ds), 0, "%s", dec.error);
+	cr_assert_eq(res(ds.requests, ds.n_requests, "cpu"), 100);
+	cr_assert_eq(res(ds.requests, ds.n_requests, "memory"), 50LL << 20);
+	cr_assert_eq(ds.tolerations[0].effect, PROTO_EFFECT_ANY);
+	json_decref(j);
+}
+
+Test(decode, node_labels_taints_resources_readiness_and_nodeclaim_owner)
+{
+	json_t *j = parse(
+		"{\"metadata\":{\"name\":\"ip-10-0-0-1\",\"uid\":\"n1\",\"labels\":{\"karpenter.sh/nodepool\":\"default\"},"
+		" \"finalizers\":[\"karpenter.sh/termination\"],"
+		" \"ownerReferences\":[{\"kind\":\"NodeClaim\",\"name\":\"default-x7k2p\",\"uid\":\"c1\"}]},"
+		" \"spec\":{\"providerID\":\"aws:///us-west-2a/i-0abc\",\"unschedulable\":true,"
+		"  \"taints\":[{\"key\":\"karpenter.sh/disrupted\",\"effect\":\"NoSchedule\"}]},"
+		" \"status\":{\"capacity\":{\"cpu\":\"4\",\"memory\":\"16Gi\",\"pods\":\"58\"},"
+		"  \"allocatable\":{\"cpu\":\"3920m\",\"memory\":\"15Gi\",\"pods\":\"58\"},"
+		"  \"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+	struct proto_node n;
+	cr_assert_eq(decode_node(&dec, j, &n), 0, "%s", dec.error);
+	cr_assert_eq(res(n.allocatable, n.n_allocatable, "cpu"), 3920);
+	cr_assert_eq(res(n.capacity, n.n_capacity, "memory"), 16LL << 30);
+	cr_assert_eq(n.ready, PROTO_COND_TRUE);
+	cr_assert(n.unschedulable);
+	cr_assert_str_eq(n.nodeclaim, "default-x7k2p");
+	cr_assert_str_eq(n.provider_id, "aws:///us-west-2a/i-0abc");
+	cr_assert_eq(n.taints[0].effect, PROTO_EFFECT_NO_SCHEDULE);
+	cr_assert_str_eq(n.finalizers[0], "karpenter.sh/termination");
+	json_decref(j);
+}
+
+Test(decode, v1_nodepool_gets_v1_defaults)
+{
+	json_t *j = parse(
+		"{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},"
+		" \"spec\":{\"template\":{\"metadata\":{\"labels\":{\"intent\":\"apps\"}},\"spec\":{"
+		"  \"nodeClassRef\":{\"group\":\"karpenter.k8s.aws\",\"kind\":\"EC2NodeClass\",\"name\":\"default\"},"
+		"  \"requirements\":[{\"key\":\"karpenter.k8s.aws/instance-generation\",\"operator\":\"Gt\",\"values\":[\"2\"]},"
+		"   {\"key\":\"karpenter.k8s.aws/instance-category\",\"operator\":\"In\",\"values\":[\"c\",\"m\",\"r\"],\"minValues\":2}]}},"
+		"  \"limits\":{\"cpu\":1000,\"memory\":\"1000Gi\"}}}");
+	struct proto_nodepool np;
+	cr_assert_eq(decode_nodepool(&dec, j, &np), 0, "%s", dec.error);
+	cr_assert_eq(np.source_api, PROTO_API_V1);
+	cr_assert_eq(np.status, PROTO_NODEPOOL_OK);
+	cr_assert_eq(np.expire_after_s, 720 * 3600);
+	cr_assert_eq(np.consolidation_policy, PROTO_CONSOLIDATE_WHEN_EMPTY_OR_UNDERUTILIZED);
+	cr_assert_eq(np.n_budgets, 1);
+	cr_assert_str_eq(np.budgets[0].nodes, "10%");
+	cr_assert_eq(np.requirements[1].min_values, 2);
+	cr_assert_eq(res(np.limits, np.n_limits, "cpu"), 1000 * 1000);
+	cr_assert_str_eq(np.nodeclass_ref.name, "default");
+	cr_assert_str_eq(np.labels[0].value, "apps");
+	json_decref(j);
+}
+
+Test(decode, v1beta1_nodepool_reads_disruption_expiry_and_kubelet)
+{
+	json_t *j = parse(
+		"{\"apiVersion\":\"karpenter.sh/v1beta1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"beta\"},"
+		" \"spec\":{\"template\":{\"spec\":{\"nodeClassRef\":{\"name\":\"default\"},\"kubelet\":{\"maxPods\":110}}},"
+		"  \"disruption\":{\"consolidationPolicy\":\"WhenEmpty\",\"consolidateAfter\":\"30s\",\"expireAfter\":\"Never\"}}}");
+	struct proto_nodepool np;
+	cr_assert_eq(decode_nodepool(&dec, j, &np), 0, "%s", dec.error);
+	cr_assert_eq(np.source_api, PROTO_API_V1BETA1);
+	cr_assert_eq(np.consolidation_policy, PROTO_CONSOLIDATE_WHEN_EMPTY);
+	cr_assert_eq(np.consolidate_after_s, 30);
+	cr_assert_eq(np.expire_after_s, -1);
+	cr_assert_eq(np.kubelet.max_pods, 110);
+	json_decref(j);
+}
+
+Test(decode, v1alpha5_provisioner_of_the_karpenter_0_6_blog_converts)
+{
+	/* Scenario S1's Provisioner, as the documents write it. */
+	json_t *j = parse(
+		"{\"apiVersion\":\"karpenter.sh/v1alpha5\",\"kind\":\"Provisioner\",\"metadata\":{\"name\":\"default\"},"
+		" \"spec\":{\"requirements\":[{\"key\":\"karpenter.sh/capacity-type\",\"operator\":\"In\",\"values\":[\"spot\",\"on-demand\"]}],"
+		"  \"limits\":{\"resources\":{\"cpu\":100}},\"ttlSecondsAfterEmpty\":30,\"ttlSecondsUntilExpired\":1800,"
+		"  \"provider\":{\"subnetSelector\":{\"karpenter.sh/discovery\":\"demo\"},"
+		"   \"securityGroupSelector\":{\"karpenter.sh/discovery\":\"demo\"}}}}");
+	struct proto_nodepool np;
+	struct proto_nodeclass nc;
+	cr_assert_eq(decode_nodepool(&dec, j, &np), 0, "%s", dec.error);
+	cr_assert_eq(np.source_api, PROTO_API_V1ALPHA5);
+	cr_assert_eq(np.consolidation_policy, PROTO_CONSOLIDATE_WHEN_EMPTY);
+	cr_assert_eq(np.consolidate_after_s, 30);
+	cr_assert_eq(np.expire_after_s, 1800);
+	cr_assert_eq(res(np.limits, np.n_limits, "cpu"), 100 * 1000);
+	cr_assert_eq(np.n_requirements, 2, "capacity-type kept, arch amd64 defaulted");
+	cr_assert_str_eq(np.requirements[0].values[0], "spot");
+	cr_assert_str_eq(np.requirements[1].key, "kubernetes.io/arch");
+	cr_assert_str_eq(np.nodeclass_ref.name, "default", "the inline provider is its node class");
+	cr_assert_eq(decode_nodeclass(&dec, j, &nc), 0, "%s", dec.error);
+	cr_assert_eq(nc.source_api, PROTO_API_V1ALPHA5);
+	cr_assert_str_eq(nc.ami_family, "AL2");
+	cr_assert_eq(nc.n_subnet_selector_terms, 1);
+	cr_assert_str_eq(nc.subnet_selector_terms[0].tags[0].key, "karpenter.sh/discovery");
+	cr_assert_str_eq(nc.metadata_options.http_tokens, "required");
+	json_decref(j);
+}
+
+Test(decode, impossible_requirements_mark_the_nodepool_invalid_with_a_reason)
+{
+	json_t *j = parse(
+		"{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"bad\"},"
+		" \"spec\":{\"template\":{\"spec\":{\"requirements\":["
+		"  {\"key\":\"kubernetes.io/arch\",\"operator\":\"In\",\"values\":[\"amd64\"]},"
+		"  {\"key\":\"kubernetes.io/arch\",\"operator\":\"In\",\"values\":[\"arm64\"]}]}}}}");
+	struct proto_nodepool np;
+	cr_assert_eq(decode_nodepool(&dec, j, &np), 0, "%s", dec.error);
+	cr_assert_eq(np.status, PROTO_NODEPOOL_INVALID);
+	cr_assert_str_eq(np.status_reason, "requirements on kubernetes.io/arch have no value in common");
+	json_decref(j);
+	j = parse("{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"bad\"},"
+		  "\"spec\":{\"template\":{\"spec\":{\"requirements\":[{\"key\":\"karpenter.k8s.aws/instance-cpu\","
+		  "\"operator\":\"Gt\",\"values\":[\"many\"]}]}}}}");
+	cr_assert_eq(decode_nodepool(&dec, j, &np), 0);
+	cr_assert_str_eq(np.status_reason, "requirement karpenter.k8s.aws/instance-cpu Gt needs exactly one integer value");
+	json_decref(j);
+	j = parse("{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"bad\"},"
+		  "\"spec\":{\"template\":{\"spec\":{\"requirements\":[{\"key\":\"x\",\"operator\":\"Near\"}]}}}}");
+	cr_assert_eq(decode_nodepool(&dec, j, &np), -EINVAL);
+	cr_assert_str_eq(dec.error, "nodepool bad: spec.template.spec.requirements[0].operator: 'Near' is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt");
+	json_decref(j);
+}
+
+Test(decode, nodeclaim_status_labels_and_planned_pods)
+{
+	json_t *j = parse(
+		"{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodeClaim\",\"metadata\":{\"name\":\"default-abc\","
+		"  \"labels\":{\"karpenter.sh/nodepool\":\"default\",\"node.kubernetes.io/instance-type\":\"m5.large\","
+		"   \"karpenter.sh/capacity-type\":\"spot\",\"topology.kubernetes.io/zone\":\"us-west-2a\"},"
+		"  \"annotations\":{\"kanna.dev/planned-pods\":\"[\\\"default/a\\\",\\\"default/b\\\"]\"}},"
+		" \"spec\":{\"nodeClassRef\":{\"name\":\"default\"},\"resources\":{\"requests\":{\"cpu\":\"1\"}}},"
+		" \"status\":{\"providerID\":\"aws:///us-west-2a/i-1\",\"nodeName\":\"ip-1\","
+		"  \"conditions\":[{\"type\":\"Launched\",\"status\":\"True\"}]}}");
+	struct proto_nodeclaim nc;
+	cr_assert_eq(decode_nodeclaim(&dec, j, &nc), 0, "%s", dec.error);
+	cr_assert_str_eq(nc.nodepool, "default");
+	cr_assert_str_eq(nc.instance_type, "m5.large");
+	cr_assert_eq(nc.capacity_type, PROTO_CAPACITY_SPOT);
+	cr_assert_eq(nc.n_planned_pods, 2);
+	cr_assert_str_eq(nc.planned_pods[1], "default/b");
+	cr_assert_str_eq(nc.conditions[0].type, "Launched");
+	cr_assert_eq(res(nc.requests, nc.n_requests, "cpu"), 1000);
+	json_decref(j);
+}
+
+Test(decode, ec2nodeclass_v1_and_awsnodetemplate_selectors)
+{
+	json_t *j = parse(
+		"{\"apiVersion\":\"karpenter.k8s.aws/v1\",\"kind\":\"EC2NodeClass\",\"metadata\":{\"name\":\"default\"},"
+		" \"spec\":{\"amiSelectorTerms\":[{\"alias\":\"al2023@latest\"}],\"role\":\"KarpenterNodeRole-demo\","
+		"  \"subnetSelectorTerms\":[{\"tags\":{\"karpenter.sh/discovery\":\"demo\"}},{\"id\":\"subnet-1\"}],"
+		"  \"securityGroupSelectorTerms\":[{\"name\":\"eks-cluster-sg\"}],"
+		"  \"blockDeviceMappings\":[{\"deviceName\":\"/dev/xvda\",\"rootVolume\":true,\"ebs\":{\"volumeSize\":\"100Gi\",\"volumeType\":\"gp3\"}}]},"
+		" \"status\":{\"subnets\":[{\"id\":\"subnet-1\",\"zone\":\"us-west-2a\"}],\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+	struct proto_nodeclass nc;
+	cr_assert_eq(decode_nodeclass(&dec, j, &nc), 0, "%s", dec.error);
+	cr_assert_str_eq(nc.ami_selector_terms[0].alias, "al2023@latest");
+	cr_assert_eq(nc.n_subnet_selector_terms, 2);
+	cr_assert_str_eq(nc.subnet_selector_terms[1].id, "subnet-1");
+	cr_assert_eq(nc.block_devices[0].volume_size_bytes, 100LL << 30);
+	cr_assert(nc.block_devices[0].root_volume);
+	cr_assert_eq(nc.ready, PROTO_COND_TRUE);
+	cr_assert_str_eq(nc.status_subnets[0].zone, "us-west-2a");
+	json_decref(j);
+	j = parse("{\"apiVersion\":\"karpenter.k8s.aws/v1alpha1\",\"kind\":\"AWSNodeTemplate\",\"metadata\":{\"name\":\"old\"},"
+		  " \"spec\":{\"subnetSelector\":{\"aws-ids\":\"subnet-1, subnet-2\"},"
+		  "  \"securityGroupSelector\":{\"karpenter.sh/discovery\":\"demo\"}}}");
+	cr_assert_eq(decode_nodeclass(&dec, j, &nc), 0, "%s", dec.error);
+	cr_assert_eq(nc.n_subnet_selector_terms, 2);
+	cr_assert_str_eq(nc.subnet_selector_terms[1].id, "subnet-2");
+	json_decref(j);
+	j = parse("{\"apiVersion\":\"karpenter.k8s.aws/v1\",\"kind\":\"EC2NodeClass\",\"metadata\":{\"name\":\"x\"},\"spec\":{}}");
+	cr_assert_eq(decode_nodeclass(&dec, j, &nc), -EINVAL);
+	cr_assert_str_eq(dec.error, "EC2NodeClass x: spec: subnet and security group selectors are required");
+	json_decref(j);
+}
+
+Test(decode, volumes_storageclasses_and_pdbs)
+{
+	json_t *pv = parse("{\"metadata\":{\"name\":\"pv-1\"},\"spec\":{\"storageClassName\":\"gp3\","
+			   "\"claimRef\":{\"namespace\":\"db\",\"name\":\"data-0\"},\"nodeAffinity\":{\"required\":"
+			   "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"topology.kubernetes.io/zone\","
+			   "\"operator\":\"In\",\"values\":[\"eu-west-1a\"]}]}]}}}}");
+	json_t *sc = parse("{\"metadata\":{\"name\":\"gp3\"},\"provisioner\":\"ebs.csi.aws.com\","
+			   "\"volumeBindingMode\":\"WaitForFirstConsumer\",\"allowedTopologies\":[{\"matchLabelExpressions\":"
+			   "[{\"key\":\"topology.kubernetes.io/zone\",\"values\":[\"eu-west-1a\",\"eu-west-1b\"]}]}]}");
+	json_t *pvc = parse("{\"metadata\":{\"name\":\"data-0\",\"namespace\":\"db\",\"annotations\":"
+			    "{\"volume.kubernetes.io/selected-node\":\"ip-1\"}},\"spec\":{\"storageClassName\":\"gp3\","
+			    "\"resources\":{\"requests\":{\"storage\":\"10Gi\"}}},\"status\":{\"phase\":\"Pending\"}}");
+	json_t *pdb = parse("{\"metadata\":{\"name\":\"web\",\"namespace\":\"default\"},\"spec\":{\"maxUnavailable\":\"25%\","
+			    "\"selector\":{\"matchLabels\":{\"app\":\"web\"}}},\"status\":{\"disruptionsAllowed\":1}}");
+	struct proto_pv v;
+	struct proto_storageclass s;
+	struct proto_pvc c;
+	struct proto_pdb b;
+	cr_assert_eq(decode_pv(&dec, pv, &v), 0, "%s", dec.error);
+	cr_assert_str_eq(v.zone, "eu-west-1a");
+	cr_assert_str_eq(v.claim_name, "data-0");
+	cr_assert_eq(decode_storageclass(&dec, sc, &s), 0, "%s", dec.error);
+	cr_assert_eq(s.binding_mode, PROTO_BINDING_WAIT_FOR_FIRST_CONSUMER);
+	cr_assert_eq(s.allowed_topologies[0].requirements[0].n_values, 2);
+	cr_assert_eq(decode_pvc(&dec, pvc, &c), 0, "%s", dec.error);
+	cr_assert_str_eq(c.selected_node, "ip-1");
+	cr_assert_eq(c.storage_bytes, 10LL << 30);
+	cr_assert_eq(c.phase, PROTO_PVC_PENDING);
+	cr_assert_eq(decode_pdb(&dec, pdb, &b), 0, "%s", dec.error);
+	cr_assert_eq(b.max_unavailable.kind, PROTO_IOP_PERCENT);
+	cr_assert_eq(b.max_unavailable.value, 25);
+	cr_assert_eq(b.min_available.kind, PROTO_IOP_UNSET);
+	cr_assert_eq(b.disruptions_allowed, 1);
+	json_decref(pv);
+	json_decref(sc);
+	json_decref(pvc);
+	json_decref(pdb);
+}
+
+Test(decode, decode_object_dispatches_by_kind_and_refuses_others)
+{
+	json_t *j = parse("{\"metadata\":{\"name\":\"n\"}}");
+	struct proto_object o;
+	cr_assert_eq(decode_object(&dec, "Node", j, &o), 0, "%s", dec.error);
+	cr_assert_eq(o.kind, PROTO_OBJECT_NODE);
+	cr_assert_str_eq(o.node->name, "n");
+	cr_assert_eq(decode_object(&dec, "ConfigMap", j, &o), -EINVAL);
+	cr_assert_str_eq(dec.error, "kind ConfigMap is not one the watcher decodes");
+	json_decref(j);
+}

@@ -1,0 +1,88 @@
+/*
+ * Nodes, and the dispatch from an object's kind to its decoder. A Node is
+ * linked to its NodeClaim by the owner reference Karpenter (and the
+ * launcher) put on it at registration.
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include "watcher/decode.h"
+
+int decode_node(struct decoder *d, const json_t *obj, struct proto_node *n)
+{
+	const json_t *spec = json_object_get(obj, "spec"), *status = json_object_get(obj, "status");
+	const json_t *c, *o;
+	struct decoded_meta m;
+	size_t i;
+	int r;
+
+	*n = (struct proto_node){ 0 };
+	if ((r = decode_metadata(d, obj, "Node", false, &m)) < 0)
+		return r;
+	n->name = m.name;
+	n->uid = m.uid;
+	n->resource_version = m.resource_version;
+	n->creation_time = m.creation_ms;
+	n->deletion_time = m.deletion_ms;
+	if ((r = decode_kv(d, m.labels, "metadata.labels", &n->labels, &n->n_labels)) < 0 ||
+	    (r = decode_taints(d, json_object_get(spec, "taints"), "spec.taints", &n->taints,
+			       &n->n_taints)) < 0 ||
+	    (r = decode_resources(d, json_object_get(status, "capacity"), "status.capacity",
+				  &n->capacity, &n->n_capacity)) < 0 ||
+	    (r = decode_resources(d, json_object_get(status, "allocatable"), "status.allocatable",
+				  &n->allocatable, &n->n_allocatable)) < 0 ||
+	    (r = decode_string(d, spec, "providerID", "spec", &n->provider_id)) < 0 ||
+	    (r = decode_strings(d, json_path(obj, "metadata.finalizers"), "metadata.finalizers",
+				&n->finalizers, &n->n_finalizers)) < 0)
+		goto fail;
+	if (n->n_finalizers > PROTO_MAX_FINALIZERS) {
+		r = decode_fail(d, "metadata.finalizers: more than %u", PROTO_MAX_FINALIZERS);
+		goto fail;
+	}
+	n->unschedulable = json_is_true(json_object_get(spec, "unschedulable"));
+	n->ready = PROTO_COND_UNKNOWN;
+	json_array_foreach(json_object_get(status, "conditions"), i, c)
+		if (streq_ptr(json_string_value(json_object_get(c, "type")), "Ready"))
+			n->ready = (uint8_t)decode_condition_status(
+				json_string_value(json_object_get(c, "status")));
+	json_array_foreach(json_path(obj, "metadata.ownerReferences"), i, o)
+		if (streq_ptr(json_string_value(json_object_get(o, "kind")), "NodeClaim") &&
+		    (r = decode_string(d, o, "name", "metadata.ownerReferences", &n->nodeclaim)) < 0)
+			goto fail;
+	return 0;
+fail:
+	if (r == -EINVAL) {
+		char msg[DECODE_ERROR_MAX];
+		snprintf(msg, sizeof(msg), "%s", d->error);
+		decode_fail(d, "node %s: %s", m.name, msg);
+	}
+	return r;
+}
+
+int decode_object(struct decoder *d, const char *kind, const json_t *obj,
+		  struct proto_object *ret)
+{
+#define KIND(name, k, s, fn)                                                        \
+	if (streq(kind, name)) {                                                    \
+		struct proto_##s *p = arena_alloc(d->arena, sizeof(*p));            \
+		if (!p)                                                             \
+			return -ENOMEM;                                             \
+		ret->kind = k;                                                      \
+		ret->s = p;                                                         \
+		return fn(d, obj, p);                                               \
+	}
+	KIND("Pod", PROTO_OBJECT_POD, pod, decode_pod)
+	KIND("Node", PROTO_OBJECT_NODE, node, decode_node)
+	KIND("NodePool", PROTO_OBJECT_NODEPOOL, nodepool, decode_nodepool)
+	KIND("Provisioner", PROTO_OBJECT_NODEPOOL, nodepool, decode_nodepool)
+	KIND("NodeClaim", PROTO_OBJECT_NODECLAIM, nodeclaim, decode_nodeclaim)
+	KIND("EC2NodeClass", PROTO_OBJECT_NODECLASS, nodeclass, decode_nodeclass)
+	KIND("AWSNodeTemplate", PROTO_OBJECT_NODECLASS, nodeclass, decode_nodeclass)
+	KIND("PodDisruptionBudget", PROTO_OBJECT_PDB, pdb, decode_pdb)
+	KIND("PersistentVolumeClaim", PROTO_OBJECT_PVC, pvc, decode_pvc)
+	KIND("PersistentVolume", PROTO_OBJECT_PV, pv, decode_pv)
+	KIND("StorageClass", PROTO_OBJECT_STORAGECLASS, storageclass, decode_storageclass)
+	KIND("DaemonSet", PROTO_OBJECT_DAEMONSET, daemonset, decode_daemonset)
+#undef KIND
+	return decode_fail(d, "kind %s is not one the watcher decodes", kind);
+}

@@ -1,0 +1,98 @@
+/*
+ * Kubernetes JSON → compact proto structs. The watcher decodes every object
+ * once, here; downstream processes never see Kubernetes JSON. Strings and
+ * arrays are allocated from the caller's arena; the caller deep-copies the
+ * result (proto_<kind>_dup) and resets the arena.
+ *
+ * A decoder fails (-EINVAL) only when the object cannot be represented at
+ * all (no name, a field of the wrong type, a malformed quantity); the error
+ * names the object and the field path. Objects that decode but make no
+ * sense (a NodePool with impossible requirements) decode with status
+ * invalid and a reason, so they are reported and skipped downstream.
+ */
+#ifndef KANNA_WATCHER_DECODE_H
+#define KANNA_WATCHER_DECODE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "common/arena.h"
+#include "common/util.h"
+#include "proto/proto.h"
+
+#define DECODE_ERROR_MAX 512
+
+/* Annotation on a NodeClaim naming the pods planned for it (DESIGN §2.4):
+ * a JSON array of "namespace/name". */
+#define ANNOTATION_PLANNED_PODS "kanna.dev/planned-pods"
+#define ANNOTATION_DO_NOT_DISRUPT "karpenter.sh/do-not-disrupt"
+#define ANNOTATION_MIRROR_POD "kubernetes.io/config.mirror"
+#define ANNOTATION_SELECTED_NODE "volume.kubernetes.io/selected-node"
+
+struct decoder {
+	struct arena *arena;
+	char error[DECODE_ERROR_MAX];
+};
+
+/* Every decoder: 0, or -EINVAL with d->error set, or -ENOMEM. */
+int decode_pod(struct decoder *d, const json_t *obj, struct proto_pod *ret);
+int decode_node(struct decoder *d, const json_t *obj, struct proto_node *ret);
+/* karpenter.sh/v1 or v1beta1 NodePool, or karpenter.sh/v1alpha5 Provisioner. */
+int decode_nodepool(struct decoder *d, const json_t *obj, struct proto_nodepool *ret);
+int decode_nodeclaim(struct decoder *d, const json_t *obj, struct proto_nodeclaim *ret);
+/* karpenter.k8s.aws/v1 or v1beta1 EC2NodeClass, v1alpha1 AWSNodeTemplate,
+ * or the inline `provider` block of a v1alpha5 Provisioner (named after it). */
+int decode_nodeclass(struct decoder *d, const json_t *obj, struct proto_nodeclass *ret);
+int decode_pdb(struct decoder *d, const json_t *obj, struct proto_pdb *ret);
+int decode_pvc(struct decoder *d, const json_t *obj, struct proto_pvc *ret);
+int decode_pv(struct decoder *d, const json_t *obj, struct proto_pv *ret);
+int decode_storageclass(struct decoder *d, const json_t *obj, struct proto_storageclass *ret);
+int decode_daemonset(struct decoder *d, const json_t *obj, struct proto_daemonset *ret);
+
+/* Chooses the decoder by kind ("Pod", "NodePool", "Provisioner", …). */
+int decode_object(struct decoder *d, const char *kind, const json_t *obj,
+		  struct proto_object *ret);
+
+/* ---- helpers shared by the decode-*.c files ---- */
+
+int decode_fail(struct decoder *d, const char *fmt, ...) _printf_(2, 3);
+/* Formats a field path for messages; a path too long is cut, not an error. */
+void decode_path(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);
+/* Optional string at key; -EINVAL when present but not a string. */
+int decode_string(struct decoder *d, const json_t *o, const char *key, const char *where,
+		  char **ret);
+int decode_kv(struct decoder *d, const json_t *map, const char *where, struct proto_kv **ret,
+	      uint32_t *n);
+int decode_strings(struct decoder *d, const json_t *arr, const char *where, char ***ret,
+		   uint32_t *n);
+/* metadata.namespace/name/uid/resourceVersion/creation/deletion. */
+struct decoded_meta {
+	char *ns, *name, *uid, *resource_version;
+	int64_t creation_ms, deletion_ms;
+	const json_t *labels, *annotations;
+};
+int decode_metadata(struct decoder *d, const json_t *obj, const char *kind, bool namespaced,
+		    struct decoded_meta *ret);
+int decode_requirements(struct decoder *d, const json_t *arr, const char *where,
+			struct proto_requirement **ret, uint32_t *n);
+int decode_node_selector_terms(struct decoder *d, const json_t *arr, const char *where,
+			       struct proto_node_selector_term **ret, uint32_t *n);
+int decode_label_selector(struct decoder *d, const json_t *sel, const char *where,
+			  struct proto_label_selector *ret);
+int decode_tolerations(struct decoder *d, const json_t *arr, const char *where,
+		       struct proto_toleration **ret, uint32_t *n);
+int decode_taints(struct decoder *d, const json_t *arr, const char *where,
+		  struct proto_taint **ret, uint32_t *n);
+int decode_conditions(struct decoder *d, const json_t *arr, const char *where,
+		      struct proto_condition **ret, uint32_t *n);
+/* A resource list (requests, capacity, limits): cpu in millicores, the rest
+ * in units (bytes, counts). */
+int decode_resources(struct decoder *d, const json_t *map, const char *where,
+		     struct proto_resource **ret, uint32_t *n);
+/* Go duration ("720h", "30s") or "Never" (-1) into seconds. */
+int decode_duration(struct decoder *d, const json_t *v, const char *where, int64_t *ret);
+int64_t decode_time_ms(const json_t *v);
+int decode_condition_status(const char *s);
+const json_t *json_path(const json_t *o, const char *dotted);
+
+#endif

@@ -1,0 +1,8 @@
+# watcher/: kanna-watcher. So far: the Kubernetes JSON → proto decoders.
+noinst_LIBRARIES += libkanna-watcher.a
+libkanna_watcher_a_SOURCES = \
+	watcher/decode.h watcher/decode.c watcher/decode-pod.c watcher/decode-node.c \
+	watcher/decode-nodepool.c watcher/decode-nodeclass.c watcher/decode-storage.c
+# Its tests (tests/unit/test_watcher_decode.c, tests/fuzz/fuzz_k8s_decode.c) are
+# registered once the arena and quantity helpers are shared from common/.
+EXTRA_DIST += tests/unit/test_watcher_decode.c tests/fuzz/fuzz_k8s_decode.c tests/fuzz/corpus/k8s_decode
