@@ -10,3 +10,8 @@ tests_unit_test_metrics_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_metrics_LDADD = $(LDADD) $(TEST_LIBS)
 tests_unit_test_health_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_health_LDADD = $(LDADD) $(TEST_LIBS)
+
+# ./quickstart bench metrics
+BENCH_PROGS += bench/bench-metrics
+bench_bench_metrics_SOURCES = bench/bench-metrics.c
+EXTRA_DIST += bench/metrics.sh
