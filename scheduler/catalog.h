@@ -125,6 +125,8 @@ int catalog_finalize(struct catalog *cat);
  */
 int catalog_load_tsv(struct catalog *cat, const char *path, const char *region,
 		     const char *const *zones, size_t n_zones);
+/* Karpenter's fake catalog (benchmark and tests): see catalog-fake.c. */
+int catalog_add_fake_types(struct catalog *cat, uint32_t n);
 /* Path of the shipped catalog: $KANNA_DATADIR, the installed pkgdatadir, or
  * the source tree for uninstalled runs. */
 void catalog_default_path(char *buf, size_t size);

@@ -5,7 +5,10 @@ noinst_LIBRARIES += libkanna-sched.a
 libkanna_sched_a_SOURCES = \
 	scheduler/model.h scheduler/model.c \
 	scheduler/requirements.c scheduler/quantity.c \
-	scheduler/catalog.h scheduler/catalog.c scheduler/catalog-tsv.c
+	scheduler/catalog.h scheduler/catalog.c scheduler/catalog-tsv.c scheduler/catalog-fake.c \
+	scheduler/cluster.h scheduler/cluster.c \
+	scheduler/solver.h scheduler/solver-internal.h scheduler/solver.c \
+	scheduler/shape.c scheduler/topology.c scheduler/solve.c scheduler/finish.c
 SCHED_LIBS = libkanna-sched.a $(COMMON_LIBS) -lm
 
 check_PROGRAMS += tests/unit/test_requirements
@@ -17,3 +20,9 @@ check_PROGRAMS += tests/unit/test_sched_catalog
 TESTS += tests/unit/test_sched_catalog
 tests_unit_test_sched_catalog_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sched_catalog_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
+
+check_PROGRAMS += tests/unit/test_sched_solver
+TESTS += tests/unit/test_sched_solver
+tests_unit_test_sched_solver_SOURCES = tests/unit/test_sched_solver.c tests/unit/sched-fixture.h
+tests_unit_test_sched_solver_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sched_solver_LDADD = $(SCHED_LIBS) $(TEST_LIBS)

@@ -1,0 +1,226 @@
+/*
+ * Construction and teardown of the solver's cluster model, plus the small
+ * predicates every placement needs (taints vs tolerations, group selection,
+ * DaemonSet overhead). Called by the loaders and the solver; holds no state
+ * outside struct cluster.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scheduler/cluster.h"
+
+int cluster_new(struct cluster **ret)
+{
+	struct cluster *c = calloc(1, sizeof(*c));
+	int r;
+
+	if (!c)
+		return -ENOMEM;
+	r = strtab_init(&c->st);
+	if (r >= 0)
+		r = wellknown_intern(&c->st);
+	if (r >= 0)
+		r = catalog_init(&c->cat, &c->st);
+	if (r < 0) {
+		cluster_free(c);
+		return r;
+	}
+	*ret = c;
+	return 0;
+}
+
+static void pod_done(struct pod *p)
+{
+	requirements_free(&p->reqs);
+	for (uint32_t i = 0; i < p->n_terms; i++)
+		requirements_free(&p->terms[i]);
+	for (uint32_t i = 0; i < p->n_prefs; i++)
+		requirements_free(&p->prefs[i].reqs);
+}
+
+void cluster_free(struct cluster *c)
+{
+	if (!c)
+		return;
+	for (uint32_t i = 0; i < c->n_nodepools; i++)
+		requirements_free(&c->nodepools[i].reqs);
+	for (uint32_t i = 0; i < c->n_pods; i++)
+		pod_done(&c->pods[i]);
+	for (uint32_t i = 0; i < c->n_daemonsets; i++)
+		pod_done(&c->daemonsets[i]);
+	for (uint32_t i = 0; i < c->n_groups; i++)
+		requirements_free(&c->groups[i].selector);
+	free(c->nodepools);
+	free(c->nodes);
+	free(c->pods);
+	free(c->daemonsets);
+	free(c->groups);
+	catalog_done(&c->cat);
+	arena_free(&c->arena);
+	strtab_done(&c->st);
+	free(c);
+}
+
+static void *grow(void **v, uint32_t *n, uint32_t *cap, size_t size)
+{
+	if (*n == *cap) {
+		uint32_t nc = *cap ? *cap * 2 : 16;
+		void *nv = realloc(*v, nc * size);
+		if (!nv)
+			return NULL;
+		*v = nv;
+		*cap = nc;
+	}
+	void *e = (char *)*v + (size_t)(*n)++ * size;
+	memset(e, 0, size);
+	return e;
+}
+
+struct nodepool *cluster_add_nodepool(struct cluster *c)
+{
+	struct nodepool *np = grow((void **)&c->nodepools, &c->n_nodepools, &c->cap_nodepools,
+				   sizeof(*np));
+	if (np) {
+		for (int i = 0; i < SCHED_MAX_RESOURCES; i++)
+			np->limits.v[i] = INT64_MAX;
+		np->node_limit = INT64_MAX;
+	}
+	return np;
+}
+
+struct node *cluster_add_node(struct cluster *c)
+{
+	struct node *n = grow((void **)&c->nodes, &c->n_nodes, &c->cap_nodes, sizeof(*n));
+	if (n)
+		n->nodepool = -1;
+	return n;
+}
+
+static void pod_init(struct pod *p)
+{
+	if (p)
+		p->node = STR_NONE;
+}
+
+struct pod *cluster_add_pod(struct cluster *c)
+{
+	struct pod *p = grow((void **)&c->pods, &c->n_pods, &c->cap_pods, sizeof(*p));
+	pod_init(p);
+	return p;
+}
+
+struct pod *cluster_add_daemonset(struct cluster *c)
+{
+	struct pod *p = grow((void **)&c->daemonsets, &c->n_daemonsets, &c->cap_daemonsets,
+			     sizeof(*p));
+	pod_init(p);
+	return p;
+}
+
+static bool requirements_equal(const struct requirements *a, const struct requirements *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (uint32_t i = 0; i < a->n; i++) {
+		const struct requirement *x = &a->v[i], *y = &b->v[i];
+		if (x->key != y->key || x->complement != y->complement ||
+		    x->absent_ok != y->absent_ok || x->gt != y->gt || x->lt != y->lt ||
+		    x->n_values != y->n_values ||
+		    (x->n_values && memcmp(x->values, y->values, x->n_values * sizeof(uint32_t))))
+			return false;
+	}
+	return true;
+}
+
+int cluster_group(struct cluster *c, struct topo_group *g)
+{
+	for (uint32_t i = 0; i < c->n_groups; i++) {
+		const struct topo_group *o = &c->groups[i];
+		if (o->kind == g->kind && o->key == g->key && o->max_skew == g->max_skew &&
+		    o->min_domains == g->min_domains && o->all_namespaces == g->all_namespaces &&
+		    o->n_namespaces == g->n_namespaces &&
+		    (!g->n_namespaces ||
+		     !memcmp(o->namespaces, g->namespaces, g->n_namespaces * sizeof(uint32_t))) &&
+		    requirements_equal(&o->selector, &g->selector)) {
+			requirements_free(&g->selector);
+			return (int)i;
+		}
+	}
+	struct topo_group *n = grow((void **)&c->groups, &c->n_groups, &c->cap_groups, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	*n = *g;
+	return (int)(c->n_groups - 1);
+}
+
+uint32_t cluster_intern(struct cluster *c, const char *s)
+{
+	int64_t id = strtab_intern(&c->st, s);
+	return id < 0 ? STR_NONE : (uint32_t)id;
+}
+
+bool tolerates(const struct toleration *tols, uint32_t n_tols, const struct taint *taints,
+	       uint32_t n_taints, const struct taint **ret_taint)
+{
+	for (uint32_t i = 0; i < n_taints; i++) {
+		const struct taint *t = &taints[i];
+		bool ok = t->effect == TAINT_PREFER_NO_SCHEDULE;
+
+		for (uint32_t j = 0; !ok && j < n_tols; j++) {
+			const struct toleration *o = &tols[j];
+			if (o->effect >= 0 && o->effect != t->effect)
+				continue;
+			if (o->key != STR_NONE && o->key != t->key)
+				continue;
+			ok = o->exists || o->value == t->value;
+		}
+		if (!ok) {
+			if (ret_taint)
+				*ret_taint = t;
+			return false;
+		}
+	}
+	return true;
+}
+
+bool topo_group_selects(const struct cluster *c, const struct topo_group *g,
+			const struct pod *p)
+{
+	bool ns = g->all_namespaces;
+
+	for (uint32_t i = 0; !ns && i < g->n_namespaces; i++)
+		ns = g->namespaces[i] == p->ns;
+	return ns && requirements_match_labels(&g->selector, p->labels, p->n_labels, &c->st);
+}
+
+/* Could a DaemonSet pod run on nodes of this NodePool? (taints, and its
+ * node selection compatible with the pool's requirements) */
+static bool daemonset_runs_on(const struct cluster *c, const struct pod *ds,
+			      const struct nodepool *np)
+{
+	if (!tolerates(ds->tols, ds->n_tols, np->taints, np->n_taints, NULL))
+		return false;
+	if (!requirements_compatible(&np->reqs, &ds->reqs, &c->st, K_N_WELL_KNOWN, NULL))
+		return false;
+	if (ds->n_terms) {
+		for (uint32_t t = 0; t < ds->n_terms; t++)
+			if (requirements_compatible(&np->reqs, &ds->terms[t], &c->st,
+						    K_N_WELL_KNOWN, NULL))
+				return true;
+		return false;
+	}
+	return true;
+}
+
+void cluster_compute_daemon_overhead(struct cluster *c)
+{
+	for (uint32_t n = 0; n < c->n_nodepools; n++) {
+		struct nodepool *np = &c->nodepools[n];
+		memset(&np->daemon_overhead, 0, sizeof(np->daemon_overhead));
+		for (uint32_t d = 0; d < c->n_daemonsets; d++)
+			if (daemonset_runs_on(c, &c->daemonsets[d], np))
+				resources_add(&np->daemon_overhead, &c->daemonsets[d].req,
+					      c->cat.n_resources);
+	}
+}

@@ -1,0 +1,142 @@
+/*
+ * What the solver is asked about: NodePools, existing Nodes, pods (pending
+ * and bound), DaemonSet templates and the topology groups that pods' spread
+ * and (anti-)affinity terms define, over one string table and catalog.
+ * Filled by scheduler/simulate-load.c (and later from proto/ messages);
+ * owns all of its memory, released by cluster_free().
+ */
+#ifndef KANNA_SCHEDULER_CLUSTER_H
+#define KANNA_SCHEDULER_CLUSTER_H
+
+#include "scheduler/catalog.h"
+
+enum taint_effect {
+	TAINT_NO_SCHEDULE,
+	TAINT_PREFER_NO_SCHEDULE,
+	TAINT_NO_EXECUTE,
+};
+
+struct taint {
+	uint32_t key, value;
+	uint8_t effect;
+};
+
+struct toleration {
+	uint32_t key;   /* STR_NONE: every key (operator Exists, empty key) */
+	uint32_t value; /* STR_NONE with exists */
+	bool exists;
+	int8_t effect;  /* -1: every effect */
+};
+
+struct nodepool {
+	uint32_t name;
+	int32_t weight;
+	struct requirements reqs; /* requirements, labels, karpenter.sh/nodepool */
+	struct taint *taints;     /* startupTaints are not here: they never block */
+	uint32_t n_taints;
+	struct resources limits;  /* INT64_MAX: no limit */
+	int64_t node_limit;       /* INT64_MAX: no limit */
+	struct resources daemon_overhead; /* requests of DaemonSets that run there */
+	struct resources in_use;  /* capacity of existing nodes of this pool */
+	int64_t nodes_in_use;
+};
+
+enum topo_kind {
+	TOPO_SPREAD,
+	TOPO_AFFINITY,
+	TOPO_ANTI_AFFINITY,
+};
+
+/* One distinct spread or (anti-)affinity term; pods of one owner share it. */
+struct topo_group {
+	enum topo_kind kind;
+	uint32_t key;
+	struct requirements selector; /* over pod labels */
+	uint32_t *namespaces;         /* pods of these namespaces count */
+	uint32_t n_namespaces;
+	bool all_namespaces;          /* namespaceSelector: {} */
+	int32_t max_skew, min_domains;
+};
+
+/* A pod's reference to a group: hard, or a preference relaxed when needed. */
+struct pod_topo {
+	uint32_t group;
+	bool soft;
+	int32_t weight;
+};
+
+struct preferred_term {
+	int32_t weight;
+	struct requirements reqs;
+};
+
+struct pod {
+	uint32_t ns, name;
+	struct label *labels; /* sorted by key */
+	uint32_t n_labels;
+	struct resources req; /* max(init containers) vs sum(containers) + overhead */
+	struct requirements reqs;  /* nodeSelector ∩ volume topology */
+	struct requirements *terms; /* required node affinity: OR of terms */
+	uint32_t n_terms;
+	struct preferred_term *prefs; /* heaviest first */
+	uint32_t n_prefs;
+	struct toleration *tols;
+	uint32_t n_tols;
+	struct pod_topo *topo; /* hard first, then soft by weight, heaviest first */
+	uint32_t n_topo;
+	uint16_t *host_ports;
+	uint32_t n_host_ports;
+	uint32_t node; /* bound node name, STR_NONE when pending */
+};
+
+struct node {
+	uint32_t name;
+	struct label *labels; /* sorted by key */
+	uint32_t n_labels;
+	struct taint *taints;
+	uint32_t n_taints;
+	struct resources allocatable, capacity;
+	int32_t nodepool; /* index, or -1 when not ours */
+	bool unschedulable;
+};
+
+struct cluster {
+	struct strtab st;
+	struct catalog cat;
+	struct arena arena;
+	struct nodepool *nodepools;
+	uint32_t n_nodepools, cap_nodepools;
+	struct node *nodes;
+	uint32_t n_nodes, cap_nodes;
+	struct pod *pods;
+	uint32_t n_pods, cap_pods;
+	struct pod *daemonsets; /* pod templates of DaemonSets */
+	uint32_t n_daemonsets, cap_daemonsets;
+	struct topo_group *groups;
+	uint32_t n_groups, cap_groups;
+};
+
+int cluster_new(struct cluster **ret);
+void cluster_free(struct cluster *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct cluster *, cluster_free);
+
+/* Append a zeroed element; returns NULL on ENOMEM. */
+struct nodepool *cluster_add_nodepool(struct cluster *c);
+struct node *cluster_add_node(struct cluster *c);
+struct pod *cluster_add_pod(struct cluster *c);
+struct pod *cluster_add_daemonset(struct cluster *c);
+/* The id of an equal group, adding it (taking ownership of g's memory). */
+int cluster_group(struct cluster *c, struct topo_group *g);
+uint32_t cluster_intern(struct cluster *c, const char *s); /* STR_NONE on ENOMEM */
+
+/* Does the pod tolerate every NoSchedule/NoExecute taint? (PreferNoSchedule
+ * never blocks.) Sets *ret_taint to the first one it does not tolerate. */
+bool tolerates(const struct toleration *tols, uint32_t n_tols, const struct taint *taints,
+	       uint32_t n_taints, const struct taint **ret_taint);
+/* Does the group count this pod (namespace and label selector)? */
+bool topo_group_selects(const struct cluster *c, const struct topo_group *g,
+			const struct pod *p);
+/* Sum of DaemonSet requests that would run on nodes of this NodePool. */
+void cluster_compute_daemon_overhead(struct cluster *c);
+
+#endif

@@ -1,0 +1,242 @@
+/*
+ * Turning a solve into its result: each NodeClaim's final candidate types
+ * (those that hold all its pods, cheapest first, at most 60, keeping
+ * minValues satisfied), zones and capacity types with offerings, price; the
+ * bin of every pod; and precise reasons for pods that stay pending.
+ * Called by solve.c at the end of sched_solve().
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scheduler/solver-internal.h"
+
+struct priced {
+	uint32_t type;
+	double price;
+	const char *name;
+};
+
+static int priced_cmp(const void *a, const void *b)
+{
+	const struct priced *x = a, *y = b;
+
+	if (x->price != y->price)
+		return x->price < y->price ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static void zones_text(const struct solver *s, uint64_t zones, char *buf, size_t size)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (uint32_t z = 0; z < s->cat->n_zones && off < size; z++)
+		if (zones >> z & 1)
+			off += (size_t)snprintf(buf + off, size - off, "%s%s", off ? " " : "",
+						strtab_str(s->st, s->cat->zones[z]));
+}
+
+static void resource_text(const struct solver *s, uint32_t r, int64_t v, char *buf, size_t size)
+{
+	char q[64];
+
+	quantity_format(v, r == RES_CPU, r == RES_MEMORY || r == RES_EPHEMERAL_STORAGE, q, sizeof(q));
+	if (snprintf(buf, size, "%s %s", q, strtab_str(s->st, s->cat->resource_names[r])) < 0)
+		buf[0] = '\0';
+}
+
+int reason_no_type(struct solver *s, const struct shape *sh, uint32_t np, const struct resources *need,
+		   uint64_t zones, char *buf, size_t size)
+{
+	const char *pool = strtab_str(s->st, s->c->nodepools[np].name);
+	uint64_t bits[SCHED_MAX_TYPE_WORDS];
+	struct resources max = { { 0 } };
+	char z[256], what[128];
+	bool any = false;
+
+	zones_text(s, zones, z, sizeof(z));
+	memcpy(bits, &sh->np_types[(size_t)np * s->words], s->words * 8);
+	for (uint32_t w = 0; w < s->words; w++)
+		for (uint64_t x = bits[w]; x; x &= x - 1) {
+			uint32_t t = w * 64 + (uint32_t)__builtin_ctzll(x);
+			bool in_zone = false;
+			const struct instance_type *it = &s->cat->types[t];
+			for (uint32_t o = 0; o < it->n_offerings; o++)
+				in_zone |= it->offerings[o].available && (zones >> it->offerings[o].zone & 1);
+			if (!in_zone)
+				continue;
+			any = true;
+			for (uint32_t r = 0; r < s->n_res; r++)
+				max.v[r] = MAX(max.v[r], it->allocatable.v[r]);
+		}
+	if (!any)
+		return snprintf(buf, size,
+				"incompatible with nodepool %s: no instance type satisfies the pod's requirements in zones [%s]",
+				pool, z);
+	for (uint32_t r = 0; r < s->n_res; r++)
+		if (need->v[r] > max.v[r]) {
+			resource_text(s, r, need->v[r], what, sizeof(what));
+			return snprintf(buf, size, "incompatible with nodepool %s: no instance type with %s in zones [%s]",
+					pool, what, z);
+		}
+	char cpu[64], mem[64];
+	resource_text(s, RES_CPU, need->v[RES_CPU], cpu, sizeof(cpu));
+	resource_text(s, RES_MEMORY, need->v[RES_MEMORY], mem, sizeof(mem));
+	return snprintf(buf, size,
+			"incompatible with nodepool %s: no instance type has %s and %s together in zones [%s]",
+			pool, cpu, mem, z);
+}
+
+/* Cheapest first, ≤ 60, while every minValues requirement keeps enough values. */
+static uint32_t select_types(struct solver *s, const struct bin *b, struct priced *all, uint32_t n,
+			     uint32_t *out)
+{
+	bool *taken = calloc(n ? n : 1, sizeof(*taken));
+	uint32_t k = 0;
+
+	if (!taken)
+		return 0;
+	for (uint32_t q = 0; q < b->reqs.n; q++) {
+		const struct requirement *req = &b->reqs.v[q];
+		uint32_t seen[SCHED_MAX_CANDIDATE_TYPES], n_seen = 0;
+		if (!req->min_values)
+			continue;
+		for (uint32_t i = 0; i < k; i++) {
+			const struct instance_type *it = &s->cat->types[out[i]];
+			uint32_t v = labels_get(it->labels, it->n_labels, req->key), j;
+			for (j = 0; j < n_seen && seen[j] != v; j++)
+				;
+			if (j == n_seen && n_seen < ARRAY_SIZE(seen))
+				seen[n_seen++] = v;
+		}
+		for (uint32_t i = 0; i < n && n_seen < req->min_values && k < SCHED_MAX_CANDIDATE_TYPES; i++) {
+			const struct instance_type *it = &s->cat->types[all[i].type];
+			uint32_t v = labels_get(it->labels, it->n_labels, req->key), j;
+			for (j = 0; j < n_seen && seen[j] != v; j++)
+				;
+			if (j < n_seen || taken[i])
+				continue;
+			seen[n_seen++] = v;
+			taken[i] = true;
+			out[k++] = i;
+		}
+	}
+	for (uint32_t i = 0; i < n && k < SCHED_MAX_CANDIDATE_TYPES; i++)
+		if (!taken[i]) {
+			taken[i] = true;
+			out[k++] = i;
+		}
+	free(taken);
+	return k;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int finish_claim(struct solver *s, const struct bin *b, struct sched_claim *out)
+{
+	struct priced *all = malloc(s->cat->n_types * sizeof(*all) + 1);
+	uint32_t n = 0, idx[SCHED_MAX_CANDIDATE_TYPES], k;
+
+	if (!all)
+		return -ENOMEM;
+	for (uint32_t w = 0; w < s->words; w++)
+		for (uint64_t x = b->cands[w]; x; x &= x - 1) {
+			uint32_t t = w * 64 + (uint32_t)__builtin_ctzll(x);
+			double price = catalog_type_price(s->cat, t, b->zones, b->cts);
+			if (price < 0 || !resources_fit(&b->used, &s->cat->types[t].allocatable, s->n_res))
+				continue;
+			all[n++] = (struct priced){ t, price, strtab_str(s->st, s->cat->types[t].name) };
+		}
+	qsort(all, n, sizeof(*all), priced_cmp);
+	k = select_types(s, b, all, n, idx);
+	qsort(idx, k, sizeof(*idx), u32_cmp); /* back to price order */
+	memset(out, 0, sizeof(*out));
+	out->types = malloc((k ? k : 1) * sizeof(*out->types));
+	out->pods = malloc((b->n_pods ? b->n_pods : 1) * sizeof(*out->pods));
+	if (!out->types || !out->pods || requirements_copy(&out->reqs, &b->reqs) < 0) {
+		free(all);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < k; i++) {
+		uint32_t t = all[idx[i]].type;
+		const struct instance_type *it = &s->cat->types[t];
+		out->types[i] = t;
+		for (uint32_t o = 0; o < it->n_offerings; o++)
+			if (it->offerings[o].available && (b->zones >> it->offerings[o].zone & 1) &&
+			    (b->cts >> it->offerings[o].capacity_type & 1)) {
+				out->zones |= 1ULL << it->offerings[o].zone;
+				out->capacity_types |= 1u << it->offerings[o].capacity_type;
+			}
+	}
+	out->n_types = k;
+	out->price = k ? all[idx[0]].price : -1;
+	out->nodepool = (uint32_t)b->nodepool;
+	out->requests = b->used;
+	memcpy(out->pods, b->pods, b->n_pods * sizeof(*out->pods));
+	out->n_pods = b->n_pods;
+	free(all);
+	return k ? 0 : -EINVAL;
+}
+
+int finish_result(struct solver *s, struct sched_result **ret)
+{
+	struct sched_result *res = calloc(1, sizeof(*res));
+	uint32_t n_claims = s->n_bins - s->c->n_nodes;
+	int r;
+
+	if (!res)
+		return -ENOMEM;
+	res->n_nodes = s->c->n_nodes;
+	res->claims = calloc(n_claims ? n_claims : 1, sizeof(*res->claims));
+	res->unschedulable = calloc(s->c->n_pods ? s->c->n_pods : 1, sizeof(*res->unschedulable));
+	if (!res->claims || !res->unschedulable) {
+		sched_result_free(res);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n_claims; i++) {
+		r = finish_claim(s, &s->bins[s->c->n_nodes + i], &res->claims[i]);
+		res->n_claims = i + 1;
+		if (r < 0) {
+			sched_result_free(res);
+			return r;
+		}
+	}
+	res->pod_bin = TAKE_PTR(s->pod_bin);
+	for (uint32_t p = 0; p < s->c->n_pods; p++) {
+		if (res->pod_bin[p] >= 0)
+			continue;
+		struct sched_unschedulable *u = &res->unschedulable[res->n_unschedulable++];
+		u->pod = p;
+		u->reason = strdup(s->reasons[p] ? s->reasons[p] : "not placed");
+		if (!u->reason) {
+			sched_result_free(res);
+			return -ENOMEM;
+		}
+	}
+	*ret = res;
+	return 0;
+}
+
+void sched_result_free(struct sched_result *r)
+{
+	if (!r)
+		return;
+	for (uint32_t i = 0; i < r->n_claims; i++) {
+		requirements_free(&r->claims[i].reqs);
+		free(r->claims[i].types);
+		free(r->claims[i].pods);
+	}
+	free(r->claims);
+	for (uint32_t i = 0; i < r->n_unschedulable; i++)
+		free(r->unschedulable[i].reason);
+	free(r->unschedulable);
+	free(r->pod_bin);
+	free(r);
+}

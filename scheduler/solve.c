@@ -1,0 +1,189 @@
+/*
+ * sched_solve(): sets up one solve (bins for existing nodes with their
+ * bound pods, topology counts, NodePool order), runs first-fit decreasing
+ * passes over the pending pods until no pass places anything more, and
+ * hands the result to finish.c. The only public entry point of the solver.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scheduler/solver-internal.h"
+
+static int solver_init(struct solver *s, struct cluster *c)
+{
+	memset(s, 0, sizeof(*s));
+	s->c = c;
+	s->st = &c->st;
+	s->cat = &c->cat;
+	s->words = c->cat.words ? c->cat.words : 1;
+	s->n_res = c->cat.n_resources;
+	s->pod_bin = malloc((c->n_pods ? c->n_pods : 1) * sizeof(*s->pod_bin));
+	s->reasons = calloc(c->n_pods ? c->n_pods : 1, sizeof(*s->reasons));
+	s->np_order = malloc((c->n_nodepools ? c->n_nodepools : 1) * sizeof(*s->np_order));
+	s->np_reserved = calloc(c->n_nodepools ? c->n_nodepools : 1, sizeof(*s->np_reserved));
+	s->np_claims = calloc(c->n_nodepools ? c->n_nodepools : 1, sizeof(*s->np_claims));
+	s->scratch = calloc(SCHED_MAX_TYPE_WORDS, 8);
+	s->scratch2 = calloc(SCHED_MAX_TYPE_WORDS, 8);
+	s->keybuf = malloc(shape_keybuf_size());
+	if (!s->pod_bin || !s->reasons || !s->np_order || !s->np_reserved || !s->np_claims ||
+	    !s->scratch || !s->scratch2 || !s->keybuf)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < c->n_pods; i++)
+		s->pod_bin[i] = -1;
+	return topology_init(s);
+}
+
+static void solver_done(struct solver *s)
+{
+	for (uint32_t i = 0; i < s->n_bins; i++) {
+		requirements_free(&s->bins[i].reqs);
+		free(s->bins[i].cands);
+		free(s->bins[i].pods);
+		free(s->bins[i].ports);
+	}
+	free(s->bins);
+	for (uint32_t i = 0; i < s->cap_shapes; i++)
+		shape_free(s->shapes[i], s->c->n_nodepools);
+	free(s->shapes);
+	topology_done(s);
+	for (uint32_t i = 0; s->reasons && i < s->c->n_pods; i++)
+		free(s->reasons[i]);
+	free(s->reasons);
+	free(s->pod_bin);
+	free(s->np_order);
+	free(s->np_reserved);
+	free(s->np_claims);
+	free(s->scratch);
+	free(s->scratch2);
+	free(s->keybuf);
+}
+
+static int np_cmp(const void *a, const void *b, void *userdata)
+{
+	const struct cluster *sort_cluster = userdata;
+	const struct nodepool *x = &sort_cluster->nodepools[*(const uint32_t *)a];
+	const struct nodepool *y = &sort_cluster->nodepools[*(const uint32_t *)b];
+
+	if (x->weight != y->weight)
+		return x->weight > y->weight ? -1 : 1;
+	return strcmp(strtab_str(&sort_cluster->st, x->name), strtab_str(&sort_cluster->st, y->name));
+}
+
+static int pod_cmp(const void *a, const void *b, void *userdata)
+{
+	const struct cluster *sort_cluster = userdata;
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+	const struct pod *x = &sort_cluster->pods[i], *y = &sort_cluster->pods[j];
+
+	for (int r = RES_CPU; r <= RES_MEMORY; r++)
+		if (x->req.v[r] != y->req.v[r])
+			return x->req.v[r] > y->req.v[r] ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+/* Existing nodes become the first bins, holding their bound pods. */
+static int add_nodes(struct solver *s)
+{
+	struct cluster *c = s->c;
+
+	for (uint32_t n = 0; n < c->n_nodes; n++) {
+		if (s->n_bins == s->cap_bins) {
+			uint32_t cap = s->cap_bins ? s->cap_bins * 2 : 64;
+			struct bin *v = realloc(s->bins, cap * sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			s->bins = v;
+			s->cap_bins = cap;
+		}
+		struct bin *b = &s->bins[s->n_bins++];
+		memset(b, 0, sizeof(*b));
+		b->node = (int32_t)n;
+		b->nodepool = c->nodes[n].nodepool;
+		b->max_alloc = c->nodes[n].allocatable;
+		if (topology_grow_bins(s) < 0)
+			return -ENOMEM;
+	}
+	for (uint32_t p = 0; p < c->n_pods; p++) {
+		const struct pod *pod = &c->pods[p];
+		if (pod->node == STR_NONE)
+			continue;
+		for (uint32_t n = 0; n < c->n_nodes; n++) {
+			if (c->nodes[n].name != pod->node)
+				continue;
+			struct bin *b = &s->bins[n];
+			if (b->n_pods == b->cap_pods) {
+				uint32_t cap = b->cap_pods ? b->cap_pods * 2 : 8;
+				uint32_t *v = realloc(b->pods, cap * sizeof(*v));
+				if (!v)
+					return -ENOMEM;
+				b->pods = v;
+				b->cap_pods = cap;
+			}
+			b->pods[b->n_pods++] = p;
+			for (uint32_t i = 0; i < pod->n_host_ports; i++) {
+				uint16_t *v = realloc(b->ports, (b->n_ports + 1) * sizeof(*v));
+				if (!v)
+					return -ENOMEM;
+				b->ports = v;
+				b->ports[b->n_ports++] = pod->host_ports[i];
+				b->cap_ports = b->n_ports;
+			}
+			resources_add(&b->used, &pod->req, s->n_res);
+			s->pod_bin[p] = (int32_t)n;
+			if (topology_record(s, p, n) < 0)
+				return -ENOMEM;
+			break;
+		}
+	}
+	return 0;
+}
+
+int sched_solve(struct cluster *c, struct sched_result **ret)
+{
+	struct solver s;
+	uint32_t *order = NULL, n = 0;
+	int r;
+
+	r = solver_init(&s, c);
+	if (r < 0)
+		goto out;
+	r = add_nodes(&s);
+	if (r < 0)
+		goto out;
+	for (uint32_t i = 0; i < c->n_nodepools; i++)
+		s.np_order[i] = i;
+	qsort_r(s.np_order, c->n_nodepools, sizeof(uint32_t), np_cmp, c);
+	order = malloc((c->n_pods ? c->n_pods : 1) * sizeof(*order));
+	if (!order) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < c->n_pods; i++)
+		if (c->pods[i].node == STR_NONE)
+			order[n++] = i;
+	qsort_r(order, n, sizeof(*order), pod_cmp, c);
+	/* Pass after pass, as Karpenter's queue does: a pod that failed may fit
+	 * once others are placed (pod affinity); stop when a pass places none. */
+	for (bool progress = true; progress && n;) {
+		uint32_t left = 0;
+		progress = false;
+		for (uint32_t i = 0; i < n; i++) {
+			r = solver_place(&s, order[i]);
+			if (r < 0)
+				goto out;
+			if (r)
+				progress = true;
+			else
+				order[left++] = order[i];
+		}
+		n = left;
+	}
+	r = finish_result(&s, ret);
+out:
+	free(order);
+	solver_done(&s);
+	return r;
+}

@@ -1,0 +1,118 @@
+/*
+ * Private state of one solve, shared by solver.c (placement), topology.c
+ * (spread and pod (anti-)affinity counting) and finish.c (NodeClaim
+ * finishing, results). Never used outside scheduler/.
+ */
+#ifndef KANNA_SCHEDULER_SOLVER_INTERNAL_H
+#define KANNA_SCHEDULER_SOLVER_INTERNAL_H
+
+#include "scheduler/solver.h"
+
+/* Reasons are short sentences; longer ones are cut. */
+#define SCHED_REASON_MAX 512
+
+/* A place pods can go: an existing node or a NodeClaim opened in this solve. */
+struct bin {
+	int32_t node;     /* existing node index, -1 for a new NodeClaim */
+	int32_t nodepool; /* -1 for nodes that are not ours */
+	struct requirements reqs; /* NodeClaims: NodePool ∩ pods' requirements */
+	uint64_t *cands;  /* NodeClaims: types that may still hold every pod (superset) */
+	uint64_t zones;   /* NodeClaims: zone and capacity-type masks of reqs */
+	unsigned cts;
+	struct resources used, max_alloc, reserved;
+	uint32_t *pods;
+	uint32_t n_pods, cap_pods;
+	uint16_t *ports;
+	uint32_t n_ports, cap_ports;
+};
+
+/* Topology counts of one group: per domain value, and per bin for hostname. */
+struct group_state {
+	uint32_t *dom, *count, *owners;
+	uint32_t n_dom, cap_dom;
+	uint32_t *bin_count, *bin_owners;
+	uint32_t cap_bins;
+	uint64_t total;
+};
+
+/* The relaxation state of a pod (Karpenter's preferences.go order). */
+struct relax {
+	uint16_t term;      /* required node affinity term in use */
+	uint16_t node_pref; /* preferred node affinity terms dropped */
+	uint16_t soft;      /* soft topology terms dropped (heaviest first) */
+};
+
+/* Everything about a pod that placement depends on; pods of one template share one. */
+struct shape {
+	uint64_t hash;
+	uint64_t *key;
+	uint32_t key_len;
+	struct requirements reqs;  /* static: nodeSelector ∩ term ∩ preference */
+	uint32_t *topo;            /* active groups the pod is constrained by */
+	uint32_t n_topo;
+	bool dyn;                  /* has a non-hostname constraint (allowed set per pod) */
+	bool dyn_zone_only;        /* ... and only on the zone key */
+	bool host_affinity;        /* has a hostname pod affinity (not monotonic) */
+	bool inv_anti;             /* matched by a non-hostname anti-affinity term */
+	uint32_t pin_keys[8];      /* non-hostname keys a NodeClaim must be pinned on */
+	uint32_t n_pin_keys;
+	int8_t *np_state;          /* per NodePool: 1 compatible, -1 not */
+	char **np_reason;
+	uint64_t *np_types;        /* per NodePool: words each */
+	uint32_t cursor;           /* bins before it reject this shape for good */
+	uint32_t zone_cursor[SCHED_MAX_ZONES];
+};
+
+struct solver {
+	struct cluster *c;
+	const struct strtab *st;
+	const struct catalog *cat;
+	uint32_t words, n_res;
+	struct bin *bins;
+	uint32_t n_bins, cap_bins;
+	struct shape **shapes;     /* open-addressing table */
+	uint32_t n_shapes, cap_shapes;
+	struct group_state *gs;
+	uint32_t **matched;        /* per pod: groups whose selector counts it */
+	uint32_t *n_matched;
+	uint32_t *np_order;        /* NodePools by weight desc, name */
+	struct resources *np_reserved;
+	int64_t *np_claims;
+	int32_t *pod_bin;
+	char **reasons;            /* per pod, last failure */
+	uint64_t *scratch, *scratch2; /* words each */
+	void *keybuf;              /* shape key serialization buffer */
+};
+
+/* solver.c: place one pending pod; 1 placed, 0 not (reason kept), < 0 error. */
+int solver_place(struct solver *s, uint32_t pi);
+
+/* shape.c */
+int shape_get(struct solver *s, uint32_t pi, const struct relax *rx, struct shape **ret);
+void shape_free(struct shape *sh, uint32_t n_nodepools);
+size_t shape_keybuf_size(void);
+
+/* topology.c */
+int topology_init(struct solver *s);
+void topology_done(struct solver *s);
+int topology_grow_bins(struct solver *s);
+/* Adds "key In allowed" terms for the pod's non-hostname constraints (and
+ * inverse anti-affinity) to dyn. Returns false with a reason when a term
+ * leaves no domain. */
+int topology_allowed(struct solver *s, uint32_t pi, const struct shape *sh,
+		     struct requirements *dyn, char *reason, size_t size);
+/* Hostname-scoped checks for bin b (b == n_bins: a new NodeClaim). */
+bool topology_host_ok(struct solver *s, uint32_t pi, const struct shape *sh, uint32_t b);
+/* Value to pin key to on bin b: the least-loaded allowed domain. */
+uint32_t topology_pick(struct solver *s, uint32_t pi, uint32_t key, const uint32_t *cands,
+		       uint32_t n);
+int topology_record(struct solver *s, uint32_t pi, uint32_t b);
+/* The domain of bin b for key (STR_NONE when not yet decided). */
+uint32_t bin_domain(const struct solver *s, uint32_t b, uint32_t key);
+
+/* finish.c */
+int finish_result(struct solver *s, struct sched_result **ret);
+int reason_no_type(struct solver *s, const struct shape *sh, uint32_t np, const struct resources *need,
+		   uint64_t zones, char *buf, size_t size);
+
+#endif
