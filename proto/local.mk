@@ -23,3 +23,8 @@ tests_fuzz_fuzz_proto_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/
 tests_fuzz_fuzz_proto_LDFLAGS = $(FUZZ_LDFLAGS)
 tests_fuzz_fuzz_proto_LDADD = $(PROTO_LIBS) $(LDADD)
 EXTRA_DIST += proto/README.md tests/fuzz/corpus/proto
+
+BENCH_PROGS += bench/bench-proto
+bench_bench_proto_SOURCES = bench/bench-proto.c
+bench_bench_proto_LDADD = $(PROTO_LIBS) $(LDADD)
+EXTRA_DIST += bench/proto.sh
