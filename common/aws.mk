@@ -50,3 +50,12 @@ EXTRA_DIST += \
 	tests/fuzz/corpus/aws_xml/ssm-json-error.json \
 	tests/fuzz/corpus/aws_xml/sts-assume-role-with-web-identity.xml \
 	tests/fuzz/corpus/aws_xml/sts-error-invalid-token.xml
+
+FUZZ_PROGS += tests/fuzz/fuzz_sigv4
+tests_fuzz_fuzz_sigv4_SOURCES = tests/fuzz/fuzz_sigv4.c tests/fuzz/standalone.c
+tests_fuzz_fuzz_sigv4_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/fuzz/corpus/sigv4\"
+tests_fuzz_fuzz_sigv4_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_sigv4_LDADD = $(LDADD)
+EXTRA_DIST += \
+	tests/fuzz/corpus/sigv4/malformed.txt \
+	tests/fuzz/corpus/sigv4/vanilla-authorization.txt
