@@ -15,3 +15,4 @@ tests_unit_test_health_LDADD = $(LDADD) $(TEST_LIBS)
 BENCH_PROGS += bench/bench-metrics
 bench_bench_metrics_SOURCES = bench/bench-metrics.c
 EXTRA_DIST += bench/metrics.sh
+EXTRA_DIST += doc/observability.md

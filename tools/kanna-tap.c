@@ -304,8 +304,8 @@ static void help(void)
 {
 	printf("Usage: kanna-tap [OPTIONS]\n"
 	       "Print the messages kanna daemons send and receive, one JSON object per line.\n\n"
-	       "  -d, --runtime-dir=DIR  where the daemons' tap sockets are\n"
-	       "                         (default: $RUNTIME_DIRECTORY, else %s)\n"
+	       "  -d, --runtime-dir=DIR  where the daemons' tap sockets are (default:\n"
+	       "                         $KANNA_RUNTIME_DIR, $RUNTIME_DIRECTORY, else %s)\n"
 	       "  -t, --type=TYPE        only messages of this type (repeatable; \"%s\"\n"
 	       "                         selects messages that failed to decode)\n"
 	       "  -p, --process=NAME     only this process (repeatable), e.g. kanna-watcher\n"
@@ -324,12 +324,18 @@ static int append(char ***list, size_t *n, char *value)
 	return 0;
 }
 
-/* $RUNTIME_DIRECTORY may list several directories (colon-separated); the
- * first is ours, as in sock_runtime_dir(). Never created here. */
+/* As the daemons' runtime-dir key (doc/configuration.md): KANNA_RUNTIME_DIR,
+ * else the first entry of $RUNTIME_DIRECTORY (systemd may list several,
+ * colon-separated), else /run/kanna. Never created here. */
 static int default_runtime_dir(char **ret)
 {
-	const char *env = getenv("RUNTIME_DIRECTORY");
-	*ret = env && *env ? strndup(env, strcspn(env, ":")) : strdup(SOCK_RUNTIME_DIR_DEFAULT);
+	const char *env = getenv("KANNA_RUNTIME_DIR");
+	if (env && *env)
+		*ret = strdup(env);
+	else if ((env = getenv("RUNTIME_DIRECTORY")) && *env)
+		*ret = strndup(env, strcspn(env, ":"));
+	else
+		*ret = strdup(SOCK_RUNTIME_DIR_DEFAULT);
 	return *ret ? 0 : -ENOMEM;
 }
 

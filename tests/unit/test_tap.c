@@ -239,6 +239,7 @@ struct tapd {
 	pid_t pid;
 	int out;      /* kanna-tap's stdout */
 	int err;      /* and its stderr */
+	bool dir_from_env; /* pass the directory as KANNA_RUNTIME_DIR, not --runtime-dir */
 	char buf[65536];
 	size_t len;
 };
@@ -290,7 +291,7 @@ static void spawn_tap(const char *const *args)
 	const char *builddir = getenv("KANNA_BUILDDIR");
 	char path[4096];
 	const char *argv[16] = { "kanna-tap", "--runtime-dir", t.dir };
-	size_t n = 3;
+	size_t n = t.dir_from_env ? 1 : 3;
 	int pipefd[2], errfd[2];
 
 	if (t.out >= 0)
@@ -313,6 +314,8 @@ static void spawn_tap(const char *const *args)
 		close(pipefd[1]);
 		close(errfd[0]);
 		close(errfd[1]);
+		if (t.dir_from_env)
+			setenv("KANNA_RUNTIME_DIR", t.dir, 1);
 		execv(path, (char *const *)argv);
 		fprintf(stderr, "Failed to execute %s: %s\n", path, strerror(errno));
 		_exit(127);
@@ -500,6 +503,23 @@ Test(tap_e2e, picks_up_a_daemon_started_after_kanna_tap)
 	json_t *l = next_line(WAIT_MSEC);
 	cr_assert(l);
 	cr_assert_str_eq(str(l, "process"), "kanna-reaper");
+	cr_assert_eq(wait_exit(), 0);
+	json_decref(l);
+	zmq_close(xpub);
+}
+
+Test(tap_e2e, finds_the_runtime_directory_through_kanna_runtime_dir)
+{
+	static const uint8_t garbage[] = { 0xc1 };
+	void *xpub = bind_tap("kanna-watcher");
+
+	t.dir_from_env = true;
+	spawn_tap((const char *[]){ "--count", "1", NULL });
+	cr_assert(subscribed(xpub, WAIT_MSEC));
+	send_tap(xpub, "send state.pub 1", garbage, 1);
+	json_t *l = next_line(WAIT_MSEC);
+	cr_assert(l);
+	cr_assert_str_eq(str(l, "process"), "kanna-watcher");
 	cr_assert_eq(wait_exit(), 0);
 	json_decref(l);
 	zmq_close(xpub);
