@@ -438,3 +438,48 @@ Test(aws_client, token_bucket_spaces_calls_beyond_the_burst)
 	cr_assert_geq(elapsed, 0.29, "four calls took %.3f s", elapsed);
 	cr_assert_lt(elapsed, 2.0, "four calls took %.3f s", elapsed);
 }
+
+Test(aws_client, refreshes_expiring_credentials_before_signing)
+{
+	static const struct scripted s[] = { { 200, described } };
+	struct aws_credentials_options copts = { .profile = "default" };
+	struct aws_client_options o = { .credentials_options = &copts, .rng = rng_zero };
+	struct aws_credentials expiring = { .access_key_id = KEY_ID, .secret_access_key = "stale-secret",
+					    .session_token = "stale-token",
+					    .expiration = time(NULL) + 60, .source = "test" };
+	struct harness h;
+
+	/* the chain now yields the good key (environment) */
+	setenv("AWS_ACCESS_KEY_ID", KEY_ID, 1);
+	setenv("AWS_SECRET_ACCESS_KEY", SECRET, 1);
+	unsetenv("AWS_SESSION_TOKEN");
+	script(s, ARRAY_SIZE(s));
+	harness_init(&h, &o, NULL);
+	cr_assert_eq(aws_client_set_credentials(h.client, &expiring), 0);
+	describe_instances(&h, &h.out[0]);
+	harness_run(&h, 1);
+	cr_assert_eq(h.out[0].result, 0, "%s", h.out[0].text);
+	cr_assert_eq(srv.bad_signatures, 0);
+	cr_assert_str_eq(srv.last_token, "");
+}
+
+static void on_done_never(struct aws_client *c, const struct aws_response *r, void *userdata)
+{
+	cr_assert_fail("done() called for a call cancelled by aws_client_free()");
+}
+
+Test(aws_client, free_cancels_calls_in_flight_without_calling_done)
+{
+	static const struct scripted s[] = { { 200, described } };
+	struct harness h;
+	struct aws_query *q = NULL;
+
+	script(s, ARRAY_SIZE(s));
+	harness_init(&h, NULL, NULL);
+	cr_assert_eq(aws_query_new("DescribeInstances", "2016-11-15", &q), 0);
+	cr_assert_eq(aws_call_query(h.client, "ec2", q, on_done_never, NULL), 0);
+	cr_assert_eq(loop_http_running(h.loop), 1);
+	aws_client_free(h.client);
+	cr_assert_eq(loop_http_running(h.loop), 0);
+	loop_free(h.loop);
+}
