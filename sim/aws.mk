@@ -1,1 +1,23 @@
-# sim/aws: kanna-sim's AWS side (filled in by its area)
+# sim/aws: kanna-sim's AWS side (EC2, SSM, STS, SQS on loopback, SigV4-verified;
+# faults and status under /_sim/). kanna-sim links libkanna-simaws.a.
+noinst_LIBRARIES += libkanna-simaws.a
+libkanna_simaws_a_SOURCES = \
+	sim/aws.h sim/aws-internal.h sim/aws.c sim/aws-server.c sim/aws-dispatch.c \
+	sim/aws-admin.c sim/aws-faults.c sim/aws-catalog.c sim/aws-images.c \
+	sim/aws-params.c sim/aws-xml.c sim/aws-ec2-types.c sim/aws-ec2-network.c \
+	sim/aws-launch-templates.c sim/aws-fleet.c sim/aws-instances.c \
+	sim/aws-ssm.c sim/aws-sts.c sim/aws-sqs.c
+SIMAWS_LIBS = libkanna-simaws.a $(LDADD) -lpthread
+
+check_PROGRAMS += tests/unit/test_sim_aws
+TESTS += tests/unit/test_sim_aws
+tests_unit_test_sim_aws_SOURCES = tests/unit/test_sim_aws.c
+tests_unit_test_sim_aws_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sim_aws_LDADD = $(SIMAWS_LIBS) $(TEST_LIBS)
+
+FUZZ_PROGS += tests/fuzz/fuzz_sim_aws
+tests_fuzz_fuzz_sim_aws_SOURCES = tests/fuzz/fuzz_sim_aws.c tests/fuzz/standalone.c
+tests_fuzz_fuzz_sim_aws_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/fuzz/corpus/sim_aws\"
+tests_fuzz_fuzz_sim_aws_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_sim_aws_LDADD = $(SIMAWS_LIBS)
+EXTRA_DIST += tests/fuzz/corpus/sim_aws

@@ -1,0 +1,135 @@
+/*
+ * The admin endpoint of kanna-sim's AWS side (no SigV4: loopback only, for
+ * tests, the demo report and operators):
+ *   GET  /_sim/status     instances (launch/terminate times, cost accrued at
+ *                         their launch price), totals, faults, the timeline
+ *   GET  /_sim/faults     the current fault set
+ *   POST /_sim/faults     replace the fault set (JSON, see aws-faults.c)
+ *   POST /_sim/interrupt  {"instanceIds":[...]}: spot interruption warnings
+ * Called by the HTTP front; takes aws->lock itself.
+ */
+#include "sim/aws-internal.h"
+
+static json_t *instance_json(const struct aws_instance *i, uint64_t now)
+{
+	char launch[32], term[32];
+	json_t *tags = json_object();
+
+	for (size_t k = 0; tags && k < i->tags.n; k++)
+		json_object_set_new(tags, i->tags.v[k].key, json_string(i->tags.v[k].value));
+	format_iso8601(i->launch_ms, launch);
+	format_iso8601(i->terminate_ms, term);
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:f, s:f, s:o?}",
+			 "instanceId", i->id, "instanceType", i->type->name,
+			 "region", i->region->name, "zone", i->zone->name,
+			 "capacityType", i->spot ? "spot" : "on-demand",
+			 "state", aws_instance_state_name(i->state), "launchTime", launch,
+			 "terminateTime", i->terminate_ms ? term : NULL,
+			 "pricePerHour", i->price, "costAccrued", aws_instance_cost(i, now),
+			 "tags", tags);
+}
+
+json_t *aws_status_json(struct sim_aws *aws)
+{
+	uint64_t now = aws_now_ms();
+	json_t *instances = json_array(), *timeline = json_array();
+	double total = 0;
+	size_t running = 0;
+	char t[32];
+
+	aws_instances_refresh(aws, now);
+	for (size_t k = 0; instances && k < aws->n_instances; k++) {
+		const struct aws_instance *i = aws->instances[k];
+
+		json_array_append_new(instances, instance_json(i, now));
+		total += aws_instance_cost(i, now);
+		running += i->state == INSTANCE_PENDING || i->state == INSTANCE_RUNNING;
+	}
+	for (size_t k = 0; timeline && k < aws->n_timeline; k++) {
+		format_iso8601(aws->timeline[k].ms, t);
+		json_array_append_new(timeline, json_pack("{s:s, s:s, s:s}", "time", t,
+							  "event", aws->timeline[k].kind,
+							  "detail", aws->timeline[k].detail));
+	}
+	format_iso8601(now, t);
+	return json_pack("{s:s, s:s, s:s, s:o?, s:I, s:f, s:o?, s:I, s:o?, s:I, s:I}",
+			 "time", t, "region", aws->region, "endpoint", aws->endpoint,
+			 "instances", instances, "activeInstances", (json_int_t)running,
+			 "totalCost", total, "timeline", timeline,
+			 "timelineDropped", (json_int_t)aws->timeline_dropped,
+			 "faults", aws_faults_to_json(aws),
+			 "launchTemplates", (json_int_t)aws->n_templates,
+			 "interruptionQueueDepth", (json_int_t)aws->n_queue);
+}
+
+static int admin_json(struct aws_response *resp, unsigned status, json_t *body)
+{
+	int r;
+
+	resp->status = status;
+	r = aws_json_reply(resp, body);
+	resp->content_type = "application/json";
+	return r;
+}
+
+static int admin_error(struct aws_response *resp, unsigned status, const char *msg)
+{
+	return admin_json(resp, status, json_pack("{s:s}", "error", msg));
+}
+
+static int admin_interrupt(struct sim_aws *aws, const char *body, size_t len,
+			   struct aws_response *resp)
+{
+	json_t *root = json_loadb(body ? body : "", len, 0, NULL), *ids, *id;
+	char err[256] = "";
+	size_t i;
+	int r = 0;
+
+	ids = json_object_get(root, "instanceIds");
+	if (!json_is_array(ids)) {
+		json_decref(root);
+		return admin_error(resp, 400, "expected {\"instanceIds\": [\"i-...\"]}");
+	}
+	json_array_foreach(ids, i, id) {
+		if (!json_is_string(id)) {
+			snprintf(err, sizeof(err), "instanceIds[%zu] must be a string", i);
+			r = -EINVAL;
+			break;
+		}
+		r = aws_interrupt_instance(aws, json_string_value(id), err, sizeof(err));
+		if (r < 0)
+			break;
+	}
+	json_decref(root);
+	if (r < 0)
+		return admin_error(resp, 400, err);
+	return admin_json(resp, 200, json_pack("{s:I}", "queued", (json_int_t)json_array_size(ids)));
+}
+
+int aws_admin_handle(struct sim_aws *aws, const char *url, const char *method,
+		     const char *body, size_t len, struct aws_response *resp)
+{
+	_cleanup_free_ char *text = NULL;
+	char err[256] = "";
+	bool get = streq(method, "GET"), post = streq(method, "POST");
+	int r;
+
+	if (streq(url, "/_sim/status") && get)
+		return admin_json(resp, 200, aws_status_json(aws));
+	if (streq(url, "/_sim/faults") && get)
+		return admin_json(resp, 200, aws_faults_to_json(aws));
+	if (streq(url, "/_sim/faults") && post) {
+		text = strndup(body ? body : "", len);
+		if (!text)
+			return -ENOMEM;
+		r = aws_faults_set_json(aws, text, err, sizeof(err));
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0)
+			return admin_error(resp, 400, err);
+		return admin_json(resp, 200, aws_faults_to_json(aws));
+	}
+	if (streq(url, "/_sim/interrupt") && post)
+		return admin_interrupt(aws, body, len, resp);
+	return admin_error(resp, 404, "unknown admin path or method");
+}

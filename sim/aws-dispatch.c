@@ -1,0 +1,55 @@
+/*
+ * The action table of kanna-sim's AWS side: (service, action) -> handler,
+ * with the unknown-action errors each service really answers. Called by the
+ * HTTP front (sim/aws-server.c) and the fuzz target with aws->lock held,
+ * after authentication and fault draws; it holds no state of its own.
+ */
+#include "sim/aws-internal.h"
+
+static const struct {
+	enum aws_service service;
+	const char *action;
+	aws_handler_fn fn;
+} actions[] = {
+	{ AWS_SERVICE_EC2, "DescribeInstanceTypes", ec2_describe_instance_types },
+	{ AWS_SERVICE_EC2, "DescribeInstanceTypeOfferings", ec2_describe_instance_type_offerings },
+	{ AWS_SERVICE_EC2, "DescribeAvailabilityZones", ec2_describe_availability_zones },
+	{ AWS_SERVICE_EC2, "DescribeSubnets", ec2_describe_subnets },
+	{ AWS_SERVICE_EC2, "DescribeSecurityGroups", ec2_describe_security_groups },
+	{ AWS_SERVICE_EC2, "DescribeImages", ec2_describe_images },
+	{ AWS_SERVICE_EC2, "DescribeSpotPriceHistory", ec2_describe_spot_price_history },
+	{ AWS_SERVICE_EC2, "CreateLaunchTemplate", ec2_create_launch_template },
+	{ AWS_SERVICE_EC2, "DescribeLaunchTemplates", ec2_describe_launch_templates },
+	{ AWS_SERVICE_EC2, "DeleteLaunchTemplate", ec2_delete_launch_template },
+	{ AWS_SERVICE_EC2, "CreateFleet", ec2_create_fleet },
+	{ AWS_SERVICE_EC2, "DescribeInstances", ec2_describe_instances },
+	{ AWS_SERVICE_EC2, "TerminateInstances", ec2_terminate_instances },
+	{ AWS_SERVICE_EC2, "CreateTags", ec2_create_tags },
+	{ AWS_SERVICE_SSM, "GetParameter", ssm_get_parameter },
+	{ AWS_SERVICE_STS, "GetCallerIdentity", sts_get_caller_identity },
+	{ AWS_SERVICE_STS, "AssumeRoleWithWebIdentity", sts_assume_role_with_web_identity },
+	{ AWS_SERVICE_SQS, "GetQueueUrl", sqs_get_queue_url },
+	{ AWS_SERVICE_SQS, "ReceiveMessage", sqs_receive_message },
+	{ AWS_SERVICE_SQS, "DeleteMessage", sqs_delete_message },
+};
+
+int aws_dispatch(struct sim_aws *aws, struct aws_request *req, struct aws_response *resp)
+{
+	bool json = req->service == AWS_SERVICE_SSM || req->service == AWS_SERVICE_SQS;
+
+	if (!req->action || !*req->action)
+		return json ? aws_error(resp, req, 400, "UnknownOperationException",
+					"Missing X-Amz-Target operation")
+			    : aws_error(resp, req, 400, "MissingAction",
+					"The request must contain the parameter Action");
+	for (size_t i = 0; i < ARRAY_SIZE(actions); i++)
+		if (actions[i].service == req->service && streq(actions[i].action, req->action)) {
+			aws_instances_refresh(aws, aws_now_ms());
+			return actions[i].fn(aws, req, resp);
+		}
+	if (json)
+		return aws_error(resp, req, 400, "UnknownOperationException",
+				 "The operation %s is not supported by this endpoint", req->action);
+	return aws_error(resp, req, 400, "InvalidAction",
+			 "The action %s is not valid for this web service.", req->action);
+}

@@ -1,0 +1,293 @@
+/*
+ * Fault injection and the admin endpoint of kanna-sim's AWS side: the fault
+ * set (insufficient capacity per offering, throttling by rate or per-second
+ * budget, 5xx rate, added latency) parsed from the JSON of POST /_sim/faults
+ * or the config, the per-request draws (from the seeded generator, so a run
+ * is reproducible), spot interruption notices, and GET /_sim/status.
+ * Called with aws->lock held; it never sleeps (the server applies latency).
+ */
+#include <math.h>
+
+#include "sim/aws-internal.h"
+
+void aws_faults_clear(struct aws_faults *f)
+{
+	for (size_t i = 0; i < f->n_ice; i++) {
+		free(f->ice[i].instance_type);
+		free(f->ice[i].zone);
+		free(f->ice[i].capacity_type);
+	}
+	free(f->ice);
+	*f = (struct aws_faults){ 0 };
+}
+
+static int dup_opt(json_t *o, const char *key, char **ret, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(o, key);
+
+	*ret = NULL;
+	if (!v || json_is_null(v) || (json_is_string(v) && streq(json_string_value(v), "*")))
+		return 0;
+	if (!json_is_string(v)) {
+		snprintf(err, errlen, "insufficientCapacity[].%s must be a string", key);
+		return -EINVAL;
+	}
+	*ret = strdup(json_string_value(v));
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int parse_ice(json_t *a, struct aws_faults *f, char *err, size_t errlen)
+{
+	size_t i;
+	json_t *e;
+	int r;
+
+	if (!json_is_array(a)) {
+		snprintf(err, errlen, "insufficientCapacity must be an array");
+		return -EINVAL;
+	}
+	f->ice = calloc(json_array_size(a) + 1, sizeof(*f->ice));
+	if (!f->ice)
+		return -ENOMEM;
+	json_array_foreach(a, i, e) {
+		struct aws_ice_rule *rule = &f->ice[f->n_ice];
+		const char *k;
+		json_t *v;
+
+		if (!json_is_object(e)) {
+			snprintf(err, errlen, "insufficientCapacity[%zu] must be an object", i);
+			return -EINVAL;
+		}
+		json_object_foreach(e, k, v)
+			if (!streq(k, "instanceType") && !streq(k, "zone") && !streq(k, "capacityType")) {
+				snprintf(err, errlen, "insufficientCapacity[%zu]: unknown key '%s'", i, k);
+				return -EINVAL;
+			}
+		f->n_ice++;
+		r = dup_opt(e, "instanceType", &rule->instance_type, err, errlen);
+		if (r >= 0)
+			r = dup_opt(e, "zone", &rule->zone, err, errlen);
+		if (r >= 0)
+			r = dup_opt(e, "capacityType", &rule->capacity_type, err, errlen);
+		if (r < 0)
+			return r;
+		if (rule->capacity_type && !streq(rule->capacity_type, "spot") &&
+		    !streq(rule->capacity_type, "on-demand")) {
+			snprintf(err, errlen, "insufficientCapacity[%zu].capacityType must be spot or on-demand", i);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int parse_fraction(json_t *v, const char *name, double *ret, char *err, size_t errlen)
+{
+	if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1 ||
+	    isnan(json_number_value(v))) {
+		snprintf(err, errlen, "%s must be a number between 0 and 1", name);
+		return -EINVAL;
+	}
+	*ret = json_number_value(v);
+	return 0;
+}
+
+static int parse_count(json_t *v, const char *name, json_int_t max, unsigned *ret,
+		       char *err, size_t errlen)
+{
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max) {
+		snprintf(err, errlen, "%s must be an integer between 0 and %lld", name, (long long)max);
+		return -EINVAL;
+	}
+	*ret = (unsigned)json_integer_value(v);
+	return 0;
+}
+
+/* Added latency above this would only make clients time out. */
+#define FAULT_LATENCY_MAX_MS 60000
+#define FAULT_BUDGET_MAX 1000000
+
+static int parse_faults(json_t *root, struct aws_faults *f, json_t **interrupt,
+			char *err, size_t errlen)
+{
+	const char *k;
+	json_t *v;
+	int r = 0;
+
+	if (!json_is_object(root)) {
+		snprintf(err, errlen, "faults must be a JSON object");
+		return -EINVAL;
+	}
+	json_object_foreach(root, k, v) {
+		if (streq(k, "insufficientCapacity"))
+			r = parse_ice(v, f, err, errlen);
+		else if (streq(k, "throttleRate"))
+			r = parse_fraction(v, k, &f->throttle_rate, err, errlen);
+		else if (streq(k, "throttlePerSecond"))
+			r = parse_count(v, k, FAULT_BUDGET_MAX, &f->throttle_per_sec, err, errlen);
+		else if (streq(k, "errorRate"))
+			r = parse_fraction(v, k, &f->error_rate, err, errlen);
+		else if (streq(k, "latencyMs"))
+			r = parse_count(v, k, FAULT_LATENCY_MAX_MS, &f->latency_ms, err, errlen);
+		else if (streq(k, "interrupt") && json_is_array(v))
+			*interrupt = v;
+		else {
+			snprintf(err, errlen, "unknown or malformed key '%s'", k);
+			r = -EINVAL;
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* All or nothing: on any error the current faults stay as they were. */
+int aws_faults_set_json(struct sim_aws *aws, const char *json, char *err, size_t errlen)
+{
+	struct aws_faults f = { 0 };
+	json_t *root, *interrupt = NULL, *id;
+	json_error_t e;
+	size_t i;
+	int r;
+
+	snprintf(err, errlen, "invalid");
+	root = json_loads(json, JSON_REJECT_DUPLICATES, &e);
+	if (!root) {
+		snprintf(err, errlen, "line %d column %d: %s", e.line, e.column, e.text);
+		return -EINVAL;
+	}
+	r = parse_faults(root, &f, &interrupt, err, errlen);
+	json_array_foreach(interrupt, i, id) {
+		if (r < 0)
+			break;
+		if (!json_is_string(id) || !aws_instance_find(aws, json_string_value(id))) {
+			snprintf(err, errlen, "interrupt[%zu] is not a known instance id", i);
+			r = -ENOENT;
+		}
+	}
+	if (r < 0) {
+		aws_faults_clear(&f);
+		json_decref(root);
+		return r;
+	}
+	aws_faults_clear(&aws->faults);
+	aws->faults = f;
+	aws_timeline_add(aws, "faults", "%s", json);
+	json_array_foreach(interrupt, i, id)
+		if (aws_interrupt_instance(aws, json_string_value(id), err, errlen) < 0)
+			r = -EINVAL;
+	json_decref(root);
+	return r;
+}
+
+json_t *aws_faults_to_json(const struct sim_aws *aws)
+{
+	const struct aws_faults *f = &aws->faults;
+	json_t *ice = json_array(), *o;
+
+	for (size_t i = 0; ice && i < f->n_ice; i++)
+		json_array_append_new(ice, json_pack("{s:s?, s:s?, s:s?}",
+						     "instanceType", f->ice[i].instance_type,
+						     "zone", f->ice[i].zone,
+						     "capacityType", f->ice[i].capacity_type));
+	o = json_pack("{s:o?, s:f, s:I, s:f, s:I}", "insufficientCapacity", ice,
+		      "throttleRate", f->throttle_rate, "throttlePerSecond", (json_int_t)f->throttle_per_sec,
+		      "errorRate", f->error_rate, "latencyMs", (json_int_t)f->latency_ms);
+	return o;
+}
+
+bool aws_faults_ice(const struct sim_aws *aws, const char *type, const char *zone, bool spot)
+{
+	for (size_t i = 0; i < aws->faults.n_ice; i++) {
+		const struct aws_ice_rule *r = &aws->faults.ice[i];
+
+		if ((!r->instance_type || streq(r->instance_type, type)) &&
+		    (!r->zone || streq(r->zone, zone)) &&
+		    (!r->capacity_type || streq(r->capacity_type, spot ? "spot" : "on-demand")))
+			return true;
+	}
+	return false;
+}
+
+static bool throttled(struct sim_aws *aws)
+{
+	uint64_t sec = aws_now_ms() / 1000;
+
+	if (aws->faults.throttle_per_sec) {
+		if (sec != aws->throttle_window_sec) {
+			aws->throttle_window_sec = sec;
+			aws->throttle_window_count = 0;
+		}
+		if (++aws->throttle_window_count > aws->faults.throttle_per_sec)
+			return true;
+	}
+	return aws->faults.throttle_rate > 0 && aws_rand_unit(aws) < aws->faults.throttle_rate;
+}
+
+/* Returns 0 to go on, 1 when resp holds an injected failure, < 0 on error. */
+int aws_faults_apply(struct sim_aws *aws, const struct aws_request *req,
+		     struct aws_response *resp, unsigned *ret_latency_ms)
+{
+	int r;
+
+	*ret_latency_ms = aws->faults.latency_ms;
+	if (throttled(aws)) {
+		aws_timeline_add(aws, "throttle", "%s", req->action ? req->action : "?");
+		if (req->service == AWS_SERVICE_EC2)
+			r = aws_error(resp, req, 503, "RequestLimitExceeded", "Request limit exceeded.");
+		else if (req->service == AWS_SERVICE_STS)
+			r = aws_error(resp, req, 400, "Throttling", "Rate exceeded");
+		else
+			r = aws_error(resp, req, 400, "ThrottlingException", "Rate exceeded");
+		return r < 0 ? r : 1;
+	}
+	if (aws->faults.error_rate > 0 && aws_rand_unit(aws) < aws->faults.error_rate) {
+		aws_timeline_add(aws, "internal-error", "%s", req->action ? req->action : "?");
+		if (req->service == AWS_SERVICE_SSM)
+			r = aws_error(resp, req, 500, "InternalServerError", "An internal error has occurred");
+		else if (req->service == AWS_SERVICE_STS)
+			r = aws_error(resp, req, 500, "InternalFailure", "An internal error has occurred");
+		else
+			r = aws_error(resp, req, 500, "InternalError", "An internal error has occurred");
+		return r < 0 ? r : 1;
+	}
+	return 0;
+}
+
+/* Queues EventBridge's "EC2 Spot Instance Interruption Warning" and
+ * terminates the instance aws->interruption_ms later. */
+int aws_interrupt_instance(struct sim_aws *aws, const char *id, char *err, size_t errlen)
+{
+	struct aws_instance *i = aws_instance_find(aws, id);
+	char uuid[40], time[32], arn[160];
+	uint64_t now = aws_now_ms();
+	json_t *ev;
+	char *body;
+
+	if (!i || !i->spot || (i->state != INSTANCE_PENDING && i->state != INSTANCE_RUNNING)) {
+		snprintf(err, errlen, "instance %s is not a pending or running spot instance", id);
+		return -EINVAL;
+	}
+	if (i->interrupt_at_ms)
+		return 0;
+	aws_new_uuid(aws, uuid);
+	format_iso8601(now - now % 1000, time);
+	time[19] = 'Z';
+	time[20] = '\0';
+	snprintf(arn, sizeof(arn), "arn:aws:ec2:%s:%s:instance/%s", i->region->name,
+		 SIM_AWS_ACCOUNT_ID, i->id);
+	ev = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:[s], s:{s:s, s:s}}",
+		       "version", "0", "id", uuid,
+		       "detail-type", "EC2 Spot Instance Interruption Warning",
+		       "source", "aws.ec2", "account", SIM_AWS_ACCOUNT_ID, "time", time,
+		       "region", i->region->name, "resources", arn,
+		       "detail", "instance-id", i->id, "instance-action", "terminate");
+	body = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+	json_decref(ev);
+	if (!body || sqs_enqueue(aws, body) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	i->interrupt_at_ms = now + aws->interruption_ms;
+	aws_timeline_add(aws, "spot-interruption-warning", "%s", i->id);
+	return 0;
+}

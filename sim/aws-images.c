@@ -1,0 +1,237 @@
+/*
+ * kanna-sim's AMIs: EKS-optimized Amazon Linux 2, Amazon Linux 2023 and
+ * Bottlerocket images for every simulated region, architecture (x86_64,
+ * arm64), standard or NVIDIA variant and Kubernetes 1.28..1.34, with ids
+ * derived from the seed; DescribeImages over them, and the SSM parameter
+ * paths (/aws/service/eks/optimized-ami/..., /aws/service/bottlerocket/...)
+ * that alias them. Built once by sim_aws_new(); read-only afterwards.
+ */
+#include <inttypes.h>
+
+#include "sim/aws-internal.h"
+
+/* The release stamp every simulated AMI carries in its name. */
+#define AMI_RELEASE "v20250601"
+#define AMI_CREATION_DATE "2025-06-01T00:00:00.000Z"
+#define BOTTLEROCKET_RELEASE "v1.40.0-a1b2c3d4"
+#define AMI_ROOT_VOLUME_GIB 20
+
+static const char *const ami_archs[] = { "x86_64", "arm64" };
+
+static void image_name(struct aws_image *im)
+{
+	bool arm = streq(im->arch, "arm64");
+
+	switch (im->family) {
+	case AMI_AL2:
+		snprintf(im->name, sizeof(im->name), "amazon-eks-%s%snode-1.%u-%s",
+			 arm ? "arm64-" : "", im->nvidia ? "gpu-" : "", im->k8s_minor, AMI_RELEASE);
+		break;
+	case AMI_AL2023:
+		snprintf(im->name, sizeof(im->name), "amazon-eks-node-al2023-%s-%s-1.%u-%s",
+			 im->arch, im->nvidia ? "nvidia" : "standard", im->k8s_minor, AMI_RELEASE);
+		break;
+	default:
+		snprintf(im->name, sizeof(im->name), "bottlerocket-aws-k8s-1.%u%s-%s-%s",
+			 im->k8s_minor, im->nvidia ? "-nvidia" : "", im->arch, BOTTLEROCKET_RELEASE);
+	}
+}
+
+int aws_images_build(struct sim_aws *aws)
+{
+	size_t n = SIM_AWS_REGIONS_MAX * _AMI_FAMILY_MAX * ARRAY_SIZE(ami_archs) * 2 *
+		   (SIM_AWS_K8S_MINOR_LAST - SIM_AWS_K8S_MINOR_FIRST + 1);
+	char key[192];
+
+	aws->images = calloc(n, sizeof(*aws->images));
+	if (!aws->images)
+		return -ENOMEM;
+	for (size_t r = 0; r < aws->catalog->n_regions; r++)
+		for (int fam = 0; fam < _AMI_FAMILY_MAX; fam++)
+			for (size_t a = 0; a < ARRAY_SIZE(ami_archs); a++)
+				for (int nv = 0; nv < 2; nv++)
+					for (unsigned m = SIM_AWS_K8S_MINOR_FIRST; m <= SIM_AWS_K8S_MINOR_LAST; m++) {
+						struct aws_image *im = &aws->images[aws->n_images++];
+
+						im->family = (enum aws_ami_family)fam;
+						im->arch = ami_archs[a];
+						im->nvidia = nv;
+						im->k8s_minor = m;
+						snprintf(im->region, sizeof(im->region), "%s",
+							 aws->catalog->regions[r].name);
+						image_name(im);
+						snprintf(key, sizeof(key), "%s/%s", im->region, im->name);
+						snprintf(im->id, sizeof(im->id), "ami-%017" PRIx64,
+							 aws_hash(key, aws->seed) & (uint64_t)0xfffffffffffffffULL);
+					}
+	return 0;
+}
+
+const struct aws_image *aws_image_lookup(const struct sim_aws *aws, const char *region,
+					 enum aws_ami_family family, const char *arch,
+					 bool nvidia, unsigned k8s_minor)
+{
+	for (size_t i = 0; i < aws->n_images; i++) {
+		const struct aws_image *im = &aws->images[i];
+
+		if (im->family == family && im->nvidia == nvidia && im->k8s_minor == k8s_minor &&
+		    streq(im->arch, arch) && streq(im->region, region))
+			return im;
+	}
+	return NULL;
+}
+
+const struct aws_image *aws_image_by_id(const struct sim_aws *aws, const char *region,
+					const char *id)
+{
+	for (size_t i = 0; id && i < aws->n_images; i++)
+		if (streq(aws->images[i].id, id) && streq(aws->images[i].region, region))
+			return &aws->images[i];
+	return NULL;
+}
+
+/* The SSM alias of an image: which == 0 the "recommended"/"latest" path,
+ * which == 1 the path pinned to its name. Empty when there is none. */
+void aws_image_ssm_path(const struct aws_image *im, int which, char *out, size_t len)
+{
+	const char *v = im->nvidia ? "nvidia" : "standard";
+	bool arm = streq(im->arch, "arm64");
+
+	out[0] = '\0';
+	switch (im->family) {
+	case AMI_AL2:
+		if (arm && im->nvidia)
+			return;
+		snprintf(out, len, "/aws/service/eks/optimized-ami/1.%u/amazon-linux-2%s/%s/image_id",
+			 im->k8s_minor, arm ? "-arm64" : im->nvidia ? "-gpu" : "",
+			 which ? im->name : "recommended");
+		break;
+	case AMI_AL2023:
+		snprintf(out, len, "/aws/service/eks/optimized-ami/1.%u/amazon-linux-2023/%s/%s/%s/image_id",
+			 im->k8s_minor, im->arch, v, which ? im->name : "recommended");
+		break;
+	default:
+		snprintf(out, len, "/aws/service/bottlerocket/aws-k8s-1.%u%s/%s/%s/image_id",
+			 im->k8s_minor, im->nvidia ? "-nvidia" : "", im->arch,
+			 which ? BOTTLEROCKET_RELEASE : "latest");
+	}
+}
+
+static const char *const image_filters[] = {
+	"image-id", "name", "architecture", "owner-id", "owner-alias", "state",
+	"image-type", "is-public", "root-device-type", "virtualization-type", NULL,
+};
+
+static bool image_matches(const struct aws_image *im, const struct aws_request *req,
+			  const struct aws_filters *f)
+{
+	size_t n_own = aws_params_count(req->params, "Owner");
+	size_t n_ids = aws_params_count(req->params, "ImageId");
+	bool owned = n_own == 0, listed = n_ids == 0;
+
+	for (size_t k = 0; !owned && k < n_own; k++) {
+		const char *o = aws_params_getf(req->params, "Owner.%zu", k + 1);
+
+		owned = streq_ptr(o, "amazon") || streq_ptr(o, SIM_AWS_AMI_OWNER_ID);
+	}
+	for (size_t k = 0; !listed && k < n_ids; k++)
+		listed = streq_ptr(aws_params_getf(req->params, "ImageId.%zu", k + 1), im->id);
+	if (!owned || !listed)
+		return false;
+	for (size_t i = 0; i < f->n; i++) {
+		const char *n = f->v[i].name;
+		const char *v = streq(n, "image-id") ? im->id : streq(n, "name") ? im->name :
+				streq(n, "architecture") ? im->arch :
+				streq(n, "owner-id") ? SIM_AWS_AMI_OWNER_ID :
+				streq(n, "owner-alias") ? "amazon" : streq(n, "state") ? "available" :
+				streq(n, "image-type") ? "machine" : streq(n, "is-public") ? "true" :
+				streq(n, "root-device-type") ? "ebs" :
+				streq(n, "virtualization-type") ? "hvm" : NULL;
+
+		/* The simulated AMIs carry no tags: any tag filter excludes them. */
+		if (!v || !aws_filter_matches(&f->v[i], v))
+			return false;
+	}
+	return true;
+}
+
+static void write_image(struct xml *x, const struct aws_image *im)
+{
+	xml_open(x, "item");
+	xml_leaf(x, "imageId", im->id);
+	xml_leaff(x, "imageLocation", "amazon/%s", im->name);
+	xml_leaf(x, "imageState", "available");
+	xml_leaf(x, "imageOwnerId", SIM_AWS_AMI_OWNER_ID);
+	xml_leaf(x, "creationDate", AMI_CREATION_DATE);
+	xml_leaf_bool(x, "isPublic", true);
+	xml_leaf(x, "architecture", im->arch);
+	xml_leaf(x, "imageType", "machine");
+	xml_leaf(x, "name", im->name);
+	xml_leaff(x, "description", "EKS Kubernetes Worker AMI, k8s 1.%u (kanna-sim)", im->k8s_minor);
+	xml_leaf(x, "rootDeviceType", "ebs");
+	xml_leaf(x, "rootDeviceName", "/dev/xvda");
+	xml_open(x, "blockDeviceMapping");
+	xml_open(x, "item");
+	xml_leaf(x, "deviceName", "/dev/xvda");
+	xml_open(x, "ebs");
+	xml_leaff(x, "volumeSize", "%u", AMI_ROOT_VOLUME_GIB);
+	xml_leaf_bool(x, "deleteOnTermination", true);
+	xml_leaf(x, "volumeType", "gp3");
+	xml_leaf_bool(x, "encrypted", false);
+	xml_close(x, "ebs");
+	xml_close(x, "item");
+	xml_close(x, "blockDeviceMapping");
+	xml_leaf(x, "virtualizationType", "hvm");
+	xml_leaf(x, "hypervisor", "xen");
+	xml_leaf_bool(x, "enaSupport", true);
+	xml_leaf(x, "platformDetails", "Linux/UNIX");
+	xml_leaf(x, "usageOperation", "RunInstances");
+	xml_leaf(x, "imageOwnerAlias", "amazon");
+	xml_empty(x, "tagSet");
+	xml_close(x, "item");
+}
+
+int ec2_describe_images(struct sim_aws *aws, const struct aws_request *req,
+			struct aws_response *resp)
+{
+	struct aws_filters f = { 0 };
+	size_t start, limit, n = 0;
+	bool handled;
+	struct xml x;
+	int r;
+
+	for (size_t k = 0; k < aws_params_count(req->params, "ImageId"); k++) {
+		const char *id = aws_params_getf(req->params, "ImageId.%zu", k + 1);
+
+		if (!aws_image_by_id(aws, req->region, id))
+			return aws_error(resp, req, 400, "InvalidAMIID.NotFound",
+					 "The image id '[%s]' does not exist", id ? id : "");
+	}
+	r = aws_page_parse(req, resp, 5, 1000, SIZE_MAX, &start, &limit, &handled);
+	if (r < 0 || handled)
+		return r;
+	r = ec2_filters_load(req, resp, image_filters, true, &f, &handled);
+	if (r < 0 || handled)
+		return r;
+	r = xml_begin(&x, "DescribeImagesResponse", EC2_XMLNS);
+	if (r < 0) {
+		aws_filters_clear(&f);
+		return r;
+	}
+	xml_leaf(&x, "requestId", req->request_id);
+	xml_open(&x, "imagesSet");
+	for (size_t i = 0; i < aws->n_images; i++) {
+		const struct aws_image *im = &aws->images[i];
+
+		if (!streq(im->region, req->region) || !image_matches(im, req, &f))
+			continue;
+		if (n >= start && n - start < limit)
+			write_image(&x, im);
+		n++;
+	}
+	xml_close(&x, "imagesSet");
+	if (limit != SIZE_MAX && start + limit < n)
+		aws_page_next_token(&x, start + limit);
+	aws_filters_clear(&f);
+	return xml_finish(&x, "DescribeImagesResponse", resp);
+}

@@ -1,0 +1,402 @@
+/*
+ * Internals shared by sim/aws*.c: the simulated cloud's state (struct
+ * sim_aws), the catalog, the request/response types every action handler
+ * takes, and the small XML writer. Nothing outside sim/aws*.c includes it.
+ * Handlers run with aws->lock held and never block.
+ */
+#ifndef KANNA_SIM_AWS_INTERNAL_H
+#define KANNA_SIM_AWS_INTERNAL_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/util.h"
+#include "sim/aws.h"
+
+#define EC2_XMLNS "http://ec2.amazonaws.com/doc/2016-11-15/"
+#define STS_XMLNS "https://sts.amazonaws.com/doc/2011-06-15/"
+/* The sim's one AWS account (the documentation example account). */
+#define SIM_AWS_ACCOUNT_ID "111122223333"
+/* Owner of the EKS-optimized AMIs in every commercial region. */
+#define SIM_AWS_AMI_OWNER_ID "602401143452"
+#define SIM_AWS_REGIONS_MAX 3
+#define SIM_AWS_ZONES_PER_REGION 3
+/* Kubernetes minor versions that have EKS AMIs and SSM aliases. */
+#define SIM_AWS_K8S_MINOR_FIRST 28
+#define SIM_AWS_K8S_MINOR_LAST 34
+/* The timeline is for reports; beyond this many events it counts drops. */
+#define SIM_AWS_TIMELINE_MAX 20000
+/* Limits of one request, far above what any SDK sends. */
+#define SIM_AWS_BODY_MAX (1024 * 1024)
+#define SIM_AWS_PARAMS_MAX 4096
+#define SIM_AWS_LIST_MAX 1000
+
+struct aws_request;
+struct aws_response;
+
+enum aws_service {
+	AWS_SERVICE_EC2,
+	AWS_SERVICE_SSM,
+	AWS_SERVICE_STS,
+	AWS_SERVICE_SQS,
+	_AWS_SERVICE_MAX,
+};
+
+/* ---- catalog (aws-catalog.c) ---- */
+struct aws_instance_type {
+	char *name, *family, *category, *size;
+	char *arch; /* Kubernetes name: amd64 | arm64 */
+	char *hypervisor, *cpu_manufacturer, *gpu_name, *gpu_manufacturer;
+	char *network_performance, *alloc_ephemeral_storage;
+	unsigned generation, vcpu, gpus, max_pods, cpu_clock_mhz;
+	uint64_t memory_mib, gpu_memory_mib, alloc_memory_mib;
+	unsigned network_mbps, ebs_mbps, local_nvme_gib;
+	unsigned eni_max, eni_default_card_max, network_cards, ipv4_per_eni;
+	unsigned alloc_cpu_millicores;
+	bool bare_metal, encryption_in_transit, efa;
+	double od_price_us_east_1; /* < 0: no published price (not offered) */
+};
+
+struct aws_zone {
+	char name[32];    /* us-west-2a */
+	char zone_id[32]; /* usw2-az1 */
+	char subnet_id[32];
+	char cidr[24];
+	unsigned index; /* 0..2 */
+};
+
+struct aws_region {
+	char name[32];
+	char vpc_id[32];
+	char sg_id[32];
+	double price_multiplier;
+	struct aws_zone zones[SIM_AWS_ZONES_PER_REGION];
+};
+
+struct aws_catalog {
+	struct aws_instance_type *types;
+	size_t n_types;
+	struct aws_region regions[SIM_AWS_REGIONS_MAX];
+	size_t n_regions;
+};
+
+int aws_catalog_load(struct aws_catalog **ret, const char *path, uint64_t seed);
+struct aws_catalog *aws_catalog_free(struct aws_catalog *c);
+int aws_catalog_default_path(char **ret);
+const struct aws_instance_type *aws_catalog_type(const struct aws_catalog *c, const char *name);
+const struct aws_region *aws_catalog_region(const struct aws_catalog *c, const char *name);
+const struct aws_zone *aws_catalog_zone(const struct aws_catalog *c, const char *name,
+					const struct aws_region **ret_region);
+const struct aws_zone *aws_catalog_subnet(const struct aws_catalog *c, const char *subnet_id,
+					  const struct aws_region **ret_region);
+/* Price per hour in the zone; < 0 when the type is not offered. */
+double aws_catalog_price(const struct aws_region *r, const struct aws_zone *z,
+			 const struct aws_instance_type *t, bool spot);
+bool aws_type_offered(const struct aws_instance_type *t);
+/* EC2's architecture name: x86_64 | arm64. */
+const char *aws_type_ec2_arch(const struct aws_instance_type *t);
+uint64_t aws_hash(const char *s, uint64_t seed);
+
+/* ---- images (aws-images.c) ---- */
+enum aws_ami_family { AMI_AL2, AMI_AL2023, AMI_BOTTLEROCKET, _AMI_FAMILY_MAX };
+struct aws_image {
+	char id[32];
+	char name[128];
+	char region[32];
+	const char *arch; /* x86_64 | arm64 */
+	enum aws_ami_family family;
+	bool nvidia;
+	unsigned k8s_minor;
+};
+int aws_images_build(struct sim_aws *aws);
+const struct aws_image *aws_image_lookup(const struct sim_aws *aws, const char *region,
+					 enum aws_ami_family family, const char *arch,
+					 bool nvidia, unsigned k8s_minor);
+/* which 0: the recommended/latest SSM alias, 1: the pinned one ("" if none). */
+void aws_image_ssm_path(const struct aws_image *im, int which, char *out, size_t len);
+const struct aws_image *aws_image_by_id(const struct sim_aws *aws, const char *region,
+					const char *id);
+
+/* ---- request parameters (aws-params.c) ---- */
+struct aws_param {
+	char *name;
+	char *value;
+};
+
+struct aws_params {
+	struct aws_param *v;
+	size_t n, cap;
+};
+
+/* Appends a value (off > 0 continues the last value of the same name). */
+int aws_params_add(struct aws_params *p, const char *name, const char *value,
+		   size_t len, uint64_t off);
+const char *aws_params_get(const struct aws_params *p, const char *name);
+const char *aws_params_getf(const struct aws_params *p, const char *fmt, ...) _printf_(2, 3);
+void aws_params_clear(struct aws_params *p);
+/* Number of consecutive "<prefix>.N..." indexes present from 1. */
+size_t aws_params_count(const struct aws_params *p, const char *prefix);
+int aws_parse_uint(const char *s, unsigned long max, unsigned long *ret);
+
+/* An EC2 Filter.N: name and values (pointers into the params). */
+struct aws_filter {
+	const char *name;
+	const char **values;
+	size_t n_values;
+};
+
+struct aws_filters {
+	struct aws_filter *v;
+	size_t n;
+};
+int aws_filters_parse(const struct aws_params *p, struct aws_filters *ret);
+void aws_filters_clear(struct aws_filters *f);
+const struct aws_filter *aws_filters_find(const struct aws_filters *f, const char *name);
+/* Parses Filter.N and rejects names not in allowed (NULL-terminated; tag:K,
+ * tag-key and tag-value too when tags): *handled with an error in resp. */
+int ec2_filters_load(const struct aws_request *req, struct aws_response *resp,
+		     const char *const *allowed, bool tags, struct aws_filters *ret,
+		     bool *handled);
+/* EC2 filter values match with * and ? wildcards. */
+bool aws_filter_matches(const struct aws_filter *f, const char *value);
+
+/* ---- request and response ---- */
+struct aws_request {
+	enum aws_service service;
+	const char *region;
+	const char *action;
+	const struct aws_params *params; /* query protocol */
+	json_t *json;                    /* JSON protocols (SSM, SQS) */
+	const char *endpoint;            /* "http://127.0.0.1:PORT" */
+	char request_id[40];
+	char region_buf[64];
+};
+
+struct aws_response {
+	unsigned status;
+	char *body;
+	size_t len;
+	const char *content_type;
+	const char *query_error; /* SQS x-amzn-query-error header, or NULL */
+};
+
+void aws_response_clear(struct aws_response *resp);
+/* Renders a service error in the real shape; returns 0 (handled) or -ENOMEM. */
+int aws_error(struct aws_response *resp, const struct aws_request *req, unsigned status,
+	      const char *code, const char *fmt, ...) _printf_(5, 6);
+int aws_error_missing(struct aws_response *resp, const struct aws_request *req,
+		      const char *param);
+int aws_json_reply(struct aws_response *resp, json_t *body);
+
+/* ---- XML writer (aws-xml.c): escapes text, never parses ---- */
+struct xml {
+	FILE *f;
+	char *buf;
+	size_t len;
+	bool failed;
+};
+int xml_begin(struct xml *x, const char *root, const char *xmlns);
+void xml_open(struct xml *x, const char *tag);
+void xml_close(struct xml *x, const char *tag);
+void xml_leaf(struct xml *x, const char *tag, const char *text);
+void xml_leaff(struct xml *x, const char *tag, const char *fmt, ...) _printf_(3, 4);
+void xml_leaf_bool(struct xml *x, const char *tag, bool v);
+void xml_empty(struct xml *x, const char *tag);
+void xml_tags(struct xml *x, const char *set_tag, const struct sim_aws_tag *tags, size_t n);
+/* Closes root and hands the document to resp; frees x on any failure. */
+int xml_finish(struct xml *x, const char *root, struct aws_response *resp);
+void xml_abort(struct xml *x);
+/* A document piece without prolog or root, spliced in with xml_raw(). */
+int xml_fragment_begin(struct xml *x);
+int xml_fragment_end(struct xml *x, char **ret);
+void xml_raw(struct xml *x, const char *s);
+void format_iso8601(uint64_t ms, char out[32]);
+
+/* ---- simulated cloud state ---- */
+enum aws_instance_state {
+	INSTANCE_PENDING,
+	INSTANCE_RUNNING,
+	INSTANCE_SHUTTING_DOWN,
+	INSTANCE_TERMINATED,
+};
+
+struct aws_tags {
+	struct sim_aws_tag *v;
+	size_t n;
+};
+int aws_tags_set(struct aws_tags *t, const char *key, const char *value);
+const char *aws_tags_get(const struct aws_tags *t, const char *key);
+void aws_tags_clear(struct aws_tags *t);
+/* Reads TagSpecification.N (ResourceType == resource_type) into t; -EINVAL
+ * with the offending parameter in bad on a malformed or reserved key. */
+int ec2_parse_tag_specs(const struct aws_params *p, const char *resource_type,
+			struct aws_tags *t, char *bad, size_t badlen);
+/* EC2 allows 50 user tags per resource. */
+#define EC2_TAGS_MAX 50
+/* Filters tag:K, tag-key, tag-value against a tag set. */
+bool aws_tags_match_filters(const struct aws_tags *t, const struct aws_filters *f);
+
+struct aws_instance {
+	char id[24];
+	char reservation_id[24];
+	char image_id[32];
+	char private_ip[20];
+	char private_dns[96];
+	char launch_template_id[24];
+	const struct aws_instance_type *type;
+	const struct aws_region *region;
+	const struct aws_zone *zone;
+	bool spot;
+	enum aws_instance_state state;
+	uint64_t launch_ms, terminate_ms, state_change_ms, interrupt_at_ms;
+	double price;
+	struct aws_tags tags;
+};
+
+struct aws_launch_template {
+	char id[24];
+	char *name;
+	char *image_id;
+	char region[32];
+	uint64_t create_ms;
+	struct aws_tags tags;
+};
+
+struct aws_fleet_record {
+	char *client_token;
+	char region[32];
+	uint64_t params_hash;
+	char fleet_id[48];
+	char *result_xml; /* everything after requestId, replayed verbatim */
+};
+
+struct aws_ice_rule {
+	char *instance_type; /* NULL = any */
+	char *zone;          /* NULL = any */
+	char *capacity_type; /* NULL = any */
+};
+
+struct aws_faults {
+	struct aws_ice_rule *ice;
+	size_t n_ice;
+	double throttle_rate;      /* fraction of requests throttled */
+	unsigned throttle_per_sec; /* request budget per second, 0 = unlimited */
+	double error_rate;         /* fraction answered 5xx */
+	unsigned latency_ms;       /* added to every AWS request */
+};
+
+struct aws_sqs_message {
+	char id[40];
+	char receipt[64];
+	char *body;
+	uint64_t visible_at_ms;
+};
+
+struct aws_event {
+	uint64_t ms;
+	char *kind;
+	char *detail;
+};
+
+struct sim_aws {
+	pthread_mutex_t lock;
+	char *access_key_id, *secret_access_key, *region, *cluster_name;
+	unsigned pending_ms, shutdown_ms, interruption_ms;
+	uint64_t seed, rng, id_counter;
+	struct aws_catalog *catalog;
+	struct aws_image *images;
+	size_t n_images;
+	struct aws_instance **instances;
+	size_t n_instances, cap_instances;
+	struct aws_launch_template **templates;
+	size_t n_templates, cap_templates;
+	struct aws_fleet_record *fleets;
+	size_t n_fleets, cap_fleets;
+	struct aws_faults faults;
+	uint64_t throttle_window_sec;
+	unsigned throttle_window_count;
+	struct aws_sqs_message *queue;
+	size_t n_queue, cap_queue;
+	struct aws_event *timeline;
+	size_t n_timeline, cap_timeline, timeline_dropped;
+	struct MHD_Daemon *mhd;
+	uint16_t port;
+	char endpoint[64];
+	bool stopping;
+};
+
+uint64_t aws_now_ms(void);
+uint64_t aws_rand(struct sim_aws *aws);
+double aws_rand_unit(struct sim_aws *aws);
+/* Deterministic ids: "<prefix><hex digits>" from the seed and a counter. */
+void aws_new_id(struct sim_aws *aws, const char *prefix, unsigned hex_digits,
+		char *out, size_t outlen);
+void aws_new_uuid(struct sim_aws *aws, char out[40]);
+void aws_timeline_add(struct sim_aws *aws, const char *kind, const char *fmt, ...)
+	_printf_(3, 4);
+/* Advances pending/shutting-down/interrupted instances to now. */
+void aws_instances_refresh(struct sim_aws *aws, uint64_t now);
+struct aws_instance *aws_instance_find(struct sim_aws *aws, const char *id);
+const char *aws_instance_state_name(enum aws_instance_state s);
+double aws_instance_cost(const struct aws_instance *i, uint64_t now);
+void aws_instance_free(struct aws_instance *i);
+void aws_launch_template_free(struct aws_launch_template *lt);
+
+/* ---- dispatch (aws-dispatch.c) and handlers ---- */
+typedef int (*aws_handler_fn)(struct sim_aws *aws, const struct aws_request *req,
+			      struct aws_response *resp);
+/* Runs one authenticated request: faults, then the action's handler. */
+int aws_dispatch(struct sim_aws *aws, struct aws_request *req, struct aws_response *resp);
+/* Fault draws for one request; returns true and fills resp when it fails. */
+int aws_faults_apply(struct sim_aws *aws, const struct aws_request *req,
+		     struct aws_response *resp, unsigned *ret_latency_ms);
+bool aws_faults_ice(const struct sim_aws *aws, const char *type, const char *zone, bool spot);
+int aws_faults_set_json(struct sim_aws *aws, const char *json, char *err, size_t errlen);
+json_t *aws_faults_to_json(const struct sim_aws *aws);
+void aws_faults_clear(struct aws_faults *f);
+int aws_interrupt_instance(struct sim_aws *aws, const char *id, char *err, size_t errlen);
+json_t *aws_status_json(struct sim_aws *aws);
+/* /_sim/... requests; takes no lock (the caller holds it). */
+int aws_admin_handle(struct sim_aws *aws, const char *url, const char *method,
+		     const char *body, size_t len, struct aws_response *resp);
+void aws_server_stop(struct sim_aws *aws);
+/* SQS long poll: waits (lock not held) until a message is visible, the
+ * request's WaitTimeSeconds pass or the server stops. */
+void aws_sqs_wait(struct sim_aws *aws, const struct aws_request *req);
+
+struct aws_launch_template *ec2_launch_template_find(struct sim_aws *aws, const char *region,
+						     const char *id, const char *name);
+int ec2_describe_instance_types(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int ec2_describe_instance_type_offerings(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int ec2_describe_availability_zones(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int ec2_describe_subnets(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int ec2_describe_security_groups(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int ec2_describe_images(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int ec2_describe_spot_price_history(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int ec2_create_launch_template(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int ec2_describe_launch_templates(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int ec2_delete_launch_template(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int ec2_create_fleet(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int ec2_describe_instances(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int ec2_terminate_instances(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int ec2_create_tags(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int ssm_get_parameter(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int sts_get_caller_identity(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int sts_assume_role_with_web_identity(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int sqs_get_queue_url(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int sqs_receive_message(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int sqs_delete_message(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int sqs_enqueue(struct sim_aws *aws, char *body_owned);
+int sqs_queue_url(const struct sim_aws *aws, const struct aws_request *req, char *out, size_t len);
+
+/* Pagination helpers shared by the Describe* handlers. */
+int aws_page_parse(const struct aws_request *req, struct aws_response *resp,
+		   unsigned long min, unsigned long max, unsigned long dflt,
+		   size_t *ret_start, size_t *ret_limit, bool *handled);
+void aws_page_next_token(struct xml *x, size_t next);
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * SQS for kanna-sim (awsJson1_0, as the current SQS model says): one queue
+ * per sim, named after the cluster, holding EventBridge events such as
+ * "EC2 Spot Instance Interruption Warning" (queued by aws-faults.c).
+ * GetQueueUrl, ReceiveMessage (visibility timeout, long poll up to
+ * WaitTimeSeconds) and DeleteMessage. The query-protocol form of SQS is not
+ * served. Handlers run with the lock held; only aws_sqs_wait() sleeps, and
+ * it does so without the lock.
+ */
+#include <openssl/evp.h>
+
+#include "sim/aws-internal.h"
+
+/* SQS limits: at most 10 messages per receive, 20 s long poll, 12 h hidden. */
+#define SQS_RECEIVE_MAX 10
+#define SQS_WAIT_SEC_MAX 20
+#define SQS_VISIBILITY_SEC_DEFAULT 30
+#define SQS_VISIBILITY_SEC_MAX 43200
+/* How often a long poll looks at the queue again. */
+#define SQS_POLL_INTERVAL_MS 50
+
+int sqs_queue_url(const struct sim_aws *aws, const struct aws_request *req, char *out, size_t len)
+{
+	int k = snprintf(out, len, "%s/%s/%s", req->endpoint ? req->endpoint : "",
+			 SIM_AWS_ACCOUNT_ID, aws->cluster_name);
+
+	return k < 0 || (size_t)k >= len ? -ENOBUFS : 0;
+}
+
+static int sqs_reply(struct aws_response *resp, json_t *body)
+{
+	int r = aws_json_reply(resp, body);
+
+	resp->content_type = "application/x-amz-json-1.0";
+	return r;
+}
+
+static int no_queue(struct aws_response *resp, const struct aws_request *req)
+{
+	int r = aws_error(resp, req, 400, "com.amazonaws.sqs#QueueDoesNotExist",
+			  "The specified queue does not exist.");
+
+	resp->query_error = "AWS.SimpleQueueService.NonExistentQueue;Sender";
+	return r;
+}
+
+/* Any URL whose last segment is the queue's name: clients rewrite hosts. */
+static bool queue_url_ok(const struct sim_aws *aws, const struct aws_request *req)
+{
+	const char *url = json_string_value(json_object_get(req->json, "QueueUrl"));
+	const char *slash = url ? strrchr(url, '/') : NULL;
+
+	return slash && streq(slash + 1, aws->cluster_name);
+}
+
+int sqs_get_queue_url(struct sim_aws *aws, const struct aws_request *req,
+		      struct aws_response *resp)
+{
+	const char *name = json_string_value(json_object_get(req->json, "QueueName"));
+	char url[256];
+
+	if (!name)
+		return aws_error(resp, req, 400, "com.amazonaws.sqs#MissingParameter",
+				 "The request must contain the parameter QueueName.");
+	if (!streq(name, aws->cluster_name))
+		return no_queue(resp, req);
+	if (sqs_queue_url(aws, req, url, sizeof(url)) < 0)
+		return -ENOBUFS;
+	return sqs_reply(resp, json_pack("{s:s}", "QueueUrl", url));
+}
+
+static int json_uint(const struct aws_request *req, const char *key, unsigned long max,
+		     unsigned long dflt, unsigned long *ret)
+{
+	json_t *v = json_object_get(req->json, key);
+
+	*ret = dflt;
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    (unsigned long)json_integer_value(v) > max)
+		return -EINVAL;
+	*ret = (unsigned long)json_integer_value(v);
+	return 0;
+}
+
+static json_t *message_json(struct sim_aws *aws, struct aws_sqs_message *m)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	char hex[2 * EVP_MAX_MD_SIZE + 1];
+
+	if (EVP_Digest(m->body, strlen(m->body), md, &mdlen, EVP_md5(), NULL) != 1)
+		return NULL;
+	for (unsigned i = 0; i < mdlen; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	aws_new_id(aws, "sim-receipt-", 16, m->receipt, sizeof(m->receipt));
+	return json_pack("{s:s, s:s, s:s, s:s}", "MessageId", m->id, "ReceiptHandle", m->receipt,
+			 "MD5OfBody", hex, "Body", m->body);
+}
+
+int sqs_receive_message(struct sim_aws *aws, const struct aws_request *req,
+			struct aws_response *resp)
+{
+	unsigned long max, vis, wait;
+	uint64_t now = aws_now_ms();
+	json_t *msgs;
+
+	if (!queue_url_ok(aws, req))
+		return no_queue(resp, req);
+	if (json_uint(req, "MaxNumberOfMessages", SQS_RECEIVE_MAX, 1, &max) < 0 || max == 0)
+		return aws_error(resp, req, 400, "com.amazonaws.sqs#InvalidParameterValue",
+				 "Value for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10.");
+	if (json_uint(req, "VisibilityTimeout", SQS_VISIBILITY_SEC_MAX, SQS_VISIBILITY_SEC_DEFAULT, &vis) < 0)
+		return aws_error(resp, req, 400, "com.amazonaws.sqs#InvalidParameterValue",
+				 "Value for parameter VisibilityTimeout is invalid.");
+	if (json_uint(req, "WaitTimeSeconds", SQS_WAIT_SEC_MAX, 0, &wait) < 0)
+		return aws_error(resp, req, 400, "com.amazonaws.sqs#InvalidParameterValue",
+				 "Value for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20.");
+	msgs = json_array();
+	if (!msgs)
+		return -ENOMEM;
+	for (size_t i = 0; i < aws->n_queue && json_array_size(msgs) < max; i++) {
+		struct aws_sqs_message *m = &aws->queue[i];
+
+		if (m->visible_at_ms > now)
+			continue;
+		if (json_array_append_new(msgs, message_json(aws, m)) < 0) {
+			json_decref(msgs);
+			return -ENOMEM;
+		}
+		m->visible_at_ms = now + vis * 1000;
+	}
+	if (json_array_size(msgs) == 0) {
+		json_decref(msgs);
+		return sqs_reply(resp, json_object());
+	}
+	return sqs_reply(resp, json_pack("{s:o}", "Messages", msgs));
+}
+
+int sqs_delete_message(struct sim_aws *aws, const struct aws_request *req,
+		       struct aws_response *resp)
+{
+	const char *receipt = json_string_value(json_object_get(req->json, "ReceiptHandle"));
+
+	if (!queue_url_ok(aws, req))
+		return no_queue(resp, req);
+	if (!receipt)
+		return aws_error(resp, req, 400, "com.amazonaws.sqs#MissingParameter",
+				 "The request must contain the parameter ReceiptHandle.");
+	for (size_t i = 0; i < aws->n_queue; i++)
+		if (streq(aws->queue[i].receipt, receipt)) {
+			aws_timeline_add(aws, "sqs-delete", "%s", aws->queue[i].id);
+			free(aws->queue[i].body);
+			memmove(&aws->queue[i], &aws->queue[i + 1],
+				(aws->n_queue - i - 1) * sizeof(*aws->queue));
+			aws->n_queue--;
+			return sqs_reply(resp, json_object());
+		}
+	return aws_error(resp, req, 400, "com.amazonaws.sqs#ReceiptHandleIsInvalid",
+			 "The input receipt handle \"%s\" is not a valid receipt handle.", receipt);
+}
+
+/* Takes ownership of body (freed on failure too). */
+int sqs_enqueue(struct sim_aws *aws, char *body)
+{
+	struct aws_sqs_message *m;
+
+	if (aws->n_queue == aws->cap_queue) {
+		size_t cap = aws->cap_queue ? aws->cap_queue * 2 : 16;
+
+		m = realloc(aws->queue, cap * sizeof(*m));
+		if (!m) {
+			free(body);
+			return -ENOMEM;
+		}
+		aws->queue = m;
+		aws->cap_queue = cap;
+	}
+	m = &aws->queue[aws->n_queue++];
+	*m = (struct aws_sqs_message){ .body = body, .visible_at_ms = 0 };
+	aws_new_uuid(aws, m->id);
+	return 0;
+}
+
+static bool queue_has_visible(const struct sim_aws *aws, uint64_t now)
+{
+	for (size_t i = 0; i < aws->n_queue; i++)
+		if (aws->queue[i].visible_at_ms <= now)
+			return true;
+	return false;
+}
+
+void aws_sqs_wait(struct sim_aws *aws, const struct aws_request *req)
+{
+	unsigned long wait;
+	uint64_t deadline;
+	bool done;
+
+	if (json_uint(req, "WaitTimeSeconds", SQS_WAIT_SEC_MAX, 0, &wait) < 0 || wait == 0)
+		return;
+	deadline = aws_now_ms() + wait * 1000;
+	for (;;) {
+		uint64_t now = aws_now_ms();
+
+		pthread_mutex_lock(&aws->lock);
+		done = aws->stopping || queue_has_visible(aws, now) || now >= deadline;
+		pthread_mutex_unlock(&aws->lock);
+		if (done)
+			return;
+		usleep(SQS_POLL_INTERVAL_MS * 1000);
+	}
+}

@@ -1,0 +1,91 @@
+/*
+ * STS for kanna-sim (query protocol, XML): GetCallerIdentity answers the
+ * sim's one account and user; AssumeRoleWithWebIdentity (unsigned, as in
+ * AWS) checks its parameters and hands out the sim's test credentials with
+ * a session token, so an IRSA-style client ends up signing with keys the
+ * sim accepts. Called by aws_dispatch() with the lock held.
+ */
+#include "sim/aws-internal.h"
+
+/* AWS's default AssumeRoleWithWebIdentity session lifetime. */
+#define STS_SESSION_SEC 3600
+#define STS_SESSION_SEC_MIN 900
+#define STS_SESSION_SEC_MAX 43200
+
+int sts_get_caller_identity(struct sim_aws *aws, const struct aws_request *req,
+			    struct aws_response *resp)
+{
+	struct xml x;
+	int r;
+
+	r = xml_begin(&x, "GetCallerIdentityResponse", STS_XMLNS);
+	if (r < 0)
+		return r;
+	xml_open(&x, "GetCallerIdentityResult");
+	xml_leaff(&x, "Arn", "arn:aws:iam::%s:user/kanna-sim", SIM_AWS_ACCOUNT_ID);
+	xml_leaf(&x, "UserId", aws->access_key_id);
+	xml_leaf(&x, "Account", SIM_AWS_ACCOUNT_ID);
+	xml_close(&x, "GetCallerIdentityResult");
+	xml_open(&x, "ResponseMetadata");
+	xml_leaf(&x, "RequestId", req->request_id);
+	xml_close(&x, "ResponseMetadata");
+	return xml_finish(&x, "GetCallerIdentityResponse", resp);
+}
+
+int sts_assume_role_with_web_identity(struct sim_aws *aws, const struct aws_request *req,
+				      struct aws_response *resp)
+{
+	const char *role = aws_params_get(req->params, "RoleArn");
+	const char *session = aws_params_get(req->params, "RoleSessionName");
+	const char *token = aws_params_get(req->params, "WebIdentityToken");
+	const char *dur = aws_params_get(req->params, "DurationSeconds");
+	unsigned long seconds = STS_SESSION_SEC;
+	char expires[32], session_token[80], role_id[32];
+	const char *role_name;
+	struct xml x;
+	int r;
+
+	if (!role)
+		return aws_error_missing(resp, req, "RoleArn");
+	if (!session)
+		return aws_error_missing(resp, req, "RoleSessionName");
+	if (!token)
+		return aws_error_missing(resp, req, "WebIdentityToken");
+	if (strncmp(role, "arn:aws:iam::", 13) != 0 || !(role_name = strstr(role, ":role/")))
+		return aws_error(resp, req, 400, "ValidationError", "%s is invalid", role);
+	if (!*token)
+		return aws_error(resp, req, 400, "InvalidIdentityToken",
+				 "Couldn't retrieve verification key from your identity provider");
+	if (dur && (aws_parse_uint(dur, STS_SESSION_SEC_MAX, &seconds) < 0 || seconds < STS_SESSION_SEC_MIN))
+		return aws_error(resp, req, 400, "ValidationError",
+				 "1 validation error detected: Value '%s' at 'durationSeconds' failed to satisfy constraint",
+				 dur);
+	role_name += 6;
+	format_iso8601(aws_now_ms() + seconds * 1000, expires);
+	aws_new_id(aws, "simSessionToken", 32, session_token, sizeof(session_token));
+	aws_new_id(aws, "AROASIM", 13, role_id, sizeof(role_id));
+
+	r = xml_begin(&x, "AssumeRoleWithWebIdentityResponse", STS_XMLNS);
+	if (r < 0)
+		return r;
+	xml_open(&x, "AssumeRoleWithWebIdentityResult");
+	xml_leaf(&x, "SubjectFromWebIdentityToken", "system:serviceaccount:kube-system:kanna");
+	xml_leaf(&x, "Audience", "sts.amazonaws.com");
+	xml_open(&x, "AssumedRoleUser");
+	xml_leaff(&x, "Arn", "arn:aws:sts::%s:assumed-role/%s/%s", SIM_AWS_ACCOUNT_ID, role_name, session);
+	xml_leaff(&x, "AssumedRoleId", "%s:%s", role_id, session);
+	xml_close(&x, "AssumedRoleUser");
+	xml_open(&x, "Credentials");
+	xml_leaf(&x, "AccessKeyId", aws->access_key_id);
+	xml_leaf(&x, "SecretAccessKey", aws->secret_access_key);
+	xml_leaf(&x, "SessionToken", session_token);
+	xml_leaf(&x, "Expiration", expires);
+	xml_close(&x, "Credentials");
+	xml_leaf(&x, "Provider", "kanna-sim");
+	xml_close(&x, "AssumeRoleWithWebIdentityResult");
+	xml_open(&x, "ResponseMetadata");
+	xml_leaf(&x, "RequestId", req->request_id);
+	xml_close(&x, "ResponseMetadata");
+	aws_timeline_add(aws, "assume-role", "%s as %s", role, session);
+	return xml_finish(&x, "AssumeRoleWithWebIdentityResponse", resp);
+}
