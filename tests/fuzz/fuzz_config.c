@@ -3,9 +3,11 @@
  * text of kanna.yaml, loaded against a sample table holding every value
  * type. A failure must come with a message; a success must free cleanly and
  * every value must format. The same bytes are also tried as a duration,
- * which must survive a format/parse round trip unchanged.
+ * which must survive a format/parse round trip unchanged, and as one
+ * option's value in the environment and on the command line.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +17,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Durations longer than this are not worth a round trip (and cannot occur). */
 #define FUZZ_DURATION_TEXT_MAX 64
+/* Option values tried by environment and flag are at most this long. */
+#define FUZZ_VALUE_MAX 256
 
 struct fuzz_config {
 	struct config_common common;
@@ -75,6 +79,38 @@ static void fuzz_duration(const uint8_t *data, size_t size)
 		abort();
 }
 
+/*
+ * The same bytes as one option's value, by environment and by flag: the first
+ * byte picks the option, the rest (up to the first NUL) is the value.
+ */
+static void fuzz_value(const uint8_t *data, size_t size)
+{
+	char value[FUZZ_VALUE_MAX + 1], env[FUZZ_VALUE_MAX + 128], flag[FUZZ_VALUE_MAX + 128];
+	char *argv[] = { (char *)"kanna-fuzz", (char *)"--config=/dev/null", flag, NULL };
+	char *envp[] = { env, NULL };
+	const struct config_option *opt;
+	struct config_result res = { 0 };
+	struct fuzz_config cfg;
+	char name[64];
+
+	if (size < 1 || size > FUZZ_VALUE_MAX)
+		return;
+	opt = &fuzz_options[data[0] % ARRAY_SIZE(fuzz_options)];
+	memcpy(value, data + 1, size - 1);
+	value[size - 1] = '\0';
+	config_env_name(opt->name, name, sizeof(name));
+	snprintf(env, sizeof(env), "%s=%s", name, value);
+	snprintf(flag, sizeof(flag), "--%s=%s", opt->name, value);
+	for (int pass = 0; pass < 2; pass++) {
+		struct config_source src = { pass ? 3 : 2, argv, pass ? (char *[]){ NULL } : envp };
+		memset(&cfg, 0, sizeof(cfg));
+		if (config_load(&fuzz_schema, &cfg, &src, &res) < 0 && !res.error[0])
+			abort();
+		config_free(&fuzz_schema, &cfg);
+		config_result_done(&res);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_config cfg;
@@ -92,5 +128,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	config_free(&fuzz_schema, &cfg);
 	config_result_done(&res);
 	fuzz_duration(data, size);
+	fuzz_value(data, size);
 	return 0;
 }
