@@ -236,24 +236,31 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 	return n;
 }
 
-/* "host[:port]" of url, as the Host header curl would send. */
-static int url_host(const char *url, char **ret)
+/* "host[:port]" of url (the Host header curl would send) and its path
+ * (what gets signed; an endpoint override may carry a path prefix). */
+static int url_parts(const char *url, char **ret_host, char **ret_path)
 {
 	CURLU *u = curl_url();
-	char *host = NULL, *port = NULL;
+	char *host = NULL, *port = NULL, *path = NULL;
 	int r = 0;
 
 	if (!u)
 		return -ENOMEM;
 	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK)
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK)
 		r = -EINVAL;
 	else if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK && port)
-		r = asprintf(ret, "%s:%s", host, port) < 0 ? -ENOMEM : 0;
+		r = asprintf(ret_host, "%s:%s", host, port) < 0 ? -ENOMEM : 0;
 	else
-		r = (*ret = strdup(host)) ? 0 : -ENOMEM;
+		r = (*ret_host = strdup(host)) ? 0 : -ENOMEM;
+	if (r >= 0 && !(*ret_path = strdup(path))) {
+		free(*ret_host);
+		r = -ENOMEM;
+	}
 	curl_free(host);
 	curl_free(port);
+	curl_free(path);
 	curl_url_cleanup(u);
 	return r;
 }
@@ -273,7 +280,7 @@ static int header_append(struct curl_slist **list, const char *name, const char 
 }
 
 /* Signed headers of the request, then Authorization, into call->headers. */
-static int call_build_headers(struct aws_call *call, const char *host)
+static int call_build_headers(struct aws_call *call, const char *host, const char *path)
 {
 	struct aws_client *c = call->client;
 	struct sigv4_header h[AWS_CALL_MAX_HEADERS];
@@ -299,7 +306,7 @@ static int call_build_headers(struct aws_call *call, const char *host)
 		h[n++] = (struct sigv4_header){ "X-Amz-Security-Token", sc.session_token };
 	if (call->target)
 		h[n++] = (struct sigv4_header){ "X-Amz-Target", call->target };
-	struct sigv4_request req = { .method = "POST", .path = "/", .headers = h, .n_headers = n,
+	struct sigv4_request req = { .method = "POST", .path = path, .headers = h, .n_headers = n,
 				     .payload_sha256_hex = payload };
 	r = sigv4_sign(&req, &sc, c->region, call->service, amz_date, &authorization);
 	if (r < 0)
@@ -325,7 +332,7 @@ static void on_http_done(CURL *easy, CURLcode result, void *userdata);
 static int call_send(struct aws_call *call)
 {
 	struct aws_client *c = call->client;
-	_cleanup_free_ char *endpoint = NULL, *url = NULL, *host = NULL;
+	_cleanup_free_ char *endpoint = NULL, *url = NULL, *host = NULL, *path = NULL;
 	int r;
 
 	client_refresh_credentials(c);
@@ -334,10 +341,10 @@ static int call_send(struct aws_call *call)
 		return r;
 	if (asprintf(&url, "%s/", endpoint) < 0)
 		return -ENOMEM;
-	r = url_host(url, &host);
+	r = url_parts(url, &host, &path);
 	if (r < 0)
 		return r;
-	r = call_build_headers(call, host);
+	r = call_build_headers(call, host, path);
 	if (r < 0)
 		return r;
 	if (!call->easy) {
@@ -366,8 +373,21 @@ static int call_send(struct aws_call *call)
 	return loop_http_start(c->loop, call->easy, on_http_done, call);
 }
 
+static void response_describe(struct aws_response *r)
+{
+	if (r->result == -EREMOTEIO && *r->error.code)
+		snprintf(r->description, sizeof(r->description), "%s: %s", r->error.code,
+			 *r->error.message ? r->error.message : "(no message)");
+	else if (r->result < 0)
+		snprintf(r->description, sizeof(r->description), "%s%s%s", strerror(-r->result),
+			 *r->error.message ? ": " : "", r->error.message);
+	else
+		snprintf(r->description, sizeof(r->description), "success");
+}
+
 static void call_finish(struct aws_call *call, struct aws_response *resp)
 {
+	response_describe(resp);
 	resp->attempts = call->attempts;
 	resp->body = call->response;
 	resp->body_len = call->response_len;
@@ -401,6 +421,25 @@ static int parse_success(struct aws_call *call, struct aws_response *resp)
 	return aws_xml_parse(body, call->response_len, &resp->xml);
 }
 
+static int transport_errno(CURLcode result, bool too_big)
+{
+	if (too_big)
+		return -E2BIG;
+	switch (result) {
+	case CURLE_OPERATION_TIMEDOUT:
+		return -ETIMEDOUT;
+	case CURLE_ABORTED_BY_CALLBACK:
+		return -ECANCELED;
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		return -EHOSTUNREACH;
+	case CURLE_OUT_OF_MEMORY:
+		return -ENOMEM;
+	default:
+		return -ECONNREFUSED;
+	}
+}
+
 static void on_http_done(CURL *easy, CURLcode result, void *userdata)
 {
 	struct aws_call *call = userdata;
@@ -415,9 +454,7 @@ static void on_http_done(CURL *easy, CURLcode result, void *userdata)
 	}
 	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &resp.http_status);
 	if (result != CURLE_OK) {
-		resp.result = result == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT
-			      : call->response_too_big		 ? -E2BIG
-								 : -ECONNREFUSED;
+		resp.result = transport_errno(result, call->response_too_big);
 		snprintf(resp.error.message, sizeof(resp.error.message), "%s",
 			 *call->curl_error ? call->curl_error : curl_easy_strerror(result));
 	} else if (resp.http_status >= 200 && resp.http_status <= 299) {
@@ -566,15 +603,5 @@ int aws_call_json(struct aws_client *c, const char *service, const char *target,
 
 const char *aws_response_strerror(const struct aws_response *r)
 {
-	struct aws_response *w = (struct aws_response *)r;
-
-	if (r->result == -EREMOTEIO && *r->error.code)
-		snprintf(w->description, sizeof(w->description), "%s: %s", r->error.code,
-			 *r->error.message ? r->error.message : "(no message)");
-	else if (r->result < 0)
-		snprintf(w->description, sizeof(w->description), "%s%s%s", strerror(-r->result),
-			 *r->error.message ? ": " : "", r->error.message);
-	else
-		snprintf(w->description, sizeof(w->description), "success");
 	return r->description;
 }

@@ -271,7 +271,7 @@ struct aws_response {
 	struct aws_xml_node *xml;   /* query protocol success */
 	json_t *json;               /* JSON protocol success */
 	struct aws_error error;     /* result == -EREMOTEIO, or transport text */
-	char description[AWS_ERROR_CODE_MAX + AWS_ERROR_MESSAGE_MAX + 8]; /* aws_response_strerror() */
+	char description[AWS_ERROR_CODE_MAX + AWS_ERROR_MESSAGE_MAX + 8]; /* see aws_response_strerror() */
 };
 
 struct aws_client;
@@ -297,7 +297,8 @@ int aws_call_json(struct aws_client *c, const char *service, const char *target,
 		  json_t *body, aws_done_fn done, void *userdata);
 
 /* "InsufficientInstanceCapacity: We currently do not have ..." (or the
- * transport error) for "Failed to CreateFleet: %s". */
+ * transport error, "Connection refused: ...") for "Failed to CreateFleet: %s".
+ * Valid as long as the response. */
 const char *aws_response_strerror(const struct aws_response *r);
 
 #endif

@@ -483,3 +483,19 @@ Test(aws_client, free_cancels_calls_in_flight_without_calling_done)
 	cr_assert_eq(loop_http_running(h.loop), 0);
 	loop_free(h.loop);
 }
+
+Test(aws_client, signs_the_path_of_an_endpoint_override_with_a_prefix)
+{
+	static const struct scripted s[] = { { 200, described } };
+	struct harness h;
+	char url[96];
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/ec2-sim/", srv.port);
+	setenv("AWS_ENDPOINT_URL_EC2", url, 1);
+	script(s, ARRAY_SIZE(s));
+	harness_init(&h, NULL, NULL);
+	describe_instances(&h, &h.out[0]);
+	harness_run(&h, 1);
+	cr_assert_eq(h.out[0].result, 0, "%s", h.out[0].text);
+	cr_assert_eq(srv.bad_signatures, 0);
+}
