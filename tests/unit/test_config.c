@@ -712,3 +712,15 @@ Test(config, schema_check_finds_table_mistakes)
 		cr_assert_str_eq(res.error, cases[i].error);
 	}
 }
+
+Test(config, argv_is_left_in_order_for_reloads)
+{
+	char *argv[] = { (char *)"kanna-scheduler", (char *)"--config=/dev/null", (char *)"extra",
+			 (char *)"--shards=2", NULL };
+	char *copy[ARRAY_SIZE(argv)];
+
+	memcpy(copy, argv, sizeof(argv));
+	cr_assert_eq(config_load(&sample_schema, &cfg, &(struct config_source){ 4, argv, no_env }, &res), -EINVAL);
+	cr_assert_str_eq(res.error, "Failed to parse 'extra': unexpected argument");
+	cr_assert_arr_eq(argv, copy, sizeof(argv));
+}
