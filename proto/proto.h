@@ -789,6 +789,21 @@ void proto_decoder_free(struct proto_decoder *d);
 int proto_decode(struct proto_decoder *d, const void *buf, size_t len,
 		 const struct proto_msg **ret, struct proto_error *err);
 
+/* Zeroes *m and stamps the envelope: type, sender, shard, seq, send time. */
+void proto_msg_init(struct proto_msg *m, enum proto_msg_type type, enum proto_process sender,
+		    uint32_t shard, uint64_t seq);
+/* The hello that opens every connection (instance may be NULL). */
+void proto_hello_init(struct proto_msg *m, enum proto_process role, uint32_t shard,
+		      uint32_t n_shards, const char *instance, uint32_t pid);
+/*
+ * Checks a peer's first message: a hello of our major version from
+ * want_role and, when want_n_shards is not 0, with that shard count.
+ * Returns 0, or a negative errno with err saying what differs; the caller
+ * logs it as an error and closes the connection.
+ */
+int proto_hello_verify(const struct proto_msg *m, enum proto_process want_role,
+		       uint32_t want_n_shards, struct proto_error *err);
+
 /* Deep copies in ONE allocation each; release with free() or *_free(). */
 struct proto_msg *proto_msg_dup(const struct proto_msg *msg);
 void proto_msg_free(struct proto_msg *msg);

@@ -94,31 +94,43 @@ static int header(struct scan *s, uint8_t b, uint64_t *skip, uint64_t *children)
 	return 0;
 }
 
-static int scan_object(struct scan *s, unsigned depth)
+/* Walks one object and everything nested in it, without recursion: left[d]
+ * counts the objects still to read at depth d. */
+static int scan_object(struct scan *s)
 {
-	uint64_t skip, children;
-	int r;
+	uint64_t left[PROTO_MAX_DEPTH + 1];
+	unsigned depth = 0;
 
-	if (depth > PROTO_MAX_DEPTH)
-		return proto_fail(s->err, NULL, PROTO_E_MALFORMED,
-				  "nesting deeper than %d levels at offset %zu", PROTO_MAX_DEPTH, s->off);
-	if (s->off >= s->len)
-		return truncated(s);
-	r = header(s, s->p[s->off++], &skip, &children);
-	if (r < 0)
-		return r;
-	if (skip > s->len - s->off)
-		return truncated(s);
-	s->off += skip;
-	/* Every object takes at least one byte. */
-	if (children > s->len - s->off)
-		return truncated(s);
-	for (uint64_t i = 0; i < children; i++) {
-		r = scan_object(s, depth + 1);
+	left[0] = 1;
+	for (;;) {
+		uint64_t skip, children;
+		int r;
+
+		while (left[depth] == 0) {
+			if (depth == 0)
+				return 0;
+			depth--;
+		}
+		left[depth]--;
+		if (s->off >= s->len)
+			return truncated(s);
+		r = header(s, s->p[s->off++], &skip, &children);
 		if (r < 0)
 			return r;
+		if (skip > s->len - s->off)
+			return truncated(s);
+		s->off += skip;
+		if (children == 0)
+			continue;
+		/* Every object takes at least one byte. */
+		if (children > s->len - s->off)
+			return truncated(s);
+		if (depth == PROTO_MAX_DEPTH)
+			return proto_fail(s->err, NULL, PROTO_E_MALFORMED,
+					  "nesting deeper than %d levels at offset %zu",
+					  PROTO_MAX_DEPTH, s->off);
+		left[++depth] = children;
 	}
-	return 0;
 }
 
 int proto_scan_frame(const void *buf, size_t len, struct proto_error *err)
@@ -129,7 +141,7 @@ int proto_scan_frame(const void *buf, size_t len, struct proto_error *err)
 	if (len > PROTO_MAX_FRAME_BYTES)
 		return proto_fail(err, NULL, PROTO_E_FRAME_SIZE, "frame of %zu bytes exceeds limit %u",
 				  len, PROTO_MAX_FRAME_BYTES);
-	r = scan_object(&s, 0);
+	r = scan_object(&s);
 	if (r < 0)
 		return r;
 	if (s.off != len)

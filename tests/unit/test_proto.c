@@ -515,3 +515,39 @@ Test(proto, readme_field_tables_match_the_schema)
 	free(readme);
 	free(want);
 }
+
+Test(proto, hello_from_the_expected_peer_is_accepted_after_a_round_trip)
+{
+	struct proto_msg m;
+	const struct proto_msg *out;
+	struct proto_error err;
+
+	proto_hello_init(&m, PROTO_PROCESS_SCHEDULER, 1, 3, "kanna-scheduler@1", 4242);
+	cr_assert_gt(m.env.send_time_ns, 0);
+	encode_ok(&m);
+	cr_assert_eq(proto_decode(dec, sbuf.data, sbuf.size, &out, NULL), 0);
+	cr_assert_eq(proto_hello_verify(out, PROTO_PROCESS_SCHEDULER, 3, &err), 0, "%s", err.text);
+	cr_assert_str_eq(out->body.hello.instance, "kanna-scheduler@1");
+}
+
+Test(proto, hello_mismatch_is_refused_with_what_differs)
+{
+	struct proto_msg m;
+	struct proto_error err;
+
+	proto_hello_init(&m, PROTO_PROCESS_SCHEDULER, 1, 3, NULL, 1);
+	cr_assert_eq(proto_hello_verify(&m, PROTO_PROCESS_SCHEDULER, 2, &err), -EBADMSG);
+	cr_assert_str_eq(err.text, "hello: peer runs 3 scheduler shard(s), this process expects 2");
+	cr_assert_eq(proto_hello_verify(&m, PROTO_PROCESS_LAUNCHER, 0, &err), -EBADMSG);
+	cr_assert_str_eq(err.text, "hello: peer is scheduler, expected launcher");
+	m.body.hello.version_major = 2;
+	cr_assert_eq(proto_hello_verify(&m, PROTO_PROCESS_SCHEDULER, 3, &err), -EPROTONOSUPPORT);
+	cr_assert_str_eq(err.text, "hello: peer speaks protocol 2.0, this build 1.0");
+	m.body.hello.version_major = 1;
+	m.body.hello.shard = 3;
+	cr_assert_eq(proto_hello_verify(&m, PROTO_PROCESS_SCHEDULER, 3, &err), -EBADMSG);
+	cr_assert_str_eq(err.text, "hello: peer claims shard 3 of 3");
+	proto_msg_init(&m, PROTO_MSG_HEARTBEAT, PROTO_PROCESS_SCHEDULER, 0, 1);
+	cr_assert_eq(proto_hello_verify(&m, PROTO_PROCESS_SCHEDULER, 0, &err), -EBADMSG);
+	cr_assert_str_eq(err.text, "hello: connection opened with heartbeat instead of hello");
+}
