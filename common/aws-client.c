@@ -4,8 +4,8 @@
  * the event loop (loop_http_start), parse the answer (XML tree or JSON),
  * and retry throttling, 5xx and network failures with full-jitter backoff
  * on loop timers, then call done() exactly once. Used by the launcher and
- * the reaper. Never blocks on an API call; the only blocking work is the
- * rare refresh of expiring temporary credentials (short local timeouts).
+ * the reaper. Never blocks: expiring temporary credentials are refreshed
+ * on a worker thread (aws-refresh.c) while calls go on.
  */
 #include "config.h"
 
@@ -54,7 +54,8 @@ struct aws_client {
 	char *user_agent;
 	struct aws_credentials *creds;
 	struct aws_credentials_options cred_opts;
-	bool has_cred_opts;
+	char *cred_profile;            /* owned copy behind cred_opts.profile */
+	struct aws_refresh *refresh;   /* background refresh in flight */
 	time_t last_refresh_attempt;
 	struct ratelimit limiter;
 	struct aws_retry_policy retry;
@@ -110,7 +111,9 @@ int aws_client_new(struct loop *loop, const struct aws_client_options *opts,
 		return r;
 	if (opts->credentials_options) {
 		c->cred_opts = *opts->credentials_options;
-		c->has_cred_opts = true;
+		if (c->cred_opts.profile && !(c->cred_profile = strdup(c->cred_opts.profile)))
+			return -ENOMEM;
+		c->cred_opts.profile = c->cred_profile;
 	}
 	c->cred_opts.region = c->region;
 	ratelimit_init(&c->limiter, opts->rate < 0 ? 0 : opts->rate > 0 ? opts->rate : AWS_CLIENT_DEFAULT_RATE,
@@ -169,7 +172,9 @@ void aws_client_free(struct aws_client *c)
 			continue;
 		call_free(call);
 	}
+	aws_refresh_free(c->refresh);
 	aws_credentials_free(c->creds);
+	free(c->cred_profile);
 	free(c->region);
 	free(c->user_agent);
 	free(c);
@@ -192,20 +197,16 @@ int aws_client_set_credentials(struct aws_client *c, const struct aws_credential
 	return 0;
 }
 
-/* Temporary credentials close to expiry are re-resolved (blocking, short
- * timeouts); on failure the old ones stay until AWS rejects them. */
-static void client_refresh_credentials(struct aws_client *c)
+const struct aws_credentials *aws_client_credentials(const struct aws_client *c)
 {
-	_cleanup_(aws_credentials_freep) struct aws_credentials *fresh = NULL;
-	_cleanup_free_ char *why = NULL;
-	time_t now = time(NULL);
-	int r;
+	return c->creds;
+}
 
-	if (!aws_credentials_need_refresh(c->creds, now) ||
-	    now - c->last_refresh_attempt < AWS_CREDENTIALS_RETRY_REFRESH_SEC)
-		return;
-	c->last_refresh_attempt = now;
-	r = aws_credentials_resolve(&c->cred_opts, &fresh, &why);
+static void on_refresh_done(int r, struct aws_credentials *fresh, const char *why, void *userdata)
+{
+	struct aws_client *c = userdata;
+
+	c->refresh = NULL;
 	if (r < 0) {
 		log_warn_errno(r, "Failed to refresh AWS credentials (keeping the current ones): %s",
 			       why ? why : "unknown reason");
@@ -213,7 +214,24 @@ static void client_refresh_credentials(struct aws_client *c)
 	}
 	log_info("refreshed AWS credentials from %s", fresh->source);
 	aws_credentials_free(c->creds);
-	c->creds = TAKE_PTR(fresh);
+	c->creds = fresh;
+}
+
+/* Temporary credentials close to expiry are re-resolved in the background
+ * (aws-refresh.c); calls keep signing with the current ones meanwhile, and
+ * on failure they stay until AWS rejects them. */
+static void client_refresh_credentials(struct aws_client *c)
+{
+	time_t now = time(NULL);
+	int r;
+
+	if (c->refresh || !aws_credentials_need_refresh(c->creds, now) ||
+	    now - c->last_refresh_attempt < AWS_CREDENTIALS_RETRY_REFRESH_SEC)
+		return;
+	c->last_refresh_attempt = now;
+	r = aws_refresh_start(c->loop, &c->cred_opts, on_refresh_done, c, &c->refresh);
+	if (r < 0)
+		log_warn_errno(r, "Failed to start refreshing AWS credentials: %m");
 }
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)

@@ -30,6 +30,20 @@ int aws_imds_get(const char *endpoint, const char *path, long timeout_ms,
 /* strdup/asprintf into *ret_why, ignoring allocation failure (best effort text). */
 void aws_set_why(char **ret_why, const char *fmt, ...) _printf_(2, 3);
 
+/*
+ * Runs aws_credentials_resolve(opts) on a worker thread; done() runs later
+ * on the loop with its result (creds ownership passes to done; NULL on
+ * failure, then why says why). aws_refresh_free() waits for the worker and
+ * drops the result without calling done(); never call it from done().
+ */
+struct loop;
+struct aws_refresh;
+typedef void (*aws_refresh_done_fn)(int r, struct aws_credentials *creds, const char *why,
+				    void *userdata);
+int aws_refresh_start(struct loop *loop, const struct aws_credentials_options *opts,
+		      aws_refresh_done_fn done, void *userdata, struct aws_refresh **ret);
+void aws_refresh_free(struct aws_refresh *job);
+
 /* True for "true"/"1"/"yes" (case-insensitive). */
 bool aws_env_true(const char *name);
 

@@ -63,8 +63,8 @@ bool aws_credentials_need_refresh(const struct aws_credentials *c, time_t now);
 
 /*
  * Walks the chain: environment, web identity, shared files, container,
- * EC2 instance metadata (IMDSv2). Blocking (short timeouts): call at start
- * or from aws_client's refresh. -ENOKEY when no source gave credentials;
+ * EC2 instance metadata (IMDSv2). Blocking (short timeouts): call at start;
+ * aws_client refreshes on a worker thread. -ENOKEY when no source gave credentials;
  * then *ret_error (if not NULL) names every source tried and why it failed.
  */
 int aws_credentials_resolve(const struct aws_credentials_options *opts,
@@ -287,6 +287,9 @@ void aws_client_free(struct aws_client *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct aws_client *, aws_client_free);
 const char *aws_client_region(const struct aws_client *c);
 int aws_client_set_credentials(struct aws_client *c, const struct aws_credentials *creds);
+/* The credentials requests are signed with now (refreshed in the background
+ * AWS_CREDENTIALS_REFRESH_BEFORE_SEC before they expire). */
+const struct aws_credentials *aws_client_credentials(const struct aws_client *c);
 
 /* Query protocol (service "ec2", "sts", "sqs"); q is always consumed. */
 int aws_call_query(struct aws_client *c, const char *service, struct aws_query *q,

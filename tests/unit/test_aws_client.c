@@ -439,7 +439,35 @@ Test(aws_client, token_bucket_spaces_calls_beyond_the_burst)
 	cr_assert_lt(elapsed, 2.0, "four calls took %.3f s", elapsed);
 }
 
-Test(aws_client, refreshes_expiring_credentials_before_signing)
+/* Refresh test: the first call signs with the expiring (stale) secret and
+ * starts the background refresh; once the client holds the refreshed
+ * credentials a second call goes through. */
+static struct outcome refresh_out[2];
+
+static void on_refreshed_call_done(struct aws_client *c, const struct aws_response *r, void *userdata)
+{
+	on_done(c, r, &refresh_out[1]);
+	loop_exit(current->loop, 0);
+}
+
+static int on_poll_credentials(struct loop *loop, void *userdata)
+{
+	const struct aws_credentials *now = aws_client_credentials(current->client);
+	struct aws_query *q = NULL;
+
+	if (!streq(now->source, "environment"))
+		return loop_add_timer(loop, 10000, on_poll_credentials, NULL, NULL);
+	cr_assert_eq(aws_query_new("DescribeInstances", "2016-11-15", &q), 0);
+	return aws_call_query(current->client, "ec2", q, on_refreshed_call_done, NULL);
+}
+
+static void on_stale_call_done(struct aws_client *c, const struct aws_response *r, void *userdata)
+{
+	on_done(c, r, &refresh_out[0]);
+	cr_assert_eq(loop_add_timer(current->loop, 1000, on_poll_credentials, NULL, NULL), 0);
+}
+
+Test(aws_client, refreshes_expiring_credentials_in_the_background)
 {
 	static const struct scripted s[] = { { 200, described } };
 	struct aws_credentials_options copts = { .profile = "default" };
@@ -448,6 +476,7 @@ Test(aws_client, refreshes_expiring_credentials_before_signing)
 					    .session_token = "stale-token",
 					    .expiration = time(NULL) + 60, .source = "test" };
 	struct harness h;
+	struct aws_query *q = NULL;
 
 	/* the chain now yields the good key (environment) */
 	setenv("AWS_ACCESS_KEY_ID", KEY_ID, 1);
@@ -456,11 +485,16 @@ Test(aws_client, refreshes_expiring_credentials_before_signing)
 	script(s, ARRAY_SIZE(s));
 	harness_init(&h, &o, NULL);
 	cr_assert_eq(aws_client_set_credentials(h.client, &expiring), 0);
-	describe_instances(&h, &h.out[0]);
-	harness_run(&h, 1);
-	cr_assert_eq(h.out[0].result, 0, "%s", h.out[0].text);
-	cr_assert_eq(srv.bad_signatures, 0);
-	cr_assert_str_eq(srv.last_token, "");
+	cr_assert_eq(aws_query_new("DescribeInstances", "2016-11-15", &q), 0);
+	cr_assert_eq(aws_call_query(h.client, "ec2", q, on_stale_call_done, NULL), 0);
+	cr_assert_eq(loop_run(h.loop), 0, "the refresh did not finish in time");
+	cr_assert_str_eq(refresh_out[0].code, "SignatureDoesNotMatch");
+	cr_assert_eq(refresh_out[1].result, 0, "%s", refresh_out[1].text);
+	cr_assert_str_eq(aws_client_credentials(h.client)->secret_access_key, SECRET);
+	cr_assert_eq(aws_client_credentials(h.client)->expiration, 0);
+	cr_assert_eq(srv.bad_signatures, 1);
+	aws_client_free(h.client);
+	loop_free(h.loop);
 }
 
 static void on_done_never(struct aws_client *c, const struct aws_response *r, void *userdata)
