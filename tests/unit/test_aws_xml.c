@@ -214,3 +214,26 @@ Test(aws_credentials, parses_the_sts_assume_role_with_web_identity_response)
 	cr_assert_eq(aws_credentials_parse_sts_xml(doc, len, &c), -EBADMSG);
 	free(doc);
 }
+
+Test(aws_xml, enforces_the_element_count_limit)
+{
+	size_t n = (size_t)AWS_XML_MAX_ELEMENTS + 1, size = 3 + 4 * n + 4;
+	char *doc = malloc(size + 1), *p = doc;
+	struct aws_xml_node *root = NULL;
+
+	cr_assert(doc);
+	/* the root plus AWS_XML_MAX_ELEMENTS children: one too many */
+	memcpy(p, "<r>", 3);
+	p += 3;
+	for (size_t i = 0; i < n - 1; i++, p += 4)
+		memcpy(p, "<a/>", 4);
+	memcpy(p, "</r>", 4);
+	p += 4;
+	cr_assert_eq(aws_xml_parse(doc, (size_t)(p - doc), &root), -E2BIG);
+	/* one child fewer fits exactly */
+	memcpy(doc + 3 + 4 * (n - 2), "</r>", 4);
+	cr_assert_eq(aws_xml_parse(doc, 3 + 4 * (n - 2) + 4, &root), 0);
+	cr_assert_eq(root->n_children, AWS_XML_MAX_ELEMENTS - 1);
+	aws_xml_free(root);
+	free(doc);
+}
