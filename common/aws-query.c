@@ -140,6 +140,36 @@ int aws_query_add_int(struct aws_query *q, long long value, const char *name_fmt
 	return r;
 }
 
+int aws_query_add_list(struct aws_query *q, const char *prefix, const char *const *values,
+		       size_t n)
+{
+	int r;
+
+	if (!prefix || !*prefix || (n > 0 && !values))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		r = aws_query_add(q, values[i], "%s.%zu", prefix, i + 1);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int aws_query_add_filter(struct aws_query *q, unsigned index, const char *name,
+			 const char *const *values, size_t n)
+{
+	char prefix[64];
+	int r;
+
+	if (index == 0 || !name)
+		return -EINVAL;
+	r = aws_query_add(q, name, "Filter.%u.Name", index);
+	if (r < 0)
+		return r;
+	snprintf(prefix, sizeof(prefix), "Filter.%u.Value", index);
+	return aws_query_add_list(q, prefix, values, n);
+}
+
 const char *aws_query_action(const struct aws_query *q)
 {
 	return q ? q->action : NULL;

@@ -134,6 +134,13 @@ int aws_query_add(struct aws_query *q, const char *value, const char *name_fmt, 
 	_printf_(3, 4);
 int aws_query_add_int(struct aws_query *q, long long value, const char *name_fmt, ...)
 	_printf_(3, 4);
+/* EC2 list flattening: prefix.1=values[0] ... prefix.n=values[n-1]
+ * ("InstanceId", "SecurityGroupId.1.Value"...). */
+int aws_query_add_list(struct aws_query *q, const char *prefix, const char *const *values,
+		       size_t n);
+/* Filter.<index>.Name=name, Filter.<index>.Value.1..n=values (index from 1). */
+int aws_query_add_filter(struct aws_query *q, unsigned index, const char *name,
+			 const char *const *values, size_t n);
 /* application/x-www-form-urlencoded body (RFC 3986 encoding). */
 int aws_query_encode(const struct aws_query *q, char **ret);
 const char *aws_query_action(const struct aws_query *q);

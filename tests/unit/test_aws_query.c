@@ -69,3 +69,38 @@ Test(aws_query, rejects_missing_action_and_empty_names)
 	cr_assert_eq(aws_query_add(q, "v", "%s", ""), -EINVAL);
 	aws_query_free(q);
 }
+
+Test(aws_query, list_and_filter_helpers_number_from_one)
+{
+	static const char *const ids[] = { "i-1", "i-2" };
+	static const char *const values[] = { "my-cluster", "shared" };
+	struct aws_query *q = NULL;
+	char *body = NULL;
+
+	cr_assert_eq(aws_query_new("DescribeInstances", "2016-11-15", &q), 0);
+	cr_assert_eq(aws_query_add_list(q, "InstanceId", ids, 2), 0);
+	cr_assert_eq(aws_query_add_filter(q, 1, "tag:kubernetes.io/cluster/my-cluster", values, 2), 0);
+	cr_assert_eq(aws_query_add_filter(q, 2, "instance-state-name", NULL, 0), 0);
+	cr_assert_eq(aws_query_add_filter(q, 0, "x", NULL, 0), -EINVAL);
+	cr_assert_eq(aws_query_encode(q, &body), 0);
+	cr_assert_str_eq(body, "Action=DescribeInstances&Version=2016-11-15&InstanceId.1=i-1&InstanceId.2=i-2"
+			       "&Filter.1.Name=tag%3Akubernetes.io%2Fcluster%2Fmy-cluster"
+			       "&Filter.1.Value.1=my-cluster&Filter.1.Value.2=shared"
+			       "&Filter.2.Name=instance-state-name");
+	free(body);
+	aws_query_free(q);
+}
+
+Test(aws_query, bounds_the_number_of_parameters)
+{
+	struct aws_query *q = NULL;
+	int r = 0;
+	unsigned i;
+
+	cr_assert_eq(aws_query_new("X", "1", &q), 0);
+	for (i = 0; i < 100000 && r == 0; i++)
+		r = aws_query_add(q, "v", "P.%u", i);
+	cr_assert_eq(r, -E2BIG);
+	cr_assert_lt(i, 100000);
+	aws_query_free(q);
+}
