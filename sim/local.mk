@@ -25,4 +25,20 @@ tests_unit_test_sim_patch_LDADD = $(SIM_K8S_LIBS) $(TEST_LIBS)
 tests_unit_test_sim_store_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sim_store_LDADD = $(SIM_K8S_LIBS) $(TEST_LIBS)
 
+bin_PROGRAMS += sim/kanna-sim
+sim_kanna_sim_SOURCES = sim/main.c
+sim_kanna_sim_LDADD = libkanna-simk8s.a $(SIMAWS_LIBS)
+dist_man_MANS += sim/kanna-sim.1
+
+# End-to-end: real kubectl and curl against kanna-sim (skips without kubectl).
+TESTS += tests/e2e/sim-kubectl.sh
+EXTRA_DIST += tests/e2e/sim-kubectl.sh
+
+FUZZ_PROGS += tests/fuzz/fuzz_sim_request
+tests_fuzz_fuzz_sim_request_SOURCES = tests/fuzz/fuzz_sim_request.c tests/fuzz/standalone.c
+tests_fuzz_fuzz_sim_request_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/fuzz/corpus/sim_request\"
+tests_fuzz_fuzz_sim_request_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_sim_request_LDADD = $(SIM_K8S_LIBS)
+EXTRA_DIST += tests/fuzz/corpus/sim_request
+
 include sim/aws.mk

@@ -1,0 +1,211 @@
+#!/bin/sh
+# End-to-end: kanna-sim's Kubernetes API against the real kubectl on PATH and
+# curl. Starts kanna-sim in a temporary state dir, then: auth, apply/get/
+# describe/scale, node + cordon, pods/binding (201 then 409), eviction
+# blocked by a PDB (429) and allowed without it, drain, watch resume from a
+# resourceVersion, 410 Expired after the watch window, finalizers holding
+# deletion, 409 on a stale update, CRD resources, clean SIGTERM exit.
+# Fails loudly on the first mismatch; always stops the simulator.
+set -eu
+
+BUILDDIR=${KANNA_BUILDDIR:-$(pwd)}
+SIM=$BUILDDIR/sim/kanna-sim
+# The sim's watch window for this test, small so that the 410 path is cheap.
+WATCH_WINDOW=40
+
+command -v kubectl >/dev/null 2>&1 || { echo "SKIP: no kubectl on PATH (./quickstart deps)"; exit 77; }
+command -v curl >/dev/null 2>&1 || { echo "SKIP: no curl on PATH"; exit 77; }
+[ -x "$SIM" ] || { echo "FAIL: $SIM not built" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+pid=
+cleanup() {
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+fail() {
+	echo "FAIL: $*" >&2
+	echo "--- kanna-sim stderr:" >&2
+	tail -n 20 "$tmp/sim.err" >&2 || true
+	exit 1
+}
+expect_eq() { # what got want
+	[ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
+	echo "ok - $1"
+}
+expect_match() { # what text pattern
+	printf '%s' "$2" | grep -q -- "$3" || fail "$1: '$3' not in: $(printf '%s' "$2" | head -c 600)"
+	echo "ok - $1"
+}
+
+printf 'watch-window-events: %s\n' "$WATCH_WINDOW" >"$tmp/config.yaml"
+"$SIM" --state-dir "$tmp/state" --config "$tmp/config.yaml" >"$tmp/sim.out" 2>"$tmp/sim.err" &
+pid=$!
+i=0
+while [ ! -e "$tmp/state/ready" ]; do
+	kill -0 "$pid" 2>/dev/null || fail "kanna-sim exited before becoming ready"
+	i=$((i + 1))
+	[ $i -le 200 ] || fail "kanna-sim not ready after 20 s"
+	sleep 0.1
+done
+
+export KUBECONFIG="$tmp/state/kubeconfig"
+server=$(sed -n 's/.*"server": *"\([^"]*\)".*/\1/p' "$KUBECONFIG")
+token=$(cat "$tmp/state/token")
+expect_match "kanna-sim prints the API URL" "$(cat "$tmp/sim.out")" "Kubernetes API: $server"
+c() { curl -sS --cacert "$tmp/state/ca.crt" -H "Authorization: Bearer $token" "$@"; }
+code() { c -o "$tmp/body" -w '%{http_code}' "$@"; }
+post() { # path json
+	code -X POST -H 'Content-Type: application/json' "$server$1" -d "$2"
+}
+
+# --- authentication and discovery
+expect_eq "no token gets 401" \
+	"$(curl -sS --cacert "$tmp/state/ca.crt" -o /dev/null -w '%{http_code}' "$server/api/v1/pods")" 401
+expect_eq "https with the generated CA and token" "$(code "$server/version")" 200
+expect_match "CRDs are discoverable" "$(kubectl api-resources --api-group=karpenter.sh)" "nodepools"
+expect_match "NodePools can be listed" "$(kubectl get nodepools 2>&1)" "No resources found"
+
+# --- apply, get, describe, scale
+cat >"$tmp/app.yaml" <<'EOF'
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: inflate
+spec:
+  replicas: 0
+  selector:
+    matchLabels: {app: inflate}
+  template:
+    metadata:
+      labels: {app: inflate}
+    spec:
+      containers:
+      - name: inflate
+        image: public.ecr.aws/eks-distro/kubernetes/pause:3.7
+        resources:
+          requests: {cpu: 500m, memory: 512Mi}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  containers:
+  - name: web
+    image: nginx
+EOF
+expect_match "kubectl apply creates" "$(kubectl apply -f "$tmp/app.yaml")" "deployment.apps/inflate created"
+expect_match "kubectl apply again is unchanged" "$(kubectl apply -f "$tmp/app.yaml")" "pod/web unchanged"
+expect_eq "kubectl get pod" "$(kubectl get pod web -o jsonpath='{.status.phase}')" Pending
+expect_match "kubectl describe deployment" "$(kubectl describe deployment inflate)" "Selector: *app=inflate"
+kubectl scale deployment inflate --replicas=5 >/dev/null
+expect_eq "kubectl scale sets spec.replicas" \
+	"$(kubectl get deployment inflate -o jsonpath='{.spec.replicas}/{.metadata.generation}')" "5/2"
+
+# --- node, cordon, binding
+cat >"$tmp/node.yaml" <<'EOF'
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-1
+  labels: {kubernetes.io/hostname: node-1}
+status:
+  conditions: [{type: Ready, status: "True"}]
+  allocatable: {cpu: "4", memory: 16Gi, pods: "110"}
+EOF
+kubectl apply -f "$tmp/node.yaml" >/dev/null
+kubectl cordon node-1 >/dev/null
+expect_eq "cordon sets spec.unschedulable" "$(kubectl get node node-1 -o jsonpath='{.spec.unschedulable}')" true
+binding='{"apiVersion":"v1","kind":"Binding","metadata":{"name":"web"},"target":{"apiVersion":"v1","kind":"Node","name":"node-1"}}'
+expect_eq "pods/binding binds" "$(post /api/v1/namespaces/default/pods/web/binding "$binding")" 201
+expect_eq "binding sets nodeName and PodScheduled" \
+	"$(kubectl get pod web -o jsonpath='{.spec.nodeName}/{.status.conditions[?(@.type=="PodScheduled")].status}')" \
+	"node-1/True"
+expect_eq "binding a bound pod is a conflict" "$(post /api/v1/namespaces/default/pods/web/binding "$binding")" 409
+expect_match "conflict names the node" "$(cat "$tmp/body")" 'already assigned to node'
+
+# --- eviction and PDBs
+kubectl patch pod web --subresource=status --type=merge \
+	-p '{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}' >/dev/null
+cat >"$tmp/pdb.yaml" <<'EOF'
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web-pdb}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: web}}
+EOF
+kubectl apply -f "$tmp/pdb.yaml" >/dev/null
+eviction='{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"web","namespace":"default"}}'
+expect_eq "eviction blocked by the PDB" "$(post /api/v1/namespaces/default/pods/web/eviction "$eviction")" 429
+expect_match "429 carries the upstream message" "$(cat "$tmp/body")" "Cannot evict pod as it would violate the pod's disruption budget."
+kubectl delete pdb web-pdb >/dev/null
+expect_eq "eviction allowed without a PDB" "$(post /api/v1/namespaces/default/pods/web/eviction "$eviction")" 201
+kubectl wait --for=delete pod/web --timeout=10s >/dev/null || fail "evicted pod not deleted"
+echo "ok - evicted pod terminates"
+kubectl run drained --image=nginx >/dev/null
+post /api/v1/namespaces/default/pods/drained/binding \
+	'{"target":{"kind":"Node","name":"node-1"}}' >/dev/null
+expect_match "kubectl drain evicts" "$(kubectl drain node-1 --force --timeout=20s 2>&1)" "node/node-1 drained"
+
+# --- watch resumes from a resourceVersion
+rv=$(c "$server/api/v1/namespaces/default/pods" | sed -n 's/^{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"\([0-9]*\)".*/\1/p')
+[ -n "$rv" ] || fail "no resourceVersion in the pod list"
+kubectl run w1 --image=nginx >/dev/null
+kubectl label pod w1 step=two >/dev/null
+kubectl delete pod w1 --wait=false >/dev/null
+events=$(c --max-time 10 "$server/api/v1/namespaces/default/pods?watch=1&resourceVersion=$rv&timeoutSeconds=1")
+expect_eq "watch replays the three events after rv" \
+	"$(printf '%s\n' "$events" | sed -n 's/^{"type":"\([A-Z]*\)".*"name":"w1".*/\1/p' | tr '\n' ' ')" \
+	"ADDED MODIFIED DELETED "
+expect_match "bookmarks arrive when asked" \
+	"$(c --max-time 10 "$server/api/v1/namespaces/default/pods?watch=1&resourceVersion=$rv&allowWatchBookmarks=true&timeoutSeconds=7")" \
+	'"type":"BOOKMARK"'
+
+# --- 410 Gone once the window has moved past rv
+n=0
+while [ $n -lt $((WATCH_WINDOW + 5)) ]; do
+	post /api/v1/namespaces/default/configmaps "{\"metadata\":{\"name\":\"cm-$n\"}}" >/dev/null
+	n=$((n + 1))
+done
+expect_eq "watch from a compacted rv is 410" \
+	"$(code --max-time 10 "$server/api/v1/namespaces/default/pods?watch=1&resourceVersion=$rv")" 410
+expect_match "410 reason is Expired" "$(cat "$tmp/body")" '"reason":"Expired"'
+
+# --- finalizers hold deletion
+post /api/v1/namespaces/default/configmaps \
+	'{"metadata":{"name":"held","finalizers":["example.com/hold"]}}' >/dev/null
+kubectl delete configmap held --wait=false >/dev/null
+expect_match "finalizer keeps the object with a deletionTimestamp" \
+	"$(kubectl get configmap held -o jsonpath='{.metadata.deletionTimestamp}')" "T"
+kubectl patch configmap held --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null
+expect_match "object goes once finalizers are removed" "$(kubectl get configmap held 2>&1 || true)" "NotFound"
+
+# --- stale update
+c "$server/apis/apps/v1/namespaces/default/deployments/inflate" >"$tmp/stale.json"
+kubectl scale deployment inflate --replicas=6 >/dev/null
+expect_eq "PUT with a stale resourceVersion is 409" \
+	"$(code -X PUT -H 'Content-Type: application/json' --data-binary "@$tmp/stale.json" \
+		"$server/apis/apps/v1/namespaces/default/deployments/inflate")" 409
+expect_match "409 reason is Conflict" "$(cat "$tmp/body")" '"reason":"Conflict"'
+
+# --- delete cascades to dependents (ownerReferences)
+uid=$(kubectl get deployment inflate -o jsonpath='{.metadata.uid}')
+post /api/v1/namespaces/default/pods "{\"metadata\":{\"name\":\"owned\",\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"inflate\",\"uid\":\"$uid\"}]},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}" >/dev/null
+kubectl delete deployment inflate >/dev/null
+expect_match "garbage collector removes dependents" "$(kubectl get pod owned 2>&1 || true)" "NotFound"
+
+# --- clean shutdown
+kill "$pid"
+wait "$pid" || fail "kanna-sim exited with $? on SIGTERM"
+pid=
+[ ! -e "$tmp/state/ready" ] || fail "ready file left behind"
+echo "ok - SIGTERM exits 0"
+echo "PASS: sim-kubectl"
