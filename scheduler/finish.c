@@ -15,16 +15,31 @@
 struct priced {
 	uint32_t type;
 	double price;
-	const char *name;
 };
 
+/* Price, then catalog order (smaller first) breaks ties deterministically. */
 static int priced_cmp(const void *a, const void *b)
 {
 	const struct priced *x = a, *y = b;
 
 	if (x->price != y->price)
 		return x->price < y->price ? -1 : 1;
-	return strcmp(x->name, y->name);
+	return x->type < y->type ? -1 : x->type > y->type;
+}
+
+static void priced_sort(struct priced *v, uint32_t n)
+{
+	if (n > 64) {
+		qsort(v, n, sizeof(*v), priced_cmp);
+		return;
+	}
+	for (uint32_t i = 1; i < n; i++) { /* insertion sort: n ≤ 60 here */
+		struct priced x = v[i];
+		uint32_t j = i;
+		for (; j > 0 && priced_cmp(&v[j - 1], &x) > 0; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
 }
 
 static void zones_text(const struct solver *s, uint64_t zones, char *buf, size_t size)
@@ -132,36 +147,96 @@ static uint32_t select_types(struct solver *s, const struct bin *b, struct price
 	return k;
 }
 
-static int u32_cmp(const void *a, const void *b)
+/* Prices of every type for these masks (-1: no offering), cached. */
+static const double *type_prices(struct solver *s, uint64_t zones, unsigned cts, double *fallback)
 {
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	for (uint32_t i = 0; i < s->n_price_cache; i++)
+		if (s->price_cache[i].zones == zones && s->price_cache[i].cts == cts)
+			return s->price_cache[i].prices;
+	double *p = s->n_price_cache < SCHED_PRICE_CACHE ? malloc(s->cat->n_types * sizeof(*p) + 1) : NULL;
+	if (!p)
+		p = fallback;
+	for (uint32_t t = 0; t < s->cat->n_types; t++)
+		p[t] = catalog_type_price(s->cat, t, zones, cts);
+	if (p != fallback)
+		s->price_cache[s->n_price_cache++] = (typeof(s->price_cache[0])){ zones, cts, p };
+	return p;
+}
 
-	return x < y ? -1 : x > y;
+/* Moves the k cheapest of all[0..n) to the front (quickselect), k < n. */
+static void cheapest_first(struct priced *all, uint32_t n, uint32_t k)
+{
+	uint32_t lo = 0, hi = n - 1;
+
+	while (lo < hi) {
+		struct priced pivot = all[(lo + hi) / 2], tmp;
+		uint32_t i = lo, j = hi;
+		while (i <= j) {
+			while (priced_cmp(&all[i], &pivot) < 0)
+				i++;
+			while (priced_cmp(&all[j], &pivot) > 0)
+				j--;
+			if (i <= j) {
+				tmp = all[i];
+				all[i] = all[j];
+				all[j] = tmp;
+				i++;
+				if (j == 0)
+					break;
+				j--;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			break;
+	}
 }
 
 static int finish_claim(struct solver *s, const struct bin *b, struct sched_claim *out)
 {
 	struct priced *all = malloc(s->cat->n_types * sizeof(*all) + 1);
+	double *fallback = malloc(s->cat->n_types * sizeof(double) + 1);
 	uint32_t n = 0, idx[SCHED_MAX_CANDIDATE_TYPES], k;
+	const double *prices;
+	bool min_values = false;
 
-	if (!all)
+	if (!all || !fallback) {
+		free(all);
+		free(fallback);
 		return -ENOMEM;
+	}
+	prices = type_prices(s, b->zones, b->cts, fallback);
 	for (uint32_t w = 0; w < s->words; w++)
 		for (uint64_t x = b->cands[w]; x; x &= x - 1) {
 			uint32_t t = w * 64 + (uint32_t)__builtin_ctzll(x);
-			double price = catalog_type_price(s->cat, t, b->zones, b->cts);
-			if (price < 0 || !resources_fit(&b->used, &s->cat->types[t].allocatable, s->n_res))
+			if (prices[t] < 0 || !resources_fit(&b->used, &s->cat->types[t].allocatable, s->n_res))
 				continue;
-			all[n++] = (struct priced){ t, price, strtab_str(s->st, s->cat->types[t].name) };
+			all[n++] = (struct priced){ t, prices[t] };
 		}
-	qsort(all, n, sizeof(*all), priced_cmp);
+	for (uint32_t q = 0; q < b->reqs.n; q++)
+		min_values |= b->reqs.v[q].min_values > 0;
+	/* minValues may need types beyond the cheapest 60: sort them all then. */
+	if (!min_values && n > SCHED_MAX_CANDIDATE_TYPES) {
+		cheapest_first(all, n, SCHED_MAX_CANDIDATE_TYPES);
+		n = SCHED_MAX_CANDIDATE_TYPES;
+	}
+	priced_sort(all, n);
 	k = select_types(s, b, all, n, idx);
-	qsort(idx, k, sizeof(*idx), u32_cmp); /* back to price order */
+	for (uint32_t i = 1; i < k; i++) { /* back to price order (k ≤ 60) */
+		uint32_t x = idx[i], j = i;
+		for (; j > 0 && idx[j - 1] > x; j--)
+			idx[j] = idx[j - 1];
+		idx[j] = x;
+	}
 	memset(out, 0, sizeof(*out));
 	out->types = malloc((k ? k : 1) * sizeof(*out->types));
 	out->pods = malloc((b->n_pods ? b->n_pods : 1) * sizeof(*out->pods));
 	if (!out->types || !out->pods || requirements_copy(&out->reqs, &b->reqs) < 0) {
 		free(all);
+		free(fallback);
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < k; i++) {
@@ -182,6 +257,7 @@ static int finish_claim(struct solver *s, const struct bin *b, struct sched_clai
 	memcpy(out->pods, b->pods, b->n_pods * sizeof(*out->pods));
 	out->n_pods = b->n_pods;
 	free(all);
+	free(fallback);
 	return k ? 0 : -EINVAL;
 }
 

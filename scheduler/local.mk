@@ -26,3 +26,8 @@ TESTS += tests/unit/test_sched_solver
 tests_unit_test_sched_solver_SOURCES = tests/unit/test_sched_solver.c tests/unit/sched-fixture.h
 tests_unit_test_sched_solver_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sched_solver_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
+
+BENCH_PROGS += bench/bench-scheduler
+bench_bench_scheduler_SOURCES = bench/bench-scheduler.c
+bench_bench_scheduler_LDADD = $(SCHED_LIBS)
+EXTRA_DIST += bench/scheduler.sh

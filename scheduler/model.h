@@ -192,7 +192,17 @@ int requirement_format(const struct requirement *req, const struct strtab *st, c
 int quantity_parse(const char *s, bool milli, int64_t *ret);
 /* "96", "1.5", "512Mi", "2Gi" */
 void quantity_format(int64_t v, bool milli, bool binary, char *buf, size_t size);
-bool resources_fit(const struct resources *need, const struct resources *have, uint32_t n);
+/* Hot path of the solver: cpu and memory decide almost every call. */
+static inline bool resources_fit(const struct resources *need, const struct resources *have,
+				 uint32_t n)
+{
+	if (need->v[RES_CPU] > have->v[RES_CPU] || need->v[RES_MEMORY] > have->v[RES_MEMORY])
+		return false;
+	for (uint32_t i = RES_PODS; i < n; i++)
+		if (need->v[i] > have->v[i])
+			return false;
+	return true;
+}
 void resources_add(struct resources *a, const struct resources *b, uint32_t n);
 
 #endif

@@ -134,14 +134,6 @@ void quantity_format(int64_t v, bool milli, bool binary, char *buf, size_t size)
 	snprintf(buf, size, "%" PRId64, v);
 }
 
-bool resources_fit(const struct resources *need, const struct resources *have, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++)
-		if (need->v[i] > have->v[i])
-			return false;
-	return true;
-}
-
 void resources_add(struct resources *a, const struct resources *b, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)

@@ -274,7 +274,16 @@ int requirements_add(struct requirements *r, const struct strtab *st, uint32_t k
 			if (!req.values)
 				return -ENOMEM;
 			memcpy(req.values, values, n_values * sizeof(uint32_t));
-			qsort(req.values, n_values, sizeof(uint32_t), u32_cmp);
+			if (n_values > 16)
+				qsort(req.values, n_values, sizeof(uint32_t), u32_cmp);
+			else
+				for (size_t i = 1; i < n_values; i++) {
+					uint32_t x = req.values[i];
+					size_t j = i;
+					for (; j > 0 && req.values[j - 1] > x; j--)
+						req.values[j] = req.values[j - 1];
+					req.values[j] = x;
+				}
 			uint32_t n = 0;
 			for (size_t i = 0; i < n_values; i++)
 				if (!n || req.values[n - 1] != req.values[i])

@@ -268,9 +268,31 @@ int shape_get(struct solver *s, uint32_t pi, const struct relax *rx, struct shap
 	put(k, n_topo);
 	for (uint32_t i = 0; i < n_topo; i++)
 		put(k, topo[i]);
-	put(k, s->n_matched[pi]);
-	for (uint32_t i = 0; i < s->n_matched[pi]; i++)
-		put(k, s->matched[pi][i]);
+	/* Of the groups counting the pod, placement depends only on: whether it
+	 * counts towards its own terms, the anti-affinity groups (inverse
+	 * check), and which keys a NodeClaim must be pinned on. Keeping the
+	 * rest out lets pods with different labels share a shape. */
+	for (uint32_t i = 0; i < n_topo; i++) {
+		bool self = false;
+		for (uint32_t j = 0; j < s->n_matched[pi]; j++)
+			self |= s->matched[pi][j] == topo[i];
+		put(k, self);
+	}
+	uint32_t pin[8], n_pin = 0;
+	for (uint32_t j = 0; j < s->n_matched[pi]; j++) {
+		const struct topo_group *g = &s->c->groups[s->matched[pi][j]];
+		uint32_t x = 0;
+		if (g->kind == TOPO_ANTI_AFFINITY)
+			put(k, 1ULL << 62 | s->matched[pi][j]);
+		if (g->key == K_HOSTNAME)
+			continue;
+		while (x < n_pin && pin[x] != g->key)
+			x++;
+		if (x == n_pin && n_pin < ARRAY_SIZE(pin))
+			pin[n_pin++] = g->key;
+	}
+	for (uint32_t x = 0; x < n_pin; x++) /* keys: few, insertion order is by group id */
+		put(k, 1ULL << 61 | pin[x]);
 	put(k, p->n_host_ports);
 	for (uint32_t i = 0; i < p->n_host_ports; i++)
 		put(k, p->host_ports[i]);

@@ -59,6 +59,8 @@ static void solver_done(struct solver *s)
 	free(s->scratch);
 	free(s->scratch2);
 	free(s->keybuf);
+	for (uint32_t i = 0; i < s->n_price_cache; i++)
+		free(s->price_cache[i].prices);
 }
 
 static int np_cmp(const void *a, const void *b, void *userdata)
@@ -72,16 +74,58 @@ static int np_cmp(const void *a, const void *b, void *userdata)
 	return strcmp(strtab_str(&sort_cluster->st, x->name), strtab_str(&sort_cluster->st, y->name));
 }
 
-static int pod_cmp(const void *a, const void *b, void *userdata)
-{
-	const struct cluster *sort_cluster = userdata;
-	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-	const struct pod *x = &sort_cluster->pods[i], *y = &sort_cluster->pods[j];
+struct pod_key {
+	int64_t cpu, memory;
+	uint32_t pod;
+};
 
-	for (int r = RES_CPU; r <= RES_MEMORY; r++)
-		if (x->req.v[r] != y->req.v[r])
-			return x->req.v[r] > y->req.v[r] ? -1 : 1;
-	return i < j ? -1 : i > j;
+/* cpu, then memory, descending; pod index keeps the order total. */
+static inline bool key_before(const struct pod_key *a, const struct pod_key *b)
+{
+	if (a->cpu != b->cpu)
+		return a->cpu > b->cpu;
+	if (a->memory != b->memory)
+		return a->memory > b->memory;
+	return a->pod < b->pod;
+}
+
+/* Pods of one Deployment share sizes: a quicksort with inline comparisons
+ * is several times faster here than qsort's callbacks. */
+static void pod_keys_sort(struct pod_key *v, uint32_t n)
+{
+	while (n > 16) {
+		struct pod_key pivot = v[n / 2], t;
+		uint32_t i = 0, j = n - 1;
+		for (;;) {
+			while (key_before(&v[i], &pivot))
+				i++;
+			while (key_before(&pivot, &v[j]))
+				j--;
+			if (i >= j)
+				break;
+			t = v[i];
+			v[i] = v[j];
+			v[j] = t;
+			i++;
+			j--;
+		}
+		/* Recurse into the smaller side, loop on the larger. */
+		if (j + 1 < n - j - 1) {
+			pod_keys_sort(v, j + 1);
+			v += j + 1;
+			n -= j + 1;
+		} else {
+			pod_keys_sort(v + j + 1, n - j - 1);
+			n = j + 1;
+		}
+	}
+	for (uint32_t i = 1; i < n; i++) {
+		struct pod_key x = v[i];
+		uint32_t j = i;
+		for (; j > 0 && key_before(&x, &v[j - 1]); j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
 }
 
 /* Existing nodes become the first bins, holding their bound pods. */
@@ -161,10 +205,18 @@ int sched_solve(struct cluster *c, struct sched_result **ret)
 		r = -ENOMEM;
 		goto out;
 	}
+	struct pod_key *keys = malloc((c->n_pods ? c->n_pods : 1) * sizeof(*keys));
+	if (!keys) {
+		r = -ENOMEM;
+		goto out;
+	}
 	for (uint32_t i = 0; i < c->n_pods; i++)
 		if (c->pods[i].node == STR_NONE)
-			order[n++] = i;
-	qsort_r(order, n, sizeof(*order), pod_cmp, c);
+			keys[n++] = (struct pod_key){ c->pods[i].req.v[RES_CPU], c->pods[i].req.v[RES_MEMORY], i };
+	pod_keys_sort(keys, n);
+	for (uint32_t i = 0; i < n; i++)
+		order[i] = keys[i].pod;
+	free(keys);
 	/* Pass after pass, as Karpenter's queue does: a pod that failed may fit
 	 * once others are placed (pod affinity); stop when a pass places none. */
 	for (bool progress = true; progress && n;) {

@@ -10,6 +10,9 @@
 
 /* Reasons are short sentences; longer ones are cut. */
 #define SCHED_REASON_MAX 512
+/* Distinct (zones, capacity types) combinations whose prices are cached:
+ * NodeClaims are pinned to one zone or open to all, so a handful. */
+#define SCHED_PRICE_CACHE 32
 
 /* A place pods can go: an existing node or a NodeClaim opened in this solve. */
 struct bin {
@@ -32,6 +35,8 @@ struct group_state {
 	uint32_t n_dom, cap_dom;
 	uint32_t *bin_count, *bin_owners;
 	uint32_t cap_bins;
+	uint32_t *hit_bins; /* hostname keys: bins holding a matching pod, in order of arrival */
+	uint32_t n_hit, cap_hit;
 	uint64_t total;
 };
 
@@ -82,6 +87,12 @@ struct solver {
 	char **reasons;            /* per pod, last failure */
 	uint64_t *scratch, *scratch2; /* words each */
 	void *keybuf;              /* shape key serialization buffer */
+	struct {                   /* type prices per (zones, capacity types) */
+		uint64_t zones;
+		unsigned cts;
+		double *prices;
+	} price_cache[SCHED_PRICE_CACHE];
+	uint32_t n_price_cache;
 };
 
 /* solver.c: place one pending pod; 1 placed, 0 not (reason kept), < 0 error. */
@@ -101,6 +112,9 @@ int topology_grow_bins(struct solver *s);
  * leaves no domain. */
 int topology_allowed(struct solver *s, uint32_t pi, const struct shape *sh,
 		     struct requirements *dyn, char *reason, size_t size);
+/* For hostname pod affinity: the bins holding a matching pod of the
+ * shape's first such term with any match (NULL: none yet, scan all). */
+const uint32_t *topology_affinity_bins(const struct solver *s, const struct shape *sh, uint32_t *n);
 /* Hostname-scoped checks for bin b (b == n_bins: a new NodeClaim). */
 bool topology_host_ok(struct solver *s, uint32_t pi, const struct shape *sh, uint32_t b);
 /* Value to pin key to on bin b: the least-loaded allowed domain. */

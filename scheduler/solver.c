@@ -234,16 +234,26 @@ static int claim_commit(struct solver *s, uint32_t bi, uint32_t pi, const struct
 		offers(s, pl->zones, pl->cts, s->scratch2);
 		bits_and(s->scratch, s->scratch2, s->words);
 	}
+	bool narrowed = memcmp(s->scratch, b->cands, s->words * 8) != 0;
 	/* Types above the fitting one were just found too small: drop them. */
-	for (uint32_t t = (uint32_t)pl->fit + 1; t < s->words * 64; t++)
-		if (bit_test(s->scratch, t))
-			bit_clear(s->scratch, t);
-	bool changed = memcmp(s->scratch, b->cands, s->words * 8) != 0;
+	uint32_t fw = (uint32_t)pl->fit / 64;
+	uint64_t keep = (uint32_t)pl->fit % 64 == 63 ? ~0ULL : (2ULL << (pl->fit % 64)) - 1;
+	bool dropped = (s->scratch[fw] & ~keep) != 0;
+	s->scratch[fw] &= keep;
+	for (uint32_t w = fw + 1; w < s->words; w++) {
+		dropped |= s->scratch[w] != 0;
+		s->scratch[w] = 0;
+	}
 	memcpy(b->cands, s->scratch, s->words * 8);
 	b->zones = pl->zones;
 	b->cts = pl->cts;
-	if (changed)
+	/* max_alloc only has to stay an upper bound: recompute it when other
+	 * types went away; when only larger ones did, tighten cpu (types are
+	 * sorted by cpu) and keep the other bounds. */
+	if (narrowed)
 		bin_max_alloc(s, b);
+	else if (dropped)
+		b->max_alloc.v[RES_CPU] = type_alloc(s, (uint32_t)pl->fit)->v[RES_CPU];
 	return 0;
 }
 
@@ -306,6 +316,16 @@ static int try_bins(struct solver *s, uint32_t pi, struct shape *sh, const struc
 		if (best == UINT32_MAX || !bin_accepts(s, best, pi, sh, eff, zones, cts, -1, &pl))
 			return 0;
 		return commit(s, best, pi, sh, eff, &pl) < 0 ? -ENOMEM : 1;
+	}
+	if (sh->host_affinity) {
+		/* Only bins that already hold a pod the term selects can qualify. */
+		uint32_t n;
+		const uint32_t *hits = topology_affinity_bins(s, sh, &n);
+		for (uint32_t i = 0; hits && i < n; i++)
+			if (bin_accepts(s, hits[i], pi, sh, eff, zones, cts, -1, &pl))
+				return commit(s, hits[i], pi, sh, eff, &pl) < 0 ? -ENOMEM : 1;
+		if (hits)
+			return 0;
 	}
 	for (uint32_t b = 0; b < s->n_bins; b++)
 		if (bin_accepts(s, b, pi, sh, eff, zones, cts, -1, &pl))

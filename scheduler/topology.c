@@ -68,6 +68,7 @@ void topology_done(struct solver *s)
 		free(s->gs[g].owners);
 		free(s->gs[g].bin_count);
 		free(s->gs[g].bin_owners);
+		free(s->gs[g].hit_bins);
 	}
 	free(s->gs);
 	for (uint32_t p = 0; s->matched && p < s->c->n_pods; p++)
@@ -365,8 +366,17 @@ int topology_record(struct solver *s, uint32_t pi, uint32_t b)
 		struct group_state *gs = &s->gs[g];
 
 		gs->total++;
-		if (key == K_HOSTNAME)
-			gs->bin_count[b]++;
+		if (key == K_HOSTNAME && gs->bin_count[b]++ == 0) {
+			if (gs->n_hit == gs->cap_hit) {
+				uint32_t cap = gs->cap_hit ? gs->cap_hit * 2 : 16;
+				uint32_t *v = realloc(gs->hit_bins, cap * sizeof(*v));
+				if (!v)
+					return -ENOMEM;
+				gs->hit_bins = v;
+				gs->cap_hit = cap;
+			}
+			gs->hit_bins[gs->n_hit++] = b;
+		}
 		else if ((d = bin_domain(s, b, key)) != STR_NONE && (r = dom_bump(gs, d, false)) < 0)
 			return r;
 	}
@@ -383,4 +393,16 @@ int topology_record(struct solver *s, uint32_t pi, uint32_t b)
 			return r;
 	}
 	return 0;
+}
+
+const uint32_t *topology_affinity_bins(const struct solver *s, const struct shape *sh, uint32_t *n)
+{
+	for (uint32_t i = 0; i < sh->n_topo; i++) {
+		const struct topo_group *g = &s->c->groups[sh->topo[i]];
+		if (g->key == K_HOSTNAME && g->kind == TOPO_AFFINITY && s->gs[sh->topo[i]].total) {
+			*n = s->gs[sh->topo[i]].n_hit;
+			return s->gs[sh->topo[i]].hit_bins;
+		}
+	}
+	return NULL;
 }

@@ -1,0 +1,236 @@
+/*
+ * Scheduler benchmark. "diverse N" and "generic N" reproduce Karpenter's
+ * scheduling_benchmark_test.go on its fake catalog (400 types, one NodePool
+ * without limits, empty cluster; the diverse mix is its makeDiversePods:
+ * one sixth each generic, zonal spread, hostname spread, hostname pod
+ * affinity, zonal pod affinity, hostname anti-affinity, remainder generic;
+ * cpu from {100m,250m,500m,1,1.5}, memory from {100Mi..4Gi}, seeded).
+ * "real N" packs N plain pods of 50 deployments onto the shipped catalog
+ * (every type × 3 zones × 2 capacity types). Prints one line per run:
+ * shape pods ms_per_solve pods_per_s nodeclaims peak_rss_kb.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "scheduler/solver.h"
+
+/* Solves per figure: the fastest of these is reported (noisy shared CPUs). */
+#define BENCH_REPEATS 5
+#define BENCH_SEED 42
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL); /* splitmix64 */
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static uint32_t rng_pick(uint32_t n)
+{
+	return (uint32_t)(rng_next() % n);
+}
+
+static void die(const char *what, int r)
+{
+	fprintf(stderr, "Failed to %s: %s\n", what, strerror(r < 0 ? -r : r));
+	exit(1);
+}
+
+static uint32_t S(struct cluster *c, const char *s)
+{
+	uint32_t id = cluster_intern(c, s);
+	if (id == STR_NONE)
+		die("intern a string", -12);
+	return id;
+}
+
+static const char *const label_values[] = { "a", "b", "c", "d", "e", "f", "g" };
+
+static struct pod *random_pod(struct cluster *c, uint32_t i)
+{
+	static const int64_t cpu[] = { 100, 250, 500, 1000, 1500 };
+	static const int64_t mem[] = { 100, 256, 512, 1024, 2048, 4096 };
+	struct pod *p = cluster_add_pod(c);
+	char name[32];
+
+	if (!p)
+		die("add a pod", -12);
+	snprintf(name, sizeof(name), "pod-%u", i);
+	p->ns = S(c, "default");
+	p->name = S(c, name);
+	p->req.v[RES_CPU] = cpu[rng_pick(5)];
+	p->req.v[RES_MEMORY] = mem[rng_pick(6)] << 20;
+	p->req.v[RES_PODS] = 1;
+	return p;
+}
+
+static void set_label(struct cluster *c, struct pod *p, const char *k, const char *v)
+{
+	p->labels = arena_alloc(&c->arena, sizeof(*p->labels));
+	if (!p->labels)
+		die("allocate labels", -12);
+	p->labels[0] = (struct label){ S(c, k), S(c, v) };
+	p->n_labels = 1;
+}
+
+static void add_term(struct cluster *c, struct pod *p, enum topo_kind kind, uint32_t key,
+		     const char *k, const char *v)
+{
+	struct topo_group g = { .kind = kind, .key = key, .max_skew = 1 };
+	uint32_t ns = S(c, "default"), val = S(c, v);
+	int id;
+
+	g.namespaces = arena_memdup(&c->arena, &ns, sizeof(ns));
+	g.n_namespaces = 1;
+	if (requirements_add(&g.selector, &c->st, S(c, k), REQ_IN, &val, 1, 0) < 0)
+		die("add a selector", -12);
+	id = cluster_group(c, &g);
+	if (id < 0)
+		die("add a group", id);
+	p->topo = arena_alloc(&c->arena, sizeof(*p->topo));
+	p->topo[0] = (struct pod_topo){ (uint32_t)id, false, 0 };
+	p->n_topo = 1;
+}
+
+enum kind { GENERIC, SPREAD_ZONE, SPREAD_HOST, AFFINITY_HOST, AFFINITY_ZONE, ANTI_HOST };
+
+static void make_pods(struct cluster *c, uint32_t n, enum kind kind, uint32_t *next)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct pod *p = random_pod(c, (*next)++);
+		switch (kind) {
+		case GENERIC:
+			set_label(c, p, "my-label", label_values[rng_pick(7)]);
+			break;
+		case SPREAD_ZONE:
+		case SPREAD_HOST:
+			set_label(c, p, "my-label", label_values[rng_pick(7)]);
+			add_term(c, p, TOPO_SPREAD, kind == SPREAD_ZONE ? K_ZONE : K_HOSTNAME, "my-label",
+				 label_values[rng_pick(7)]);
+			break;
+		case AFFINITY_HOST:
+		case AFFINITY_ZONE:
+			set_label(c, p, "my-affininity", label_values[rng_pick(7)]);
+			add_term(c, p, TOPO_AFFINITY, kind == AFFINITY_ZONE ? K_ZONE : K_HOSTNAME,
+				 "my-affininity", label_values[rng_pick(7)]);
+			break;
+		case ANTI_HOST:
+			set_label(c, p, "app", "nginx");
+			add_term(c, p, TOPO_ANTI_AFFINITY, K_HOSTNAME, "app", "nginx");
+			break;
+		}
+	}
+}
+
+static struct cluster *karpenter_cluster(uint32_t n, bool diverse)
+{
+	struct cluster *c;
+	uint32_t next = 0, id;
+	int r;
+
+	if ((r = cluster_new(&c)) < 0 || (r = catalog_add_fake_types(&c->cat, 400)) < 0 ||
+	    (r = catalog_finalize(&c->cat)) < 0)
+		die("build the fake catalog", r);
+	struct nodepool *np = cluster_add_nodepool(c);
+	if (!np)
+		die("add a nodepool", -12);
+	np->name = id = S(c, "default");
+	if (requirements_add(&np->reqs, &c->st, K_NODEPOOL, REQ_IN, &id, 1, 0) < 0)
+		die("add a requirement", -12);
+	rng_state = BENCH_SEED;
+	if (!diverse) {
+		make_pods(c, n, GENERIC, &next);
+		return c;
+	}
+	make_pods(c, n / 6, GENERIC, &next);
+	make_pods(c, n / 6, SPREAD_ZONE, &next);
+	make_pods(c, n / 6, SPREAD_HOST, &next);
+	make_pods(c, n / 6, AFFINITY_HOST, &next);
+	make_pods(c, n / 6, AFFINITY_ZONE, &next);
+	make_pods(c, n / 6, ANTI_HOST, &next);
+	make_pods(c, n - next, GENERIC, &next);
+	return c;
+}
+
+static struct cluster *real_cluster(uint32_t n)
+{
+	static const char *const zones[] = { "us-east-1a", "us-east-1b", "us-east-1c" };
+	static const int64_t cpu[] = { 100, 250, 500, 1000, 2000, 4000 };
+	static const int64_t mem[] = { 128, 256, 512, 1024, 2048, 4096, 8192 };
+	struct cluster *c;
+	char path[4096];
+	uint32_t id;
+	int r;
+
+	catalog_default_path(path, sizeof(path));
+	if ((r = cluster_new(&c)) < 0 ||
+	    (r = catalog_load_tsv(&c->cat, path, "us-east-1", zones, 3)) < 0 ||
+	    (r = catalog_finalize(&c->cat)) < 0)
+		die("load the catalog", r);
+	struct nodepool *np = cluster_add_nodepool(c);
+	np->name = id = S(c, "default");
+	if (requirements_add(&np->reqs, &c->st, K_NODEPOOL, REQ_IN, &id, 1, 0) < 0)
+		die("add a requirement", -12);
+	rng_state = BENCH_SEED;
+	/* 50 deployments with one shape each, pods spread evenly. */
+	int64_t dc[50], dm[50];
+	for (int d = 0; d < 50; d++) {
+		dc[d] = cpu[rng_pick(6)];
+		dm[d] = mem[rng_pick(7)] << 20;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct pod *p = random_pod(c, i);
+		p->req.v[RES_CPU] = dc[i % 50];
+		p->req.v[RES_MEMORY] = dm[i % 50];
+	}
+	return c;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int main(int argc, char **argv)
+{
+	struct cluster *c;
+	struct rusage ru;
+	double best = 1e300;
+	uint32_t n, claims = 0, unsched = 0;
+
+	if (argc != 3 || (strcmp(argv[1], "diverse") && strcmp(argv[1], "generic") &&
+			   strcmp(argv[1], "real"))) {
+		fprintf(stderr, "usage: %s diverse|generic|real PODS\n", argv[0]);
+		return 2;
+	}
+	n = (uint32_t)strtoul(argv[2], NULL, 10);
+	c = streq(argv[1], "real") ? real_cluster(n) : karpenter_cluster(n, streq(argv[1], "diverse"));
+	for (int i = 0; i < BENCH_REPEATS; i++) {
+		struct sched_result *res;
+		double t0 = now_ms();
+		int r = sched_solve(c, &res);
+		double t = now_ms() - t0;
+		if (r < 0)
+			die("solve", r);
+		best = t < best ? t : best;
+		claims = res->n_claims;
+		unsched = res->n_unschedulable;
+		if (getenv("BENCH_REASONS"))
+			for (uint32_t u = 0; u < res->n_unschedulable && u < 5; u++)
+				fprintf(stderr, "%s\n", res->unschedulable[u].reason);
+		sched_result_free(res);
+	}
+	getrusage(RUSAGE_SELF, &ru);
+	printf("%s %u %.3f %.0f %u %u %ld\n", argv[1], n, best, n / (best / 1e3), claims, unsched,
+	       ru.ru_maxrss);
+	cluster_free(c);
+	return 0;
+}
