@@ -272,3 +272,32 @@ Test(health, a_turning_loop_keeps_healthz_ok_past_the_stall_window)
 	reply_free(&r);
 	loop_free(loop);
 }
+
+struct stuck {
+	long status;
+};
+
+/* A callback that never returns in time: the loop cannot turn meanwhile. */
+static int stuck_callback(struct loop *loop, void *userdata)
+{
+	struct stuck *s = userdata;
+	nanosleep(&(struct timespec){ .tv_sec = 1, .tv_nsec = 500 * 1000000 }, NULL);
+	struct reply r = http(health_server_health_port(server), "GET", "/healthz");
+	s->status = r.status;
+	reply_free(&r);
+	loop_exit(loop, 0);
+	return 0;
+}
+
+Test(health, a_loop_stuck_in_one_callback_turns_healthz_503)
+{
+	struct loop *loop;
+	struct stuck s = { 0 };
+
+	cr_assert_eq(loop_new(&loop, "kanna-test"), 0);
+	cr_assert_eq(health_server_attach_loop(server, loop), 0);
+	cr_assert_eq(loop_add_timer(loop, 100 * 1000, stuck_callback, &s, NULL), 0);
+	cr_assert_eq(loop_run(loop), 0);
+	cr_assert_eq(s.status, 503);
+	loop_free(loop);
+}
