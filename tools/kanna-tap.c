@@ -92,7 +92,9 @@ static int tap_print(struct tap *tap, json_t *line)
 			loop_exit(tap->loop, 0);
 			return 0;
 		}
-		return log_error_errno(errno ? errno : EIO, "Failed to write to stdout: %m");
+		log_error_errno(errno ? errno : EIO, "Failed to write to stdout: %m");
+		loop_exit(tap->loop, EXIT_FAILURE);
+		return 0;
 	}
 	tap->printed++;
 	if (tap->count > 0 && tap->printed >= tap->count)

@@ -525,6 +525,24 @@ Test(tap_e2e, finds_the_runtime_directory_through_kanna_runtime_dir)
 	zmq_close(xpub);
 }
 
+Test(tap_e2e, exits_zero_when_the_reader_goes_away)
+{
+	static const uint8_t garbage[] = { 0xc1 };
+	void *xpub = bind_tap("kanna-watcher");
+
+	spawn_tap(NULL);
+	cr_assert(subscribed(xpub, WAIT_MSEC));
+	send_tap(xpub, "send state.pub 1", garbage, 1);
+	json_t *l = next_line(WAIT_MSEC);
+	cr_assert(l);
+	json_decref(l);
+	close(t.out); /* like "kanna-tap | head -1" */
+	t.out = -1;
+	send_tap(xpub, "send state.pub 2", garbage, 1);
+	cr_assert_eq(wait_exit(), 0);
+	zmq_close(xpub);
+}
+
 Test(tap_e2e, bad_arguments_fail_with_a_clear_message)
 {
 	spawn_tap((const char *[]){ "--count", "zero", NULL });
