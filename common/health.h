@@ -42,7 +42,9 @@ struct health_server;
  * Starts the listeners: /metrics on metrics_port (needs metrics), /healthz
  * and /readyz on health_port; each HEALTH_PORT_DISABLED, HEALTH_PORT_EPHEMERAL
  * or a port number. stall_seconds 0 selects HEALTH_STALL_SECONDS_DEFAULT.
- * The server starts not ready ("starting") with a fresh heartbeat. Returns
+ * A daemon passes its config_common metrics_port and health_port as they
+ * are (0 disables in both). The server starts not ready ("starting") with a
+ * fresh heartbeat. Returns
  * 0, -EADDRINUSE when a port is taken, -EINVAL for a port out of range or a
  * metrics port without a registry, or another negative errno.
  */
