@@ -43,10 +43,10 @@ struct health_server;
  * and /readyz on health_port; each HEALTH_PORT_DISABLED, HEALTH_PORT_EPHEMERAL
  * or a port number. stall_seconds 0 selects HEALTH_STALL_SECONDS_DEFAULT.
  * A daemon passes its config_common metrics_port and health_port as they
- * are (0 disables in both). The server starts not ready ("starting") with a
- * fresh heartbeat. Returns
- * 0, -EADDRINUSE when a port is taken, -EINVAL for a port out of range or a
- * metrics port without a registry, or another negative errno.
+ * are (0 disables in both). The server starts not ready ("starting") with
+ * a fresh heartbeat. Returns 0, -EADDRINUSE when a port is taken, -EINVAL
+ * for a port out of range or a metrics port without a registry, or another
+ * negative errno.
  */
 int health_server_new(struct metrics_registry *metrics, int metrics_port, int health_port,
 		      unsigned stall_seconds, struct health_server **ret);
