@@ -400,7 +400,8 @@ struct proto_resource {
 	F(S, 27, deletion_time, I64, _, 0, OPT)                               \
 	F(S, 28, daemonset_owned, BOOL, _, 0, OPT)                            \
 	F(S, 29, mirror, BOOL, _, 0, OPT)                                     \
-	F(S, 30, scheduler_name, STR, _, PROTO_MAX_NAME_LEN, OPT)
+	F(S, 30, scheduler_name, STR, _, PROTO_MAX_NAME_LEN, OPT) \
+	F(S, 31, termination_grace_s, I64, _, 0, OPT)
 
 #define proto_fields_node(F, S)                                               \
 	F(S, 1, name, STR, _, PROTO_MAX_NAME_LEN, REQ)                        \
@@ -416,7 +417,8 @@ struct proto_resource {
 	F(S, 11, nodeclaim, STR, _, PROTO_MAX_NAME_LEN, OPT)                  \
 	F(S, 12, creation_time, I64, _, 0, OPT)                               \
 	F(S, 13, deletion_time, I64, _, 0, OPT)                               \
-	F(S, 14, finalizers, STRS, PROTO_MAX_NAME_LEN, PROTO_MAX_FINALIZERS, OPT)
+	F(S, 14, finalizers, STRS, PROTO_MAX_NAME_LEN, PROTO_MAX_FINALIZERS, OPT) \
+	F(S, 15, do_not_disrupt, BOOL, _, 0, OPT)
 
 #define proto_fields_nodepool(F, S)                                           \
 	F(S, 1, name, STR, _, PROTO_MAX_NAME_LEN, REQ)                        \
@@ -439,9 +441,14 @@ struct proto_resource {
 	F(S, 18, status, ENUM, nodepool_status, 0, OPT)                       \
 	F(S, 19, status_reason, STR, _, PROTO_MAX_TEXT_LEN, OPT)              \
 	F(S, 20, kubelet, OBJ, kubelet, 0, OPT)                               \
-	F(S, 21, creation_time, I64, _, 0, OPT)
+	F(S, 21, creation_time, I64, _, 0, OPT) \
+	F(S, 22, nodepool_hash, STR, _, PROTO_MAX_NAME_LEN, OPT)
 
-/* planned_pods: the pod keys ("ns/name") of the planned-pods annotation. */
+/* planned_pods: the pod keys ("ns/name") of the planned-pods annotation.
+ * nodepool_hash / nodeclass_hash: the karpenter.sh/nodepool-hash and
+ * karpenter.k8s.aws/ec2nodeclass-hash annotations, compared with the
+ * NodePool's and EC2NodeClass's own for drift. do_not_disrupt: the
+ * karpenter.sh/do-not-disrupt annotation (also on nodes and pods). */
 #define proto_fields_nodeclaim(F, S)                                          \
 	F(S, 1, name, STR, _, PROTO_MAX_NAME_LEN, REQ)                        \
 	F(S, 2, uid, STR, _, PROTO_MAX_NAME_LEN, REQ)                         \
@@ -466,7 +473,10 @@ struct proto_resource {
 	F(S, 21, expire_after_s, I64, _, 0, OPT)                              \
 	F(S, 22, termination_grace_period_s, I64, _, 0, OPT)                  \
 	F(S, 23, creation_time, I64, _, 0, OPT)                               \
-	F(S, 24, deletion_time, I64, _, 0, OPT)
+	F(S, 24, deletion_time, I64, _, 0, OPT) \
+	F(S, 25, do_not_disrupt, BOOL, _, 0, OPT)                             \
+	F(S, 26, nodepool_hash, STR, _, PROTO_MAX_NAME_LEN, OPT)              \
+	F(S, 27, nodeclass_hash, STR, _, PROTO_MAX_NAME_LEN, OPT)
 
 /* EC2NodeClass (v1; v1beta1 EC2NodeClass and v1alpha1 AWSNodeTemplate
  * converted). status_*: what the launcher resolved. */
@@ -492,7 +502,8 @@ struct proto_resource {
 	F(S, 19, status_instance_profile, STR, _, PROTO_MAX_VALUE_LEN, OPT)   \
 	F(S, 20, ready, ENUM, condition_status, 0, OPT)                       \
 	F(S, 21, ready_reason, STR, _, PROTO_MAX_TEXT_LEN, OPT)               \
-	F(S, 22, source_api, ENUM, api_version, 0, OPT)
+	F(S, 22, source_api, ENUM, api_version, 0, OPT) \
+	F(S, 23, nodeclass_hash, STR, _, PROTO_MAX_NAME_LEN, OPT)
 
 #define proto_fields_pdb(F, S)                                                \
 	F(S, 1, ns, STR, _, PROTO_MAX_NAME_LEN, REQ)                          \
