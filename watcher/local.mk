@@ -2,7 +2,15 @@
 noinst_LIBRARIES += libkanna-watcher.a
 libkanna_watcher_a_SOURCES = \
 	watcher/decode.h watcher/decode.c watcher/decode-pod.c watcher/decode-node.c \
-	watcher/decode-nodepool.c watcher/decode-nodeclass.c watcher/decode-storage.c
+	watcher/decode-nodepool.c watcher/decode-nodeclass.c watcher/decode-storage.c \
+	watcher/publish.h watcher/publish.c
 # Its tests (tests/unit/test_watcher_decode.c, tests/fuzz/fuzz_k8s_decode.c) are
 # registered once the arena and quantity helpers are shared from common/.
 EXTRA_DIST += tests/unit/test_watcher_decode.c tests/fuzz/fuzz_k8s_decode.c tests/fuzz/corpus/k8s_decode
+
+check_PROGRAMS += tests/unit/test_replica tests/unit/test_hashmap
+TESTS += tests/unit/test_replica tests/unit/test_hashmap
+tests_unit_test_replica_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_replica_LDADD = libkanna-watcher.a $(STATE_LIBS) $(TEST_LIBS)
+tests_unit_test_hashmap_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_hashmap_LDADD = $(LDADD) $(TEST_LIBS)

@@ -1,0 +1,279 @@
+/*
+ * Cluster-state replica (see replica.h). States: SYNCING (snapshot asked
+ * for; items go into a fresh store, deltas are buffered) and LIVE (deltas
+ * apply in order). The fresh store replaces the live one only when the
+ * snapshot ends, so readers never see a half-loaded picture.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/replica.h"
+
+struct buffered_delta {
+	struct proto_msg *msg; /* a proto_msg_dup() of the delta */
+};
+
+struct replica {
+	struct loop *loop;
+	struct sock *sub, *sync;
+	struct msg_io io;
+	struct replica_handlers h;
+	struct state_store store, incoming;
+	bool live, syncing;
+	struct proto_msg **buffered;
+	size_t n_buffered, cap_buffered;
+	sd_event_source *timeout;
+	struct replica_stats stats;
+};
+
+static int replica_request_snapshot(struct replica *r);
+
+static void drop_buffered(struct replica *r)
+{
+	for (size_t i = 0; i < r->n_buffered; i++)
+		proto_msg_free(r->buffered[i]);
+	r->n_buffered = 0;
+}
+
+static int on_timeout(struct loop *loop, void *userdata)
+{
+	struct replica *r = userdata;
+
+	(void)loop;
+	r->timeout = sd_event_source_disable_unref(r->timeout);
+	log_warn("No state snapshot from the watcher in %llus, asking again",
+		 REPLICA_SNAPSHOT_TIMEOUT_USEC / 1000000);
+	return replica_request_snapshot(r);
+}
+
+static int replica_request_snapshot(struct replica *r)
+{
+	struct proto_msg m = { .env.type = PROTO_MSG_SNAPSHOT_REQUEST };
+	int k;
+
+	state_store_clear(&r->incoming);
+	drop_buffered(r);
+	r->syncing = true;
+	r->timeout = sd_event_source_disable_unref(r->timeout);
+	k = loop_add_timer(r->loop, REPLICA_SNAPSHOT_TIMEOUT_USEC, on_timeout, r, &r->timeout);
+	if (k < 0)
+		return k;
+	k = msg_send(&r->io, r->sync, &m, ZMQ_DONTWAIT);
+	/* Not connected yet: the timeout asks again. */
+	return k == -EAGAIN ? 0 : k;
+}
+
+/* Applies one delta to the live store, telling the consumer. */
+static int apply_live(struct replica *r, const struct proto_state_delta *d)
+{
+	const struct state_entry *old_e;
+	struct proto_object old = { 0 };
+	const char *ns, *name;
+	int k;
+
+	state_object_name(&d->object, &ns, &name);
+	old_e = state_store_get(&r->store, d->object.kind, ns, name);
+	if (old_e && r->h.on_change && (k = proto_object_dup(&old_e->obj, &old)) < 0)
+		return k;
+	k = state_store_apply(&r->store, d->op, &d->object, d->seq);
+	r->store.seq = d->seq;
+	if (k > 0 && r->h.on_change) {
+		const struct state_entry *now_e = state_store_get(&r->store, d->object.kind, ns, name);
+		r->h.on_change(d->op, old_e ? &old : NULL, now_e ? &now_e->obj : NULL, r->h.userdata);
+	}
+	if (old.ptr)
+		proto_object_free(&old);
+	r->stats.deltas++;
+	return k < 0 ? k : 0;
+}
+
+static int on_delta(struct replica *r, const struct proto_msg *m)
+{
+	const struct proto_state_delta *d = &m->body.state_delta;
+
+	if (r->syncing) {
+		if (r->n_buffered == REPLICA_MAX_BUFFERED)
+			return replica_request_snapshot(r);
+		if (r->n_buffered == r->cap_buffered) {
+			size_t cap = r->cap_buffered ? r->cap_buffered * 2 : 64;
+			struct proto_msg **n = realloc(r->buffered, cap * sizeof(*n));
+			if (!n)
+				return -ENOMEM;
+			r->buffered = n;
+			r->cap_buffered = cap;
+		}
+		r->buffered[r->n_buffered] = proto_msg_dup(m);
+		if (!r->buffered[r->n_buffered])
+			return -ENOMEM;
+		r->n_buffered++;
+		return 0;
+	}
+	if (d->seq <= r->store.seq) {
+		r->stats.duplicates++;
+		return 0;
+	}
+	if (d->seq != r->store.seq + 1) {
+		r->stats.gaps++;
+		log_info("State delta %" PRIu64 " after %" PRIu64 ": a gap, taking a new snapshot",
+			 d->seq, r->store.seq);
+		return replica_request_snapshot(r);
+	}
+	return apply_live(r, d);
+}
+
+static int on_heartbeat(struct replica *r, const struct proto_msg *m)
+{
+	uint64_t seq = m->body.heartbeat.state_seq;
+
+	if (r->syncing || seq <= r->store.seq)
+		return 0;
+	/* The watcher is ahead of us with no delta in between: we lost some. */
+	r->stats.gaps++;
+	log_info("State heartbeat at %" PRIu64 " while we are at %" PRIu64 ", taking a new snapshot",
+		 seq, r->store.seq);
+	return replica_request_snapshot(r);
+}
+
+static int on_snapshot_end(struct replica *r, uint64_t as_of)
+{
+	struct state_store tmp = r->store;
+	int k = 0;
+
+	/* Swap: the complete snapshot becomes the live store. */
+	r->store = r->incoming;
+	r->incoming = tmp;
+	state_store_clear(&r->incoming);
+	r->store.seq = as_of;
+	r->syncing = false;
+	r->live = true;
+	r->timeout = sd_event_source_disable_unref(r->timeout);
+	r->stats.snapshots++;
+	for (size_t i = 0; i < r->n_buffered && k >= 0; i++) {
+		const struct proto_state_delta *d = &r->buffered[i]->body.state_delta;
+		if (d->seq <= r->store.seq)
+			continue;
+		if (d->seq != r->store.seq + 1) {
+			r->stats.gaps++;
+			drop_buffered(r);
+			return replica_request_snapshot(r);
+		}
+		k = apply_live(r, d);
+	}
+	drop_buffered(r);
+	if (k < 0)
+		return k;
+	log_info("State replica synced: %zu object(s) as of seq %" PRIu64, r->store.objects.n,
+		 r->store.seq);
+	if (r->h.on_synced)
+		r->h.on_synced(r->store.seq, r->h.userdata);
+	return 0;
+}
+
+static int on_message(struct replica *r, struct sock *s)
+{
+	const struct proto_msg *m;
+	struct sock_msg msg;
+	int k;
+
+	k = sock_recv(s, &msg, ZMQ_DONTWAIT);
+	if (k < 0)
+		return k == -EAGAIN ? 0 : k;
+	k = msg_decode(&r->io, &msg, &m);
+	if (k < 0) {
+		r->stats.bad_messages++;
+		log_warn("Failed to decode a message on %s: %s", sock_name(s), r->io.last_error.text);
+		sock_msg_close(&msg);
+		return 0;
+	}
+	switch (m->env.type) {
+	case PROTO_MSG_STATE_DELTA:
+		k = on_delta(r, m);
+		break;
+	case PROTO_MSG_HEARTBEAT:
+		k = on_heartbeat(r, m);
+		break;
+	case PROTO_MSG_SNAPSHOT_ITEM:
+		k = r->syncing ? state_store_apply(&r->incoming, PROTO_DELTA_ADD,
+						   &m->body.snapshot_item.object,
+						   m->body.snapshot_item.seq) : 0;
+		break;
+	case PROTO_MSG_SNAPSHOT_END:
+		k = r->syncing ? on_snapshot_end(r, m->body.snapshot_end.as_of_seq) : 0;
+		break;
+	default:
+		r->stats.bad_messages++;
+		log_warn("Unexpected %s message on %s, dropped", proto_type_name(m->env.type),
+			 sock_name(s));
+		k = 0;
+	}
+	sock_msg_close(&msg);
+	return k < 0 ? k : 0;
+}
+
+static int on_sub_readable(struct sock *s, void *userdata)
+{
+	return on_message(userdata, s);
+}
+
+int replica_new(struct replica **ret, struct sock_ctx *ctx, struct loop *loop,
+		enum proto_process self, const char *pub_endpoint, const char *sync_endpoint,
+		const struct replica_handlers *h)
+{
+	struct replica *r = calloc(1, sizeof(*r));
+	int k;
+
+	if (!r)
+		return -ENOMEM;
+	r->loop = loop;
+	if (h)
+		r->h = *h;
+	state_store_init(&r->store);
+	state_store_init(&r->incoming);
+	if ((k = msg_io_init(&r->io, self, 0)) < 0 ||
+	    (k = sock_new(&r->sub, ctx, ZMQ_SUB, "state.pub")) < 0 ||
+	    (k = sock_new(&r->sync, ctx, ZMQ_DEALER, "state.sync")) < 0 ||
+	    (k = sock_subscribe(r->sub, "", 0)) < 0 ||
+	    (k = sock_connect(r->sub, pub_endpoint)) < 0 ||
+	    (k = sock_connect(r->sync, sync_endpoint)) < 0 ||
+	    (k = sock_watch(r->sub, on_sub_readable, r)) < 0 ||
+	    (k = sock_watch(r->sync, on_sub_readable, r)) < 0 ||
+	    (k = replica_request_snapshot(r)) < 0) {
+		replica_free(r);
+		return k;
+	}
+	*ret = r;
+	return 0;
+}
+
+struct replica *replica_free(struct replica *r)
+{
+	if (!r)
+		return NULL;
+	sd_event_source_disable_unref(r->timeout);
+	sock_free(r->sub);
+	sock_free(r->sync);
+	msg_io_done(&r->io);
+	drop_buffered(r);
+	free(r->buffered);
+	state_store_done(&r->store);
+	state_store_done(&r->incoming);
+	free(r);
+	return NULL;
+}
+
+bool replica_synced(const struct replica *r)
+{
+	return r->live && !r->syncing;
+}
+
+const struct state_store *replica_store(const struct replica *r)
+{
+	return &r->store;
+}
+
+void replica_get_stats(const struct replica *r, struct replica_stats *ret)
+{
+	*ret = r->stats;
+}

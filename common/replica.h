@@ -1,0 +1,45 @@
+/*
+ * A local replica of cluster state for the scheduler, launcher and reaper
+ * (the subscriber side of the ZeroMQ guide's "Clone" pattern): subscribe to
+ * state.pub first, ask state.sync for a snapshot, buffer deltas meanwhile,
+ * then apply the ones newer than the snapshot in order. A gap in sequence
+ * numbers (a lost delta, or a restarted watcher) starts a new snapshot.
+ * Consumers read the store and may watch changes through a callback.
+ */
+#ifndef KANNA_COMMON_REPLICA_H
+#define KANNA_COMMON_REPLICA_H
+
+#include "common/msg.h"
+#include "common/state-store.h"
+
+/* No snapshot answer in this long: ask again (the watcher may be restarting). */
+#define REPLICA_SNAPSHOT_TIMEOUT_USEC (5ULL * 1000 * 1000)
+/* Deltas held while a snapshot is in flight; beyond this, start over. */
+#define REPLICA_MAX_BUFFERED 1000000
+
+struct replica_handlers {
+	/* A change was applied (after the replica is synced). old may be NULL
+	 * (add) and now NULL (delete); both are valid only during the call. */
+	void (*on_change)(enum proto_delta_op op, const struct proto_object *old,
+			  const struct proto_object *now, void *userdata);
+	/* The replica (re)loaded a snapshot and is consistent as of seq. */
+	void (*on_synced)(uint64_t seq, void *userdata);
+	void *userdata;
+};
+
+struct replica;
+
+int replica_new(struct replica **ret, struct sock_ctx *ctx, struct loop *loop,
+		enum proto_process self, const char *pub_endpoint, const char *sync_endpoint,
+		const struct replica_handlers *h);
+struct replica *replica_free(struct replica *r);
+
+bool replica_synced(const struct replica *r);
+const struct state_store *replica_store(const struct replica *r);
+
+struct replica_stats {
+	uint64_t deltas, snapshots, gaps, duplicates, bad_messages;
+};
+void replica_get_stats(const struct replica *r, struct replica_stats *ret);
+
+#endif

@@ -1,0 +1,61 @@
+/*
+ * Cluster state as every kanna process holds it: compact proto objects by
+ * kind/namespace/name, each with the sequence number of its last change
+ * (the ZeroMQ guide's Clone pattern). The watcher owns the authoritative
+ * store and numbers the changes; replicas in other processes apply the same
+ * changes in order. Objects are deep copies owned by the store.
+ */
+#ifndef KANNA_COMMON_STATE_STORE_H
+#define KANNA_COMMON_STATE_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/hashmap.h"
+#include "proto/proto.h"
+
+/* "pod/default/inflate-1", "node//ip-10-0-0-1": kind/namespace/name. */
+#define STATE_KEY_MAX (PROTO_MAX_NAME_LEN * 2 + 32)
+
+struct state_entry {
+	struct proto_object obj;
+	uint64_t seq;        /* sequence number of the last change */
+	uint64_t generation; /* owner's mark-and-sweep tag (watcher relists) */
+};
+
+struct state_store {
+	struct hashmap objects;      /* key → struct state_entry * */
+	struct hashmap pods_by_node; /* node name → struct state_pod_set * */
+	uint64_t seq;                /* last change applied */
+	uint64_t count[PROTO_OBJECT_DAEMONSET + 1];
+};
+
+/* The pods bound to one node (an index the reaper and scheduler need). */
+struct state_pod_set {
+	const struct proto_pod **pods;
+	uint32_t n, cap;
+};
+
+int state_key(const struct proto_object *obj, char *buf, size_t size);
+/* Namespace and name of any object (ns "" for cluster-scoped). */
+void state_object_name(const struct proto_object *obj, const char **ns, const char **name);
+
+void state_store_init(struct state_store *s);
+void state_store_done(struct state_store *s);
+
+/*
+ * Stores a copy of obj (add/update) or drops it (delete) as change `seq`.
+ * Returns 1 when the store changed, 0 when the change was a no-op (same
+ * object, or deleting what is absent), negative errno on failure.
+ */
+int state_store_apply(struct state_store *s, enum proto_delta_op op,
+		      const struct proto_object *obj, uint64_t seq);
+const struct state_entry *state_store_get(const struct state_store *s, enum proto_object_kind kind,
+					  const char *ns, const char *name);
+/* Iterate: for (size_t i = 0; (e = state_store_next(s, &i)); ) */
+const struct state_entry *state_store_next(const struct state_store *s, size_t *iter);
+const struct state_pod_set *state_store_pods_on(const struct state_store *s, const char *node);
+/* Removes everything (a replica about to load a snapshot). */
+void state_store_clear(struct state_store *s);
+
+#endif

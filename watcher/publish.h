@@ -1,0 +1,40 @@
+/*
+ * The watcher's side of cluster-state replication (ZeroMQ guide "Clone"):
+ * the authoritative store, deltas on state.pub with gap-free sequence
+ * numbers, snapshots on state.sync for replicas that start or lose a delta.
+ *
+ * Sequence numbers start at the watcher's start time in microseconds, so a
+ * restarted watcher's first delta is far ahead of any replica's position:
+ * replicas see a gap and take a fresh snapshot instead of ignoring the new
+ * numbering as old news.
+ */
+#ifndef KANNA_WATCHER_PUBLISH_H
+#define KANNA_WATCHER_PUBLISH_H
+
+#include "common/msg.h"
+#include "common/state-store.h"
+
+#define STATE_PUB_SOCKET "state.pub"
+#define STATE_SYNC_SOCKET "state.sync"
+/* Snapshot items sent per loop turn, so probes and deltas are not starved. */
+#define PUBLISH_SNAPSHOT_SLICE 2000
+/* Heartbeats carry the latest seq so quiet replicas still notice gaps. */
+#define PUBLISH_HEARTBEAT_USEC (1000ULL * 1000)
+
+struct publisher;
+
+int publisher_new(struct publisher **ret, struct sock_ctx *ctx, struct loop *loop,
+		  const char *pub_endpoint, const char *sync_endpoint);
+struct publisher *publisher_free(struct publisher *p);
+
+/* Applies one change and, if it changed anything, publishes it. */
+int publisher_apply(struct publisher *p, enum proto_delta_op op, const struct proto_object *obj);
+struct state_store *publisher_store(struct publisher *p);
+uint64_t publisher_seq(const struct publisher *p);
+
+struct publisher_stats {
+	uint64_t deltas, snapshots, snapshot_items, bad_requests;
+};
+void publisher_get_stats(const struct publisher *p, struct publisher_stats *ret);
+
+#endif
