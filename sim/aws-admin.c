@@ -82,7 +82,7 @@ static int admin_interrupt(struct sim_aws *aws, const char *body, size_t len,
 {
 	json_t *root = json_loadb(body ? body : "", len, 0, NULL), *ids, *id;
 	char err[256] = "";
-	size_t i;
+	size_t i, n;
 	int r = 0;
 
 	ids = json_object_get(root, "instanceIds");
@@ -90,6 +90,7 @@ static int admin_interrupt(struct sim_aws *aws, const char *body, size_t len,
 		json_decref(root);
 		return admin_error(resp, 400, "expected {\"instanceIds\": [\"i-...\"]}");
 	}
+	n = json_array_size(ids);
 	json_array_foreach(ids, i, id) {
 		if (!json_is_string(id)) {
 			snprintf(err, sizeof(err), "instanceIds[%zu] must be a string", i);
@@ -103,7 +104,7 @@ static int admin_interrupt(struct sim_aws *aws, const char *body, size_t len,
 	json_decref(root);
 	if (r < 0)
 		return admin_error(resp, 400, err);
-	return admin_json(resp, 200, json_pack("{s:I}", "queued", (json_int_t)json_array_size(ids)));
+	return admin_json(resp, 200, json_pack("{s:I}", "queued", (json_int_t)n));
 }
 
 int aws_admin_handle(struct sim_aws *aws, const char *url, const char *method,

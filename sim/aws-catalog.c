@@ -8,7 +8,7 @@
  * times a fixed multiplier: us-west-2 1.00, eu-west-1 1.12, ap-northeast-1
  * 1.29 (the typical ratio of those regions' list prices to us-east-1's).
  * A spot price is a fixed fraction of the zone's on-demand price, 30%..70%,
- * chosen by an FNV-1a hash of "<type>/<zone>" (no seed): the same type in
+ * chosen by a hash (FNV-1a, splitmix64 finalizer) of "<type>/<zone>" (no seed): the same type in
  * the same zone always costs the same. Types with no us-east-1 price (18)
  * are described by DescribeInstanceTypes but never offered: no offerings,
  * no spot price, and CreateFleet answers their overrides "Unsupported".
@@ -46,7 +46,10 @@ uint64_t aws_hash(const char *s, uint64_t seed)
 		h ^= (unsigned char)*s;
 		h *= 1099511628211ULL;
 	}
-	return h;
+	/* splitmix64's finalizer: similar names get unrelated ids. */
+	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+	return h ^ (h >> 31);
 }
 
 int aws_catalog_default_path(char **ret)

@@ -53,7 +53,7 @@ static void write_network(struct xml *x, const struct aws_instance_type *t)
 	if (*t->network_performance)
 		snprintf(perf, sizeof(perf), "%s", t->network_performance);
 	else
-		snprintf(perf, sizeof(perf), "%u Gigabit", MAX(t->network_mbps / 1000, 1U));
+		snprintf(perf, sizeof(perf), "%g Gigabit", MAX(t->network_mbps, 100U) / 1000.0);
 	xml_open(x, "networkInfo");
 	xml_leaf(x, "networkPerformance", perf);
 	xml_leaff(x, "maximumNetworkInterfaces", "%u", t->eni_max);

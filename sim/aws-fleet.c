@@ -24,6 +24,7 @@ struct candidate {
 	const struct aws_region *reg;
 	const struct aws_zone *zone;
 	const char *subnet_param, *az_param, *image_id;
+	bool image_overridden;
 	double priority;
 	double price[2]; /* [0] on-demand, [1] spot */
 	bool ice[2];
@@ -105,6 +106,7 @@ static void candidate_resolve(struct sim_aws *aws, const struct aws_request *req
 		c->zone = &in->zones[0];
 	}
 	c->reg = in;
+	c->image_overridden = img != NULL;
 	c->image_id = img ? img : c->lt ? c->lt->image_id : NULL;
 	im = c->image_id ? aws_image_by_id(aws, req->region, c->image_id) : NULL;
 	if (c->image_id && !im)
@@ -319,7 +321,7 @@ static void write_lt_and_override(struct xml *x, const struct aws_request *req,
 		xml_leaf(x, "subnetId", c->subnet_param);
 	if (c->zone)
 		xml_leaf(x, "availabilityZone", c->zone->name);
-	if (c->image_id)
+	if (c->image_overridden)
 		xml_leaf(x, "imageId", c->image_id);
 	if (c->priority != HUGE_VAL && !c->error_code)
 		xml_leaff(x, "priority", "%g", c->priority);

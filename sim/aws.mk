@@ -21,3 +21,9 @@ tests_fuzz_fuzz_sim_aws_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/test
 tests_fuzz_fuzz_sim_aws_LDFLAGS = $(FUZZ_LDFLAGS)
 tests_fuzz_fuzz_sim_aws_LDADD = $(SIMAWS_LIBS)
 EXTRA_DIST += tests/fuzz/corpus/sim_aws
+
+check_PROGRAMS += tests/unit/test_sim_aws_catalog
+TESTS += tests/unit/test_sim_aws_catalog
+tests_unit_test_sim_aws_catalog_SOURCES = tests/unit/test_sim_aws_catalog.c
+tests_unit_test_sim_aws_catalog_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sim_aws_catalog_LDADD = $(SIMAWS_LIBS) $(TEST_LIBS)

@@ -739,3 +739,143 @@ Test(sim_aws, terminate_moves_through_shutting_down_to_terminated)
 	cr_assert_str_eq(xml_nth(strstr(r.body, "<instanceState>"), "name", 0, buf, sizeof(buf)), "terminated", "%s", r.body);
 	free(r.body);
 }
+
+static struct reply get_ec2(const char *query)
+{
+	struct sigv4_header hv[2];
+	struct sigv4_request req = { .method = "GET", .path = "/", .query = query, .headers = hv,
+				     .n_headers = 2, .payload_sha256_hex = SIGV4_EMPTY_PAYLOAD_SHA256 };
+	struct sigv4_credentials creds = { TEST_AKID, TEST_SECRET, NULL };
+	char date[SIGV4_AMZ_DATE_LEN + 1], url[512], line[2048];
+	struct curl_slist *h = NULL;
+	struct reply r = { 0 };
+	char *authz = NULL;
+	CURL *curl = curl_easy_init();
+
+	cr_assert_geq(sigv4_format_amz_date(time(NULL), date), 0);
+	hv[0] = (struct sigv4_header){ "Host", host };
+	hv[1] = (struct sigv4_header){ "X-Amz-Date", date };
+	cr_assert_geq(sigv4_sign(&req, &creds, "us-west-2", "ec2", date, &authz), 0);
+	snprintf(line, sizeof(line), "Authorization: %s", authz);
+	h = curl_slist_append(h, line);
+	snprintf(line, sizeof(line), "X-Amz-Date: %s", date);
+	h = curl_slist_append(h, line);
+	snprintf(url, sizeof(url), "http://%s/?%s", host, query);
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r);
+	cr_assert_eq(curl_easy_perform(curl), CURLE_OK);
+	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
+	curl_easy_cleanup(curl);
+	curl_slist_free_all(h);
+	free(authz);
+	return r;
+}
+
+Test(sim_aws, get_with_a_signed_query_string_is_served)
+{
+	struct reply r = get_ec2("Action=DescribeAvailabilityZones&Version=2016-11-15&ZoneName.1=us-west-2c");
+
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_eq(xml_count(r.body, "<zoneName>"), 1, "%s", r.body);
+	cr_assert(strstr(r.body, "<zoneId>usw2-az3</zoneId>"), "%s", r.body);
+	free(r.body);
+}
+
+Test(sim_aws, error_rate_fault_returns_internal_error)
+{
+	struct reply f = admin("POST", "/_sim/faults", "{\"errorRate\": 1}");
+	struct reply r;
+	char buf[64];
+
+	cr_assert_eq(f.status, 200, "%s", f.body);
+	free(f.body);
+	r = ec2("Action=DescribeInstances");
+	cr_assert_eq(r.status, 500, "%s", r.body);
+	cr_assert_str_eq(xml_nth(r.body, "Code", 0, buf, sizeof(buf)), "InternalError");
+	free(r.body);
+	r = call_full(&(struct call){ .service = "ssm", .target = "AmazonSSM.GetParameter" }, "/",
+		      "{\"Name\":\"/aws/service/bottlerocket/aws-k8s-1.30/x86_64/latest/image_id\"}");
+	cr_assert_eq(r.status, 500, "%s", r.body);
+	cr_assert(strstr(r.body, "\"__type\":\"InternalServerError\""), "%s", r.body);
+	free(r.body);
+}
+
+Test(sim_aws, latency_fault_delays_answers)
+{
+	struct reply f = admin("POST", "/_sim/faults", "{\"latencyMs\": 300}");
+	struct timespec a, b;
+	struct reply r;
+	double ms;
+
+	free(f.body);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	r = ec2("Action=DescribeAvailabilityZones");
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	ms = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
+	cr_assert_eq(r.status, 200);
+	cr_assert_geq(ms, 290, "%f ms", ms);
+	free(r.body);
+}
+
+Test(sim_aws, throttle_budget_allows_only_n_requests_per_second)
+{
+	struct reply f = admin("POST", "/_sim/faults", "{\"throttlePerSecond\": 2}");
+	int throttled = 0;
+
+	free(f.body);
+	for (int i = 0; i < 6; i++) {
+		struct reply r = ec2("Action=DescribeAvailabilityZones");
+
+		throttled += r.status == 503;
+		free(r.body);
+	}
+	/* Six calls straddle at most two one-second windows. */
+	cr_assert_geq(throttled, 2);
+	cr_assert_leq(throttled, 4);
+}
+
+Test(sim_aws, bad_faults_and_unknown_admin_paths_are_client_errors)
+{
+	struct reply r = admin("POST", "/_sim/faults", "{\"latencyMs\": -1}");
+
+	cr_assert_eq(r.status, 400, "%s", r.body);
+	free(r.body);
+	r = admin("GET", "/_sim/nothing", NULL);
+	cr_assert_eq(r.status, 404, "%s", r.body);
+	free(r.body);
+	r = admin("POST", "/_sim/interrupt", "{\"instanceIds\":[\"i-0000\"]}");
+	cr_assert_eq(r.status, 400, "%s", r.body);
+	free(r.body);
+}
+
+Test(sim_aws, architecture_mismatch_between_ami_and_type_is_an_override_error)
+{
+	char a[64], params[1024], buf[128];
+	struct reply s, r;
+	json_t *j;
+
+	s = call_full(&(struct call){ .service = "ssm", .target = "AmazonSSM.GetParameter" }, "/",
+		      "{\"Name\":\"/aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/standard/recommended/image_id\"}");
+	j = json_loads(s.body, 0, NULL);
+	snprintf(params, sizeof(params), "Action=CreateLaunchTemplate&LaunchTemplateName=lt-x86&LaunchTemplateData.ImageId=%s",
+		 json_string_value(json_object_get(json_object_get(j, "Parameter"), "Value")));
+	json_decref(j);
+	free(s.body);
+	r = ec2(params);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	free(r.body);
+	subnet('a', a, sizeof(a));
+	snprintf(params, sizeof(params),
+		 "Action=CreateFleet&Type=instant&TargetCapacitySpecification.TotalTargetCapacity=1"
+		 "&TargetCapacitySpecification.DefaultTargetCapacityType=on-demand"
+		 "&LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateName=lt-x86"
+		 "&LaunchTemplateConfigs.1.Overrides.1.InstanceType=m6g.large&LaunchTemplateConfigs.1.Overrides.1.SubnetId=%s",
+		 a);
+	r = ec2(params);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_str_eq(xml_nth(r.body, "errorCode", 0, buf, sizeof(buf)), "InvalidParameterValue", "%s", r.body);
+	cr_assert(strstr(r.body, "<fleetInstanceSet></fleetInstanceSet>"), "%s", r.body);
+	free(r.body);
+}
