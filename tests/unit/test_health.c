@@ -55,6 +55,10 @@ static void reply_free(struct reply *r)
 	free(r->content_type);
 }
 
+/* Short so the tests run quickly, long enough that a loaded machine
+ * (sanitizers, parallel tests) does not miss a 500 ms heartbeat. */
+#define STALL_SECONDS 2
+
 static struct metrics_registry *reg;
 static struct health_server *server;
 
@@ -68,7 +72,8 @@ static void setup(void)
 	cr_assert_eq(metrics_counter_new(reg, &c, "karpenter_nodeclaims_created_total",
 					 "Number of nodeclaims created.", "nodepool", NULL), 0);
 	cr_assert_eq(metrics_counter_add(c, 3, "default", NULL), 0);
-	cr_assert_eq(health_server_new(reg, HEALTH_PORT_EPHEMERAL, HEALTH_PORT_EPHEMERAL, 1, &server), 0);
+	cr_assert_eq(health_server_new(reg, HEALTH_PORT_EPHEMERAL, HEALTH_PORT_EPHEMERAL,
+				       STALL_SECONDS, &server), 0);
 	cr_assert_gt(health_server_metrics_port(server), 0);
 	cr_assert_gt(health_server_health_port(server), 0);
 	cr_assert_neq(health_server_metrics_port(server), health_server_health_port(server));
@@ -96,16 +101,18 @@ Test(health, metrics_endpoint_serves_the_exposition_format)
 
 Test(health, healthz_is_ok_while_heartbeats_arrive_and_503_when_they_stop)
 {
+	health_server_heartbeat(server);
 	struct reply r = http(health_server_health_port(server), "GET", "/healthz");
 	cr_assert_eq(r.status, 200);
 	cr_assert_str_eq(r.body, "ok\n");
 	reply_free(&r);
 
-	/* The stall window is 1 s: let it pass without a heartbeat. */
-	nanosleep(&(struct timespec){ .tv_sec = 1, .tv_nsec = 300 * 1000000 }, NULL);
+	/* Let the stall window pass without a heartbeat. */
+	nanosleep(&(struct timespec){ .tv_sec = STALL_SECONDS, .tv_nsec = 300 * 1000000 }, NULL);
 	r = http(health_server_health_port(server), "GET", "/healthz");
 	cr_assert_eq(r.status, 503);
-	cr_assert(strstr(r.body, "event loop stalled: no heartbeat for 1."), "%s", r.body);
+	cr_assert(strstr(r.body, "event loop stalled: no heartbeat for "), "%s", r.body);
+	cr_assert(strstr(r.body, "s (limit 2s)\n"), "%s", r.body);
 	reply_free(&r);
 
 	health_server_heartbeat(server);
@@ -264,8 +271,8 @@ Test(health, a_turning_loop_keeps_healthz_ok_past_the_stall_window)
 
 	cr_assert_eq(loop_new(&loop, "kanna-test"), 0);
 	cr_assert_eq(health_server_attach_loop(server, loop), 0);
-	/* Turn the loop for longer than the 1 s stall window. */
-	cr_assert_eq(loop_add_timer(loop, 1500 * 1000, stop_loop, NULL, NULL), 0);
+	/* Turn the loop for longer than the stall window. */
+	cr_assert_eq(loop_add_timer(loop, (STALL_SECONDS * 1000 + 500) * 1000, stop_loop, NULL, NULL), 0);
 	cr_assert_eq(loop_run(loop), 0);
 	struct reply r = http(health_server_health_port(server), "GET", "/healthz");
 	cr_assert_eq(r.status, 200, "%s", r.body);
@@ -281,7 +288,7 @@ struct stuck {
 static int stuck_callback(struct loop *loop, void *userdata)
 {
 	struct stuck *s = userdata;
-	nanosleep(&(struct timespec){ .tv_sec = 1, .tv_nsec = 500 * 1000000 }, NULL);
+	nanosleep(&(struct timespec){ .tv_sec = STALL_SECONDS, .tv_nsec = 500 * 1000000 }, NULL);
 	struct reply r = http(health_server_health_port(server), "GET", "/healthz");
 	s->status = r.status;
 	reply_free(&r);
