@@ -219,25 +219,33 @@ static char *query_component_normalize(const char *s, size_t n)
 	return ret;
 }
 
-static void query_params_free(struct query_param *p, size_t n)
+struct query_params {
+	struct query_param *v;
+	size_t n;
+};
+
+static void query_params_done(struct query_params *p)
 {
-	for (size_t i = 0; i < n; i++) {
-		free(p[i].key);
-		free(p[i].value);
+	for (size_t i = 0; i < p->n; i++) {
+		free(p->v[i].key);
+		free(p->v[i].value);
 	}
-	free(p);
+	free(p->v);
 }
 
 static int write_canonical_query(FILE *f, const char *query)
 {
-	struct query_param *params = NULL;
-	size_t n = 0;
-	int r = 0;
+	_cleanup_(query_params_done) struct query_params params = { 0 };
+	size_t cap = 1;
 
 	if (!query || !*query)
 		return 0;
-	params = calloc(SIGV4_MAX_QUERY_PARAMS, sizeof(*params));
-	if (!params)
+	for (const char *p = query; *p; p++)
+		cap += *p == '&';
+	if (cap > SIGV4_MAX_QUERY_PARAMS)
+		return -E2BIG;
+	params.v = calloc(cap, sizeof(*params.v));
+	if (!params.v)
 		return -ENOMEM;
 	for (const char *p = query; *p;) {
 		const char *amp = strchr(p, '&');
@@ -246,27 +254,19 @@ static int write_canonical_query(FILE *f, const char *query)
 		size_t klen = eq ? (size_t)(eq - p) : len;
 
 		if (len > 0) {
-			if (n == SIGV4_MAX_QUERY_PARAMS) {
-				r = -E2BIG;
-				goto out;
-			}
-			params[n].key = query_component_normalize(p, klen);
-			params[n].value = eq ? query_component_normalize(eq + 1, len - klen - 1)
-					     : strdup("");
-			n++;
-			if (!params[n - 1].key || !params[n - 1].value) {
-				r = -ENOMEM;
-				goto out;
-			}
+			struct query_param *qp = &params.v[params.n++];
+
+			qp->key = query_component_normalize(p, klen);
+			qp->value = eq ? query_component_normalize(eq + 1, len - klen - 1) : strdup("");
+			if (!qp->key || !qp->value)
+				return -ENOMEM;
 		}
 		p += len + (amp ? 1 : 0);
 	}
-	qsort(params, n, sizeof(*params), query_param_compare);
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%s%s=%s", i ? "&" : "", params[i].key, params[i].value);
-out:
-	query_params_free(params, n);
-	return r;
+	qsort(params.v, params.n, sizeof(*params.v), query_param_compare);
+	for (size_t i = 0; i < params.n; i++)
+		fprintf(f, "%s%s=%s", i ? "&" : "", params.v[i].key, params.v[i].value);
+	return 0;
 }
 
 /* Write "name:v1,v2\n" for one lowercase name: trimmed values, inner
@@ -309,41 +309,45 @@ static int header_name_compare(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+struct name_list {
+	char **v;
+	size_t n;
+};
+
+static void name_list_done(struct name_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+}
+
 int sigv4_signed_headers(const struct sigv4_request *req, char **ret)
 {
-	_cleanup_free_ char **names = NULL;
+	_cleanup_(name_list_done) struct name_list names = { 0 };
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_fclose_ FILE *f = NULL;
-	size_t size = 0, n = 0;
-	int r = 0;
+	size_t size = 0;
 
-	names = calloc(req->n_headers + 1, sizeof(*names));
-	if (!names)
+	names.v = calloc(req->n_headers + 1, sizeof(*names.v));
+	if (!names.v)
 		return -ENOMEM;
 	for (size_t i = 0; i < req->n_headers; i++) {
-		names[n] = strdup(req->headers[i].name);
-		if (!names[n]) {
-			r = -ENOMEM;
-			goto out;
-		}
-		for (char *c = names[n]; *c; c++)
+		char *name = strdup(req->headers[i].name);
+
+		if (!name)
+			return -ENOMEM;
+		for (char *c = name; *c; c++)
 			*c = (char)tolower((unsigned char)*c);
-		n++;
+		names.v[names.n++] = name;
 	}
-	qsort(names, n, sizeof(*names), header_name_compare);
+	qsort(names.v, names.n, sizeof(*names.v), header_name_compare);
 	f = open_memstream(&buf, &size);
-	if (!f) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (i == 0 || !streq(names[i], names[i - 1]))
-			fprintf(f, "%s%s", i ? ";" : "", names[i]);
-	r = memstream_take(&f, &buf, ret);
-out:
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	return r;
+	if (!f)
+		return -ENOMEM;
+	for (size_t i = 0; i < names.n; i++)
+		if (i == 0 || !streq(names.v[i], names.v[i - 1]))
+			fprintf(f, "%s%s", i ? ";" : "", names.v[i]);
+	return memstream_take(&f, &buf, ret);
 }
 
 int sigv4_canonical_request(const struct sigv4_request *req,
