@@ -26,6 +26,9 @@ struct proto_decoder {
 	struct proto_arena arena;
 	struct proto_path path;
 	struct proto_error *err;
+	size_t decoded;     /* arena bytes handed out for this frame */
+	size_t max_decoded; /* PROTO_MAX_DECODED_BYTES unless lowered */
+	bool over_budget;   /* the last failed allocation hit max_decoded */
 };
 
 struct proto_decoder *proto_decoder_new(void)
@@ -38,7 +41,13 @@ struct proto_decoder *proto_decoder_new(void)
 		free(d);
 		return NULL;
 	}
+	d->max_decoded = PROTO_MAX_DECODED_BYTES;
 	return d;
+}
+
+void proto_decoder_set_max_decoded(struct proto_decoder *d, size_t max_bytes)
+{
+	d->max_decoded = MIN(max_bytes, (size_t)PROTO_MAX_DECODED_BYTES);
 }
 
 void proto_decoder_free(struct proto_decoder *d)
@@ -74,8 +83,22 @@ static int wrong_type(struct proto_decoder *d, const char *want, const msgpack_o
 			  object_type_name(o->type));
 }
 
+/* Every allocation of a decode goes through here, against the budget. */
+static void *decoder_alloc(struct proto_decoder *d, size_t size, bool zero)
+{
+	if (size > d->max_decoded - d->decoded) {
+		d->over_budget = true;
+		return NULL;
+	}
+	d->decoded += size;
+	return zero ? proto_arena_alloc0(&d->arena, size) : proto_arena_alloc(&d->arena, size);
+}
+
 static int nomem(struct proto_decoder *d)
 {
+	if (d->over_budget)
+		return proto_fail(d->err, &d->path, PROTO_E_TOO_MANY,
+				  "message decodes to more than %zu bytes", d->max_decoded);
 	return proto_fail(d->err, &d->path, PROTO_E_NOMEM, "out of memory");
 }
 
@@ -104,8 +127,13 @@ static int decode_str(struct proto_decoder *d, const msgpack_object *o, uint32_t
 				  o->via.str.size, max);
 	if (o->via.str.size && memchr(o->via.str.ptr, '\0', o->via.str.size))
 		return proto_fail(d->err, &d->path, PROTO_E_RANGE, "string contains a NUL byte");
-	*ret = proto_arena_strndup(&d->arena, o->via.str.ptr, o->via.str.size);
-	return *ret ? 0 : nomem(d);
+	*ret = decoder_alloc(d, (size_t)o->via.str.size + 1, false);
+	if (!*ret)
+		return nomem(d);
+	if (o->via.str.size)
+		memcpy(*ret, o->via.str.ptr, o->via.str.size);
+	(*ret)[o->via.str.size] = '\0';
+	return 0;
 }
 
 /* Any integer in [min, max]; msgpack-c stores both signs in a union. */
@@ -134,7 +162,7 @@ static int decode_struct(struct proto_decoder *d, const struct proto_struct_desc
 
 static void *alloc_array(struct proto_decoder *d, uint32_t n, size_t size)
 {
-	return proto_arena_alloc0(&d->arena, n ? (size_t)n * size : 1);
+	return decoder_alloc(d, n ? (size_t)n * size : 1, true);
 }
 
 static int decode_strs(struct proto_decoder *d, const struct proto_field_desc *f,
@@ -240,7 +268,7 @@ static int decode_object(struct proto_decoder *d, const msgpack_object *o, struc
 				  "unknown object kind %" PRId64, kind);
 	sd = proto_object_descs[kind];
 	out->kind = (uint8_t)kind;
-	out->ptr = proto_arena_alloc0(&d->arena, sd->size);
+	out->ptr = decoder_alloc(d, sd->size, true);
 	if (!out->ptr)
 		return nomem(d);
 	proto_path_push(&d->path, sd->name, 0);
@@ -406,6 +434,8 @@ int proto_decode(struct proto_decoder *d, const void *buf, size_t len,
 	*ret = NULL;
 	d->err = err;
 	d->path.depth = 0;
+	d->decoded = 0;
+	d->over_budget = false;
 	msgpack_zone_clear(&d->zone);
 	proto_arena_reset(&d->arena);
 
@@ -420,7 +450,7 @@ int proto_decode(struct proto_decoder *d, const void *buf, size_t len,
 	default: /* the scan accepted it, so msgpack-c must too */
 		return proto_fail(err, NULL, PROTO_E_MALFORMED, "msgpack-c refused the frame");
 	}
-	m = proto_arena_alloc0(&d->arena, sizeof(*m));
+	m = decoder_alloc(d, sizeof(*m), true);
 	if (!m)
 		return nomem(d);
 	r = decode_tree(d, &root, m);

@@ -11,6 +11,13 @@
 /* A full catalog (≈1,400 types × offerings × labels) is ≈2 MiB; a pending
  * batch of PROTO_MAX_PENDING_PODS pods of 2 KiB each is ≈10 MiB. */
 #define PROTO_MAX_FRAME_BYTES (16u * 1024 * 1024)
+/* msgpack objects per frame: ≈3× the largest real message (a 5,000-pod
+ * batch is ≈300k objects, the full catalog ≈200k); caps msgpack-c's object
+ * tree at 48 MB. */
+#define PROTO_MAX_FRAME_OBJECTS 2000000u
+/* Decoded structs and strings per frame (the decoder's arena): the largest
+ * legal message decodes to well under this; a decoder may lower it. */
+#define PROTO_MAX_DECODED_BYTES (64u * 1024 * 1024)
 /* Deepest declared path is ≈10 levels (pending_pods.pods[].pod_affinity
  * .selector.match_expressions[].values[]); unknown fields may nest a few
  * more, never deeper than this. */

@@ -792,6 +792,8 @@ int proto_encode(const struct proto_msg *msg, struct msgpack_sbuffer *out,
 struct proto_decoder;
 struct proto_decoder *proto_decoder_new(void);
 void proto_decoder_free(struct proto_decoder *d);
+/* Lowers the decoded-size budget (default and maximum PROTO_MAX_DECODED_BYTES). */
+void proto_decoder_set_max_decoded(struct proto_decoder *d, size_t max_bytes);
 
 /*
  * Decodes exactly one frame. Returns 0 and *ret, or -EBADMSG (malformed,

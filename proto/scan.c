@@ -3,7 +3,8 @@
  * C unpacker sizes every array and map from its header (an array32 header
  * of 5 bytes asks it for ~100 GB) and has no limits API, so this pass walks
  * the msgpack headers first and rejects a frame that is truncated, nested
- * too deep, uses the reserved byte 0xc1, or carries trailing bytes. After
+ * too deep, uses the reserved byte 0xc1, holds more than PROTO_MAX_FRAME_OBJECTS objects
+ * or carries trailing bytes. After
  * it, every container holds at most as many entries as bytes remain, so
  * msgpack_unpack() allocates at most ~24 bytes per input byte.
  * Called only by proto/decode.c; reads nothing outside [buf, buf+len).
@@ -16,6 +17,7 @@ struct scan {
 	const uint8_t *p;
 	size_t len;
 	size_t off;
+	uint64_t objects;
 	struct proto_error *err;
 };
 
@@ -112,6 +114,9 @@ static int scan_object(struct scan *s)
 			depth--;
 		}
 		left[depth]--;
+		if (++s->objects > PROTO_MAX_FRAME_OBJECTS)
+			return proto_fail(s->err, NULL, PROTO_E_TOO_MANY,
+					  "message of more than %u msgpack objects", PROTO_MAX_FRAME_OBJECTS);
 		if (s->off >= s->len)
 			return truncated(s);
 		r = header(s, s->p[s->off++], &skip, &children);

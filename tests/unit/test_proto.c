@@ -551,3 +551,34 @@ Test(proto, hello_mismatch_is_refused_with_what_differs)
 	cr_assert_eq(proto_hello_verify(&m, PROTO_PROCESS_SCHEDULER, 0, &err), -EBADMSG);
 	cr_assert_str_eq(err.text, "hello: connection opened with heartbeat instead of hello");
 }
+
+Test(proto, decoded_size_budget_is_enforced_with_a_named_error)
+{
+	struct proto_rng rng = { .state = 11 };
+	const struct proto_msg *out;
+	struct proto_error err;
+	struct proto_msg m;
+
+	cr_assert_eq(proto_random_msg(&rng, &arena, PROTO_MSG_CATALOG, 6, &m), 0);
+	encode_ok(&m);
+	cr_assert_eq(proto_decode(dec, sbuf.data, sbuf.size, &out, &err), 0, "%s", err.text);
+	proto_decoder_set_max_decoded(dec, 512);
+	expect_error(sbuf.data, sbuf.size, -EBADMSG, PROTO_E_TOO_MANY, NULL);
+	cr_assert_eq(proto_decode(dec, sbuf.data, sbuf.size, &out, &err), -EBADMSG);
+	cr_assert(strstr(err.text, "message decodes to more than 512 bytes"), "%s", err.text);
+}
+
+Test(proto, frame_with_too_many_objects_is_rejected_before_unpacking)
+{
+	msgpack_packer pk;
+
+	msgpack_packer_init(&pk, &sbuf, msgpack_sbuffer_write);
+	pack_head(&pk, PROTO_VERSION_MAJOR, PROTO_MSG_HEARTBEAT);
+	msgpack_pack_map(&pk, 1);
+	msgpack_pack_uint8(&pk, 99); /* an unknown field holding 2M nils */
+	msgpack_pack_array(&pk, PROTO_MAX_FRAME_OBJECTS);
+	for (unsigned i = 0; i < PROTO_MAX_FRAME_OBJECTS; i++)
+		msgpack_pack_nil(&pk);
+	expect_error(sbuf.data, sbuf.size, -EBADMSG, PROTO_E_TOO_MANY,
+		     "message of more than 2000000 msgpack objects");
+}
