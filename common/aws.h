@@ -70,7 +70,8 @@ bool aws_credentials_need_refresh(const struct aws_credentials *c, time_t now);
 int aws_credentials_resolve(const struct aws_credentials_options *opts,
 			    struct aws_credentials **ret, char **ret_error);
 
-/* The individual sources (each -ENOENT when it is not configured). */
+/* The individual sources (each -ENOENT when it is not configured). *ret_why
+ * must be NULL (or malloc'd, it is replaced) and gets the reason on failure. */
 int aws_credentials_from_env(struct aws_credentials **ret, char **ret_why);
 int aws_credentials_from_shared_files(const char *profile,
 				      struct aws_credentials **ret,
@@ -238,9 +239,10 @@ uint64_t aws_retry_backoff_usec(const struct aws_retry_policy *p, unsigned faile
 
 /* ---- client ----------------------------------------------------------------------- */
 
-/* EC2's documented default for mutating calls is a 5/s refill with 50
- * burst (DescribeX: 20/s, 100 burst); a shared 20/s, 50 burst keeps a
- * launcher under both. */
+/* EC2 throttles per account and Region with token buckets (documented
+ * default for non-mutating Describe* calls: 100 tokens refilled at 20/s).
+ * A client-wide 20/s with a burst of 50 stays under it and leaves room for
+ * the other tools of the account; configurable per client. */
 #define AWS_CLIENT_DEFAULT_RATE 20.0
 #define AWS_CLIENT_DEFAULT_BURST 50
 /* Whole-transfer timeout of one attempt. */
