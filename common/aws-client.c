@@ -136,7 +136,8 @@ int aws_client_new(struct loop *loop, const struct aws_client_options *opts,
 	return 0;
 }
 
-static void call_free(struct aws_call *call)
+/* Take the call off its client's list (idempotent). */
+static void call_unlink(struct aws_call *call)
 {
 	struct aws_client *c = call->client;
 
@@ -146,6 +147,12 @@ static void call_free(struct aws_call *call)
 		c->calls = call->next;
 	if (call->next)
 		call->next->prev = call->prev;
+	call->prev = call->next = NULL;
+}
+
+/* Free an unlinked call; never touches the client (it may be gone). */
+static void call_destroy(struct aws_call *call)
+{
 	if (call->timer)
 		sd_event_source_disable_unref(call->timer);
 	if (call->easy)
@@ -156,6 +163,12 @@ static void call_free(struct aws_call *call)
 	free(call->body);
 	free(call->response);
 	free(call);
+}
+
+static void call_free(struct aws_call *call)
+{
+	call_unlink(call);
+	call_destroy(call);
 }
 
 void aws_client_free(struct aws_client *c)
@@ -409,12 +422,14 @@ static void call_finish(struct aws_call *call, struct aws_response *resp)
 	resp->attempts = call->attempts;
 	resp->body = call->response;
 	resp->body_len = call->response_len;
+	/* unlinked first: done() may even free the client */
+	call_unlink(call);
 	if (call->done)
 		call->done(call->client, resp, call->userdata);
 	if (resp->xml)
 		aws_xml_free(resp->xml);
 	json_decref(resp->json);
-	call_free(call);
+	call_destroy(call);
 }
 
 static void call_fail(struct aws_call *call, int r, const char *why)

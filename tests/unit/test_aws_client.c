@@ -533,3 +533,27 @@ Test(aws_client, signs_the_path_of_an_endpoint_override_with_a_prefix)
 	cr_assert_eq(h.out[0].result, 0, "%s", h.out[0].text);
 	cr_assert_eq(srv.bad_signatures, 0);
 }
+
+static void on_done_free_client(struct aws_client *c, const struct aws_response *r, void *userdata)
+{
+	on_done(c, r, userdata);
+	aws_client_free(c);
+	current->client = NULL;
+	loop_exit(current->loop, 0);
+}
+
+Test(aws_client, done_may_free_the_client)
+{
+	static const struct scripted s[] = { { 200, described } };
+	struct harness h;
+	struct aws_query *q = NULL;
+
+	script(s, ARRAY_SIZE(s));
+	harness_init(&h, NULL, NULL);
+	cr_assert_eq(aws_query_new("DescribeInstances", "2016-11-15", &q), 0);
+	cr_assert_eq(aws_call_query(h.client, "ec2", q, on_done_free_client, &h.out[0]), 0);
+	cr_assert_eq(loop_run(h.loop), 0);
+	cr_assert_eq(h.out[0].result, 0, "%s", h.out[0].text);
+	cr_assert_null(h.client);
+	loop_free(h.loop);
+}
