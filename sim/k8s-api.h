@@ -81,6 +81,8 @@ int k8s_discovery_handle(struct k8s_api *api, const struct k8s_route *route,
 /* /openapi/v3 paths: 1 when handled (resp filled), 0 when not OpenAPI. */
 int k8s_openapi_handle(struct k8s_api *api, const char *path,
 		       struct k8s_response *resp);
+/* Mutation for k8s_store_mutate(): binds the pod to node (a char *). */
+json_t *k8s_pod_bind(const json_t *pod, void *node, struct k8s_error *err);
 int k8s_pod_binding(struct k8s_api *api, const struct k8s_route *route,
 		    json_t *body, struct k8s_response *resp);
 int k8s_pod_eviction(struct k8s_api *api, const struct k8s_route *route,

@@ -16,7 +16,7 @@
 #include "sim/k8s-patch.h"
 #include "sim/k8s-store-internal.h"
 
-static json_t *bind_pod(const json_t *cur, void *userdata, struct k8s_error *err)
+json_t *k8s_pod_bind(const json_t *cur, void *userdata, struct k8s_error *err)
 {
 	const char *node = userdata;
 	const json_t *meta = json_object_get(cur, "metadata");
@@ -74,7 +74,7 @@ int k8s_pod_binding(struct k8s_api *api, const struct k8s_route *route,
 		return k8s_reply_error(resp, &err);
 	}
 	r = k8s_store_mutate(api->store, route->res, route->ns, route->name, K8S_WRITE_ALL,
-			     bind_pod, (void *)node, NULL, &err);
+			     k8s_pod_bind, (void *)node, NULL, &err);
 	if (r < 0)
 		return k8s_reply_error(resp, &err);
 	err.code = 201;

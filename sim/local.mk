@@ -11,13 +11,16 @@ libkanna_simk8s_a_SOURCES = \
 	sim/k8s-watch.h sim/k8s-watch.c \
 	sim/k8s-api.h sim/k8s-api.c sim/k8s-route.c sim/k8s-discovery.c \
 	sim/k8s-subresource.c sim/k8s-openapi.c sim/k8s-server.h sim/k8s-server.c \
-	sim/tls.h sim/tls.c
+	sim/tls.h sim/tls.c \
+	sim/k8s-controllers.h sim/k8s-controllers.c sim/k8s-scheduler.c
 SIM_K8S_LIBS = libkanna-simk8s.a $(LDADD) -lpthread
 
 check_PROGRAMS += tests/unit/test_sim_selector tests/unit/test_sim_patch \
-	tests/unit/test_sim_store
+	tests/unit/test_sim_store tests/unit/test_sim_controllers
 TESTS += tests/unit/test_sim_selector tests/unit/test_sim_patch \
-	tests/unit/test_sim_store
+	tests/unit/test_sim_store tests/unit/test_sim_controllers
+tests_unit_test_sim_controllers_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sim_controllers_LDADD = $(SIM_K8S_LIBS) $(TEST_LIBS)
 tests_unit_test_sim_selector_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sim_selector_LDADD = $(SIM_K8S_LIBS) $(TEST_LIBS)
 tests_unit_test_sim_patch_CFLAGS = $(TEST_CFLAGS)

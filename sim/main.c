@@ -20,6 +20,7 @@
 #include "common/util.h"
 #include "common/yaml-json.h"
 #include "sim/aws.h"
+#include "sim/k8s-controllers.h"
 #include "sim/k8s-server.h"
 #include "sim/tls.h"
 
@@ -30,6 +31,7 @@ struct sim_options {
 	const char *state_dir;
 	const char *config;
 	bool insecure_http;
+	bool no_controllers;
 	uint16_t port;
 	uint16_t aws_port;
 	size_t watch_window;
@@ -45,6 +47,7 @@ struct sim {
 	struct k8s_store *store;
 	struct k8s_api api;
 	struct k8s_server *server;
+	struct k8s_controllers *controllers;
 	struct sim_aws *aws;
 	struct sim_tls tls;
 	char token[SIM_TOKEN_BYTES * 2 + 1];
@@ -53,7 +56,7 @@ struct sim {
 static void usage(FILE *f)
 {
 	fputs("Usage: kanna-sim --state-dir DIR [--config FILE] [--insecure-http]\n"
-	      "                 [--port N] [--aws-port N]\n"
+	      "                 [--port N] [--aws-port N] [--no-controllers]\n"
 	      "Serves a Kubernetes API and the EC2/SSM/STS/SQS APIs on 127.0.0.1.\n"
 	      "Writes DIR/kubeconfig, DIR/aws.env and DIR/ready.\n", f);
 }
@@ -110,6 +113,7 @@ static int parse_args(int argc, char **argv, struct sim_options *o)
 		{ "state-dir", required_argument, NULL, 'd' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "insecure-http", no_argument, NULL, 'k' },
+		{ "no-controllers", no_argument, NULL, 'n' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "aws-port", required_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
@@ -117,11 +121,12 @@ static int parse_args(int argc, char **argv, struct sim_options *o)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "d:c:kp:a:h", longopts, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "d:c:knp:a:h", longopts, NULL)) >= 0) {
 		switch (c) {
 		case 'd': o->state_dir = optarg; break;
 		case 'c': o->config = optarg; break;
 		case 'k': o->insecure_http = true; break;
+		case 'n': o->no_controllers = true; break;
 		case 'p':
 			if (parse_port(optarg, &o->port) < 0)
 				return log_error_errno(-EINVAL, "Failed to parse --port: %s", optarg);
@@ -281,6 +286,11 @@ static int start_k8s(struct sim *sim)
 			return log_error_errno(r, "Failed to generate TLS certificates: %m");
 		cfg.tls = &sim->tls;
 	}
+	if (!sim->opt.no_controllers) {
+		r = k8s_controllers_start(sim->store, &sim->controllers);
+		if (r < 0)
+			return log_error_errno(r, "Failed to start the controllers: %m");
+	}
 	sim->api.reg = sim->reg;
 	sim->api.store = sim->store;
 	r = k8s_server_start(&sim->api, &cfg, &sim->server);
@@ -294,6 +304,7 @@ static int start_k8s(struct sim *sim)
 static void sim_stop(struct sim *sim)
 {
 	sim->server = k8s_server_free(sim->server);
+	sim->controllers = k8s_controllers_free(sim->controllers);
 	sim->aws = sim_aws_free(sim->aws);
 	sim->store = k8s_store_free(sim->store);
 	sim->reg = k8s_registry_free(sim->reg);

@@ -97,6 +97,7 @@ metadata:
   name: web
   labels: {app: web}
 spec:
+  schedulerName: e2e-manual
   containers:
   - name: web
     image: nginx
@@ -108,6 +109,21 @@ expect_match "kubectl describe deployment" "$(kubectl describe deployment inflat
 kubectl scale deployment inflate --replicas=5 >/dev/null
 expect_eq "kubectl scale sets spec.replicas" \
 	"$(kubectl get deployment inflate -o jsonpath='{.spec.replicas}/{.metadata.generation}')" "5/2"
+inflate_pods() { kubectl get pods -l app=inflate -o jsonpath="$1"; }
+wait_for() { # what command want
+	i=0
+	while [ "$(eval "$2")" != "$3" ]; do
+		i=$((i + 1))
+		[ $i -le 100 ] || fail "$1: got '$(eval "$2")', want '$3'"
+		sleep 0.1
+	done
+	echo "ok - $1"
+}
+wait_for "the Deployment controller creates 5 pods, all Unschedulable without nodes" \
+	"inflate_pods '{range .items[*]}{.status.conditions[?(@.type==\"PodScheduled\")].reason} {end}'" \
+	"Unschedulable Unschedulable Unschedulable Unschedulable Unschedulable "
+expect_match "Unschedulable carries the scheduler's message" \
+	"$(inflate_pods '{.items[0].status.conditions[0].message}')" "0/0 nodes are available"
 
 # --- node, cordon, binding
 cat >"$tmp/node.yaml" <<'EOF'
@@ -121,6 +137,9 @@ status:
   allocatable: {cpu: "4", memory: 16Gi, pods: "110"}
 EOF
 kubectl apply -f "$tmp/node.yaml" >/dev/null
+wait_for "the scheduler binds the pending pods to the new Ready node" \
+	"inflate_pods '{range .items[*]}{.spec.nodeName} {end}'" "node-1 node-1 node-1 node-1 node-1 "
+expect_eq "the manually scheduled pod is left alone" "$(kubectl get pod web -o jsonpath='{.spec.nodeName}')" ""
 kubectl cordon node-1 >/dev/null
 expect_eq "cordon sets spec.unschedulable" "$(kubectl get node node-1 -o jsonpath='{.spec.unschedulable}')" true
 binding='{"apiVersion":"v1","kind":"Binding","metadata":{"name":"web"},"target":{"apiVersion":"v1","kind":"Node","name":"node-1"}}'
@@ -151,14 +170,20 @@ expect_eq "eviction allowed without a PDB" "$(post /api/v1/namespaces/default/po
 kubectl wait --for=delete pod/web --timeout=10s >/dev/null || fail "evicted pod not deleted"
 echo "ok - evicted pod terminates"
 kubectl run drained --image=nginx >/dev/null
+wait_for "a cordoned node takes no new pods" \
+	"kubectl get pod drained -o jsonpath='{.status.conditions[0].message}'" \
+	"0/1 nodes are available: 1 node(s) were unschedulable."
 post /api/v1/namespaces/default/pods/drained/binding \
 	'{"target":{"kind":"Node","name":"node-1"}}' >/dev/null
 expect_match "kubectl drain evicts" "$(kubectl drain node-1 --force --timeout=20s 2>&1)" "node/node-1 drained"
+wait_for "drained deployment pods are replaced and wait for capacity" \
+	"inflate_pods '{range .items[*]}{.spec.nodeName}{.status.conditions[0].reason} {end}'" \
+	"Unschedulable Unschedulable Unschedulable Unschedulable Unschedulable "
 
 # --- watch resumes from a resourceVersion
 rv=$(c "$server/api/v1/namespaces/default/pods" | sed -n 's/^{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"\([0-9]*\)".*/\1/p')
 [ -n "$rv" ] || fail "no resourceVersion in the pod list"
-kubectl run w1 --image=nginx >/dev/null
+kubectl run w1 --image=nginx --overrides='{"spec":{"schedulerName":"e2e-manual"}}' >/dev/null
 kubectl label pod w1 step=two >/dev/null
 kubectl delete pod w1 --wait=false >/dev/null
 events=$(c --max-time 10 "$server/api/v1/namespaces/default/pods?watch=1&resourceVersion=$rv&timeoutSeconds=1")

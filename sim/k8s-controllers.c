@@ -1,0 +1,284 @@
+/*
+ * The Deployment controller-lite and the thread that runs kanna-sim's
+ * controllers. A Deployment owns its pods directly (no ReplicaSet layer):
+ * it creates pods from spec.template until spec.replicas exist, deletes the
+ * least useful ones (unbound, then not ready, then newest) when scaled down,
+ * and reports status. Writes go through the store API only.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "sim/k8s-controllers.h"
+
+struct k8s_controllers {
+	struct k8s_store *store;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stop;
+};
+
+struct snapshot {
+	json_t *objects; /* parsed copies, taken under the store lock */
+};
+
+static void snapshot_one(struct k8s_object *o, void *userdata)
+{
+	json_t *obj = k8s_object_parse(o);
+
+	if (obj)
+		json_array_append_new(userdata, obj);
+}
+
+json_t *k8s_controller_snapshot(struct k8s_store *store, const char *group,
+				const char *plural)
+{
+	const struct k8s_resource *res = k8s_registry_find(store->reg, group, "v1", plural);
+	json_t *arr = json_array();
+
+	if (res && arr)
+		k8s_store_foreach(store, res, NULL, snapshot_one, arr);
+	return arr;
+}
+
+static const char *meta(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
+}
+
+static bool owned_by(const json_t *pod, const char *uid)
+{
+	const json_t *ref;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(pod, "metadata"), "ownerReferences"), i, ref)
+		if (streq_ptr(json_string_value(json_object_get(ref, "uid")), uid))
+			return true;
+	return false;
+}
+
+static bool pod_ready(const json_t *pod)
+{
+	const json_t *c;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c)
+		if (streq_ptr(json_string_value(json_object_get(c, "type")), "Ready"))
+			return streq_ptr(json_string_value(json_object_get(c, "status")), "True");
+	return false;
+}
+
+/* Lower is deleted first, as ReplicaSet's ActivePods ordering. */
+static int pod_usefulness(const json_t *pod)
+{
+	if (!json_object_get(json_object_get(pod, "spec"), "nodeName"))
+		return 0;
+	if (!pod_ready(pod))
+		return 1;
+	return 2;
+}
+
+static uint32_t template_hash(const json_t *tmpl)
+{
+	char *s = json_dumps(tmpl, JSON_COMPACT | JSON_SORT_KEYS);
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (const char *p = s; p && *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	free(s);
+	return h;
+}
+
+static json_t *pod_from_template(const json_t *d, const char *hash)
+{
+	const json_t *tmpl = json_object_get(json_object_get(d, "spec"), "template");
+	const json_t *tmeta = json_object_get(tmpl, "metadata");
+	json_t *labels = json_deep_copy(json_object_get(tmeta, "labels"));
+	char gen[300];
+
+	if (!labels)
+		labels = json_object();
+	json_object_set_new(labels, "pod-template-hash", json_string(hash));
+	snprintf(gen, sizeof(gen), "%s-%s-", meta(d, "name"), hash);
+	return json_pack("{s:s, s:s, s:{s:s, s:s, s:o, s:O?, s:[{s:s, s:s, s:s, s:s, s:b, s:b}]},"
+			 " s:O}",
+			 "apiVersion", "v1", "kind", "Pod", "metadata", "generateName", gen,
+			 "namespace", meta(d, "namespace"), "labels", labels, "annotations",
+			 json_object_get(tmeta, "annotations"), "ownerReferences", "apiVersion",
+			 "apps/v1", "kind", "Deployment", "name", meta(d, "name"), "uid",
+			 meta(d, "uid"), "controller", 1, "blockOwnerDeletion", 1, "spec",
+			 json_object_get(tmpl, "spec") ?: json_object());
+}
+
+static int cmp_usefulness(const void *a, const void *b)
+{
+	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	int c = pod_usefulness(x) - pod_usefulness(y);
+
+	/* Newer first among equals. */
+	return c ? c : -strcmp(meta(x, "creationTimestamp") ?: "", meta(y, "creationTimestamp") ?: "");
+}
+
+static json_t *set_status(const json_t *cur, void *userdata, struct k8s_error *err)
+{
+	json_t *out = json_deep_copy(cur);
+
+	json_object_set(out, "status", userdata);
+	return out;
+}
+
+static int reconcile_one(struct k8s_store *store, const json_t *d, const json_t *pods)
+{
+	const struct k8s_resource *pod_res = k8s_registry_find(store->reg, "", "v1", "pods");
+	const struct k8s_resource *dep_res = k8s_registry_find(store->reg, "apps", "v1", "deployments");
+	json_int_t want = json_integer_value(json_object_get(json_object_get(d, "spec"), "replicas"));
+	const json_t *p;
+	json_t **mine = calloc(json_array_size(pods) + 1, sizeof(json_t *)), *status;
+	size_t n = 0, i, ready = 0;
+	char hash[16];
+	int writes = 0;
+
+	if (!mine)
+		return -ENOMEM;
+	snprintf(hash, sizeof(hash), "%08x",
+		 template_hash(json_object_get(json_object_get(d, "spec"), "template")));
+	json_array_foreach(pods, i, p)
+		if (owned_by(p, meta(d, "uid")) && !meta(p, "deletionTimestamp"))
+			mine[n++] = (json_t *)p;
+	qsort(mine, n, sizeof(*mine), cmp_usefulness);
+	for (i = 0; i + (size_t)want < n; i++) {
+		struct k8s_delete_options opts;
+		struct k8s_error err = {};
+
+		k8s_delete_options_init(&opts);
+		if (k8s_store_delete(store, pod_res, meta(mine[i], "namespace"), meta(mine[i], "name"),
+				     &opts, NULL, &err) >= 0)
+			writes++;
+		k8s_error_clear(&err);
+	}
+	for (i = n; i < (size_t)want; i++) {
+		json_t *pod = pod_from_template(d, hash);
+		struct k8s_error err = {};
+
+		if (pod && k8s_store_create(store, pod_res, meta(d, "namespace"), pod, NULL, &err) >= 0)
+			writes++;
+		else
+			log_warn("Failed to create pod for deployment %s/%s: %s", meta(d, "namespace"),
+				 meta(d, "name"), err.message);
+		k8s_error_clear(&err);
+		json_decref(pod);
+	}
+	for (i = 0; i < n; i++)
+		ready += pod_ready(mine[i]);
+	free(mine);
+	status = json_pack("{s:I, s:I, s:I, s:I, s:I}", "observedGeneration",
+			   json_integer_value(json_object_get(json_object_get(d, "metadata"), "generation")),
+			   "replicas", (json_int_t)n, "updatedReplicas", (json_int_t)n, "readyReplicas",
+			   (json_int_t)ready, "availableReplicas", (json_int_t)ready);
+	if (status && !json_equal(status, json_object_get(d, "status"))) {
+		struct k8s_error err = {};
+
+		if (k8s_store_mutate(store, dep_res, meta(d, "namespace"), meta(d, "name"),
+				     K8S_WRITE_STATUS, set_status, status, NULL, &err) >= 0)
+			writes++;
+		k8s_error_clear(&err);
+	}
+	json_decref(status);
+	return writes;
+}
+
+int k8s_deployments_reconcile(struct k8s_store *store)
+{
+	json_t *deps = k8s_controller_snapshot(store, "apps", "deployments");
+	json_t *pods = k8s_controller_snapshot(store, "", "pods");
+	const json_t *d;
+	size_t i;
+	int writes = 0;
+
+	if (!deps || !pods) {
+		json_decref(deps);
+		json_decref(pods);
+		return -ENOMEM;
+	}
+	json_array_foreach(deps, i, d)
+		if (!meta(d, "deletionTimestamp")) {
+			int r = reconcile_one(store, d, pods);
+
+			writes += r > 0 ? r : 0;
+		}
+	json_decref(deps);
+	json_decref(pods);
+	return writes;
+}
+
+static void *controllers_main(void *userdata)
+{
+	struct k8s_controllers *c = userdata;
+	uint64_t seen = 0;
+
+	pthread_mutex_lock(&c->lock);
+	while (!c->stop) {
+		struct timespec ts;
+		uint64_t rv;
+
+		pthread_mutex_unlock(&c->lock);
+		k8s_store_lock(c->store);
+		rv = c->store->rv;
+		k8s_store_unlock(c->store);
+		if (rv != seen) {
+			seen = rv;
+			(void)k8s_deployments_reconcile(c->store);
+			(void)k8s_scheduler_reconcile(c->store);
+		}
+		pthread_mutex_lock(&c->lock);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += K8S_CONTROLLER_INTERVAL_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		if (!c->stop)
+			pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+int k8s_controllers_start(struct k8s_store *store, struct k8s_controllers **ret)
+{
+	struct k8s_controllers *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->store = store;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	if (pthread_create(&c->thread, NULL, controllers_main, c) != 0) {
+		pthread_mutex_destroy(&c->lock);
+		pthread_cond_destroy(&c->cond);
+		free(c);
+		return -EAGAIN;
+	}
+	*ret = c;
+	return 0;
+}
+
+struct k8s_controllers *k8s_controllers_free(struct k8s_controllers *c)
+{
+	if (!c)
+		return NULL;
+	pthread_mutex_lock(&c->lock);
+	c->stop = true;
+	pthread_cond_signal(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	pthread_join(c->thread, NULL);
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->cond);
+	free(c);
+	return NULL;
+}

@@ -1,0 +1,34 @@
+/*
+ * kanna-sim's lite controllers: a Deployment controller (replicas ↔ pods)
+ * and a kube-scheduler-lite (binds pending pods to Ready, schedulable nodes
+ * that fit, or marks them PodScheduled=False reason Unschedulable). One
+ * thread runs both whenever the store changed; passes are callable directly
+ * for tests.
+ */
+#ifndef KANNA_SIM_K8S_CONTROLLERS_H
+#define KANNA_SIM_K8S_CONTROLLERS_H
+
+#include <stdint.h>
+
+#include "sim/k8s-store.h"
+
+/* How often the controller thread looks for a changed resourceVersion. */
+#define K8S_CONTROLLER_INTERVAL_MS 100
+
+struct k8s_controllers;
+
+int k8s_controllers_start(struct k8s_store *store, struct k8s_controllers **ret);
+struct k8s_controllers *k8s_controllers_free(struct k8s_controllers *c);
+
+/* One reconcile pass each; return how many objects they wrote, or -errno. */
+int k8s_deployments_reconcile(struct k8s_store *store);
+int k8s_scheduler_reconcile(struct k8s_store *store);
+
+/* Parsed copies of every object of group/v1/plural, taken under the lock. */
+json_t *k8s_controller_snapshot(struct k8s_store *store, const char *group,
+				const char *plural);
+
+/* "500m" → 500, "2" → 2000, "512Mi" → 536870912000: milli-units. */
+int k8s_quantity_parse_milli(const char *s, int64_t *ret);
+
+#endif

@@ -1,0 +1,395 @@
+/*
+ * kube-scheduler-lite for kanna-sim: binds each pending pod (no nodeName,
+ * default scheduler, not terminating) to the first Ready, schedulable node
+ * whose free allocatable cpu/memory/pods fit its requests, whose labels
+ * satisfy its nodeSelector and required node affinity, and whose
+ * NoSchedule/NoExecute taints it tolerates. Otherwise it sets
+ * PodScheduled=False reason Unschedulable — the signal kanna acts on.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "sim/k8s-api.h"
+#include "sim/k8s-controllers.h"
+#include "sim/k8s-store-internal.h"
+
+int k8s_quantity_parse_milli(const char *s, int64_t *ret)
+{
+	static const struct {
+		const char *suffix;
+		double factor;
+	} suffixes[] = {
+		{ "Ki", 1024.0 }, { "Mi", 1048576.0 }, { "Gi", 1073741824.0 },
+		{ "Ti", 1099511627776.0 }, { "Pi", 1125899906842624.0 },
+		{ "m", 0.001 }, { "k", 1e3 }, { "M", 1e6 }, { "G", 1e9 }, { "T", 1e12 },
+		{ "P", 1e15 }, { "", 1.0 },
+	};
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0)
+		return -EINVAL;
+	for (size_t i = 0; i < ARRAY_SIZE(suffixes); i++)
+		if (streq(end, suffixes[i].suffix)) {
+			double milli = ceil(v * suffixes[i].factor * 1000.0);
+
+			if (milli > 9.0e18)
+				return -ERANGE;
+			*ret = (int64_t)milli;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int64_t quantity(const json_t *list, const char *name)
+{
+	int64_t v = 0;
+
+	(void)k8s_quantity_parse_milli(json_string_value(json_object_get(list, name)), &v);
+	if (json_is_integer(json_object_get(list, name)))
+		v = json_integer_value(json_object_get(list, name)) * 1000;
+	return v;
+}
+
+struct requests {
+	int64_t cpu, memory; /* milli-units */
+};
+
+static struct requests pod_requests(const json_t *pod)
+{
+	struct requests r = {};
+	const json_t *c;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, c) {
+		const json_t *req = json_object_get(json_object_get(c, "resources"), "requests");
+
+		r.cpu += quantity(req, "cpu");
+		r.memory += quantity(req, "memory");
+	}
+	return r;
+}
+
+struct node_fit {
+	const json_t *node;
+	const char *name;
+	int64_t free_cpu, free_memory, free_pods;
+};
+
+enum misfit {
+	MISFIT_NOT_READY,
+	MISFIT_UNSCHEDULABLE,
+	MISFIT_SELECTOR,
+	MISFIT_TAINT,
+	MISFIT_CPU,
+	MISFIT_MEMORY,
+	MISFIT_PODS,
+	_MISFIT_MAX,
+};
+
+static const char *const misfit_text[] = {
+	[MISFIT_NOT_READY] = "node(s) were not ready",
+	[MISFIT_UNSCHEDULABLE] = "node(s) were unschedulable",
+	[MISFIT_SELECTOR] = "node(s) didn't match Pod's node affinity/selector",
+	[MISFIT_TAINT] = "node(s) had untolerated taint",
+	[MISFIT_CPU] = "Insufficient cpu",
+	[MISFIT_MEMORY] = "Insufficient memory",
+	[MISFIT_PODS] = "Too many pods",
+};
+
+static bool node_ready(const json_t *node)
+{
+	const json_t *c;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(node, "status"), "conditions"), i, c)
+		if (streq_ptr(json_string_value(json_object_get(c, "type")), "Ready"))
+			return streq_ptr(json_string_value(json_object_get(c, "status")), "True");
+	return false;
+}
+
+static bool tolerates(const json_t *pod, const json_t *taint)
+{
+	const char *key = json_string_value(json_object_get(taint, "key"));
+	const char *value = json_string_value(json_object_get(taint, "value"));
+	const char *effect = json_string_value(json_object_get(taint, "effect"));
+	const json_t *t;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(pod, "spec"), "tolerations"), i, t) {
+		const char *tk = json_string_value(json_object_get(t, "key"));
+		const char *op = json_string_value(json_object_get(t, "operator")) ?: "Equal";
+		const char *te = json_string_value(json_object_get(t, "effect"));
+
+		if (te && *te && !streq_ptr(te, effect))
+			continue;
+		if ((!tk || !*tk) && streq(op, "Exists"))
+			return true;
+		if (streq_ptr(tk, key) &&
+		    (streq(op, "Exists") ||
+		     streq(json_string_value(json_object_get(t, "value")) ?: "", value ?: "")))
+			return true;
+	}
+	return false;
+}
+
+static bool taints_tolerated(const json_t *pod, const json_t *node)
+{
+	const json_t *taint;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(node, "spec"), "taints"), i, taint) {
+		const char *effect = json_string_value(json_object_get(taint, "effect"));
+
+		if ((streq_ptr(effect, "NoSchedule") || streq_ptr(effect, "NoExecute")) &&
+		    !tolerates(pod, taint))
+			return false;
+	}
+	return true;
+}
+
+static bool expression_matches(const json_t *e, const json_t *labels)
+{
+	const char *key = json_string_value(json_object_get(e, "key"));
+	const char *op = json_string_value(json_object_get(e, "operator"));
+	const char *v = key ? json_string_value(json_object_get(labels, key)) : NULL;
+	const json_t *values = json_object_get(e, "values"), *x;
+	bool in = false;
+	size_t i;
+
+	json_array_foreach(values, i, x)
+		in = in || streq_ptr(json_string_value(x), v);
+	if (streq_ptr(op, "In"))
+		return v && in;
+	if (streq_ptr(op, "NotIn"))
+		return !v || !in;
+	if (streq_ptr(op, "Exists"))
+		return v != NULL;
+	if (streq_ptr(op, "DoesNotExist"))
+		return v == NULL;
+	if ((streq_ptr(op, "Gt") || streq_ptr(op, "Lt")) && v && json_array_size(values) == 1) {
+		long a = strtol(v, NULL, 10);
+		long b = strtol(json_string_value(json_array_get(values, 0)) ?: "0", NULL, 10);
+
+		return streq(op, "Gt") ? a > b : a < b;
+	}
+	return false;
+}
+
+static bool selector_matches(const json_t *pod, const json_t *node)
+{
+	const json_t *spec = json_object_get(pod, "spec");
+	const json_t *labels = json_object_get(json_object_get(node, "metadata"), "labels");
+	const json_t *terms, *v, *term;
+	const char *key;
+	size_t i;
+
+	json_object_foreach((json_t *)json_object_get(spec, "nodeSelector"), key, v)
+		if (!streq_ptr(json_string_value(json_object_get(labels, key)), json_string_value(v)))
+			return false;
+	terms = json_object_get(json_object_get(json_object_get(json_object_get(spec, "affinity"),
+							       "nodeAffinity"),
+						"requiredDuringSchedulingIgnoredDuringExecution"),
+				"nodeSelectorTerms");
+	if (json_array_size(terms) == 0)
+		return true;
+	json_array_foreach(terms, i, term) {
+		const json_t *e;
+		size_t j;
+		bool all = true;
+
+		json_array_foreach(json_object_get(term, "matchExpressions"), j, e)
+			all = all && expression_matches(e, labels);
+		if (all)
+			return true;
+	}
+	return false;
+}
+
+static int node_misfit(const json_t *pod, const struct node_fit *n, struct requests req)
+{
+	if (!node_ready(n->node))
+		return MISFIT_NOT_READY;
+	if (json_is_true(json_object_get(json_object_get(n->node, "spec"), "unschedulable")))
+		return MISFIT_UNSCHEDULABLE;
+	if (!selector_matches(pod, n->node))
+		return MISFIT_SELECTOR;
+	if (!taints_tolerated(pod, n->node))
+		return MISFIT_TAINT;
+	if (req.cpu > n->free_cpu)
+		return MISFIT_CPU;
+	if (req.memory > n->free_memory)
+		return MISFIT_MEMORY;
+	if (n->free_pods < 1000)
+		return MISFIT_PODS;
+	return -1;
+}
+
+static struct node_fit *nodes_with_room(const json_t *nodes, const json_t *pods, size_t *n_ret)
+{
+	struct node_fit *fits = calloc(json_array_size(nodes) + 1, sizeof(*fits));
+	const json_t *node, *pod;
+	size_t i, n = 0;
+
+	if (!fits)
+		return NULL;
+	json_array_foreach(nodes, i, node) {
+		const json_t *alloc = json_object_get(json_object_get(node, "status"), "allocatable");
+
+		if (json_object_get(json_object_get(node, "metadata"), "deletionTimestamp"))
+			continue;
+		if (!alloc)
+			alloc = json_object_get(json_object_get(node, "status"), "capacity");
+		fits[n].node = node;
+		fits[n].name = json_string_value(json_object_get(json_object_get(node, "metadata"), "name"));
+		fits[n].free_cpu = quantity(alloc, "cpu");
+		fits[n].free_memory = quantity(alloc, "memory");
+		fits[n].free_pods = json_object_get(alloc, "pods") ? quantity(alloc, "pods") : 110000;
+		n++;
+	}
+	json_array_foreach(pods, i, pod) {
+		const char *bound = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
+		const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+
+		if (!bound || streq_ptr(phase, "Succeeded") || streq_ptr(phase, "Failed"))
+			continue;
+		for (size_t j = 0; j < n; j++)
+			if (streq_ptr(fits[j].name, bound)) {
+				struct requests r = pod_requests(pod);
+
+				fits[j].free_cpu -= r.cpu;
+				fits[j].free_memory -= r.memory;
+				fits[j].free_pods -= 1000;
+				break;
+			}
+	}
+	*n_ret = n;
+	return fits;
+}
+
+static bool is_pending(const json_t *pod)
+{
+	const json_t *spec = json_object_get(pod, "spec");
+	const char *sched = json_string_value(json_object_get(spec, "schedulerName"));
+
+	return !json_object_get(spec, "nodeName") &&
+	       !json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp") &&
+	       (!sched || streq(sched, "default-scheduler")) &&
+	       streq_ptr(json_string_value(json_object_get(json_object_get(pod, "status"), "phase")),
+			 "Pending");
+}
+
+static json_t *mark_unschedulable(const json_t *cur, void *userdata, struct k8s_error *err)
+{
+	json_t *out = json_deep_copy(cur), *status, *conds, *c;
+	char now[32];
+	size_t i;
+
+	status = json_object_get(out, "status");
+	if (!json_is_object(status))
+		json_object_set_new(out, "status", status = json_object());
+	conds = json_object_get(status, "conditions");
+	if (!json_is_array(conds))
+		json_object_set_new(status, "conditions", conds = json_array());
+	json_array_foreach(conds, i, c)
+		if (streq_ptr(json_string_value(json_object_get(c, "type")), "PodScheduled")) {
+			if (streq_ptr(json_string_value(json_object_get(c, "message")), userdata) &&
+			    streq_ptr(json_string_value(json_object_get(c, "status")), "False"))
+				return out;
+			json_array_remove(conds, i);
+			break;
+		}
+	k8s_timestamp(now, 0);
+	json_array_append_new(conds, json_pack("{s:s, s:s, s:s, s:s, s:n, s:s}", "type",
+					       "PodScheduled", "status", "False", "reason",
+					       "Unschedulable", "message", (const char *)userdata,
+					       "lastProbeTime", "lastTransitionTime", now));
+	return out;
+}
+
+static void unschedulable_message(char *buf, size_t len, size_t n_nodes,
+				  const unsigned counts[_MISFIT_MAX])
+{
+	size_t off = (size_t)snprintf(buf, len, "0/%zu nodes are available", n_nodes);
+	bool first = true;
+
+	for (int m = 0; m < _MISFIT_MAX && off < len; m++) {
+		if (!counts[m])
+			continue;
+		off += (size_t)snprintf(buf + off, len - off, "%s %u %s", first ? ":" : ",",
+					counts[m], misfit_text[m]);
+		first = false;
+	}
+	if (off < len)
+		snprintf(buf + off, len - off, ".");
+}
+
+static int schedule_one(struct k8s_store *store, const json_t *pod, struct node_fit *fits,
+			size_t n)
+{
+	const struct k8s_resource *pods = k8s_registry_find(store->reg, "", "v1", "pods");
+	const json_t *meta = json_object_get(pod, "metadata");
+	const char *ns = json_string_value(json_object_get(meta, "namespace"));
+	const char *name = json_string_value(json_object_get(meta, "name"));
+	struct requests req = pod_requests(pod);
+	unsigned counts[_MISFIT_MAX] = {};
+	struct k8s_error err = {};
+	char msg[512];
+	int r;
+
+	for (size_t i = 0; i < n; i++) {
+		int m = node_misfit(pod, &fits[i], req);
+
+		if (m >= 0) {
+			counts[m]++;
+			continue;
+		}
+		r = k8s_store_mutate(store, pods, ns, name, K8S_WRITE_ALL, k8s_pod_bind,
+				     (void *)fits[i].name, NULL, &err);
+		k8s_error_clear(&err);
+		if (r < 0)
+			return 0;
+		fits[i].free_cpu -= req.cpu;
+		fits[i].free_memory -= req.memory;
+		fits[i].free_pods -= 1000;
+		return 1;
+	}
+	unschedulable_message(msg, sizeof(msg), n, counts);
+	r = k8s_store_mutate(store, pods, ns, name, K8S_WRITE_STATUS, mark_unschedulable, msg,
+			     NULL, &err);
+	k8s_error_clear(&err);
+	return r < 0 ? 0 : 1;
+}
+
+int k8s_scheduler_reconcile(struct k8s_store *store)
+{
+	json_t *nodes = k8s_controller_snapshot(store, "", "nodes");
+	json_t *pods = k8s_controller_snapshot(store, "", "pods");
+	struct node_fit *fits = NULL;
+	const json_t *pod;
+	size_t n = 0, i;
+	int writes = 0;
+
+	if (nodes && pods)
+		fits = nodes_with_room(nodes, pods, &n);
+	if (!fits) {
+		json_decref(nodes);
+		json_decref(pods);
+		return -ENOMEM;
+	}
+	json_array_foreach(pods, i, pod)
+		if (is_pending(pod))
+			writes += schedule_one(store, pod, fits, n);
+	free(fits);
+	json_decref(nodes);
+	json_decref(pods);
+	return writes;
+}

@@ -1,0 +1,186 @@
+/* kanna-sim lite controllers: quantities, the Deployment controller and
+ * kube-scheduler-lite (fit, selectors, taints, Unschedulable). */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <jansson.h>
+#include <string.h>
+
+#include "sim/k8s-controllers.h"
+
+static struct k8s_registry *reg;
+static struct k8s_store *store;
+static struct k8s_resource *pods, *nodes, *deployments;
+
+static void setup(void)
+{
+	reg = k8s_registry_new();
+	cr_assert_eq(k8s_store_new(reg, 0, &store), 0);
+	cr_assert_eq(k8s_store_seed(store), 0);
+	pods = k8s_registry_find(reg, "", "v1", "pods");
+	nodes = k8s_registry_find(reg, "", "v1", "nodes");
+	deployments = k8s_registry_find(reg, "apps", "v1", "deployments");
+}
+
+static void teardown(void)
+{
+	k8s_store_free(store);
+	k8s_registry_free(reg);
+}
+
+TestSuite(sim_controllers, .init = setup, .fini = teardown);
+
+static void create(struct k8s_resource *res, const char *ns, const char *json)
+{
+	struct k8s_error err = {};
+	json_t *body = json_loads(json, 0, NULL);
+
+	cr_assert_not_null(body, "bad JSON %s", json);
+	cr_assert_eq(k8s_store_create(store, res, ns, body, NULL, &err), 0, "%s", err.message);
+	json_decref(body);
+}
+
+static json_t *get_pod(const char *name)
+{
+	struct k8s_error err = {};
+	json_t *out = NULL;
+
+	cr_assert_eq(k8s_store_get(store, pods, "default", name, &out, &err), 0, "%s", err.message);
+	return out;
+}
+
+static const char *field(json_t *obj, const char *a, const char *b)
+{
+	return json_string_value(json_object_get(json_object_get(obj, a), b));
+}
+
+static const char *condition(json_t *pod, const char *key)
+{
+	return json_string_value(json_object_get(
+		json_array_get(json_object_get(json_object_get(pod, "status"), "conditions"), 0), key));
+}
+
+#define NODE(name, extra) \
+	"{\"metadata\":{\"name\":\"" name "\",\"labels\":{\"zone\":\"a\"}},\"spec\":{" extra "}," \
+	"\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]," \
+	"\"allocatable\":{\"cpu\":\"2\",\"memory\":\"4Gi\",\"pods\":\"10\"}}}"
+#define POD(name, cpu, extra) \
+	"{\"metadata\":{\"name\":\"" name "\"},\"spec\":{" extra "\"containers\":[{\"name\":\"c\"," \
+	"\"resources\":{\"requests\":{\"cpu\":\"" cpu "\",\"memory\":\"1Gi\"}}}]}}"
+
+Test(sim_controllers, quantities_parse_to_milli_units)
+{
+	int64_t v;
+
+	cr_assert_eq(k8s_quantity_parse_milli("500m", &v), 0);
+	cr_assert_eq(v, 500);
+	cr_assert_eq(k8s_quantity_parse_milli("2", &v), 0);
+	cr_assert_eq(v, 2000);
+	cr_assert_eq(k8s_quantity_parse_milli("1.5", &v), 0);
+	cr_assert_eq(v, 1500);
+	cr_assert_eq(k8s_quantity_parse_milli("512Mi", &v), 0);
+	cr_assert_eq(v, 512LL * 1024 * 1024 * 1000);
+	cr_assert_eq(k8s_quantity_parse_milli("1G", &v), 0);
+	cr_assert_eq(v, 1000000000000LL);
+	cr_assert_eq(k8s_quantity_parse_milli("12parsecs", &v), -EINVAL);
+	cr_assert_eq(k8s_quantity_parse_milli("", &v), -EINVAL);
+}
+
+Test(sim_controllers, pending_pod_without_nodes_is_unschedulable)
+{
+	json_t *p;
+
+	create(pods, "default", POD("p", "500m", ""));
+	cr_assert_gt(k8s_scheduler_reconcile(store), 0);
+	p = get_pod("p");
+	cr_assert_str_eq(condition(p, "type"), "PodScheduled");
+	cr_assert_str_eq(condition(p, "status"), "False");
+	cr_assert_str_eq(condition(p, "reason"), "Unschedulable");
+	cr_assert_str_eq(condition(p, "message"), "0/0 nodes are available.");
+	json_decref(p);
+}
+
+Test(sim_controllers, scheduler_binds_to_a_node_that_fits_and_respects_capacity)
+{
+	json_t *a, *b, *c;
+
+	create(nodes, NULL, NODE("n1", ""));
+	create(pods, "default", POD("a", "1500m", ""));
+	create(pods, "default", POD("b", "1", ""));
+	create(pods, "default", POD("c", "500m", ""));
+	k8s_scheduler_reconcile(store);
+	a = get_pod("a");
+	b = get_pod("b");
+	c = get_pod("c");
+	cr_assert_str_eq(field(a, "spec", "nodeName"), "n1");
+	cr_assert_null(field(b, "spec", "nodeName"), "1 cpu does not fit beside 1.5");
+	cr_assert_str_eq(condition(b, "message"), "0/1 nodes are available: 1 Insufficient cpu.");
+	cr_assert_str_eq(field(c, "spec", "nodeName"), "n1");
+	cr_assert_str_eq(condition(c, "status"), "True");
+	json_decref(a);
+	json_decref(b);
+	json_decref(c);
+}
+
+Test(sim_controllers, scheduler_honours_selectors_taints_and_cordons)
+{
+	json_t *p;
+
+	create(nodes, NULL, NODE("tainted", "\"taints\":[{\"key\":\"gpu\",\"value\":\"yes\",\"effect\":\"NoSchedule\"}]"));
+	create(nodes, NULL, NODE("cordoned", "\"unschedulable\":true"));
+	create(pods, "default", POD("picky", "100m", "\"nodeSelector\":{\"zone\":\"b\"},"));
+	create(pods, "default", POD("plain", "100m", ""));
+	create(pods, "default", POD("tolerant", "100m",
+				    "\"tolerations\":[{\"key\":\"gpu\",\"operator\":\"Exists\"}],"));
+	k8s_scheduler_reconcile(store);
+	p = get_pod("picky");
+	cr_assert_null(field(p, "spec", "nodeName"));
+	json_decref(p);
+	p = get_pod("plain");
+	cr_assert_null(field(p, "spec", "nodeName"));
+	cr_assert_str_eq(condition(p, "message"),
+			 "0/2 nodes are available: 1 node(s) were unschedulable, 1 node(s) had untolerated taint.");
+	json_decref(p);
+	p = get_pod("tolerant");
+	cr_assert_str_eq(field(p, "spec", "nodeName"), "tainted");
+	json_decref(p);
+}
+
+static size_t count_pods(void)
+{
+	json_t *all = k8s_controller_snapshot(store, "", "pods");
+	size_t n = 0, i;
+	json_t *p;
+
+	json_array_foreach(all, i, p)
+		n += json_object_get(json_object_get(p, "metadata"), "deletionTimestamp") == NULL;
+	json_decref(all);
+	return n;
+}
+
+Test(sim_controllers, deployment_controller_follows_replicas)
+{
+	struct k8s_error err = {};
+	json_t *d = NULL, *all;
+
+	create(deployments, "default",
+	       "{\"metadata\":{\"name\":\"web\"},\"spec\":{\"replicas\":3,\"selector\":{\"matchLabels\":"
+	       "{\"app\":\"web\"}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"web\"}},\"spec\":"
+	       "{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}");
+	cr_assert_eq(k8s_deployments_reconcile(store), 4, "three pods and the status");
+	cr_assert_eq(count_pods(), 3);
+	all = k8s_controller_snapshot(store, "", "pods");
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(
+				 json_array_get(all, 0), "metadata"), "labels"), "app")), "web");
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(
+				 json_object_get(json_array_get(all, 0), "metadata"), "ownerReferences"), 0),
+							   "kind")), "Deployment");
+	json_decref(all);
+	k8s_deployments_reconcile(store);
+	cr_assert_eq(k8s_store_get(store, deployments, "default", "web", &d, &err), 0);
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(d, "status"), "replicas")), 3);
+	json_object_set_new(json_object_get(d, "spec"), "replicas", json_integer(1));
+	cr_assert_eq(k8s_store_update(store, deployments, "default", "web", d, K8S_WRITE_MAIN, NULL, &err), 0);
+	k8s_deployments_reconcile(store);
+	cr_assert_eq(count_pods(), 1);
+	json_decref(d);
+}
