@@ -56,6 +56,7 @@ static struct {
 	pthread_mutex_t lock;
 	struct scripted script[MAX_SCRIPT];
 	size_t n_script;
+	struct scripted after; /* answer once the script is exhausted */
 	size_t served;
 	int bad_signatures;
 	char last_body[MAX_BODY];
@@ -102,7 +103,7 @@ static enum MHD_Result serve(struct MHD_Connection *conn, const char *url, const
 	struct header_list headers = { .n = 0 };
 	char payload[65], err[256] = "";
 	const char *auth, *v;
-	struct scripted next = { 500, "script exhausted" };
+	struct scripted next;
 	int r;
 
 	MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, &headers);
@@ -127,8 +128,7 @@ static enum MHD_Result serve(struct MHD_Connection *conn, const char *url, const
 		return reply(conn, 403, "<Response><Errors><Error><Code>SignatureDoesNotMatch</Code>"
 					"<Message>bad</Message></Error></Errors></Response>");
 	}
-	if (srv.served < srv.n_script)
-		next = srv.script[srv.served];
+	next = srv.served < srv.n_script ? srv.script[srv.served] : srv.after;
 	srv.served++;
 	pthread_mutex_unlock(&srv.lock);
 	return reply(conn, next.status, next.body);
@@ -181,6 +181,7 @@ static void setup(void)
 				      MHD_OPTION_END);
 	cr_assert(srv.daemon);
 	srv.port = MHD_get_daemon_info(srv.daemon, MHD_DAEMON_INFO_BIND_PORT)->port;
+	srv.after = (struct scripted){ 500, "script exhausted" };
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u", srv.port);
 	unsetenv("AWS_ENDPOINT_URL_EC2");
 	unsetenv("AWS_ENDPOINT_URL_SSM");
@@ -210,7 +211,7 @@ struct outcome {
 struct harness {
 	struct loop *loop;
 	struct aws_client *client;
-	struct outcome out[8];
+	struct outcome out[16];
 	size_t expected;
 	size_t finished;
 };
@@ -556,4 +557,28 @@ Test(aws_client, done_may_free_the_client)
 	cr_assert_eq(h.out[0].result, 0, "%s", h.out[0].text);
 	cr_assert_null(h.client);
 	loop_free(h.loop);
+}
+
+Test(aws_client, rides_out_a_throttling_storm_without_losing_a_call)
+{
+	enum { CALLS = 10, THROTTLED = 15 };
+	struct harness h;
+
+	/* the first 15 answers are RequestLimitExceeded, then success */
+	for (size_t i = 0; i < THROTTLED && i < MAX_SCRIPT; i++)
+		srv.script[i] = (struct scripted){ 503, throttled };
+	srv.n_script = MIN((size_t)THROTTLED, (size_t)MAX_SCRIPT);
+	srv.after = (struct scripted){ 200, described };
+	srv.served = 0;
+	harness_init(&h, NULL, NULL);
+	cr_assert_leq(CALLS, (int)ARRAY_SIZE(h.out));
+	for (int i = 0; i < CALLS; i++)
+		describe_instances(&h, &h.out[i]);
+	harness_run(&h, CALLS);
+	for (int i = 0; i < CALLS; i++) {
+		cr_assert_eq(h.out[i].result, 0, "call %d: %s", i, h.out[i].text);
+		cr_assert_geq(h.out[i].attempts, 2, "call %d", i);
+	}
+	cr_assert_eq(srv.served, CALLS + MIN(THROTTLED, MAX_SCRIPT));
+	cr_assert_eq(srv.bad_signatures, 0);
 }
