@@ -87,6 +87,7 @@ struct pod {
 	uint16_t *host_ports;
 	uint32_t n_host_ports;
 	uint32_t node; /* bound node name, STR_NONE when pending */
+	const char *invalid; /* why the pod can never be placed (missing PVC...) */
 };
 
 struct node {

@@ -290,7 +290,9 @@ int finish_result(struct solver *s, struct sched_result **ret)
 			continue;
 		struct sched_unschedulable *u = &res->unschedulable[res->n_unschedulable++];
 		u->pod = p;
-		u->reason = strdup(s->reasons[p] ? s->reasons[p] : "not placed");
+		u->reason = strdup(s->c->pods[p].invalid ? s->c->pods[p].invalid
+				   : s->reasons[p]       ? s->reasons[p]
+							 : "not placed");
 		if (!u->reason) {
 			sched_result_free(res);
 			return -ENOMEM;

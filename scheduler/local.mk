@@ -8,7 +8,13 @@ libkanna_sched_a_SOURCES = \
 	scheduler/catalog.h scheduler/catalog.c scheduler/catalog-tsv.c scheduler/catalog-fake.c \
 	scheduler/cluster.h scheduler/cluster.c \
 	scheduler/solver.h scheduler/solver-internal.h scheduler/solver.c \
-	scheduler/shape.c scheduler/topology.c scheduler/solve.c scheduler/finish.c
+	scheduler/shape.c scheduler/topology.c scheduler/solve.c scheduler/finish.c \
+	scheduler/simulate.h scheduler/simulate-internal.h scheduler/simulate-yaml.c \
+	scheduler/simulate-pod.c scheduler/simulate-load.c scheduler/simulate-output.c
+
+bin_PROGRAMS += scheduler/kanna-scheduler
+scheduler_kanna_scheduler_SOURCES = scheduler/main.c
+scheduler_kanna_scheduler_LDADD = $(SCHED_LIBS)
 SCHED_LIBS = libkanna-sched.a $(COMMON_LIBS) -lm
 
 check_PROGRAMS += tests/unit/test_requirements

@@ -211,7 +211,7 @@ int sched_solve(struct cluster *c, struct sched_result **ret)
 		goto out;
 	}
 	for (uint32_t i = 0; i < c->n_pods; i++)
-		if (c->pods[i].node == STR_NONE)
+		if (c->pods[i].node == STR_NONE && !c->pods[i].invalid)
 			keys[n++] = (struct pod_key){ c->pods[i].req.v[RES_CPU], c->pods[i].req.v[RES_MEMORY], i };
 	pod_keys_sort(keys, n);
 	for (uint32_t i = 0; i < n; i++)
