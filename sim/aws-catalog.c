@@ -3,15 +3,16 @@
  * found by header name), three regions with three zones each, one VPC, one
  * subnet per zone and one security group per region, and every price.
  *
- * Prices (documented in the README too): the shipped table has only
- * us-east-1 on-demand list prices. A region's on-demand price is that price
- * times a fixed multiplier: us-west-2 1.00, eu-west-1 1.12, ap-northeast-1
- * 1.29 (the typical ratio of those regions' list prices to us-east-1's).
- * A spot price is a fixed fraction of the zone's on-demand price, 30%..70%,
- * chosen by a hash (FNV-1a, splitmix64 finalizer) of "<type>/<zone>" (no seed): the same type in
- * the same zone always costs the same. Types with no us-east-1 price (18)
- * are described by DescribeInstanceTypes but never offered: no offerings,
- * no spot price, and CreateFleet answers their overrides "Unsupported".
+ * Prices (documented in the README too), the same rule as the scheduler's
+ * offering_price() in scheduler/catalog.c so that what kanna plans is what
+ * the sim bills: the shipped table has only us-east-1 on-demand list
+ * prices; a region's on-demand price is that price times a fixed
+ * multiplier (us-west-2 1.0, eu-west-1 1.1, ap-northeast-1 1.2). A spot
+ * price is on-demand x (0.3 + 0.4 x (FNV-1a-64("<type><zone>") mod 1000) /
+ * 1000), i.e. 30%..70% of on-demand, fixed per type and zone (no seed).
+ * Types with no us-east-1 price (18) are described by DescribeInstanceTypes
+ * but never offered: no offerings, no spot price, and CreateFleet answers
+ * their overrides "Unsupported".
  * Loaded once by sim_aws_new(); read-only afterwards.
  */
 #include <inttypes.h>
@@ -19,11 +20,10 @@
 
 #include "sim/aws-internal.h"
 
-/* A spot price is 30%..70% of on-demand: SPOT_MIN + hash % SPOT_SPAN ‰. */
-#define SPOT_FRACTION_MIN_PERMILLE 300
-#define SPOT_FRACTION_SPAN_PERMILLE 401
-/* The smallest price AWS lists (USD/hour); tiny spot prices round up to it. */
-#define SPOT_PRICE_MIN 0.0001
+/* Spot = on-demand x (SPOT_BASE + SPOT_SPAN x (hash mod SPOT_STEPS) / SPOT_STEPS). */
+#define SPOT_BASE 0.3
+#define SPOT_SPAN 0.4
+#define SPOT_STEPS 1000
 #define CATALOG_LINE_MAX 8192
 #define CATALOG_COLUMNS_MAX 64
 
@@ -34,8 +34,8 @@ static const struct {
 	unsigned cidr_second_octet;
 } region_table[SIM_AWS_REGIONS_MAX] = {
 	{ "us-west-2", "usw2", 1.00, 10 },
-	{ "eu-west-1", "euw1", 1.12, 20 },
-	{ "ap-northeast-1", "apne1", 1.29, 30 },
+	{ "eu-west-1", "euw1", 1.1, 20 },
+	{ "ap-northeast-1", "apne1", 1.2, 30 },
 };
 
 uint64_t aws_hash(const char *s, uint64_t seed)
@@ -351,21 +351,28 @@ const char *aws_type_ec2_arch(const struct aws_instance_type *t)
 	return streq(t->arch, "arm64") ? "arm64" : "x86_64";
 }
 
+static uint64_t fnv1a64(const char *s)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
 double aws_catalog_price(const struct aws_region *r, const struct aws_zone *z,
 			 const struct aws_instance_type *t, bool spot)
 {
 	char key[128];
 	double od;
-	uint64_t h;
 
 	if (!aws_type_offered(t))
 		return -1;
-	/* Round to 1/10000 USD like AWS price lists. */
-	od = (double)(uint64_t)(t->od_price_us_east_1 * r->price_multiplier * 10000 + 0.5) / 10000;
+	od = t->od_price_us_east_1 * r->price_multiplier;
 	if (!spot)
 		return od;
-	snprintf(key, sizeof(key), "%s/%s", t->name, z->name);
-	h = aws_hash(key, 0);
-	od = (double)(uint64_t)(od * (SPOT_FRACTION_MIN_PERMILLE + h % SPOT_FRACTION_SPAN_PERMILLE) * 10 + 0.5) / 10000;
-	return MAX(od, SPOT_PRICE_MIN);
+	snprintf(key, sizeof(key), "%s%s", t->name, z->name);
+	return od * (SPOT_BASE + SPOT_SPAN * (double)(fnv1a64(key) % SPOT_STEPS) / SPOT_STEPS);
 }

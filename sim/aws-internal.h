@@ -19,6 +19,7 @@
 
 #define EC2_XMLNS "http://ec2.amazonaws.com/doc/2016-11-15/"
 #define STS_XMLNS "https://sts.amazonaws.com/doc/2011-06-15/"
+#define SQS_XMLNS "http://queue.amazonaws.com/doc/2012-11-05/"
 /* The sim's one AWS account (the documentation example account). */
 #define SIM_AWS_ACCOUNT_ID "111122223333"
 /* Owner of the EKS-optimized AMIs in every commercial region. */
@@ -171,6 +172,8 @@ struct aws_request {
 	const char *action;
 	const struct aws_params *params; /* query protocol */
 	json_t *json;                    /* JSON protocols (SSM, SQS) */
+	bool json_protocol;              /* X-Amz-Target: errors in JSON too */
+	const char *path;                /* request path: SQS query names the queue there */
 	const char *endpoint;            /* "http://127.0.0.1:PORT" */
 	char request_id[40];
 	char region_buf[64];

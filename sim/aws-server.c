@@ -239,6 +239,9 @@ static int authenticate(struct sim_aws *aws, struct MHD_Connection *connection,
 		req->service = service_from_name(parsed.service, &known);
 	else if (streq_ptr(action, "AssumeRoleWithWebIdentity"))
 		req->service = AWS_SERVICE_STS;
+	/* SSM speaks only JSON; SQS speaks JSON when X-Amz-Target says so. */
+	req->json_protocol = req->service == AWS_SERVICE_SSM ||
+			     (req->service == AWS_SERVICE_SQS && target);
 	if (!known)
 		return aws_error(resp, req, 400, "InvalidAction",
 				 "The service '%s' is not simulated here", parsed.service);
@@ -294,25 +297,29 @@ static enum MHD_Result serve_aws(struct sim_aws *aws, struct MHD_Connection *con
 {
 	struct aws_request req = { .service = AWS_SERVICE_EC2, .endpoint = aws->endpoint,
 				   .region = aws->region, .params = &c->params };
+	_cleanup_free_ char *path = strndup(c->uri, strcspn(c->uri, "?"));
 	struct aws_response resp = { 0 };
 	const char *target;
 	unsigned latency_ms = 0;
 	enum MHD_Result ret;
 	int r;
 
+	if (!path)
+		return MHD_NO;
+	req.path = path;
 	pthread_mutex_lock(&aws->lock);
 	aws_new_uuid(aws, req.request_id);
 	pthread_mutex_unlock(&aws->lock);
 
 	r = authenticate(aws, connection, c, method, &req, &resp);
-	if (r > 0 && (req.service == AWS_SERVICE_SSM || req.service == AWS_SERVICE_SQS)) {
-		target = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "X-Amz-Target");
-		req.action = strchr(target, '.') + 1;
+	target = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "X-Amz-Target");
+	if (r > 0 && req.json_protocol) {
+		req.action = target ? strchr(target, '.') + 1 : NULL;
 		r = json_body(c, &req, &resp);
 	} else if (r > 0)
 		req.action = aws_params_get(&c->params, "Action");
 	if (r > 0) {
-		if (req.service == AWS_SERVICE_SQS && streq(req.action, "ReceiveMessage"))
+		if (req.service == AWS_SERVICE_SQS && streq_ptr(req.action, "ReceiveMessage"))
 			aws_sqs_wait(aws, &req);
 		pthread_mutex_lock(&aws->lock);
 		r = aws_faults_apply(aws, &req, &resp, &latency_ms);

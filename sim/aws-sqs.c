@@ -3,9 +3,10 @@
  * per sim, named after the cluster, holding EventBridge events such as
  * "EC2 Spot Instance Interruption Warning" (queued by aws-faults.c).
  * GetQueueUrl, ReceiveMessage (visibility timeout, long poll up to
- * WaitTimeSeconds) and DeleteMessage. The query-protocol form of SQS is not
- * served. Handlers run with the lock held; only aws_sqs_wait() sleeps, and
- * it does so without the lock.
+ * WaitTimeSeconds) and DeleteMessage, in both of SQS's wire forms: JSON
+ * (X-Amz-Target, what current SDKs send) and the query protocol with XML
+ * answers (what kanna's own client sends). Handlers run with the lock held;
+ * only aws_sqs_wait() sleeps, and it does so without the lock.
  */
 #include <openssl/evp.h>
 
@@ -27,54 +28,23 @@ int sqs_queue_url(const struct sim_aws *aws, const struct aws_request *req, char
 	return k < 0 || (size_t)k >= len ? -ENOBUFS : 0;
 }
 
-static int sqs_reply(struct aws_response *resp, json_t *body)
+/* A request parameter in whichever protocol the client spoke. */
+static const char *sqs_str(const struct aws_request *req, const char *key)
 {
-	int r = aws_json_reply(resp, body);
-
-	resp->content_type = "application/x-amz-json-1.0";
-	return r;
+	if (req->json_protocol)
+		return json_string_value(json_object_get(req->json, key));
+	return aws_params_get(req->params, key);
 }
 
-static int no_queue(struct aws_response *resp, const struct aws_request *req)
+static int sqs_uint(const struct aws_request *req, const char *key, unsigned long max,
+		    unsigned long dflt, unsigned long *ret)
 {
-	int r = aws_error(resp, req, 400, "com.amazonaws.sqs#QueueDoesNotExist",
-			  "The specified queue does not exist.");
-
-	resp->query_error = "AWS.SimpleQueueService.NonExistentQueue;Sender";
-	return r;
-}
-
-/* Any URL whose last segment is the queue's name: clients rewrite hosts. */
-static bool queue_url_ok(const struct sim_aws *aws, const struct aws_request *req)
-{
-	const char *url = json_string_value(json_object_get(req->json, "QueueUrl"));
-	const char *slash = url ? strrchr(url, '/') : NULL;
-
-	return slash && streq(slash + 1, aws->cluster_name);
-}
-
-int sqs_get_queue_url(struct sim_aws *aws, const struct aws_request *req,
-		      struct aws_response *resp)
-{
-	const char *name = json_string_value(json_object_get(req->json, "QueueName"));
-	char url[256];
-
-	if (!name)
-		return aws_error(resp, req, 400, "com.amazonaws.sqs#MissingParameter",
-				 "The request must contain the parameter QueueName.");
-	if (!streq(name, aws->cluster_name))
-		return no_queue(resp, req);
-	if (sqs_queue_url(aws, req, url, sizeof(url)) < 0)
-		return -ENOBUFS;
-	return sqs_reply(resp, json_pack("{s:s}", "QueueUrl", url));
-}
-
-static int json_uint(const struct aws_request *req, const char *key, unsigned long max,
-		     unsigned long dflt, unsigned long *ret)
-{
-	json_t *v = json_object_get(req->json, key);
+	json_t *v = req->json_protocol ? json_object_get(req->json, key) : NULL;
+	const char *s = req->json_protocol ? NULL : aws_params_get(req->params, key);
 
 	*ret = dflt;
+	if (s)
+		return aws_parse_uint(s, max, ret);
 	if (!v)
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
@@ -82,6 +52,107 @@ static int json_uint(const struct aws_request *req, const char *key, unsigned lo
 		return -EINVAL;
 	*ret = (unsigned long)json_integer_value(v);
 	return 0;
+}
+
+/* JSON answer as is; query answer as <ActionResponse><ActionResult> with
+ * one element per string and <Message> elements for "Messages". */
+static int sqs_reply(const struct aws_request *req, struct aws_response *resp, json_t *result)
+{
+	char root[64], res[64];
+	const char *key;
+	json_t *v, *m;
+	struct xml x;
+	size_t i;
+	int r;
+
+	if (req->json_protocol) {
+		r = aws_json_reply(resp, result);
+		resp->content_type = "application/x-amz-json-1.0";
+		return r;
+	}
+	if (!result)
+		return -ENOMEM;
+	snprintf(root, sizeof(root), "%sResponse", req->action);
+	snprintf(res, sizeof(res), "%sResult", req->action);
+	r = xml_begin(&x, root, SQS_XMLNS);
+	if (r < 0) {
+		json_decref(result);
+		return r;
+	}
+	if (json_object_size(result) > 0 || streq(req->action, "ReceiveMessage"))
+		xml_open(&x, res);
+	json_object_foreach(result, key, v) {
+		if (json_is_string(v))
+			xml_leaf(&x, key, json_string_value(v));
+		json_array_foreach(v, i, m) {
+			const char *mk;
+			json_t *mv;
+
+			xml_open(&x, "Message");
+			json_object_foreach(m, mk, mv)
+				xml_leaf(&x, mk, json_string_value(mv));
+			xml_close(&x, "Message");
+		}
+	}
+	if (json_object_size(result) > 0 || streq(req->action, "ReceiveMessage"))
+		xml_close(&x, res);
+	json_decref(result);
+	xml_open(&x, "ResponseMetadata");
+	xml_leaf(&x, "RequestId", req->request_id);
+	xml_close(&x, "ResponseMetadata");
+	return xml_finish(&x, root, resp);
+}
+
+/* Errors carry a different code per protocol (JSON shape id vs query code). */
+static int sqs_error(struct aws_response *resp, const struct aws_request *req,
+		     const char *json_code, const char *query_code, const char *msg)
+{
+	int r = aws_error(resp, req, 400, req->json_protocol ? json_code : query_code, "%s", msg);
+
+	resp->query_error = NULL;
+	if (req->json_protocol && streq(query_code, "AWS.SimpleQueueService.NonExistentQueue"))
+		resp->query_error = "AWS.SimpleQueueService.NonExistentQueue;Sender";
+	return r;
+}
+
+static int no_queue(struct aws_response *resp, const struct aws_request *req)
+{
+	return sqs_error(resp, req, "com.amazonaws.sqs#QueueDoesNotExist",
+			 "AWS.SimpleQueueService.NonExistentQueue", "The specified queue does not exist.");
+}
+
+static int invalid(struct aws_response *resp, const struct aws_request *req, const char *msg)
+{
+	return sqs_error(resp, req, "com.amazonaws.sqs#InvalidParameterValue", "InvalidParameterValue", msg);
+}
+
+/* Any URL (or, in the query protocol, request path) whose last segment is
+ * the queue's name: clients rewrite hosts. */
+static bool queue_url_ok(const struct sim_aws *aws, const struct aws_request *req)
+{
+	const char *url = sqs_str(req, "QueueUrl");
+	const char *slash;
+
+	if (!url && !req->json_protocol)
+		url = req->path;
+	slash = url ? strrchr(url, '/') : NULL;
+	return slash && streq(slash + 1, aws->cluster_name);
+}
+
+int sqs_get_queue_url(struct sim_aws *aws, const struct aws_request *req,
+		      struct aws_response *resp)
+{
+	const char *name = sqs_str(req, "QueueName");
+	char url[256];
+
+	if (!name)
+		return sqs_error(resp, req, "com.amazonaws.sqs#MissingParameter", "MissingParameter",
+				 "The request must contain the parameter QueueName.");
+	if (!streq(name, aws->cluster_name))
+		return no_queue(resp, req);
+	if (sqs_queue_url(aws, req, url, sizeof(url)) < 0)
+		return -ENOBUFS;
+	return sqs_reply(req, resp, json_pack("{s:s}", "QueueUrl", url));
 }
 
 static json_t *message_json(struct sim_aws *aws, struct aws_sqs_message *m)
@@ -108,15 +179,12 @@ int sqs_receive_message(struct sim_aws *aws, const struct aws_request *req,
 
 	if (!queue_url_ok(aws, req))
 		return no_queue(resp, req);
-	if (json_uint(req, "MaxNumberOfMessages", SQS_RECEIVE_MAX, 1, &max) < 0 || max == 0)
-		return aws_error(resp, req, 400, "com.amazonaws.sqs#InvalidParameterValue",
-				 "Value for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10.");
-	if (json_uint(req, "VisibilityTimeout", SQS_VISIBILITY_SEC_MAX, SQS_VISIBILITY_SEC_DEFAULT, &vis) < 0)
-		return aws_error(resp, req, 400, "com.amazonaws.sqs#InvalidParameterValue",
-				 "Value for parameter VisibilityTimeout is invalid.");
-	if (json_uint(req, "WaitTimeSeconds", SQS_WAIT_SEC_MAX, 0, &wait) < 0)
-		return aws_error(resp, req, 400, "com.amazonaws.sqs#InvalidParameterValue",
-				 "Value for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20.");
+	if (sqs_uint(req, "MaxNumberOfMessages", SQS_RECEIVE_MAX, 1, &max) < 0 || max == 0)
+		return invalid(resp, req, "Value for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10.");
+	if (sqs_uint(req, "VisibilityTimeout", SQS_VISIBILITY_SEC_MAX, SQS_VISIBILITY_SEC_DEFAULT, &vis) < 0)
+		return invalid(resp, req, "Value for parameter VisibilityTimeout is invalid.");
+	if (sqs_uint(req, "WaitTimeSeconds", SQS_WAIT_SEC_MAX, 0, &wait) < 0)
+		return invalid(resp, req, "Value for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20.");
 	msgs = json_array();
 	if (!msgs)
 		return -ENOMEM;
@@ -133,20 +201,21 @@ int sqs_receive_message(struct sim_aws *aws, const struct aws_request *req,
 	}
 	if (json_array_size(msgs) == 0) {
 		json_decref(msgs);
-		return sqs_reply(resp, json_object());
+		return sqs_reply(req, resp, json_object());
 	}
-	return sqs_reply(resp, json_pack("{s:o}", "Messages", msgs));
+	return sqs_reply(req, resp, json_pack("{s:o}", "Messages", msgs));
 }
 
 int sqs_delete_message(struct sim_aws *aws, const struct aws_request *req,
 		       struct aws_response *resp)
 {
-	const char *receipt = json_string_value(json_object_get(req->json, "ReceiptHandle"));
+	const char *receipt = sqs_str(req, "ReceiptHandle");
+	char msg[512];
 
 	if (!queue_url_ok(aws, req))
 		return no_queue(resp, req);
 	if (!receipt)
-		return aws_error(resp, req, 400, "com.amazonaws.sqs#MissingParameter",
+		return sqs_error(resp, req, "com.amazonaws.sqs#MissingParameter", "MissingParameter",
 				 "The request must contain the parameter ReceiptHandle.");
 	for (size_t i = 0; i < aws->n_queue; i++)
 		if (streq(aws->queue[i].receipt, receipt)) {
@@ -155,10 +224,10 @@ int sqs_delete_message(struct sim_aws *aws, const struct aws_request *req,
 			memmove(&aws->queue[i], &aws->queue[i + 1],
 				(aws->n_queue - i - 1) * sizeof(*aws->queue));
 			aws->n_queue--;
-			return sqs_reply(resp, json_object());
+			return sqs_reply(req, resp, json_object());
 		}
-	return aws_error(resp, req, 400, "com.amazonaws.sqs#ReceiptHandleIsInvalid",
-			 "The input receipt handle \"%s\" is not a valid receipt handle.", receipt);
+	snprintf(msg, sizeof(msg), "The input receipt handle \"%.200s\" is not a valid receipt handle.", receipt);
+	return sqs_error(resp, req, "com.amazonaws.sqs#ReceiptHandleIsInvalid", "ReceiptHandleIsInvalid", msg);
 }
 
 /* Takes ownership of body (freed on failure too). */
@@ -197,7 +266,7 @@ void aws_sqs_wait(struct sim_aws *aws, const struct aws_request *req)
 	uint64_t deadline;
 	bool done;
 
-	if (json_uint(req, "WaitTimeSeconds", SQS_WAIT_SEC_MAX, 0, &wait) < 0 || wait == 0)
+	if (sqs_uint(req, "WaitTimeSeconds", SQS_WAIT_SEC_MAX, 0, &wait) < 0 || wait == 0)
 		return;
 	deadline = aws_now_ms() + wait * 1000;
 	for (;;) {

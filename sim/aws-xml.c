@@ -219,8 +219,8 @@ static int error_xml(struct aws_response *resp, const struct aws_request *req,
 		xml_leaf(&x, "RequestID", req->request_id);
 		return xml_finish(&x, "Response", resp);
 	}
-	/* Query protocol (STS): Sender for 4xx, Receiver for 5xx. */
-	r = xml_begin(&x, "ErrorResponse", STS_XMLNS);
+	/* Query protocol (STS, SQS): Sender for 4xx, Receiver for 5xx. */
+	r = xml_begin(&x, "ErrorResponse", req->service == AWS_SERVICE_SQS ? SQS_XMLNS : STS_XMLNS);
 	if (r < 0)
 		return r;
 	xml_open(&x, "Error");
@@ -246,7 +246,7 @@ int aws_error(struct aws_response *resp, const struct aws_request *req, unsigned
 		return -ENOMEM;
 
 	resp->status = status;
-	if (req->service == AWS_SERVICE_SSM || req->service == AWS_SERVICE_SQS) {
+	if (req->service == AWS_SERVICE_SSM || (req->service == AWS_SERVICE_SQS && req->json_protocol)) {
 		r = aws_json_reply(resp, json_pack("{s:s, s:s}", "__type", code, "message", msg));
 		if (r >= 0 && req->service == AWS_SERVICE_SQS)
 			resp->content_type = "application/x-amz-json-1.0";

@@ -2,8 +2,8 @@
  * libFuzzer target for kanna-sim's AWS request dispatch: arbitrary bytes
  * become one request (byte 0 picks the service; then, for the query
  * protocols, "name=value" lines as the post processor would deliver them,
- * for the JSON protocols an action line and a JSON body; service 4 feeds
- * the admin fault JSON) and run through aws_dispatch() like the server
+ * for the JSON protocols an action line and a JSON body; 4 feeds the
+ * admin fault JSON, 5 is SQS's query protocol) and run through aws_dispatch() like the server
  * does after authentication. Nothing here may crash, leak or hang.
  */
 #include <stdint.h>
@@ -43,7 +43,7 @@ static void run_query(struct sim_aws *aws, enum aws_service service, char *text)
 {
 	struct aws_params params = { 0 };
 	struct aws_request req = { .service = service, .region = aws->region, .params = &params,
-				   .endpoint = "http://127.0.0.1:1" };
+				   .endpoint = "http://127.0.0.1:1", .path = "/111122223333/kanna" };
 	struct aws_response resp = { 0 };
 	unsigned latency;
 
@@ -68,7 +68,7 @@ static void run_json(struct sim_aws *aws, enum aws_service service, char *text)
 {
 	char *nl = strchr(text, '\n');
 	struct aws_request req = { .service = service, .region = aws->region,
-				   .endpoint = "http://127.0.0.1:1" };
+				   .endpoint = "http://127.0.0.1:1", .json_protocol = true };
 	struct aws_response resp = { 0 };
 
 	if (!nl)
@@ -90,12 +90,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct sim_aws *aws = sim_get();
 	struct aws_response resp = { 0 };
-	char *text, err[256];
+	char *text;
 	unsigned kind;
 
 	if (size < 1)
 		return 0;
-	kind = data[0] % 5;
+	kind = data[0] % 6;
 	text = strndup((const char *)data + 1, size - 1);
 	if (!text)
 		return 0;
@@ -112,10 +112,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 3:
 		run_json(aws, AWS_SERVICE_SQS, text);
 		break;
+	case 5:
+		run_query(aws, AWS_SERVICE_SQS, text);
+		break;
 	default:
 		if (aws_admin_handle(aws, "/_sim/faults", "POST", text, strlen(text), &resp) >= 0)
 			aws_response_clear(&resp);
-		(void)err;
 		break;
 	}
 	free(text);

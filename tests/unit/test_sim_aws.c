@@ -879,3 +879,65 @@ Test(sim_aws, architecture_mismatch_between_ami_and_type_is_an_override_error)
 	cr_assert(strstr(r.body, "<fleetInstanceSet></fleetInstanceSet>"), "%s", r.body);
 	free(r.body);
 }
+
+Test(sim_aws, sqs_query_protocol_receives_and_deletes_in_xml)
+{
+	char id[64], json[128], body[512], receipt[128], msg[2048];
+	struct reply r;
+
+	create_template("lt-demo");
+	launch_tagged("q", id, sizeof(id));
+	r = admin("POST", "/_sim/faults", "{}");
+	free(r.body);
+	/* On-demand instances cannot be interrupted; spot ones can. */
+	snprintf(json, sizeof(json), "{\"instanceIds\":[\"%s\"]}", id);
+	r = admin("POST", "/_sim/interrupt", json);
+	cr_assert_eq(r.status, 400, "%s", r.body);
+	free(r.body);
+
+	r = call_full(&(struct call){ .service = "sqs" }, "/111122223333/demo",
+		      "Action=ReceiveMessage&Version=2012-11-05&MaxNumberOfMessages=10");
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert(strstr(r.body, "<ReceiveMessageResponse xmlns=\"http://queue.amazonaws.com/doc/2012-11-05/\"><ReceiveMessageResult></ReceiveMessageResult>"), "%s", r.body);
+	free(r.body);
+
+	r = call_full(&(struct call){ .service = "sqs" }, "/",
+		      "Action=GetQueueUrl&Version=2012-11-05&QueueName=demo");
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert(strstr(xml_nth(r.body, "QueueUrl", 0, msg, sizeof(msg)), "/111122223333/demo"), "%s", r.body);
+	free(r.body);
+
+	r = call_full(&(struct call){ .service = "sqs" }, "/",
+		      "Action=GetQueueUrl&Version=2012-11-05&QueueName=other");
+	cr_assert_eq(r.status, 400, "%s", r.body);
+	cr_assert_str_eq(xml_nth(r.body, "Code", 0, msg, sizeof(msg)), "AWS.SimpleQueueService.NonExistentQueue");
+	cr_assert(strstr(r.body, "<ErrorResponse"), "%s", r.body);
+	free(r.body);
+
+	snprintf(body, sizeof(body), "Action=DeleteMessage&Version=2012-11-05&ReceiptHandle=%s", "nope");
+	r = call_full(&(struct call){ .service = "sqs" }, "/111122223333/demo", body);
+	cr_assert_eq(r.status, 400, "%s", r.body);
+	cr_assert_str_eq(xml_nth(r.body, "Code", 0, receipt, sizeof(receipt)), "ReceiptHandleIsInvalid");
+	free(r.body);
+
+	r = fleet("&TargetCapacitySpecification.SpotTargetCapacity=1");
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert(strstr(r.body, "<lifecycle>spot</lifecycle><instanceIds>"), "%s", r.body);
+	xml_nth(strstr(r.body, "<lifecycle>spot</lifecycle><instanceIds>"), "item", 0, id, sizeof(id));
+	free(r.body);
+	snprintf(json, sizeof(json), "{\"instanceIds\":[\"%s\"]}", id);
+	r = admin("POST", "/_sim/interrupt", json);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	free(r.body);
+	r = call_full(&(struct call){ .service = "sqs" }, "/111122223333/demo",
+		      "Action=ReceiveMessage&Version=2012-11-05&MaxNumberOfMessages=10&WaitTimeSeconds=1");
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert(strstr(xml_nth(r.body, "Body", 0, msg, sizeof(msg)), "EC2 Spot Instance Interruption Warning"), "%s", r.body);
+	xml_nth(r.body, "ReceiptHandle", 0, receipt, sizeof(receipt));
+	free(r.body);
+	snprintf(body, sizeof(body), "Action=DeleteMessage&Version=2012-11-05&ReceiptHandle=%s", receipt);
+	r = call_full(&(struct call){ .service = "sqs" }, "/111122223333/demo", body);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert(strstr(r.body, "<DeleteMessageResponse"), "%s", r.body);
+	free(r.body);
+}

@@ -48,8 +48,8 @@ Test(sim_aws_catalog, regional_prices_use_the_documented_multipliers)
 	const struct aws_region *apne1 = aws_catalog_region(catalog, "ap-northeast-1");
 
 	cr_assert_float_eq(aws_catalog_price(usw2, &usw2->zones[0], t, false), 0.096, 1e-9);
-	cr_assert_float_eq(aws_catalog_price(euw1, &euw1->zones[0], t, false), 0.1075, 1e-9);
-	cr_assert_float_eq(aws_catalog_price(apne1, &apne1->zones[0], t, false), 0.1238, 1e-9);
+	cr_assert_float_eq(aws_catalog_price(euw1, &euw1->zones[0], t, false), 0.096 * 1.1, 1e-9);
+	cr_assert_float_eq(aws_catalog_price(apne1, &apne1->zones[0], t, false), 0.096 * 1.2, 1e-9);
 	cr_assert_null(aws_catalog_region(catalog, "us-east-1"));
 }
 
@@ -65,9 +65,23 @@ Test(sim_aws_catalog, spot_prices_are_30_to_70_percent_of_on_demand_for_every_of
 
 				if (!aws_type_offered(t))
 					continue;
-				cr_assert(spot >= 0.0001 && spot >= od * 0.3 - 0.0001 && spot <= od * 0.7 + 0.0001,
+				cr_assert(spot > 0 && spot >= od * 0.3 - 1e-12 && spot < od * 0.7,
 					  "%s %s od %f spot %f", t->name, reg->zones[z].name, od, spot);
 			}
+}
+
+/* The scheduler's offering_price() (scheduler/catalog.c) uses this rule too. */
+Test(sim_aws_catalog, spot_price_follows_the_shared_fnv_rule)
+{
+	const struct aws_instance_type *t = aws_catalog_type(catalog, "c5.xlarge");
+	const struct aws_region *euw1 = aws_catalog_region(catalog, "eu-west-1");
+	uint64_t h = 14695981039346656037ULL;
+	double want;
+
+	for (const char *s = "c5.xlargeeu-west-1b"; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	want = t->od_price_us_east_1 * 1.1 * (0.3 + 0.4 * (double)(h % 1000) / 1000.0);
+	cr_assert_float_eq(aws_catalog_price(euw1, &euw1->zones[1], t, true), want, 1e-12);
 }
 
 Test(sim_aws_catalog, types_without_a_price_are_not_offered)
