@@ -202,14 +202,17 @@ static int encode_field(struct enc *e, const struct proto_field_desc *f, const v
 static int encode_struct(struct enc *e, const struct proto_struct_desc *sd, const void *s)
 {
 	uint64_t present = 0; /* bit i: fields[i] goes on the wire (≤ 64 fields, tested) */
+	size_t n = 0;
 
 	if (e->path.depth > PROTO_MAX_DEPTH)
 		return proto_fail(e->err, &e->path, PROTO_E_MALFORMED, "nesting deeper than %d",
 				  PROTO_MAX_DEPTH);
 	for (uint32_t i = 0; i < sd->n_fields; i++)
-		if (sd->fields[i].required || !proto_field_is_default(&sd->fields[i], s))
+		if (sd->fields[i].required || !proto_field_is_default(&sd->fields[i], s)) {
 			present |= UINT64_C(1) << i;
-	PACK(msgpack_pack_map(&e->pk, (size_t)__builtin_popcountll(present)));
+			n++;
+		}
+	PACK(msgpack_pack_map(&e->pk, n));
 	for (; present; present &= present - 1) {
 		const struct proto_field_desc *f = &sd->fields[__builtin_ctzll(present)];
 		int r;
@@ -235,11 +238,19 @@ static int sbuffer_append(void *data, const char *buf, size_t len)
 	if (_unlikely_(sb->alloc - sb->size < len))
 		return msgpack_sbuffer_write(data, buf, len);
 	p = sb->data + sb->size;
-	if (len <= 16)
+	/* Fixed-size memcpy()s compile to single moves; the pairs overlap. */
+	if (len >= 8 && len <= 16) {
+		memcpy(p, buf, 8);
+		memcpy(p + len - 8, buf + len - 8, 8);
+	} else if (len >= 4 && len < 8) {
+		memcpy(p, buf, 4);
+		memcpy(p + len - 4, buf + len - 4, 4);
+	} else if (len < 4) {
 		for (size_t i = 0; i < len; i++)
 			p[i] = buf[i];
-	else
+	} else {
 		memcpy(p, buf, len);
+	}
 	sb->size += len;
 	return 0;
 }
