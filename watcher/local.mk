@@ -1,9 +1,19 @@
-# watcher/: kanna-watcher. So far: the Kubernetes JSON → proto decoders.
+# watcher/: kanna-watcher — decoders, informers, state publisher, pending
+# pod router.
 noinst_LIBRARIES += libkanna-watcher.a
 libkanna_watcher_a_SOURCES = \
 	watcher/decode.h watcher/decode.c watcher/decode-pod.c watcher/decode-node.c \
 	watcher/decode-nodepool.c watcher/decode-nodeclass.c watcher/decode-storage.c \
-	watcher/publish.h watcher/publish.c
+	watcher/publish.h watcher/publish.c \
+	watcher/informer.h watcher/informer.c watcher/pending.h watcher/pending.c
+# quantity_parse() still lives in the scheduler library: common comes first
+# so that the scheduler's own arena is not pulled in beside common's.
+WATCHER_LIBS = libkanna-watcher.a libkanna-state.a libkanna-proto.a $(COMMON_LIBS) \
+	libkanna-sched.a $(COMMON_LIBS) -lm
+
+bin_PROGRAMS += watcher/kanna-watcher
+watcher_kanna_watcher_SOURCES = watcher/main.c
+watcher_kanna_watcher_LDADD = $(WATCHER_LIBS)
 # Its tests (tests/unit/test_watcher_decode.c, tests/fuzz/fuzz_k8s_decode.c) are
 # registered once the arena and quantity helpers are shared from common/.
 EXTRA_DIST += tests/unit/test_watcher_decode.c tests/fuzz/fuzz_k8s_decode.c tests/fuzz/corpus/k8s_decode

@@ -1,0 +1,283 @@
+/*
+ * kanna-watcher: the only process that reads the Kubernetes API. Wires the
+ * configuration, the event loop, the Kubernetes client, one informer per
+ * collection, the state publisher (state.pub / state.sync) and the pending
+ * pod router (pending.<shard>), plus metrics, health and readiness. The
+ * work is in informer.c, publish.c and pending.c.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/health.h"
+#include "common/kube-client.h"
+#include "common/kube-events.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/sock.h"
+#include "watcher/informer.h"
+#include "watcher/pending.h"
+#include "watcher/publish.h"
+
+/* How often pending pods are announced again until they are bound. */
+#define WATCHER_ANNOUNCE_DEFAULT "2s"
+/* How often gauges (node count, pending pods) are refreshed. */
+#define WATCHER_GAUGE_PERIOD_USEC (5ULL * 1000 * 1000)
+
+struct watcher_config {
+	struct config_common common;
+	char *kubeconfig;
+	char *context;
+	uint64_t shards;
+	uint64_t announce_interval_usec;
+	double kube_qps;
+	uint64_t kube_burst;
+	char **resources;
+};
+
+static const struct config_option watcher_options[] = {
+	CONFIG_COMMON_OPTIONS(struct watcher_config, common, CONFIG_WATCHER_METRICS_PORT,
+			      CONFIG_WATCHER_HEALTH_PORT),
+	{ .name = "kubeconfig", .type = CONFIG_STRING,
+	  .offset = offsetof(struct watcher_config, kubeconfig), .flags = CONFIG_SHARED,
+	  .default_env = "KUBECONFIG", .metavar = "FILE",
+	  .help = "kubeconfig file; without one, in-cluster configuration or ~/.kube/config." },
+	{ .name = "context", .type = CONFIG_STRING,
+	  .offset = offsetof(struct watcher_config, context), .flags = CONFIG_SHARED,
+	  .metavar = "NAME", .help = "kubeconfig context (default: its current-context)." },
+	{ .name = "shards", .type = CONFIG_UINT, .offset = offsetof(struct watcher_config, shards),
+	  .flags = CONFIG_SHARED, .default_value = "1", .min = 1, .max = 64,
+	  .help = "Number of scheduler shards pending pods are divided among." },
+	{ .name = "announce-interval", .type = CONFIG_DURATION,
+	  .offset = offsetof(struct watcher_config, announce_interval_usec),
+	  .flags = CONFIG_RELOADABLE, .default_value = WATCHER_ANNOUNCE_DEFAULT,
+	  .min = 100000, .max = 60000000,
+	  .help = "How often unscheduled pods are announced to the schedulers again." },
+	{ .name = "kube-client-qps", .type = CONFIG_DOUBLE,
+	  .offset = offsetof(struct watcher_config, kube_qps), .flags = CONFIG_SHARED,
+	  .default_value = "200", .min_double = 1, .max_double = 100000,
+	  .env_alias = "KUBE_CLIENT_QPS", .help = "Kubernetes API requests per second." },
+	{ .name = "kube-client-burst", .type = CONFIG_UINT,
+	  .offset = offsetof(struct watcher_config, kube_burst), .flags = CONFIG_SHARED,
+	  .default_value = "300", .min = 1, .max = 100000, .env_alias = "KUBE_CLIENT_BURST",
+	  .help = "Kubernetes API request burst." },
+	{ .name = "resources", .type = CONFIG_STRING_LIST,
+	  .offset = offsetof(struct watcher_config, resources),
+	  .default_value = "pods,nodes,nodepools,nodepools.v1beta1,provisioners,nodeclaims,"
+			   "ec2nodeclasses,ec2nodeclasses.v1beta1,awsnodetemplates,"
+			   "poddisruptionbudgets,persistentvolumeclaims,persistentvolumes,"
+			   "storageclasses,daemonsets",
+	  .metavar = "LIST",
+	  .help = "Collections to watch. Where one CRD serves several versions of the same "
+		  "objects (v1 and v1beta1 NodePools), list only one of them." },
+};
+
+static const struct config_schema watcher_schema = {
+	.program = "kanna-watcher",
+	.section = "watcher",
+	.summary = "Reads the Kubernetes API and replicates cluster state to the other kanna daemons.",
+	.options = watcher_options,
+	.n_options = ARRAY_SIZE(watcher_options),
+	.common_offset = offsetof(struct watcher_config, common),
+};
+
+struct watcher {
+	struct watcher_config cfg;
+	struct loop *loop;
+	struct sock_ctx *socks;
+	struct metrics_registry *metrics;
+	struct health_server *health;
+	struct kube_client *kube;
+	struct kube_events *events;
+	struct publisher *pub;
+	struct pending_router *pending;
+	struct msg_io io;
+	struct informer **informers;
+	size_t n_informers;
+	bool ready;
+	struct informer_metrics inf_metrics;
+	struct metrics_gauge *node_count, *synced_gauge, *pending_gauge;
+};
+
+static bool resource_enabled(const struct watcher_config *cfg, const char *resource)
+{
+	for (char **r = cfg->resources; r && *r; r++)
+		if (streq(*r, resource))
+			return true;
+	return false;
+}
+
+static int on_announce(struct loop *loop, void *userdata)
+{
+	struct watcher *w = userdata;
+	int r;
+
+	(void)loop;
+	if (!w->ready)
+		return 0; /* a half-listed picture would announce pods twice */
+	r = pending_router_announce(w->pending, &w->io, publisher_store(w->pub), publisher_seq(w->pub));
+	if (r < 0)
+		return log_error_errno(r, "Failed to announce pending pods: %m");
+	return 0;
+}
+
+static int on_gauges(struct loop *loop, void *userdata)
+{
+	struct watcher *w = userdata;
+	struct pending_stats ps;
+
+	(void)loop;
+	pending_router_get_stats(w->pending, &ps);
+	metrics_gauge_set(w->node_count, (double)publisher_store(w->pub)->count[PROTO_OBJECT_NODE], NULL);
+	metrics_gauge_set(w->synced_gauge, w->ready ? 1 : 0, NULL);
+	metrics_gauge_set(w->pending_gauge, (double)ps.last_pending, NULL);
+	return 0;
+}
+
+static int on_ready_check(struct loop *loop, void *userdata)
+{
+	struct watcher *w = userdata;
+	char status[128];
+
+	if (w->ready)
+		return 0;
+	for (size_t i = 0; i < w->n_informers; i++)
+		if (!informer_synced(w->informers[i])) {
+			snprintf(status, sizeof(status), "waiting for the first list of %s",
+				 informer_def_of(w->informers[i])->resource);
+			health_server_set_ready(w->health, false, status);
+			return 0;
+		}
+	w->ready = true;
+	snprintf(status, sizeof(status), "replicating %zu object(s)",
+		 publisher_store(w->pub)->objects.n);
+	health_server_set_ready(w->health, true, NULL);
+	loop_notify_ready(loop, status);
+	log_info("cluster state synced: %zu object(s), seq %" PRIu64,
+		 publisher_store(w->pub)->objects.n, publisher_seq(w->pub));
+	return on_announce(loop, w);
+}
+
+static int watcher_metrics(struct watcher *w)
+{
+	int r;
+
+	if ((r = metrics_registry_new(&w->metrics)) < 0 ||
+	    (r = metrics_counter_new(w->metrics, &w->inf_metrics.events, "kanna_watcher_events_total",
+				     "Kubernetes objects received, by resource.", "resource", NULL)) < 0 ||
+	    (r = metrics_counter_new(w->metrics, &w->inf_metrics.decode_errors,
+				     "kanna_watcher_decode_errors_total",
+				     "Kubernetes objects that could not be decoded, by resource.",
+				     "resource", NULL)) < 0 ||
+	    (r = metrics_gauge_new(w->metrics, &w->node_count, "karpenter_cluster_state_node_count",
+				   "Nodes in the replicated cluster state.", NULL)) < 0 ||
+	    (r = metrics_gauge_new(w->metrics, &w->synced_gauge, "karpenter_cluster_state_synced",
+				   "1 when the cluster state is synced with the API server.", NULL)) < 0 ||
+	    (r = metrics_gauge_new(w->metrics, &w->pending_gauge,
+				   "karpenter_scheduler_unschedulable_pods_count",
+				   "Pods waiting for capacity as last announced.", NULL)) < 0)
+		return r;
+	return 0;
+}
+
+static int watcher_start(struct watcher *w)
+{
+	struct kube_client_options kopts = { .qps = w->cfg.kube_qps,
+					     .burst = (unsigned)w->cfg.kube_burst,
+					     .user_agent = "kanna-watcher/" PACKAGE_VERSION };
+	struct kube_config *kcfg = NULL;
+	char err[512], host[256] = "kanna-watcher";
+	int r;
+
+	gethostname(host, sizeof(host) - 1);
+	if ((r = loop_new(&w->loop, "kanna-watcher")) < 0)
+		return log_error_errno(r, "Failed to create the event loop: %m");
+	if ((r = watcher_metrics(w)) < 0)
+		return log_error_errno(r, "Failed to register metrics: %m");
+	r = health_server_new(w->metrics, (int)w->cfg.common.metrics_port,
+			      (int)w->cfg.common.health_port, 0, &w->health);
+	if (r < 0)
+		return log_error_errno(r, "Failed to serve metrics on %" PRIu64 " and health on %" PRIu64 ": %m",
+				       w->cfg.common.metrics_port, w->cfg.common.health_port);
+	if ((r = health_server_attach_loop(w->health, w->loop)) < 0)
+		return log_error_errno(r, "Failed to attach health checks: %m");
+	r = kube_config_resolve(w->cfg.kubeconfig, w->cfg.context, &kcfg, err, sizeof(err));
+	if (r < 0)
+		return log_error_errno(r, "Failed to load Kubernetes configuration: %s", err);
+	log_info_kv(LOG_KV({ "server", kcfg->server }, { "context", kcfg->context }),
+		    "using Kubernetes API at %s", kcfg->server);
+	if ((r = kube_client_new(&w->kube, w->loop, kcfg, &kopts)) < 0 ||
+	    (r = kube_events_new(&w->events, w->kube, "karpenter", host)) < 0)
+		return log_error_errno(r, "Failed to create the Kubernetes client: %m");
+	if ((r = sock_ctx_new(&w->socks, w->loop, "watcher", w->cfg.common.runtime_dir)) < 0)
+		return log_error_errno(r, "Failed to open sockets in %s: %m", w->cfg.common.runtime_dir);
+	if ((r = msg_io_init(&w->io, PROTO_PROCESS_WATCHER, 0)) < 0 ||
+	    (r = publisher_new(&w->pub, w->socks, w->loop, STATE_PUB_SOCKET, STATE_SYNC_SOCKET)) < 0 ||
+	    (r = pending_router_new(&w->pending, w->socks, (unsigned)w->cfg.shards)) < 0)
+		return log_error_errno(r, "Failed to bind the watcher's sockets in %s: %m",
+				       sock_ctx_runtime_dir(w->socks));
+	w->informers = calloc(informer_n_defs, sizeof(*w->informers));
+	if (!w->informers)
+		return log_error_errno(-ENOMEM, "Failed to start informers: %m");
+	for (size_t i = 0; i < informer_n_defs; i++) {
+		if (!resource_enabled(&w->cfg, informer_defs[i].resource))
+			continue;
+		r = informer_new(&w->informers[w->n_informers], &informer_defs[i], w->kube, w->pub,
+				 w->events, &w->inf_metrics);
+		if (r < 0)
+			return log_error_errno(r, "Failed to watch %s: %m", informer_defs[i].collection);
+		w->n_informers++;
+	}
+	for (char **res = w->cfg.resources; res && *res; res++) {
+		bool known = false;
+		for (size_t i = 0; i < informer_n_defs; i++)
+			known = known || streq(*res, informer_defs[i].resource);
+		if (!known)
+			log_warn("Unknown resource '%s' in resources, ignored", *res);
+	}
+	health_server_set_ready(w->health, false, "listing cluster state");
+	if ((r = loop_add_periodic(w->loop, "ready-check", 100000, on_ready_check, w)) < 0 ||
+	    (r = loop_add_periodic(w->loop, "announce-pending", w->cfg.announce_interval_usec,
+				   on_announce, w)) < 0 ||
+	    (r = loop_add_periodic(w->loop, "gauges", WATCHER_GAUGE_PERIOD_USEC, on_gauges, w)) < 0)
+		return log_error_errno(r, "Failed to schedule periodic work: %m");
+	log_info_kv(LOG_KV({ "runtime_dir", sock_ctx_runtime_dir(w->socks) }),
+		    "watching %zu collection(s), %" PRIu64 " scheduler shard(s)", w->n_informers,
+		    w->cfg.shards);
+	return 0;
+}
+
+static void watcher_stop(struct watcher *w)
+{
+	for (size_t i = 0; i < w->n_informers; i++)
+		informer_free(w->informers[i]);
+	free(w->informers);
+	pending_router_free(w->pending);
+	publisher_free(w->pub);
+	msg_io_done(&w->io);
+	sock_ctx_free(w->socks);
+	kube_events_free(w->events);
+	kube_client_free(w->kube);
+	health_server_free(w->health);
+	metrics_registry_free(w->metrics);
+	loop_free(w->loop);
+	config_free(&watcher_schema, &w->cfg);
+}
+
+int main(int argc, char **argv)
+{
+	struct watcher w = { 0 };
+	int exit_code, r;
+
+	if (config_handle_command_line(&watcher_schema, &w.cfg, argc, argv, &exit_code))
+		return exit_code;
+	r = watcher_start(&w);
+	if (r >= 0)
+		r = loop_run(w.loop);
+	watcher_stop(&w);
+	return r < 0 ? 1 : r;
+}

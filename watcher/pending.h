@@ -1,0 +1,47 @@
+/*
+ * Routing of pending pods to scheduler shards (DESIGN §1). A pod is pending
+ * when the Kubernetes scheduler marked it PodScheduled=False/Unschedulable,
+ * it is not bound, not terminating, not a DaemonSet's or a mirror pod, and
+ * no in-flight NodeClaim already has it planned. Pods that constrain each
+ * other form a group (same controller, or selected by one another's
+ * affinity or topology-spread selectors); a group goes to shard
+ * hash(group) mod N whole, so N schedulers never split a constraint.
+ * Pending pods are announced again every period until they are bound:
+ * level-triggered, a lost message delays a pod but never loses it.
+ */
+#ifndef KANNA_WATCHER_PENDING_H
+#define KANNA_WATCHER_PENDING_H
+
+#include "common/msg.h"
+#include "common/state-store.h"
+
+/* Endpoint name of shard i: "pending.<i>". */
+#define PENDING_SOCKET_PREFIX "pending"
+
+struct pending_router;
+
+int pending_router_new(struct pending_router **ret, struct sock_ctx *ctx, unsigned n_shards);
+struct pending_router *pending_router_free(struct pending_router *pr);
+
+/* Unschedulable, unbound, alive, not a DaemonSet's or mirror pod (see
+ * above; whether a NodeClaim has it planned is checked separately). */
+bool pod_is_unschedulable(const struct proto_pod *p);
+
+/*
+ * The shard of every pending pod: out[i] for pods[i]. Exposed for tests.
+ * Pods of one group always get the same shard.
+ */
+int pending_assign_shards(const struct proto_pod *const *pods, size_t n, unsigned n_shards,
+			  unsigned *out);
+
+/* Computes the pending pods from the store and sends them to their shards. */
+int pending_router_announce(struct pending_router *pr, struct msg_io *io,
+			    const struct state_store *s, uint64_t state_seq);
+
+struct pending_stats {
+	uint64_t announcements, pods_sent, send_failures;
+	uint64_t last_pending;
+};
+void pending_router_get_stats(const struct pending_router *pr, struct pending_stats *ret);
+
+#endif
