@@ -23,10 +23,6 @@ struct k8s_controllers {
 	bool stop;
 };
 
-struct snapshot {
-	json_t *objects; /* parsed copies, taken under the store lock */
-};
-
 static void snapshot_one(struct k8s_object *o, void *userdata)
 {
 	json_t *obj = k8s_object_parse(o);
@@ -51,36 +47,41 @@ static const char *meta(const json_t *obj, const char *key)
 	return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
 }
 
-static bool owned_by(const json_t *pod, const char *uid)
+struct owned_pod {
+	char *name;
+	int usefulness; /* lower is deleted first, as ReplicaSet's ActivePods */
+	uint64_t rv;
+};
+
+struct owned_scan {
+	const char *uid;
+	struct owned_pod *pods;
+	size_t n, ready;
+};
+
+static void scan_owned(struct k8s_object *o, void *userdata)
 {
-	const json_t *ref;
-	size_t i;
+	struct owned_scan *s = userdata;
+	struct owned_pod *v;
 
-	json_array_foreach(json_object_get(json_object_get(pod, "metadata"), "ownerReferences"), i, ref)
-		if (streq_ptr(json_string_value(json_object_get(ref, "uid")), uid))
-			return true;
-	return false;
-}
-
-static bool pod_ready(const json_t *pod)
-{
-	const json_t *c;
-	size_t i;
-
-	json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c)
-		if (streq_ptr(json_string_value(json_object_get(c, "type")), "Ready"))
-			return streq_ptr(json_string_value(json_object_get(c, "status")), "True");
-	return false;
-}
-
-/* Lower is deleted first, as ReplicaSet's ActivePods ordering. */
-static int pod_usefulness(const json_t *pod)
-{
-	if (!json_object_get(json_object_get(pod, "spec"), "nodeName"))
-		return 0;
-	if (!pod_ready(pod))
-		return 1;
-	return 2;
+	if (o->deleting)
+		return;
+	for (size_t i = 0; i < o->n_owners; i++) {
+		if (!streq(o->owners[i], s->uid))
+			continue;
+		v = realloc(s->pods, (s->n + 1) * sizeof(*v));
+		if (!v)
+			return;
+		s->pods = v;
+		v[s->n].name = strdup(o->name);
+		if (!v[s->n].name)
+			return;
+		v[s->n].usefulness = !o->node_name ? 0 : !o->pod_ready ? 1 : 2;
+		v[s->n].rv = o->rv;
+		s->ready += o->pod_ready;
+		s->n++;
+		return;
+	}
 }
 
 static uint32_t template_hash(const json_t *tmpl)
@@ -117,11 +118,12 @@ static json_t *pod_from_template(const json_t *d, const char *hash)
 
 static int cmp_usefulness(const void *a, const void *b)
 {
-	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-	int c = pod_usefulness(x) - pod_usefulness(y);
+	const struct owned_pod *x = a, *y = b;
 
-	/* Newer first among equals. */
-	return c ? c : -strcmp(meta(x, "creationTimestamp") ?: "", meta(y, "creationTimestamp") ?: "");
+	if (x->usefulness != y->usefulness)
+		return x->usefulness - y->usefulness;
+	/* Most recently written first among equals. */
+	return x->rv < y->rv ? 1 : x->rv > y->rv ? -1 : 0;
 }
 
 static json_t *set_status(const json_t *cur, void *userdata, struct k8s_error *err)
@@ -132,54 +134,59 @@ static json_t *set_status(const json_t *cur, void *userdata, struct k8s_error *e
 	return out;
 }
 
-static int reconcile_one(struct k8s_store *store, const json_t *d, const json_t *pods)
+static int scale_pods(struct k8s_store *store, const json_t *d, struct owned_scan *s,
+		      json_int_t want)
 {
 	const struct k8s_resource *pod_res = k8s_registry_find(store->reg, "", "v1", "pods");
-	const struct k8s_resource *dep_res = k8s_registry_find(store->reg, "apps", "v1", "deployments");
-	json_int_t want = json_integer_value(json_object_get(json_object_get(d, "spec"), "replicas"));
-	const json_t *p;
-	json_t **mine = calloc(json_array_size(pods) + 1, sizeof(json_t *)), *status;
-	size_t n = 0, i, ready = 0;
+	const char *ns = meta(d, "namespace");
 	char hash[16];
 	int writes = 0;
+	size_t i;
 
-	if (!mine)
-		return -ENOMEM;
-	snprintf(hash, sizeof(hash), "%08x",
-		 template_hash(json_object_get(json_object_get(d, "spec"), "template")));
-	json_array_foreach(pods, i, p)
-		if (owned_by(p, meta(d, "uid")) && !meta(p, "deletionTimestamp"))
-			mine[n++] = (json_t *)p;
-	qsort(mine, n, sizeof(*mine), cmp_usefulness);
-	for (i = 0; i + (size_t)want < n; i++) {
+	qsort(s->pods, s->n, sizeof(*s->pods), cmp_usefulness);
+	for (i = 0; i + (size_t)want < s->n; i++) {
 		struct k8s_delete_options opts;
 		struct k8s_error err = {};
 
 		k8s_delete_options_init(&opts);
-		if (k8s_store_delete(store, pod_res, meta(mine[i], "namespace"), meta(mine[i], "name"),
-				     &opts, NULL, &err) >= 0)
+		if (k8s_store_delete(store, pod_res, ns, s->pods[i].name, &opts, NULL, &err) >= 0)
 			writes++;
 		k8s_error_clear(&err);
 	}
-	for (i = n; i < (size_t)want; i++) {
+	snprintf(hash, sizeof(hash), "%08x",
+		 template_hash(json_object_get(json_object_get(d, "spec"), "template")));
+	for (i = s->n; i < (size_t)want; i++) {
 		json_t *pod = pod_from_template(d, hash);
 		struct k8s_error err = {};
 
-		if (pod && k8s_store_create(store, pod_res, meta(d, "namespace"), pod, NULL, &err) >= 0)
+		if (pod && k8s_store_create(store, pod_res, ns, pod, NULL, &err) >= 0)
 			writes++;
 		else
-			log_warn("Failed to create pod for deployment %s/%s: %s", meta(d, "namespace"),
-				 meta(d, "name"), err.message);
+			log_warn("Failed to create pod for deployment %s/%s: %s", ns, meta(d, "name"),
+				 err.message);
 		k8s_error_clear(&err);
 		json_decref(pod);
 	}
-	for (i = 0; i < n; i++)
-		ready += pod_ready(mine[i]);
-	free(mine);
+	return writes;
+}
+
+static int reconcile_one(struct k8s_store *store, const json_t *d)
+{
+	const struct k8s_resource *pod_res = k8s_registry_find(store->reg, "", "v1", "pods");
+	const struct k8s_resource *dep_res = k8s_registry_find(store->reg, "apps", "v1", "deployments");
+	json_int_t want = json_integer_value(json_object_get(json_object_get(d, "spec"), "replicas"));
+	struct owned_scan s = { .uid = meta(d, "uid") };
+	int writes;
+	json_t *status;
+
+	if (!s.uid)
+		return 0;
+	k8s_store_foreach(store, pod_res, meta(d, "namespace"), scan_owned, &s);
+	writes = scale_pods(store, d, &s, want);
 	status = json_pack("{s:I, s:I, s:I, s:I, s:I}", "observedGeneration",
 			   json_integer_value(json_object_get(json_object_get(d, "metadata"), "generation")),
-			   "replicas", (json_int_t)n, "updatedReplicas", (json_int_t)n, "readyReplicas",
-			   (json_int_t)ready, "availableReplicas", (json_int_t)ready);
+			   "replicas", (json_int_t)s.n, "updatedReplicas", (json_int_t)s.n,
+			   "readyReplicas", (json_int_t)s.ready, "availableReplicas", (json_int_t)s.ready);
 	if (status && !json_equal(status, json_object_get(d, "status"))) {
 		struct k8s_error err = {};
 
@@ -189,30 +196,28 @@ static int reconcile_one(struct k8s_store *store, const json_t *d, const json_t 
 		k8s_error_clear(&err);
 	}
 	json_decref(status);
+	for (size_t i = 0; i < s.n; i++)
+		free(s.pods[i].name);
+	free(s.pods);
 	return writes;
 }
 
 int k8s_deployments_reconcile(struct k8s_store *store)
 {
 	json_t *deps = k8s_controller_snapshot(store, "apps", "deployments");
-	json_t *pods = k8s_controller_snapshot(store, "", "pods");
 	const json_t *d;
 	size_t i;
 	int writes = 0;
 
-	if (!deps || !pods) {
-		json_decref(deps);
-		json_decref(pods);
+	if (!deps)
 		return -ENOMEM;
-	}
 	json_array_foreach(deps, i, d)
 		if (!meta(d, "deletionTimestamp")) {
-			int r = reconcile_one(store, d, pods);
+			int r = reconcile_one(store, d);
 
 			writes += r > 0 ? r : 0;
 		}
 	json_decref(deps);
-	json_decref(pods);
 	return writes;
 }
 

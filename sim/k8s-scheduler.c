@@ -233,10 +233,17 @@ static int node_misfit(const json_t *pod, const struct node_fit *n, struct reque
 	return -1;
 }
 
-static struct node_fit *nodes_with_room(const json_t *nodes, const json_t *pods, size_t *n_ret)
+static int fit_cmp(const void *a, const void *b)
+{
+	const struct node_fit *x = a, *y = b;
+
+	return strcmp(x->name ?: "", y->name ?: "");
+}
+
+static struct node_fit *nodes_from(const json_t *nodes, size_t *n_ret)
 {
 	struct node_fit *fits = calloc(json_array_size(nodes) + 1, sizeof(*fits));
-	const json_t *node, *pod;
+	const json_t *node;
 	size_t i, n = 0;
 
 	if (!fits)
@@ -255,24 +262,44 @@ static struct node_fit *nodes_with_room(const json_t *nodes, const json_t *pods,
 		fits[n].free_pods = json_object_get(alloc, "pods") ? quantity(alloc, "pods") : 110000;
 		n++;
 	}
-	json_array_foreach(pods, i, pod) {
-		const char *bound = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
-		const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
-
-		if (!bound || streq_ptr(phase, "Succeeded") || streq_ptr(phase, "Failed"))
-			continue;
-		for (size_t j = 0; j < n; j++)
-			if (streq_ptr(fits[j].name, bound)) {
-				struct requests r = pod_requests(pod);
-
-				fits[j].free_cpu -= r.cpu;
-				fits[j].free_memory -= r.memory;
-				fits[j].free_pods -= 1000;
-				break;
-			}
-	}
+	qsort(fits, n, sizeof(*fits), fit_cmp);
 	*n_ret = n;
 	return fits;
+}
+
+struct pod_scan {
+	struct k8s_object **pending;
+	size_t n_pending;
+	struct node_fit *fits; /* sorted by name; NULL on the first pass */
+	size_t n_fits;
+};
+
+/* First pass: pending pods. Second pass: what bound pods use per node. */
+static void scan_pod(struct k8s_object *o, void *userdata)
+{
+	struct pod_scan *s = userdata;
+
+	if (!s->fits) {
+		struct k8s_object **v;
+
+		if (o->node_name || o->deleting || !streq_ptr(o->phase, "Pending"))
+			return;
+		v = realloc(s->pending, (s->n_pending + 1) * sizeof(*v));
+		if (!v)
+			return;
+		s->pending = v;
+		v[s->n_pending++] = k8s_object_ref(o);
+	} else if (o->node_name && !streq_ptr(o->phase, "Succeeded") &&
+		   !streq_ptr(o->phase, "Failed")) {
+		struct node_fit key = { .name = o->node_name };
+		struct node_fit *f = bsearch(&key, s->fits, s->n_fits, sizeof(key), fit_cmp);
+
+		if (f) {
+			f->free_cpu -= o->cpu_milli;
+			f->free_memory -= o->memory_milli;
+			f->free_pods -= 1000;
+		}
+	}
 }
 
 static bool is_pending(const json_t *pod)
@@ -371,25 +398,33 @@ static int schedule_one(struct k8s_store *store, const json_t *pod, struct node_
 
 int k8s_scheduler_reconcile(struct k8s_store *store)
 {
-	json_t *nodes = k8s_controller_snapshot(store, "", "nodes");
-	json_t *pods = k8s_controller_snapshot(store, "", "pods");
-	struct node_fit *fits = NULL;
-	const json_t *pod;
-	size_t n = 0, i;
+	const struct k8s_resource *pods = k8s_registry_find(store->reg, "", "v1", "pods");
+	struct pod_scan scan = {};
+	json_t *nodes = NULL;
 	int writes = 0;
 
-	if (nodes && pods)
-		fits = nodes_with_room(nodes, pods, &n);
-	if (!fits) {
-		json_decref(nodes);
-		json_decref(pods);
-		return -ENOMEM;
+	k8s_store_foreach(store, pods, NULL, scan_pod, &scan);
+	if (scan.n_pending == 0)
+		return 0;
+	nodes = k8s_controller_snapshot(store, "", "nodes");
+	scan.fits = nodes ? nodes_from(nodes, &scan.n_fits) : NULL;
+	if (!scan.fits) {
+		writes = -ENOMEM;
+		goto out;
 	}
-	json_array_foreach(pods, i, pod)
-		if (is_pending(pod))
-			writes += schedule_one(store, pod, fits, n);
-	free(fits);
+	k8s_store_foreach(store, pods, NULL, scan_pod, &scan);
+	for (size_t i = 0; i < scan.n_pending; i++) {
+		json_t *pod = k8s_object_parse(scan.pending[i]);
+
+		if (pod && is_pending(pod))
+			writes += schedule_one(store, pod, scan.fits, scan.n_fits);
+		json_decref(pod);
+	}
+out:
+	for (size_t i = 0; i < scan.n_pending; i++)
+		k8s_object_unref(scan.pending[i]);
+	free(scan.pending);
+	free(scan.fits);
 	json_decref(nodes);
-	json_decref(pods);
 	return writes;
 }

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "common/util.h"
+#include "sim/k8s-controllers.h"
 #include "sim/k8s-store-internal.h"
 
 uint64_t k8s_now_ms(void)
@@ -83,6 +84,26 @@ static char *strdup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+/* What the controllers need of a pod, so that they never parse all pods. */
+static void pod_facts(struct k8s_object *o, const json_t *pod)
+{
+	const json_t *c;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c)
+		if (streq_ptr(json_string_value(json_object_get(c, "type")), "Ready"))
+			o->pod_ready = streq_ptr(json_string_value(json_object_get(c, "status")), "True");
+	json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, c) {
+		const json_t *req = json_object_get(json_object_get(c, "resources"), "requests");
+		int64_t v;
+
+		if (k8s_quantity_parse_milli(json_string_value(json_object_get(req, "cpu")), &v) >= 0)
+			o->cpu_milli += v;
+		if (k8s_quantity_parse_milli(json_string_value(json_object_get(req, "memory")), &v) >= 0)
+			o->memory_milli += v;
+	}
+}
+
 /* Builds a snapshot from a complete object (metadata already final). */
 struct k8s_object *k8s_object_new(const struct k8s_resource *res, const json_t *obj)
 {
@@ -111,6 +132,7 @@ struct k8s_object *k8s_object_new(const struct k8s_resource *res, const json_t *
 			json_object_get(json_object_get(obj, "spec"), "nodeName")));
 		o->phase = strdup_or_null(json_string_value(
 			json_object_get(json_object_get(obj, "status"), "phase")));
+		pod_facts(o, obj);
 	}
 	o->n_finalizers = json_array_size(json_object_get(meta, "finalizers"));
 	o->deleting = json_object_get(meta, "deletionTimestamp") != NULL;

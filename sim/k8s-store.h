@@ -52,6 +52,8 @@ struct k8s_object {
 	json_t *labels; /* NULL when none */
 	char *node_name; /* pods: spec.nodeName, else NULL */
 	char *phase;     /* pods: status.phase, else NULL */
+	bool pod_ready;  /* pods: condition Ready=True */
+	int64_t cpu_milli, memory_milli; /* pods: sum of container requests */
 	char **owners;   /* ownerReferences[].uid */
 	size_t n_owners;
 	size_t n_finalizers;
