@@ -1,6 +1,6 @@
 /*
  * The decoder's bump allocator (proto/arena.h). Chunks double in size; a
- * reset folds them into one. Never frees individual allocations; callers
+ * reset folds them into one (of at most ARENA_KEEP_MAX). Never frees individual allocations; callers
  * bound what they allocate (proto/limits.h) before asking.
  */
 #include "config.h"
@@ -10,10 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "proto/arena.h"
 
 /* First chunk: a typical pending-pod or plan message fits. */
 #define ARENA_MIN_CHUNK 16384
+/* A reset keeps at most this much, so one huge frame (a snapshot batch)
+ * does not pin its memory for the life of the process. */
+#define ARENA_KEEP_MAX (1024 * 1024)
 
 struct proto_arena_chunk {
 	struct proto_arena_chunk *next;
@@ -72,25 +76,13 @@ void *proto_arena_alloc0(struct proto_arena *a, size_t size)
 	return p;
 }
 
-char *proto_arena_strndup(struct proto_arena *a, const char *s, size_t n)
-{
-	char *p = proto_arena_alloc(a, n + 1);
-
-	if (!p)
-		return NULL;
-	if (n)
-		memcpy(p, s, n);
-	p[n] = '\0';
-	return p;
-}
-
 void proto_arena_reset(struct proto_arena *a)
 {
 	struct proto_arena_chunk *c, *next;
 	size_t total = 0;
 
 	a->used = 0;
-	if (!a->chunk || !a->chunk->next)
+	if (!a->chunk || (!a->chunk->next && a->chunk->size <= ARENA_KEEP_MAX))
 		return;
 	for (c = a->chunk; c; c = next) {
 		next = c->next;
@@ -98,7 +90,7 @@ void proto_arena_reset(struct proto_arena *a)
 		free(c);
 	}
 	/* On ENOMEM the arena simply starts empty again. */
-	a->chunk = chunk_new(total);
+	a->chunk = chunk_new(MIN(total, (size_t)ARENA_KEEP_MAX));
 }
 
 void proto_arena_done(struct proto_arena *a)

@@ -18,7 +18,6 @@ struct proto_arena {
 /* NULL on ENOMEM. alloc0 zeroes. Memory is aligned for any type. */
 void *proto_arena_alloc(struct proto_arena *a, size_t size);
 void *proto_arena_alloc0(struct proto_arena *a, size_t size);
-char *proto_arena_strndup(struct proto_arena *a, const char *s, size_t n);
 /* Forget everything allocated; keeps (at most) one chunk big enough for
  * what the arena held, so that steady-state decoding never calls malloc. */
 void proto_arena_reset(struct proto_arena *a);

@@ -3,6 +3,7 @@
  * trailing garbage, missing field, unknown field skipped). */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stddef.h>
 #include <jansson.h>
 #include <msgpack.h>
 #include <stdio.h>
@@ -581,4 +582,20 @@ Test(proto, frame_with_too_many_objects_is_rejected_before_unpacking)
 		msgpack_pack_nil(&pk);
 	expect_error(sbuf.data, sbuf.size, -EBADMSG, PROTO_E_TOO_MANY,
 		     "message of more than 2000000 msgpack objects");
+}
+
+Test(proto, arena_allocations_are_aligned_zeroed_and_survive_resets)
+{
+	for (int round = 0; round < 3; round++) {
+		for (size_t size = 1; size < 300000; size = size * 3 + 1) {
+			unsigned char *p = proto_arena_alloc0(&arena, size);
+
+			cr_assert_not_null(p);
+			cr_assert_eq((uintptr_t)p % _Alignof(max_align_t), 0);
+			cr_assert_eq(p[0], 0);
+			cr_assert_eq(p[size - 1], 0);
+			memset(p, 0xa5, size);
+		}
+		proto_arena_reset(&arena);
+	}
 }
