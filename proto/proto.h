@@ -777,8 +777,10 @@ const char *proto_object_kind_name(enum proto_object_kind kind);
 
 /*
  * Appends the encoded message to out (a msgpack_sbuffer from <msgpack.h>;
- * msgpack_sbuffer_clear() it to reuse the buffer). Refuses (-E2BIG/-EINVAL,
- * detail in err, may be NULL) a message a peer would reject.
+ * msgpack_sbuffer_clear() it to reuse the buffer). Refuses a message a peer
+ * would reject: -EBADMSG (limits, missing required field, bad enum),
+ * -EMSGSIZE (frame too large), -ENOMEM; err (may be NULL) says which field.
+ * On failure out is left as it was.
  */
 struct msgpack_sbuffer;
 int proto_encode(const struct proto_msg *msg, struct msgpack_sbuffer *out,
@@ -797,7 +799,8 @@ void proto_decoder_set_max_decoded(struct proto_decoder *d, size_t max_bytes);
 
 /*
  * Decodes exactly one frame. Returns 0 and *ret, or -EBADMSG (malformed,
- * limits), -EPROTONOSUPPORT (version major), -ENOMEM, with err filled.
+ * wrong type, limits, missing field), -EPROTONOSUPPORT (version major),
+ * -EMSGSIZE (frame too large), -ENOMEM, with err (may be NULL) filled.
  */
 int proto_decode(struct proto_decoder *d, const void *buf, size_t len,
 		 const struct proto_msg **ret, struct proto_error *err);
