@@ -26,6 +26,7 @@ static const struct {
 	{ AWS_SERVICE_EC2, "TerminateInstances", ec2_terminate_instances },
 	{ AWS_SERVICE_EC2, "CreateTags", ec2_create_tags },
 	{ AWS_SERVICE_SSM, "GetParameter", ssm_get_parameter },
+	{ AWS_SERVICE_PRICING, "GetProducts", pricing_get_products },
 	{ AWS_SERVICE_STS, "GetCallerIdentity", sts_get_caller_identity },
 	{ AWS_SERVICE_STS, "AssumeRoleWithWebIdentity", sts_assume_role_with_web_identity },
 	{ AWS_SERVICE_SQS, "GetQueueUrl", sqs_get_queue_url },
@@ -35,7 +36,7 @@ static const struct {
 
 int aws_dispatch(struct sim_aws *aws, struct aws_request *req, struct aws_response *resp)
 {
-	bool json = req->service == AWS_SERVICE_SSM || req->service == AWS_SERVICE_SQS;
+	bool json = req->json_protocol;
 
 	if (!req->action || !*req->action)
 		return json ? aws_error(resp, req, 400, "UnknownOperationException",

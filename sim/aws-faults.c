@@ -242,7 +242,7 @@ int aws_faults_apply(struct sim_aws *aws, const struct aws_request *req,
 	}
 	if (aws->faults.error_rate > 0 && aws_rand_unit(aws) < aws->faults.error_rate) {
 		aws_timeline_add(aws, "internal-error", "%s", req->action ? req->action : "?");
-		if (req->service == AWS_SERVICE_SSM)
+		if (req->service == AWS_SERVICE_SSM || req->service == AWS_SERVICE_PRICING)
 			r = aws_error(resp, req, 500, "InternalServerError", "An internal error has occurred");
 		else if (req->service == AWS_SERVICE_STS)
 			r = aws_error(resp, req, 500, "InternalFailure", "An internal error has occurred");

@@ -44,6 +44,7 @@ enum aws_service {
 	AWS_SERVICE_SSM,
 	AWS_SERVICE_STS,
 	AWS_SERVICE_SQS,
+	AWS_SERVICE_PRICING,
 	_AWS_SERVICE_MAX,
 };
 
@@ -387,6 +388,7 @@ int ec2_create_fleet(struct sim_aws *, const struct aws_request *, struct aws_re
 int ec2_describe_instances(struct sim_aws *, const struct aws_request *, struct aws_response *);
 int ec2_terminate_instances(struct sim_aws *, const struct aws_request *, struct aws_response *);
 int ec2_create_tags(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int pricing_get_products(struct sim_aws *, const struct aws_request *, struct aws_response *);
 int ssm_get_parameter(struct sim_aws *, const struct aws_request *, struct aws_response *);
 int sts_get_caller_identity(struct sim_aws *, const struct aws_request *, struct aws_response *);
 int sts_assume_role_with_web_identity(struct sim_aws *, const struct aws_request *, struct aws_response *);

@@ -163,6 +163,7 @@ static enum aws_service service_from_name(const char *name, bool *ok)
 	static const char *const names[_AWS_SERVICE_MAX] = {
 		[AWS_SERVICE_EC2] = "ec2", [AWS_SERVICE_SSM] = "ssm",
 		[AWS_SERVICE_STS] = "sts", [AWS_SERVICE_SQS] = "sqs",
+		[AWS_SERVICE_PRICING] = "pricing",
 	};
 
 	for (size_t i = 0; i < _AWS_SERVICE_MAX; i++)
@@ -178,7 +179,7 @@ static enum aws_service service_from_name(const char *name, bool *ok)
 static int auth_error(struct aws_response *resp, const struct aws_request *req, int r,
 		      const char *why)
 {
-	bool json = req->service == AWS_SERVICE_SSM;
+	bool json = req->service == AWS_SERVICE_SSM || req->service == AWS_SERVICE_PRICING;
 	bool ec2 = req->service == AWS_SERVICE_EC2;
 
 	switch (r) {
@@ -235,12 +236,14 @@ static int authenticate(struct sim_aws *aws, struct MHD_Connection *connection,
 		req->service = AWS_SERVICE_SSM;
 	else if (target && strncmp(target, "AmazonSQS.", 10) == 0)
 		req->service = AWS_SERVICE_SQS;
+	else if (target && strncmp(target, "AWSPriceListService.", 20) == 0)
+		req->service = AWS_SERVICE_PRICING;
 	else if (authz && sigv4_parse_authorization(authz, &parsed) >= 0)
 		req->service = service_from_name(parsed.service, &known);
 	else if (streq_ptr(action, "AssumeRoleWithWebIdentity"))
 		req->service = AWS_SERVICE_STS;
 	/* SSM speaks only JSON; SQS speaks JSON when X-Amz-Target says so. */
-	req->json_protocol = req->service == AWS_SERVICE_SSM ||
+	req->json_protocol = req->service == AWS_SERVICE_SSM || req->service == AWS_SERVICE_PRICING ||
 			     (req->service == AWS_SERVICE_SQS && target);
 	if (!known)
 		return aws_error(resp, req, 400, "InvalidAction",
@@ -251,8 +254,8 @@ static int authenticate(struct sim_aws *aws, struct MHD_Connection *connection,
 		return 1;
 	if (!authz)
 		return aws_error(resp, req, req->service == AWS_SERVICE_EC2 ? 401 : 403,
-				 req->service == AWS_SERVICE_SSM ? "MissingAuthenticationTokenException"
-								 : "MissingAuthenticationToken",
+				 req->json_protocol ? "MissingAuthenticationTokenException"
+						    : "MissingAuthenticationToken",
 				 "Request is missing Authentication Token");
 
 	path = strndup(c->uri, strcspn(c->uri, "?"));
@@ -273,7 +276,8 @@ static int authenticate(struct sim_aws *aws, struct MHD_Connection *connection,
 
 	if (aws_catalog_region(aws->catalog, parsed.region))
 		snprintf(req->region_buf, sizeof(req->region_buf), "%s", parsed.region);
-	else if (req->service == AWS_SERVICE_STS)
+	else if (req->service == AWS_SERVICE_STS || req->service == AWS_SERVICE_PRICING)
+		/* Global (STS) or us-east-1-only (Pricing) endpoints: any scope. */
 		snprintf(req->region_buf, sizeof(req->region_buf), "%s", aws->region);
 	else
 		return auth_error(resp, req, SIGV4_ERR_MISMATCH, "");

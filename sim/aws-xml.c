@@ -246,7 +246,7 @@ int aws_error(struct aws_response *resp, const struct aws_request *req, unsigned
 		return -ENOMEM;
 
 	resp->status = status;
-	if (req->service == AWS_SERVICE_SSM || (req->service == AWS_SERVICE_SQS && req->json_protocol)) {
+	if (req->json_protocol) {
 		r = aws_json_reply(resp, json_pack("{s:s, s:s}", "__type", code, "message", msg));
 		if (r >= 0 && req->service == AWS_SERVICE_SQS)
 			resp->content_type = "application/x-amz-json-1.0";

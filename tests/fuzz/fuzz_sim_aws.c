@@ -3,7 +3,7 @@
  * become one request (byte 0 picks the service; then, for the query
  * protocols, "name=value" lines as the post processor would deliver them,
  * for the JSON protocols an action line and a JSON body; 4 feeds the
- * admin fault JSON, 5 is SQS's query protocol) and run through aws_dispatch() like the server
+ * admin fault JSON, 5 is SQS's query protocol, 6 Pricing) and run through aws_dispatch() like the server
  * does after authentication. Nothing here may crash, leak or hang.
  */
 #include <stdint.h>
@@ -95,7 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	kind = data[0] % 6;
+	kind = data[0] % 7;
 	text = strndup((const char *)data + 1, size - 1);
 	if (!text)
 		return 0;
@@ -114,6 +114,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 5:
 		run_query(aws, AWS_SERVICE_SQS, text);
+		break;
+	case 6:
+		run_json(aws, AWS_SERVICE_PRICING, text);
 		break;
 	default:
 		if (aws_admin_handle(aws, "/_sim/faults", "POST", text, strlen(text), &resp) >= 0)

@@ -941,3 +941,29 @@ Test(sim_aws, sqs_query_protocol_receives_and_deletes_in_xml)
 	cr_assert(strstr(r.body, "<DeleteMessageResponse"), "%s", r.body);
 	free(r.body);
 }
+
+Test(sim_aws, pricing_get_products_lists_on_demand_prices)
+{
+	struct reply r = call_full(&(struct call){ .service = "pricing", .target = "AWSPriceListService.GetProducts" }, "/",
+				   "{\"ServiceCode\":\"AmazonEC2\",\"FormatVersion\":\"aws_v1\",\"Filters\":["
+				   "{\"Type\":\"TERM_MATCH\",\"Field\":\"regionCode\",\"Value\":\"eu-west-1\"},"
+				   "{\"Type\":\"TERM_MATCH\",\"Field\":\"instanceType\",\"Value\":\"m5.large\"},"
+				   "{\"Type\":\"TERM_MATCH\",\"Field\":\"operatingSystem\",\"Value\":\"Linux\"}]}");
+	json_t *j, *p, *od, *term, *dim;
+	const char *k1, *k2;
+
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	j = json_loads(r.body, 0, NULL);
+	cr_assert_eq(json_array_size(json_object_get(j, "PriceList")), 1, "%s", r.body);
+	p = json_loads(json_string_value(json_array_get(json_object_get(j, "PriceList"), 0)), 0, NULL);
+	cr_assert_not_null(p);
+	od = json_object_get(json_object_get(p, "terms"), "OnDemand");
+	json_object_foreach(od, k1, term)
+		json_object_foreach(json_object_get(term, "priceDimensions"), k2, dim)
+			cr_assert_float_eq(strtod(json_string_value(json_object_get(json_object_get(dim, "pricePerUnit"), "USD")), NULL),
+					   0.096 * 1.1, 1e-9);
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(p, "product"), "attributes"), "instanceType")), "m5.large");
+	json_decref(p);
+	json_decref(j);
+	free(r.body);
+}
