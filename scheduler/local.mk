@@ -37,3 +37,34 @@ BENCH_PROGS += bench/bench-scheduler
 bench_bench_scheduler_SOURCES = bench/bench-scheduler.c
 bench_bench_scheduler_LDADD = $(SCHED_LIBS)
 EXTRA_DIST += bench/scheduler.sh
+
+check_PROGRAMS += tests/unit/test_sched_scenarios
+TESTS += tests/unit/test_sched_scenarios
+tests_unit_test_sched_scenarios_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sched_scenarios_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
+EXTRA_DIST += \
+	tests/scheduling/daemonset-overhead-instancetypes.yaml \
+	tests/scheduling/existing-node-first.yaml \
+	tests/scheduling/gpu-extended-resources.yaml \
+	tests/scheduling/host-ports.yaml \
+	tests/scheduling/min-values.yaml \
+	tests/scheduling/node-affinity-terms-and-preferences.yaml \
+	tests/scheduling/nodepool-weights.yaml \
+	tests/scheduling/pod-anti-affinity-hostname.yaml \
+	tests/scheduling/s1-provisioner-scale-to-5.yaml \
+	tests/scheduling/s1-scale-5-to-20.yaml \
+	tests/scheduling/s2-limits.yaml \
+	tests/scheduling/s2-preferred-anti-affinity.yaml \
+	tests/scheduling/s2-volume-topology-bound-pv.yaml \
+	tests/scheduling/s2-volume-topology-wffc.yaml \
+	tests/scheduling/s2-zone-pod-affinity.yaml \
+	tests/scheduling/s3-no-requirements-no-metal.yaml \
+	tests/scheduling/s3-nodepool-requirements.yaml \
+	tests/scheduling/s5-inflate-nodeselector.yaml \
+	tests/scheduling/taints-and-tolerations.yaml \
+	tests/scheduling/topology-spread-counts-existing.yaml \
+	tests/scheduling/topology-spread-zone.yaml \
+	tests/scheduling/invalid/bad-operator.yaml \
+	tests/scheduling/invalid/bad-quantity.yaml \
+	tests/scheduling/invalid/bad-yaml.yaml \
+	tests/scheduling/invalid/missing-name.yaml

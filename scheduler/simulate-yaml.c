@@ -172,6 +172,8 @@ static int yrequirement(struct yctx *y, const yaml_node_t *item, struct requirem
 	    (ret = ystrings(y, yget(y, item, "values"), values, &n)) < 0)
 		goto out;
 	ret = -EINVAL;
+	if (!op && n)
+		op = "In"; /* StorageClass allowedTopologies list values only */
 	if (!key || !*key) {
 		yerr(y, item, "requirement without a key");
 		goto out;
