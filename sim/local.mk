@@ -37,6 +37,12 @@ dist_man_MANS += sim/kanna-sim.1
 TESTS += tests/e2e/sim-kubectl.sh
 EXTRA_DIST += tests/e2e/sim-kubectl.sh
 
+# ./quickstart bench sim: the issue's scale target (100k pods, 5k nodes).
+BENCH_PROGS += bench/bench-sim
+bench_bench_sim_SOURCES = bench/bench-sim.c
+bench_bench_sim_LDADD = $(SIM_K8S_LIBS)
+EXTRA_DIST += bench/sim.sh
+
 FUZZ_PROGS += tests/fuzz/fuzz_sim_request
 tests_fuzz_fuzz_sim_request_SOURCES = tests/fuzz/fuzz_sim_request.c tests/fuzz/standalone.c
 tests_fuzz_fuzz_sim_request_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/fuzz/corpus/sim_request\"

@@ -1,0 +1,8 @@
+#!/bin/bash
+# ./quickstart bench sim: kanna-sim's Kubernetes API at the scale target
+# (100,000 pods, 5,000 nodes: RSS, LIST over HTTP, watch fan-out).
+# Needs KANNA_BUILDDIR (set by quickstart) holding a built bench/bench-sim.
+set -euo pipefail
+bin="${KANNA_BUILDDIR:?KANNA_BUILDDIR must point at a build directory}/bench/bench-sim"
+[ -x "$bin" ] || make -C "$KANNA_BUILDDIR" -s bench/bench-sim
+exec "$bin"
