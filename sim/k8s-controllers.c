@@ -143,7 +143,8 @@ static int scale_pods(struct k8s_store *store, const json_t *d, struct owned_sca
 	int writes = 0;
 	size_t i;
 
-	qsort(s->pods, s->n, sizeof(*s->pods), cmp_usefulness);
+	if (s->n > 0)
+		qsort(s->pods, s->n, sizeof(*s->pods), cmp_usefulness);
 	for (i = 0; i + (size_t)want < s->n; i++) {
 		struct k8s_delete_options opts;
 		struct k8s_error err = {};
