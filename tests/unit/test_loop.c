@@ -249,7 +249,7 @@ static int notify_socket_open(char *path, size_t size)
 
 struct notified {
 	unsigned ready, watchdog;
-	bool status_seen;
+	bool status_seen, status_update_seen, stopping_seen;
 };
 
 static void notify_read_all(int fd, struct notified *n)
@@ -265,12 +265,21 @@ static void notify_read_all(int fd, struct notified *n)
 			n->status_seen = true;
 		if (strstr(buf, "WATCHDOG=1"))
 			n->watchdog++;
+		if (strstr(buf, "STATUS=solving batch of 12 pods"))
+			n->status_update_seen = true;
+		if (strstr(buf, "STOPPING=1"))
+			n->stopping_seen = true;
 	}
 }
 
 static int say_ready(struct loop *l, void *userdata)
 {
 	return loop_notify_ready(l, "serving 3 nodepools");
+}
+
+static int say_status(struct loop *l, void *userdata)
+{
+	return loop_notify_status(l, "solving batch of 12 pods");
 }
 
 Test(loop, notifies_ready_with_status_and_pings_the_watchdog_while_turning)
@@ -287,11 +296,14 @@ Test(loop, notifies_ready_with_status_and_pings_the_watchdog_while_turning)
 	notify_read_all(fd, &n);
 	cr_assert_eq(n.watchdog, 0);
 	cr_assert_eq(loop_add_timer(loop, 10 * USEC_PER_MSEC, say_ready, NULL, NULL), 0);
-	exit_after(260 * USEC_PER_MSEC, 0);
+	cr_assert_eq(loop_add_timer(loop, 20 * USEC_PER_MSEC, say_status, NULL, NULL), 0);
+	cr_assert_eq(loop_add_timer(loop, 260 * USEC_PER_MSEC, raise_signal, (void *)SIGTERM, NULL), 0);
 	cr_assert_eq(loop_run(loop), 0);
 	notify_read_all(fd, &n);
 	cr_assert_eq(n.ready, 1);
 	cr_assert(n.status_seen);
+	cr_assert(n.status_update_seen);
+	cr_assert(n.stopping_seen, "no STOPPING=1 on SIGTERM");
 	/* Every 50 ms over 260 ms (fewer if the machine is loaded). */
 	cr_assert(n.watchdog >= 2 && n.watchdog <= 6, "%u watchdog pings", n.watchdog);
 	close(fd);

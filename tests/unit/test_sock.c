@@ -67,6 +67,8 @@ static void teardown(void)
 
 TestSuite(sock, .init = setup, .fini = teardown, .timeout = 60);
 
+static int tap_quiet_over(struct loop *l, void *userdata);
+
 static int on_stalled(struct loop *l, void *userdata)
 {
 	loop_exit(l, EXIT_STALLED);
@@ -280,6 +282,52 @@ Test(sock, a_send_from_inside_a_receive_handler_never_stalls_the_socket)
 	arm_stall_timeout();
 	cr_assert_eq(loop_run(loop), 0, "stalled at round %u", pp.rounds);
 	cr_assert_eq(pp.rounds, PING_PONG_ROUNDS);
+}
+
+/* ---- unwatching from inside a handler ------------------------------------ */
+
+#define UNWATCH_AFTER 10
+
+struct unwatch {
+	unsigned handled;
+};
+
+static int unwatch_on_readable(struct sock *s, void *userdata)
+{
+	struct unwatch *u = userdata;
+	struct sock_msg msg;
+	int r = sock_recv(s, &msg, ZMQ_DONTWAIT);
+
+	if (r < 0)
+		return r;
+	sock_msg_close(&msg);
+	if (++u->handled == UNWATCH_AFTER)
+		cr_assert_eq(sock_unwatch(s), 0);
+	return 0;
+}
+
+Test(sock, a_handler_may_stop_watching_its_own_socket)
+{
+	struct unwatch u = { 0 };
+	struct sock *tx, *rx;
+	struct sock_msg msg;
+
+	rx = test_sock(ZMQ_PULL, "unwatched");
+	cr_assert_eq(sock_bind(rx, "unwatch"), 0);
+	tx = test_sock(ZMQ_PUSH, "unwatch-out");
+	cr_assert_eq(sock_connect(tx, "unwatch"), 0);
+	for (int i = 0; i < 3 * UNWATCH_AFTER; i++)
+		cr_assert_eq(sock_send(tx, "m", 1, 0), 0);
+	cr_assert_eq(sock_watch(rx, unwatch_on_readable, &u), 0);
+	cr_assert_eq(loop_add_timer(loop, 100 * 1000, tap_quiet_over, NULL, NULL), 0);
+	cr_assert_eq(loop_run(loop), 0);
+	cr_assert_eq(u.handled, UNWATCH_AFTER);
+	cr_assert_eq(sock_unwatch(rx), -ENOENT);
+	/* The rest is still queued for whoever reads next. */
+	for (int i = 0; i < 2 * UNWATCH_AFTER; i++) {
+		cr_assert_eq(sock_recv(rx, &msg, ZMQ_DONTWAIT), 0);
+		sock_msg_close(&msg);
+	}
 }
 
 /* ---- frames ----------------------------------------------------------- */
@@ -551,4 +599,81 @@ Test(sock, tap_publishes_nothing_without_a_subscriber)
 	}
 	cr_assert_not(sock_ctx_tap_attached(ctx));
 	cr_assert_eq(sock_ctx_tap_copies(ctx), 0);
+}
+
+/* ROUTER traffic: the tap carries the routing frame first, the body last. */
+struct tap_router {
+	void *zmq, *reader;
+	struct sock *router, *dealer;
+	bool sent;
+	unsigned frames;
+	char body[16];
+};
+
+static int tap_router_on_copy(void *zsock, void *userdata)
+{
+	struct tap_router *t = userdata;
+	zmq_msg_t frame;
+	int more = 1;
+
+	t->frames = 0;
+	while (more) {
+		zmq_msg_init(&frame);
+		if (zmq_msg_recv(&frame, zsock, t->frames ? 0 : ZMQ_DONTWAIT) < 0) {
+			zmq_msg_close(&frame);
+			return t->frames ? -errno : 0;
+		}
+		t->frames++;
+		more = zmq_msg_more(&frame);
+		if (!more && zmq_msg_size(&frame) < sizeof(t->body))
+			memcpy(t->body, zmq_msg_data(&frame), zmq_msg_size(&frame));
+		zmq_msg_close(&frame);
+	}
+	loop_exit(loop, 0);
+	return 0;
+}
+
+static int tap_router_step(struct loop *l, void *userdata)
+{
+	struct tap_router *t = userdata;
+	struct sock_msg msg;
+
+	if (t->sent || !sock_ctx_tap_attached(ctx))
+		return 0;
+	/* Both the send and the recv are copied; the reader filters (below). */
+	cr_assert_eq(sock_send(t->dealer, "snapshot?", 9, 0), 0);
+	cr_assert_eq(sock_recv(t->router, &msg, 0), 0);
+	cr_assert_eq(msg.n_frames, 2);
+	sock_msg_close(&msg);
+	t->sent = true;
+	return 0;
+}
+
+Test(sock, tap_copy_of_a_routed_message_ends_with_the_body)
+{
+	struct tap_router t = { 0 };
+	char endpoint[600];
+	int linger = 0;
+
+	t.router = test_sock(ZMQ_ROUTER, "state.sync");
+	cr_assert_eq(sock_bind(t.router, "sync"), 0);
+	t.dealer = test_sock(ZMQ_DEALER, "sync-client");
+	cr_assert_eq(sock_connect(t.dealer, "sync"), 0);
+	t.zmq = zmq_ctx_new();
+	t.reader = zmq_socket(t.zmq, ZMQ_SUB);
+	zmq_setsockopt(t.reader, ZMQ_LINGER, &linger, sizeof(linger));
+	/* Tap subscribers filter by header prefix: recv copies of state.sync. */
+	cr_assert_eq(zmq_setsockopt(t.reader, ZMQ_SUBSCRIBE, "recv state.sync", 15), 0);
+	snprintf(endpoint, sizeof(endpoint), "ipc://%s/test-sock.tap", runtime_dir);
+	cr_assert_eq(zmq_connect(t.reader, endpoint), 0);
+	cr_assert_eq(loop_add_zsock(loop, t.reader, tap_router_on_copy, &t), 0);
+	cr_assert_eq(loop_add_periodic(loop, "step", 2000, tap_router_step, &t), 0);
+	arm_stall_timeout();
+	cr_assert_eq(loop_run(loop), 0);
+	/* header + routing identity + body */
+	cr_assert_eq(t.frames, 3);
+	cr_assert_str_eq(t.body, "snapshot?");
+	cr_assert_eq(loop_remove_zsock(loop, t.reader), 0);
+	zmq_close(t.reader);
+	zmq_ctx_term(t.zmq);
 }
