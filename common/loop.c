@@ -122,24 +122,44 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si,
 	return 0;
 }
 
-static int loop_setup_signals(struct loop *loop)
+/* The signals the loop takes over from their default dispositions. */
+static const int loop_signals[] = { SIGTERM, SIGINT, SIGHUP };
+_Static_assert(ARRAY_SIZE(loop_signals) == ARRAY_SIZE(((struct loop *)0)->signals),
+	       "one sd-event source per handled signal");
+
+int loop_child_reset_signals(void)
 {
-	static const int signals[] = { SIGTERM, SIGINT, SIGHUP };
 	sigset_t mask;
 	int r;
 
 	sigemptyset(&mask);
-	for (size_t i = 0; i < ARRAY_SIZE(signals); i++)
-		sigaddset(&mask, signals[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(loop_signals); i++)
+		sigaddset(&mask, loop_signals[i]);
+	r = pthread_sigmask(SIG_UNBLOCK, &mask, NULL);
+	if (r > 0)
+		return -r;
+	if (signal(SIGPIPE, SIG_DFL) == SIG_ERR)
+		return -errno;
+	return 0;
+}
+
+static int loop_setup_signals(struct loop *loop)
+{
+	sigset_t mask;
+	int r;
+
+	sigemptyset(&mask);
+	for (size_t i = 0; i < ARRAY_SIZE(loop_signals); i++)
+		sigaddset(&mask, loop_signals[i]);
 	/* sd-event reads them from a signalfd; they must not be delivered. */
 	r = pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	if (r > 0)
 		return -r;
 	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
 		return -errno;
-	for (size_t i = 0; i < ARRAY_SIZE(signals); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(loop_signals); i++) {
 		r = sd_event_add_signal(loop->event, &loop->signals[i],
-					signals[i], on_signal, loop);
+					loop_signals[i], on_signal, loop);
 		if (r < 0)
 			return r;
 	}
@@ -148,14 +168,31 @@ static int loop_setup_signals(struct loop *loop)
 
 /* ---- sd_notify and the watchdog ------------------------------------------ */
 
+/* STATUS= is one line: a newline would smuggle in another assignment. */
+static char *status_line(const char *status)
+{
+	char *line = strdup(status);
+
+	if (line)
+		for (char *p = line; *p; p++)
+			if (*p == '\n' || *p == '\r')
+				*p = ' ';
+	return line;
+}
+
 int loop_notify_ready(struct loop *loop, const char *status)
 {
+	_cleanup_free_ char *line = NULL;
 	int r;
 
-	if (status)
-		r = sd_notifyf(0, "READY=1\nSTATUS=%s", status);
-	else
+	if (status) {
+		line = status_line(status);
+		if (!line)
+			return -ENOMEM;
+		r = sd_notifyf(0, "READY=1\nSTATUS=%s", line);
+	} else {
 		r = sd_notify(0, "READY=1");
+	}
 	if (r < 0)
 		return r;
 	loop->ready = true;
@@ -164,8 +201,12 @@ int loop_notify_ready(struct loop *loop, const char *status)
 
 int loop_notify_status(struct loop *loop, const char *status)
 {
-	int r = sd_notifyf(0, "STATUS=%s", status);
+	_cleanup_free_ char *line = status_line(status);
+	int r;
 
+	if (!line)
+		return -ENOMEM;
+	r = sd_notifyf(0, "STATUS=%s", line);
 	return r < 0 ? r : 0;
 }
 

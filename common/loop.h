@@ -68,6 +68,12 @@ int loop_new(struct loop **ret, const char *process);
 struct loop *loop_free(struct loop *loop);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct loop *, loop_free);
 
+/*
+ * For a forked child before exec(): unblocks the signals loop_new() blocked
+ * and restores SIGPIPE, so the new program starts with default signals.
+ */
+int loop_child_reset_signals(void);
+
 /* Runs until loop_exit(); returns the exit code (>= 0) or a negative errno. */
 int loop_run(struct loop *loop);
 void loop_exit(struct loop *loop, int code);

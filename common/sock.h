@@ -93,11 +93,12 @@ int sock_endpoint(const char *runtime_dir, const char *name, char **ret);
  * sock_runtime_dir(). With a loop, binds the tap XPUB at
  * ipc://<runtime_dir>/<process>.tap and watches its subscriptions on the
  * loop; with loop == NULL there is no tap and sock_watch() is unavailable.
- * The loop must outlive the context.
+ * The loop must outlive the context. `process` must be unique within the
+ * runtime directory (e.g. "scheduler-2"): a second bind takes the tap over.
  */
 int sock_ctx_new(struct sock_ctx **ret, struct loop *loop, const char *process,
 		 const char *runtime_dir);
-/* Close every struct sock first. */
+/* Close every struct sock first: zmq_ctx_term() waits for all of them. */
 struct sock_ctx *sock_ctx_free(struct sock_ctx *ctx);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct sock_ctx *, sock_ctx_free);
 void *sock_ctx_zmq(struct sock_ctx *ctx);

@@ -6,6 +6,7 @@
  */
 #include <criterion/criterion.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -539,4 +540,40 @@ Test(loop, freeing_the_loop_aborts_transfers_in_flight)
 	cr_assert_eq(req.result, CURLE_ABORTED_BY_CALLBACK);
 	curl_easy_cleanup(req.easy);
 	MHD_stop_daemon(server);
+}
+
+/* ---- smaller contracts ------------------------------------------------------ */
+
+Test(loop, status_text_cannot_smuggle_another_notify_assignment)
+{
+	char path[256], buf[256];
+	int fd = notify_socket_open(path, sizeof(path));
+	ssize_t len;
+
+	cr_assert_eq(loop_new(&loop, "test-loop"), 0);
+	cr_assert_eq(loop_notify_status(loop, "evil\nREADY=1"), 0);
+	len = recv(fd, buf, sizeof(buf) - 1, 0);
+	cr_assert_gt(len, 0);
+	buf[len] = '\0';
+	cr_assert_str_eq(buf, "STATUS=evil READY=1");
+	close(fd);
+	unlink(path);
+}
+
+Test(loop, forked_children_can_restore_default_signals_before_exec)
+{
+	sigset_t mask;
+	struct sigaction sa;
+
+	cr_assert_eq(loop_new(&loop, "test-loop"), 0);
+	cr_assert_eq(pthread_sigmask(SIG_BLOCK, NULL, &mask), 0);
+	cr_assert(sigismember(&mask, SIGTERM));
+	cr_assert(sigismember(&mask, SIGHUP));
+	cr_assert_eq(loop_child_reset_signals(), 0);
+	cr_assert_eq(pthread_sigmask(SIG_BLOCK, NULL, &mask), 0);
+	cr_assert_not(sigismember(&mask, SIGTERM));
+	cr_assert_not(sigismember(&mask, SIGINT));
+	cr_assert_not(sigismember(&mask, SIGHUP));
+	cr_assert_eq(sigaction(SIGPIPE, NULL, &sa), 0);
+	cr_assert_eq(sa.sa_handler, SIG_DFL);
 }
