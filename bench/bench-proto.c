@@ -78,6 +78,18 @@ static void make_pending_pod(struct proto_msg *m)
 							    .pods = &bench_pod, .n_pods = 1 };
 }
 
+/* The smallest useful pending pod: its key and requests only. */
+static struct proto_pod minimal_pod = {
+	.ns = "default", .name = "inflate-7c9d8f6b5-x2x7k", .uid = "0b6f9e7c-3a1d-4f2b-8c5e-9d7a6b4c2e1f",
+	.requests = pod_requests, .n_requests = 3,
+};
+
+static void make_minimal_pod(struct proto_msg *m)
+{
+	make_pending_pod(m);
+	m->body.pending_pods.pods = &minimal_pod;
+}
+
 static const char *const zones[] = { "us-east-1a", "us-east-1b", "us-east-1c" };
 static struct proto_offering offerings[PROTO_MAX_CANDIDATES][6];
 static struct proto_candidate candidates[PROTO_MAX_CANDIDATES];
@@ -278,14 +290,16 @@ static int count_mode(const char *what, long n)
 int main(int argc, char **argv)
 {
 	struct proto_msg m;
-	size_t pod_bytes, plan_bytes;
-	double pod, plan, ipc, ipc_raw;
+	size_t pod_bytes, plan_bytes, min_bytes;
+	double pod, plan, ipc, ipc_raw, min_pod;
 
 	if (argc == 3)
 		return count_mode(argv[1], atol(argv[2]));
 
 	make_pending_pod(&m);
 	pod = codec_rate(&m, &pod_bytes);
+	make_minimal_pod(&m);
+	min_pod = codec_rate(&m, &min_bytes);
 	make_plan(&m);
 	plan = codec_rate(&m, &plan_bytes);
 	ipc_raw = ipc_rate(false);
@@ -294,6 +308,8 @@ int main(int argc, char **argv)
 	printf("%-44s %14s  %-10s %12s %7s\n", "figure", "value", "unit", "target", "ratio");
 	row("pending-pod encode+decode (1 core)", pod, "msg/s", TARGET_PENDING_POD_PER_S);
 	row("pending-pod frame size", (double)pod_bytes, "bytes", 0);
+	row("minimal pending pod (key+requests) enc+dec", min_pod, "msg/s", TARGET_PENDING_POD_PER_S);
+	row("minimal pending-pod frame size", (double)min_bytes, "bytes", 0);
 	row("launch plan, 60 candidates, encode+decode", plan, "msg/s", 0);
 	row("launch plan frame size", (double)plan_bytes, "bytes", 0);
 	row("PUSH->PULL ipc, 2 processes, frames only", ipc_raw, "msg/s", TARGET_IPC_PER_S);
