@@ -22,6 +22,7 @@ static const struct {
 	{ AWS_SERVICE_EC2, "DescribeLaunchTemplates", ec2_describe_launch_templates },
 	{ AWS_SERVICE_EC2, "DeleteLaunchTemplate", ec2_delete_launch_template },
 	{ AWS_SERVICE_EC2, "CreateFleet", ec2_create_fleet },
+	{ AWS_SERVICE_EC2, "RunInstances", ec2_run_instances },
 	{ AWS_SERVICE_EC2, "DescribeInstances", ec2_describe_instances },
 	{ AWS_SERVICE_EC2, "TerminateInstances", ec2_terminate_instances },
 	{ AWS_SERVICE_EC2, "CreateTags", ec2_create_tags },
@@ -45,6 +46,11 @@ int aws_dispatch(struct sim_aws *aws, struct aws_request *req, struct aws_respon
 					"The request must contain the parameter Action");
 	for (size_t i = 0; i < ARRAY_SIZE(actions); i++)
 		if (actions[i].service == req->service && streq(actions[i].action, req->action)) {
+			/* EC2's permission check: the sim's one identity may do anything. */
+			if (req->service == AWS_SERVICE_EC2 &&
+			    streq_ptr(aws_params_get(req->params, "DryRun"), "true"))
+				return aws_error(resp, req, 412, "DryRunOperation",
+						 "Request would have succeeded, but DryRun flag is set.");
 			aws_instances_refresh(aws, aws_now_ms());
 			return actions[i].fn(aws, req, resp);
 		}

@@ -221,56 +221,18 @@ static int instance_launch(struct sim_aws *aws, const struct aws_request *req,
 			   struct candidate *c, int spot, const struct aws_tags *tags,
 			   const char *fleet_id)
 {
-	struct aws_instance *i = calloc(1, sizeof(*i));
-	unsigned n = (unsigned)aws->n_instances;
-	unsigned oct = 0;
-	int r = 0;
+	const struct aws_launch_spec spec = {
+		.type = c->type, .region = c->reg, .zone = c->zone, .spot = spot,
+		.price = c->price[spot], .image_id = c->image_id, .launch_template = c->lt,
+		.tags = tags, .system_tag_key = "aws:ec2:fleet-id", .system_tag_value = fleet_id,
+	};
+	struct aws_instance *i;
+	int r;
 
-	if (!i)
-		return -ENOMEM;
-	aws_new_id(aws, "i-", 17, i->id, sizeof(i->id));
-	aws_new_id(aws, "r-", 17, i->reservation_id, sizeof(i->reservation_id));
-	snprintf(i->image_id, sizeof(i->image_id), "%s", c->image_id ? c->image_id : "");
-	snprintf(i->launch_template_id, sizeof(i->launch_template_id), "%s", c->lt->id);
-	sscanf(c->zone->cidr, "10.%u.", &oct);
-	snprintf(i->private_ip, sizeof(i->private_ip), "10.%u.%u.%u", oct,
-		 c->zone->index * 16 + (n / 250) % 16, n % 250 + 4);
-	snprintf(i->private_dns, sizeof(i->private_dns), "ip-10-%u-%u-%u.%s.compute.internal", oct,
-		 c->zone->index * 16 + (n / 250) % 16, n % 250 + 4, c->reg->name);
-	i->type = c->type;
-	i->region = c->reg;
-	i->zone = c->zone;
-	i->spot = spot;
-	i->state = INSTANCE_PENDING;
-	i->launch_ms = i->state_change_ms = aws_now_ms();
-	i->price = c->price[spot];
-	for (size_t k = 0; r >= 0 && k < tags->n; k++)
-		r = aws_tags_set(&i->tags, tags->v[k].key, tags->v[k].value);
-	if (r >= 0)
-		r = aws_tags_set(&i->tags, "aws:ec2:fleet-id", fleet_id);
-	if (r >= 0)
-		r = aws_tags_set(&i->tags, "aws:ec2launchtemplate:id", c->lt->id);
-	if (r >= 0 && aws->n_instances == aws->cap_instances) {
-		size_t cap = aws->cap_instances ? aws->cap_instances * 2 : 64;
-		struct aws_instance **v = realloc(aws->instances, cap * sizeof(*v));
-
-		if (!v)
-			r = -ENOMEM;
-		else {
-			aws->instances = v;
-			aws->cap_instances = cap;
-		}
-	}
-	if (r >= 0)
-		r = ids_append(c, spot, i->id);
-	if (r < 0) {
-		aws_instance_free(i);
+	r = aws_instance_launch(aws, &spec, &i);
+	if (r < 0)
 		return r;
-	}
-	aws->instances[aws->n_instances++] = i;
-	aws_timeline_add(aws, "launch", "%s %s %s %s %.4f/h", i->id, i->type->name, i->zone->name,
-			 spot ? "spot" : "on-demand", i->price);
-	return 0;
+	return ids_append(c, spot, i->id);
 }
 
 /* Launches units of one capacity type; returns how many it launched. */

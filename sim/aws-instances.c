@@ -58,7 +58,7 @@ static void write_state(struct xml *x, const char *tag, enum aws_instance_state 
 	xml_close(x, tag);
 }
 
-static void write_instance(struct xml *x, const struct sim_aws *aws, const struct aws_instance *i)
+void ec2_write_instance(struct xml *x, const struct sim_aws *aws, const struct aws_instance *i)
 {
 	char t[32];
 
@@ -116,6 +116,71 @@ static void write_instance(struct xml *x, const struct sim_aws *aws, const struc
 	xml_leaf_bool(x, "enaSupport", true);
 	xml_leaf(x, "platformDetails", "Linux/UNIX");
 	xml_close(x, "item");
+}
+
+static int instances_append(struct sim_aws *aws, struct aws_instance *i)
+{
+	if (aws->n_instances == aws->cap_instances) {
+		size_t cap = aws->cap_instances ? aws->cap_instances * 2 : 64;
+		struct aws_instance **v = realloc(aws->instances, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		aws->instances = v;
+		aws->cap_instances = cap;
+	}
+	aws->instances[aws->n_instances++] = i;
+	return 0;
+}
+
+int aws_instance_launch(struct sim_aws *aws, const struct aws_launch_spec *spec,
+			struct aws_instance **ret)
+{
+	struct aws_instance *i = calloc(1, sizeof(*i));
+	unsigned n = (unsigned)aws->n_instances, oct = 0, third, fourth;
+	int r = 0;
+
+	if (!i)
+		return -ENOMEM;
+	aws_new_id(aws, "i-", 17, i->id, sizeof(i->id));
+	if (spec->reservation_id)
+		snprintf(i->reservation_id, sizeof(i->reservation_id), "%s", spec->reservation_id);
+	else
+		aws_new_id(aws, "r-", 17, i->reservation_id, sizeof(i->reservation_id));
+	snprintf(i->image_id, sizeof(i->image_id), "%s", spec->image_id ? spec->image_id : "");
+	if (spec->launch_template)
+		snprintf(i->launch_template_id, sizeof(i->launch_template_id), "%s",
+			 spec->launch_template->id);
+	/* Addresses walk the zone's /20: 16 blocks of 250 hosts. */
+	sscanf(spec->zone->cidr, "10.%u.", &oct);
+	third = spec->zone->index * 16 + (n / 250) % 16;
+	fourth = n % 250 + 4;
+	snprintf(i->private_ip, sizeof(i->private_ip), "10.%u.%u.%u", oct, third, fourth);
+	snprintf(i->private_dns, sizeof(i->private_dns), "ip-10-%u-%u-%u.%s.compute.internal",
+		 oct, third, fourth, spec->region->name);
+	i->type = spec->type;
+	i->region = spec->region;
+	i->zone = spec->zone;
+	i->spot = spec->spot;
+	i->state = INSTANCE_PENDING;
+	i->launch_ms = i->state_change_ms = aws_now_ms();
+	i->price = spec->price;
+	for (size_t k = 0; r >= 0 && spec->tags && k < spec->tags->n; k++)
+		r = aws_tags_set(&i->tags, spec->tags->v[k].key, spec->tags->v[k].value);
+	if (r >= 0 && spec->system_tag_key)
+		r = aws_tags_set(&i->tags, spec->system_tag_key, spec->system_tag_value);
+	if (r >= 0 && spec->launch_template)
+		r = aws_tags_set(&i->tags, "aws:ec2launchtemplate:id", spec->launch_template->id);
+	if (r >= 0)
+		r = instances_append(aws, i);
+	if (r < 0) {
+		aws_instance_free(i);
+		return r;
+	}
+	aws_timeline_add(aws, "launch", "%s %s %s %s %.4f/h", i->id, i->type->name, i->zone->name,
+			 i->spot ? "spot" : "on-demand", i->price);
+	*ret = i;
+	return 0;
 }
 
 /* InstanceId.N must all exist in the region, or the call fails (as EC2). */
@@ -187,7 +252,7 @@ int ec2_describe_instances(struct sim_aws *aws, const struct aws_request *req,
 			xml_leaf(&x, "ownerId", SIM_AWS_ACCOUNT_ID);
 			xml_empty(&x, "groupSet");
 			xml_open(&x, "instancesSet");
-			write_instance(&x, aws, i);
+			ec2_write_instance(&x, aws, i);
 			xml_close(&x, "instancesSet");
 			xml_close(&x, "item");
 		}

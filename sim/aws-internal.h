@@ -345,6 +345,24 @@ void aws_timeline_add(struct sim_aws *aws, const char *kind, const char *fmt, ..
 /* Advances pending/shutting-down/interrupted instances to now. */
 void aws_instances_refresh(struct sim_aws *aws, uint64_t now);
 struct aws_instance *aws_instance_find(struct sim_aws *aws, const char *id);
+
+struct aws_launch_spec {
+	const struct aws_instance_type *type;
+	const struct aws_region *region;
+	const struct aws_zone *zone;
+	bool spot;
+	double price;
+	const char *image_id;                          /* NULL: none */
+	const struct aws_launch_template *launch_template; /* NULL: none */
+	const struct aws_tags *tags;
+	const char *system_tag_key, *system_tag_value; /* "aws:ec2:fleet-id", or NULL */
+	const char *reservation_id;                    /* NULL: a new one */
+};
+/* Creates a pending instance; *ret stays owned by aws. */
+int aws_instance_launch(struct sim_aws *aws, const struct aws_launch_spec *spec,
+			struct aws_instance **ret);
+struct xml;
+void ec2_write_instance(struct xml *x, const struct sim_aws *aws, const struct aws_instance *i);
 const char *aws_instance_state_name(enum aws_instance_state s);
 double aws_instance_cost(const struct aws_instance *i, uint64_t now);
 void aws_instance_free(struct aws_instance *i);
@@ -386,6 +404,7 @@ int ec2_describe_launch_templates(struct sim_aws *, const struct aws_request *, 
 int ec2_delete_launch_template(struct sim_aws *, const struct aws_request *, struct aws_response *);
 int ec2_create_fleet(struct sim_aws *, const struct aws_request *, struct aws_response *);
 int ec2_describe_instances(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int ec2_run_instances(struct sim_aws *, const struct aws_request *, struct aws_response *);
 int ec2_terminate_instances(struct sim_aws *, const struct aws_request *, struct aws_response *);
 int ec2_create_tags(struct sim_aws *, const struct aws_request *, struct aws_response *);
 int pricing_get_products(struct sim_aws *, const struct aws_request *, struct aws_response *);

@@ -6,6 +6,7 @@ libkanna_simaws_a_SOURCES = \
 	sim/aws-admin.c sim/aws-faults.c sim/aws-catalog.c sim/aws-images.c \
 	sim/aws-params.c sim/aws-xml.c sim/aws-ec2-types.c sim/aws-ec2-network.c \
 	sim/aws-launch-templates.c sim/aws-fleet.c sim/aws-instances.c \
+	sim/aws-run-instances.c \
 	sim/aws-ssm.c sim/aws-sts.c sim/aws-sqs.c sim/aws-pricing.c
 SIMAWS_LIBS = libkanna-simaws.a $(LDADD) -lpthread
 

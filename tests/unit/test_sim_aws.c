@@ -967,3 +967,46 @@ Test(sim_aws, pricing_get_products_lists_on_demand_prices)
 	json_decref(j);
 	free(r.body);
 }
+
+Test(sim_aws, dry_run_answers_dry_run_operation_and_changes_nothing)
+{
+	struct reply r = ec2("Action=CreateLaunchTemplate&LaunchTemplateName=lt-dry&DryRun=true");
+	char buf[64];
+
+	cr_assert_eq(r.status, 412, "%s", r.body);
+	cr_assert_str_eq(xml_nth(r.body, "Code", 0, buf, sizeof(buf)), "DryRunOperation");
+	free(r.body);
+	r = ec2("Action=DescribeLaunchTemplates");
+	cr_assert_eq(xml_count(r.body, "<launchTemplateId>"), 0, "%s", r.body);
+	free(r.body);
+}
+
+Test(sim_aws, run_instances_launches_in_one_reservation_and_honours_ice)
+{
+	char params[1024], ami[64], buf[64];
+	struct reply s, r;
+	json_t *j;
+
+	s = call_full(&(struct call){ .service = "ssm", .target = "AmazonSSM.GetParameter" }, "/",
+		      "{\"Name\":\"/aws/service/eks/optimized-ami/1.30/amazon-linux-2/recommended/image_id\"}");
+	j = json_loads(s.body, 0, NULL);
+	snprintf(ami, sizeof(ami), "%s", json_string_value(json_object_get(json_object_get(j, "Parameter"), "Value")));
+	json_decref(j);
+	free(s.body);
+	snprintf(params, sizeof(params),
+		 "Action=RunInstances&MinCount=1&MaxCount=2&InstanceType=t3.large&ImageId=%s"
+		 "&Placement.AvailabilityZone=us-west-2c&InstanceMarketOptions.MarketType=spot", ami);
+	r = ec2(params);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_eq(xml_count(r.body, "<instanceId>"), 2, "%s", r.body);
+	cr_assert_eq(xml_count(r.body, "<instanceLifecycle>spot</instanceLifecycle>"), 2, "%s", r.body);
+	cr_assert(strstr(r.body, "<availabilityZone>us-west-2c</availabilityZone>"), "%s", r.body);
+	free(r.body);
+
+	s = admin("POST", "/_sim/faults", "{\"insufficientCapacity\":[{\"instanceType\":\"t3.large\"}]}");
+	free(s.body);
+	r = ec2(params);
+	cr_assert_eq(r.status, 500, "%s", r.body);
+	cr_assert_str_eq(xml_nth(r.body, "Code", 0, buf, sizeof(buf)), "InsufficientInstanceCapacity");
+	free(r.body);
+}
