@@ -335,11 +335,12 @@ static int req_send(struct kube_req *req)
 	int r;
 
 	if (!req->limited) {
+		/* Always start from the loop, never from the caller's stack: the
+		 * caller may be inside a libcurl callback (a watch event), where
+		 * adding a transfer to the multi handle is refused. */
 		wait = ratelimit_reserve(&req->client->limit, kube_now_usec());
 		req->limited = true;
-		if (wait > 0)
-			return loop_add_timer(req->client->loop, wait, on_retry_timer, req,
-					      &req->timer);
+		return loop_add_timer(req->client->loop, wait, on_retry_timer, req, &req->timer);
 	}
 	req->limited = false;
 	r = req_prepare(req, err, sizeof(err));

@@ -15,6 +15,7 @@
 
 #include "common/kube-client-internal.h"
 #include "common/kube-events.h"
+#include "common/log.h"
 
 struct event_slot {
 	uint64_t key; /* 0 = empty */
@@ -93,8 +94,11 @@ static void on_written(struct kube_client *c, const struct kube_response *resp, 
 	struct kube_events *e = userdata;
 
 	(void)c;
-	if (resp->status < 200 || resp->status >= 300)
-		e->stats.failed++;
+	if (resp->status >= 200 && resp->status < 300)
+		return;
+	/* Events are best effort; say why the first few fail, then count. */
+	if (e->stats.failed++ < KUBE_EVENT_FAILURES_LOGGED)
+		log_warn("Failed to write an Event: %s", resp->error ? resp->error : "no response");
 }
 
 static int event_create(struct kube_events *e, struct event_slot *s,
@@ -112,7 +116,7 @@ static int event_create(struct kube_events *e, struct event_slot *s,
 	snprintf(name, sizeof(name), "%s.%llx", obj->name,
 		 (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec);
 	rfc3339_now(now);
-	ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s?, s:s, s:s?, s:s, s:s?},"
+	ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s*, s:s, s:s*, s:s, s:s*},"
 		       " s:s, s:s, s:s, s:{s:s, s:s}, s:s, s:s, s:i, s:s, s:s}",
 		       "apiVersion", "v1", "kind", "Event",
 		       "metadata", "name", name, "namespace", obj->namespace ? obj->namespace : "default",

@@ -18,6 +18,8 @@
 /* Distinct events remembered for folding; older ones are forgotten first. */
 #define KUBE_EVENT_CACHE_SIZE 4096
 #define KUBE_EVENT_MESSAGE_MAX 1024
+/* Failed writes logged one by one before they are only counted. */
+#define KUBE_EVENT_FAILURES_LOGGED 10
 
 struct kube_object_ref {
 	const char *api_version; /* "v1", "karpenter.sh/v1", … */

@@ -1,0 +1,147 @@
+/*
+ * Test probe for end-to-end scripts: looks at the daemons from outside the
+ * way another kanna process would.
+ *   kanna-probe replica --runtime-dir D [--timeout S]
+ *       joins state replication, waits until synced, prints one JSON line
+ *       per object ({"key":…, "object":{…}}) sorted by key, exits 0.
+ *   kanna-probe pending --runtime-dir D [--shard N] [--timeout S]
+ *       receives one pending_pods message and prints its pods' keys.
+ */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/replica.h"
+#include "watcher/pending.h"
+#include "watcher/publish.h"
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int probe_replica(struct sock_ctx *ctx, struct loop *loop, unsigned timeout)
+{
+	struct replica *r;
+	const struct state_entry *e;
+	size_t it = 0, n = 0;
+	char **lines;
+	int k;
+
+	k = replica_new(&r, ctx, loop, PROTO_PROCESS_TOOL, STATE_PUB_SOCKET, STATE_SYNC_SOCKET, NULL);
+	if (k < 0)
+		return log_error_errno(k, "Failed to join state replication: %m");
+	for (unsigned i = 0; i < timeout * 100 && !replica_synced(r); i++)
+		sd_event_run(loop_event(loop), 10000);
+	if (!replica_synced(r)) {
+		log_error("Failed to sync a replica within %us", timeout);
+		replica_free(r);
+		return -ETIMEDOUT;
+	}
+	lines = calloc(replica_store(r)->objects.n + 1, sizeof(char *));
+	while (lines && (e = state_store_next(replica_store(r), &it))) {
+		struct proto_msg m = { .env.type = PROTO_MSG_SNAPSHOT_ITEM };
+		char key[STATE_KEY_MAX];
+		json_t *j, *line;
+
+		m.body.snapshot_item.object = e->obj;
+		state_key(&e->obj, key, sizeof(key));
+		j = proto_to_json(&m);
+		line = json_pack("{s:s, s:O}", "key", key, "object",
+				 json_object_get(json_object_get(j, "body"), "object"));
+		lines[n++] = json_dumps(line, JSON_COMPACT | JSON_SORT_KEYS);
+		json_decref(line);
+		json_decref(j);
+	}
+	qsort(lines, n, sizeof(char *), cmp_str);
+	for (size_t i = 0; i < n; i++) {
+		puts(lines[i]);
+		free(lines[i]);
+	}
+	free(lines);
+	replica_free(r);
+	return 0;
+}
+
+static int probe_pending(struct sock_ctx *ctx, unsigned shard, unsigned timeout)
+{
+	struct proto_decoder *d = proto_decoder_new();
+	const struct proto_msg *m;
+	struct proto_error err;
+	struct sock *s;
+	struct sock_msg msg;
+	char name[64];
+	int k, ms = (int)timeout * 1000;
+	size_t size;
+	const void *body;
+
+	snprintf(name, sizeof(name), PENDING_SOCKET_PREFIX ".%u", shard);
+	if ((k = sock_new(&s, ctx, ZMQ_PULL, name)) < 0 || (k = sock_connect(s, name)) < 0)
+		return log_error_errno(k, "Failed to connect to %s: %m", name);
+	zmq_setsockopt(sock_zsock(s), ZMQ_RCVTIMEO, &ms, sizeof(ms));
+	k = sock_recv(s, &msg, 0);
+	if (k < 0)
+		return log_error_errno(k, "Failed to receive pending pods on %s: %m", name);
+	body = sock_msg_body(&msg, &size);
+	k = proto_decode(d, body, size, &m, &err);
+	if (k < 0 || m->env.type != PROTO_MSG_PENDING_PODS) {
+		log_error("Failed to decode pending pods: %s", k < 0 ? err.text : "wrong type");
+		return -EBADMSG;
+	}
+	for (uint32_t i = 0; i < m->body.pending_pods.n_pods; i++)
+		printf("%s/%s\n", m->body.pending_pods.pods[i].ns, m->body.pending_pods.pods[i].name);
+	sock_msg_close(&msg);
+	sock_free(s);
+	proto_decoder_free(d);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "runtime-dir", required_argument, NULL, 'r' },
+		{ "shard", required_argument, NULL, 's' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ 0 },
+	};
+	const char *dir = NULL;
+	unsigned shard = 0, timeout = 30;
+	struct loop *loop;
+	struct sock_ctx *ctx;
+	int c, r;
+
+	log_setup("kanna-probe", LOG_FORMAT_TEXT, LOG_LEVEL_WARN);
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0) {
+		if (c == 'r')
+			dir = optarg;
+		else if (c == 's')
+			shard = (unsigned)atoi(optarg);
+		else if (c == 't')
+			timeout = (unsigned)atoi(optarg);
+		else
+			return 2;
+	}
+	if (optind >= argc || !dir) {
+		fprintf(stderr, "usage: kanna-probe replica|pending --runtime-dir DIR [--shard N] [--timeout S]\n");
+		return 2;
+	}
+	if (loop_new(&loop, "kanna-probe") < 0 || sock_ctx_new(&ctx, NULL, "probe", dir) < 0)
+		return 1;
+	if (strcmp(argv[optind], "replica") == 0) {
+		sock_ctx_free(ctx);
+		if (sock_ctx_new(&ctx, loop, "probe", dir) < 0)
+			return 1;
+		r = probe_replica(ctx, loop, timeout);
+	} else if (strcmp(argv[optind], "pending") == 0) {
+		r = probe_pending(ctx, shard, timeout);
+	} else {
+		fprintf(stderr, "kanna-probe: unknown command %s\n", argv[optind]);
+		r = -EINVAL;
+	}
+	sock_ctx_free(ctx);
+	loop_free(loop);
+	return r < 0 ? 1 : 0;
+}
