@@ -68,3 +68,8 @@ EXTRA_DIST += \
 	tests/scheduling/invalid/bad-quantity.yaml \
 	tests/scheduling/invalid/bad-yaml.yaml \
 	tests/scheduling/invalid/missing-name.yaml
+
+check_PROGRAMS += tests/unit/test_sched_checker
+TESTS += tests/unit/test_sched_checker
+tests_unit_test_sched_checker_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sched_checker_LDADD = $(SCHED_LIBS) $(TEST_LIBS)

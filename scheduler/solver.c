@@ -443,14 +443,17 @@ static int try_new_claim(struct solver *s, uint32_t pi, struct shape *sh,
 			append_reason(reason, size, why);
 			continue;
 		}
-		if (sh->dyn && !requirements_compatible(&pool->reqs, eff, s->st, K_N_WELL_KNOWN, NULL)) {
+		if ((sh->dyn || sh->inv_anti) &&
+		    !requirements_compatible(&pool->reqs, eff, s->st, K_N_WELL_KNOWN, NULL)) {
 			snprintf(why, sizeof(why), "incompatible with nodepool %s: no allowed topology domain",
 				 strtab_str(s->st, pool->name));
 			append_reason(reason, size, why);
 			continue;
 		}
 		resources_add(&need, &p->req, s->n_res);
-		if (!open_claim_types(s, np, sh, &need, zones, cts, why, sizeof(why))) {
+		uint64_t pool_zones = zones & catalog_zone_mask(s->cat, &pool->reqs);
+		unsigned pool_cts = cts & catalog_ct_mask(&pool->reqs, s->st);
+		if (!open_claim_types(s, np, sh, &need, pool_zones, pool_cts, why, sizeof(why))) {
 			append_reason(reason, size, why);
 			continue;
 		}
