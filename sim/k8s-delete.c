@@ -249,8 +249,11 @@ int k8s_store_delete(struct k8s_store *store, const struct k8s_resource *cres,
 	}
 	grace = pod_grace_seconds(res, o, obj, opts);
 	if (o->n_finalizers > 0 || grace > 0) {
+		/* mark_deleting() may free o: decide before. */
+		bool finish_now = o->n_finalizers == 0 && grace == 0;
+
 		r = mark_deleting(store, res, o, obj, grace);
-		if (r >= 0 && o->n_finalizers == 0 && grace == 0)
+		if (r >= 0 && finish_now)
 			r = k8s_store_finish_delete(store, res, obj, opts->propagation);
 	} else {
 		if (opts->propagation == K8S_PROPAGATE_FOREGROUND) {

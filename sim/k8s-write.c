@@ -332,6 +332,7 @@ static int store_write(struct k8s_store *store, struct k8s_resource *res,
 	json_t *cur = NULL, *next = NULL, *meta;
 	struct k8s_object *o = NULL;
 	char rvbuf[32];
+	uint64_t due;
 	int r;
 
 	r = check_type(res, body, err);
@@ -377,9 +378,11 @@ static int store_write(struct k8s_store *store, struct k8s_resource *res,
 			*ret = TAKE_PTR(next);
 		goto out;
 	}
+	/* The commit may free old: keep what is needed of it first. */
+	due = old->delete_at_ms;
 	r = k8s_store_commit(store, res, next, K8S_EVENT_MODIFIED, &o);
 	if (r >= 0) {
-		o->delete_at_ms = old->delete_at_ms;
+		o->delete_at_ms = due;
 		if (ret)
 			*ret = TAKE_PTR(next);
 	}

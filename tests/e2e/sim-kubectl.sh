@@ -20,6 +20,11 @@ command -v curl >/dev/null 2>&1 || { echo "SKIP: no curl on PATH"; exit 77; }
 tmp=$(mktemp -d)
 pid=
 cleanup() {
+	rc=$?
+	if [ $rc -ne 0 ] && [ -e "$tmp/sim.err" ]; then
+		echo "FAIL: exit status $rc; kanna-sim stderr:" >&2
+		tail -n 40 "$tmp/sim.err" >&2
+	fi
 	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
 		kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
@@ -55,6 +60,7 @@ while [ ! -e "$tmp/state/ready" ]; do
 done
 
 export KUBECONFIG="$tmp/state/kubeconfig"
+export KUBECACHEDIR="$tmp/kubecache" # keep kubectl's discovery cache out of $HOME
 server=$(sed -n 's/.*"server": *"\([^"]*\)".*/\1/p' "$KUBECONFIG")
 token=$(cat "$tmp/state/token")
 expect_match "kanna-sim prints the API URL" "$(cat "$tmp/sim.out")" "Kubernetes API: $server"
