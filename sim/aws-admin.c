@@ -5,7 +5,8 @@
  *                         their launch price), totals, faults, the timeline
  *   GET  /_sim/faults     the current fault set
  *   POST /_sim/faults     replace the fault set (JSON, see aws-faults.c)
- *   POST /_sim/interrupt  {"instanceIds":[...]}: spot interruption warnings
+ *   POST /_sim/interrupt  {"instanceIds":[...], "kind": "spot-interruption" |
+ *                         "rebalance-recommendation"}: EventBridge notices
  * Called by the HTTP front; takes aws->lock itself.
  */
 #include "sim/aws-internal.h"
@@ -82,9 +83,11 @@ static int admin_interrupt(struct sim_aws *aws, const char *body, size_t len,
 {
 	json_t *root = json_loadb(body ? body : "", len, 0, NULL), *ids, *id;
 	char err[256] = "";
+	const char *kind;
 	size_t i, n;
 	int r = 0;
 
+	kind = json_string_value(json_object_get(root, "kind")) ?: "spot-interruption";
 	ids = json_object_get(root, "instanceIds");
 	if (!json_is_array(ids)) {
 		json_decref(root);
@@ -97,7 +100,14 @@ static int admin_interrupt(struct sim_aws *aws, const char *body, size_t len,
 			r = -EINVAL;
 			break;
 		}
-		r = aws_interrupt_instance(aws, json_string_value(id), err, sizeof(err));
+		if (streq(kind, "rebalance-recommendation"))
+			r = aws_rebalance_instance(aws, json_string_value(id), err, sizeof(err));
+		else if (streq(kind, "spot-interruption"))
+			r = aws_interrupt_instance(aws, json_string_value(id), err, sizeof(err));
+		else {
+			snprintf(err, sizeof(err), "kind must be spot-interruption or rebalance-recommendation");
+			r = -EINVAL;
+		}
 		if (r < 0)
 			break;
 	}

@@ -1,9 +1,10 @@
 /*
  * Fault injection and the admin endpoint of kanna-sim's AWS side: the fault
  * set (insufficient capacity per offering, throttling by rate or per-second
- * budget, 5xx rate, added latency) parsed from the JSON of POST /_sim/faults
- * or the config, the per-request draws (from the seeded generator, so a run
- * is reproducible), spot interruption notices, and GET /_sim/status.
+ * budget, 5xx rate, added latency, EventBridge state-change events) parsed
+ * from the JSON of POST /_sim/faults or the config, the per-request draws
+ * (from the seeded generator, so a run is reproducible), and spot
+ * interruption and rebalance notices.
  * Called with aws->lock held; it never sleeps (the server applies latency).
  */
 #include <math.h>
@@ -130,6 +131,8 @@ static int parse_faults(json_t *root, struct aws_faults *f, json_t **interrupt,
 			r = parse_count(v, k, FAULT_LATENCY_MAX_MS, &f->latency_ms, err, errlen);
 		else if (streq(k, "interrupt") && json_is_array(v))
 			*interrupt = v;
+		else if (streq(k, "stateChangeEvents") && json_is_boolean(v))
+			f->state_change_events = json_is_true(v);
 		else {
 			snprintf(err, errlen, "unknown or malformed key '%s'", k);
 			r = -EINVAL;
@@ -189,9 +192,10 @@ json_t *aws_faults_to_json(const struct sim_aws *aws)
 						     "instanceType", f->ice[i].instance_type,
 						     "zone", f->ice[i].zone,
 						     "capacityType", f->ice[i].capacity_type));
-	o = json_pack("{s:o?, s:f, s:I, s:f, s:I}", "insufficientCapacity", ice,
+	o = json_pack("{s:o?, s:f, s:I, s:f, s:I, s:b}", "insufficientCapacity", ice,
 		      "throttleRate", f->throttle_rate, "throttlePerSecond", (json_int_t)f->throttle_per_sec,
-		      "errorRate", f->error_rate, "latencyMs", (json_int_t)f->latency_ms);
+		      "errorRate", f->error_rate, "latencyMs", (json_int_t)f->latency_ms,
+		      "stateChangeEvents", f->state_change_events);
 	return o;
 }
 
@@ -258,10 +262,7 @@ int aws_faults_apply(struct sim_aws *aws, const struct aws_request *req,
 int aws_interrupt_instance(struct sim_aws *aws, const char *id, char *err, size_t errlen)
 {
 	struct aws_instance *i = aws_instance_find(aws, id);
-	char uuid[40], time[32], arn[160];
-	uint64_t now = aws_now_ms();
-	json_t *ev;
-	char *body;
+	int r;
 
 	if (!i || !i->spot || (i->state != INSTANCE_PENDING && i->state != INSTANCE_RUNNING)) {
 		snprintf(err, errlen, "instance %s is not a pending or running spot instance", id);
@@ -269,25 +270,33 @@ int aws_interrupt_instance(struct sim_aws *aws, const char *id, char *err, size_
 	}
 	if (i->interrupt_at_ms)
 		return 0;
-	aws_new_uuid(aws, uuid);
-	format_iso8601(now - now % 1000, time);
-	time[19] = 'Z';
-	time[20] = '\0';
-	snprintf(arn, sizeof(arn), "arn:aws:ec2:%s:%s:instance/%s", i->region->name,
-		 SIM_AWS_ACCOUNT_ID, i->id);
-	ev = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:[s], s:{s:s, s:s}}",
-		       "version", "0", "id", uuid,
-		       "detail-type", "EC2 Spot Instance Interruption Warning",
-		       "source", "aws.ec2", "account", SIM_AWS_ACCOUNT_ID, "time", time,
-		       "region", i->region->name, "resources", arn,
-		       "detail", "instance-id", i->id, "instance-action", "terminate");
-	body = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
-	json_decref(ev);
-	if (!body || sqs_enqueue(aws, body) < 0) {
+	r = aws_event_enqueue(aws, i, "EC2 Spot Instance Interruption Warning",
+			      json_pack("{s:s, s:s}", "instance-id", i->id, "instance-action", "terminate"));
+	if (r < 0) {
 		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return r;
 	}
-	i->interrupt_at_ms = now + aws->interruption_ms;
+	i->interrupt_at_ms = aws_now_ms() + aws->interruption_ms;
 	aws_timeline_add(aws, "spot-interruption-warning", "%s", i->id);
+	return 0;
+}
+
+/* EventBridge's "EC2 Instance Rebalance Recommendation" (no termination). */
+int aws_rebalance_instance(struct sim_aws *aws, const char *id, char *err, size_t errlen)
+{
+	struct aws_instance *i = aws_instance_find(aws, id);
+	int r;
+
+	if (!i || (i->state != INSTANCE_PENDING && i->state != INSTANCE_RUNNING)) {
+		snprintf(err, errlen, "instance %s is not pending or running", id);
+		return -EINVAL;
+	}
+	r = aws_event_enqueue(aws, i, "EC2 Instance Rebalance Recommendation",
+			      json_pack("{s:s}", "instance-id", i->id));
+	if (r < 0) {
+		snprintf(err, errlen, "out of memory");
+		return r;
+	}
+	aws_timeline_add(aws, "rebalance-recommendation", "%s", i->id);
 	return 0;
 }

@@ -289,9 +289,8 @@ int ec2_terminate_instances(struct sim_aws *aws, const struct aws_request *req,
 		enum aws_instance_state prev = i->state;
 
 		if (i->state == INSTANCE_PENDING || i->state == INSTANCE_RUNNING) {
-			i->state = INSTANCE_SHUTTING_DOWN;
-			i->terminate_ms = i->state_change_ms = now;
-			aws_timeline_add(aws, "terminate", "%s %s cost %.6f", i->id, i->type->name,
+			aws_instance_set_state(aws, i, INSTANCE_SHUTTING_DOWN, now);
+			aws_timeline_add(aws, "terminate", "%s cost %.6f", i->id,
 					 aws_instance_cost(i, now));
 		}
 		xml_open(&x, "item");

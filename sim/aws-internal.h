@@ -291,6 +291,7 @@ struct aws_faults {
 	unsigned throttle_per_sec; /* request budget per second, 0 = unlimited */
 	double error_rate;         /* fraction answered 5xx */
 	unsigned latency_ms;       /* added to every AWS request */
+	bool state_change_events;  /* queue "EC2 Instance State-change Notification" */
 };
 
 struct aws_sqs_message {
@@ -381,6 +382,13 @@ int aws_faults_set_json(struct sim_aws *aws, const char *json, char *err, size_t
 json_t *aws_faults_to_json(const struct sim_aws *aws);
 void aws_faults_clear(struct aws_faults *f);
 int aws_interrupt_instance(struct sim_aws *aws, const char *id, char *err, size_t errlen);
+int aws_rebalance_instance(struct sim_aws *aws, const char *id, char *err, size_t errlen);
+/* Queues one EventBridge event about i on the SQS queue; detail is stolen. */
+int aws_event_enqueue(struct sim_aws *aws, const struct aws_instance *i,
+		      const char *detail_type, json_t *detail);
+/* Moves i to state at time ms: timeline, and a state-change event if enabled. */
+void aws_instance_set_state(struct sim_aws *aws, struct aws_instance *i,
+			    enum aws_instance_state state, uint64_t ms);
 json_t *aws_status_json(struct sim_aws *aws);
 /* /_sim/... requests; takes no lock (the caller holds it). */
 int aws_admin_handle(struct sim_aws *aws, const char *url, const char *method,

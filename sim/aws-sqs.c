@@ -230,6 +230,34 @@ int sqs_delete_message(struct sim_aws *aws, const struct aws_request *req,
 	return sqs_error(resp, req, "com.amazonaws.sqs#ReceiptHandleIsInvalid", "ReceiptHandleIsInvalid", msg);
 }
 
+int aws_event_enqueue(struct sim_aws *aws, const struct aws_instance *i,
+		      const char *detail_type, json_t *detail)
+{
+	char uuid[40], time[32], arn[160];
+	uint64_t now = aws_now_ms();
+	json_t *ev;
+	char *body;
+
+	if (!detail)
+		return -ENOMEM;
+	aws_new_uuid(aws, uuid);
+	/* EventBridge times have whole seconds: "2026-01-01T00:00:00Z". */
+	format_iso8601(now, time);
+	time[19] = 'Z';
+	time[20] = '\0';
+	snprintf(arn, sizeof(arn), "arn:aws:ec2:%s:%s:instance/%s", i->region->name,
+		 SIM_AWS_ACCOUNT_ID, i->id);
+	ev = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:[s], s:o}",
+		       "version", "0", "id", uuid, "detail-type", detail_type,
+		       "source", "aws.ec2", "account", SIM_AWS_ACCOUNT_ID, "time", time,
+		       "region", i->region->name, "resources", arn, "detail", detail);
+	body = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+	json_decref(ev);
+	if (!body)
+		return -ENOMEM;
+	return sqs_enqueue(aws, body);
+}
+
 /* Takes ownership of body (freed on failure too). */
 int sqs_enqueue(struct sim_aws *aws, char *body)
 {

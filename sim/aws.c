@@ -124,27 +124,34 @@ const char *aws_instance_state_name(enum aws_instance_state s)
 	return names[s];
 }
 
+void aws_instance_set_state(struct sim_aws *aws, struct aws_instance *i,
+			    enum aws_instance_state state, uint64_t ms)
+{
+	i->state = state;
+	i->state_change_ms = ms;
+	if (state == INSTANCE_SHUTTING_DOWN)
+		i->terminate_ms = ms;
+	if (state != INSTANCE_RUNNING)
+		aws_timeline_add(aws, aws_instance_state_name(state), "%s %s", i->id, i->type->name);
+	/* Best effort: a lost event is what EventBridge may do too. */
+	if (aws->faults.state_change_events)
+		(void)aws_event_enqueue(aws, i, "EC2 Instance State-change Notification",
+					json_pack("{s:s, s:s}", "instance-id", i->id,
+						  "state", aws_instance_state_name(state)));
+}
+
 void aws_instances_refresh(struct sim_aws *aws, uint64_t now)
 {
 	for (size_t k = 0; k < aws->n_instances; k++) {
 		struct aws_instance *i = aws->instances[k];
 
 		if (i->interrupt_at_ms && now >= i->interrupt_at_ms &&
-		    (i->state == INSTANCE_PENDING || i->state == INSTANCE_RUNNING)) {
-			i->state = INSTANCE_SHUTTING_DOWN;
-			i->terminate_ms = i->state_change_ms = i->interrupt_at_ms;
-			aws_timeline_add(aws, "spot-interruption-terminate", "%s", i->id);
-		}
-		if (i->state == INSTANCE_PENDING && now >= i->launch_ms + aws->pending_ms) {
-			i->state = INSTANCE_RUNNING;
-			i->state_change_ms = i->launch_ms + aws->pending_ms;
-		}
-		if (i->state == INSTANCE_SHUTTING_DOWN &&
-		    now >= i->terminate_ms + aws->shutdown_ms) {
-			i->state = INSTANCE_TERMINATED;
-			i->state_change_ms = i->terminate_ms + aws->shutdown_ms;
-			aws_timeline_add(aws, "terminated", "%s", i->id);
-		}
+		    (i->state == INSTANCE_PENDING || i->state == INSTANCE_RUNNING))
+			aws_instance_set_state(aws, i, INSTANCE_SHUTTING_DOWN, i->interrupt_at_ms);
+		if (i->state == INSTANCE_PENDING && now >= i->launch_ms + aws->pending_ms)
+			aws_instance_set_state(aws, i, INSTANCE_RUNNING, i->launch_ms + aws->pending_ms);
+		if (i->state == INSTANCE_SHUTTING_DOWN && now >= i->terminate_ms + aws->shutdown_ms)
+			aws_instance_set_state(aws, i, INSTANCE_TERMINATED, i->terminate_ms + aws->shutdown_ms);
 	}
 }
 

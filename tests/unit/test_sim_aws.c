@@ -1010,3 +1010,56 @@ Test(sim_aws, run_instances_launches_in_one_reservation_and_honours_ice)
 	cr_assert_str_eq(xml_nth(r.body, "Code", 0, buf, sizeof(buf)), "InsufficientInstanceCapacity");
 	free(r.body);
 }
+
+static char *receive_all(void)
+{
+	struct reply r = call_full(&(struct call){ .service = "sqs" }, "/111122223333/demo",
+				   "Action=ReceiveMessage&Version=2012-11-05&MaxNumberOfMessages=10");
+
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	return r.body;
+}
+
+Test(sim_aws, rebalance_and_state_change_events_reach_the_queue)
+{
+	struct reply r;
+	char id[64], json[256], params[128];
+	char *msgs;
+
+	create_template("lt-demo");
+	launch_tagged("ev", id, sizeof(id));
+	snprintf(json, sizeof(json), "{\"instanceIds\":[\"%s\"],\"kind\":\"rebalance-recommendation\"}", id);
+	r = admin("POST", "/_sim/interrupt", json);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	free(r.body);
+	r = admin("POST", "/_sim/faults", "{\"stateChangeEvents\": true}");
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	free(r.body);
+	snprintf(params, sizeof(params), "Action=TerminateInstances&InstanceId.1=%s", id);
+	r = ec2(params);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	free(r.body);
+	r = ec2("Action=DescribeInstances");
+	free(r.body);
+	msgs = receive_all();
+	cr_assert(strstr(msgs, "EC2 Instance Rebalance Recommendation"), "%s", msgs);
+	cr_assert(strstr(msgs, "EC2 Instance State-change Notification"), "%s", msgs);
+	cr_assert(strstr(msgs, "&quot;state&quot;:&quot;shutting-down&quot;"), "%s", msgs);
+	cr_assert(strstr(msgs, "&quot;state&quot;:&quot;terminated&quot;"), "%s", msgs);
+	free(msgs);
+}
+
+Test(sim_aws, oversized_bodies_are_refused_with_413)
+{
+	size_t n = 2 * 1024 * 1024;
+	char *big = malloc(n + 1);
+	struct reply r;
+
+	memset(big, 'a', n);
+	memcpy(big, "Action=", 7);
+	big[n] = '\0';
+	r = call_full(&(struct call){ .service = "ec2" }, "/", big);
+	cr_assert_eq(r.status, 413, "%s", r.body);
+	free(r.body);
+	free(big);
+}
