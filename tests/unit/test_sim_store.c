@@ -353,8 +353,8 @@ Test(sim_store, updates_and_deletes_survive_snapshots_that_left_the_watch_window
 	json_decref(create(pods, "default", "{\"metadata\":{\"name\":\"x1\"}}"));
 	json_decref(create(pods, "default", "{\"metadata\":{\"name\":\"x2\"}}"));
 	/* n1's snapshot is now held by the tree alone; writes replace it. */
-	cr_assert_eq(k8s_store_delete(store, nodes, NULL, "n1", &opts, NULL, &err), 0);
 	cr_assert_eq(k8s_store_get(store, nodes, NULL, "n1", &got, &err), 0);
+	cr_assert_eq(k8s_store_delete(store, nodes, NULL, "n1", &opts, NULL, &err), 0);
 	u = json_deep_copy(got);
 	json_object_set_new(json_object_get(u, "metadata"), "labels", json_pack("{s:s}", "a", "b"));
 	cr_assert_eq(k8s_store_update(store, nodes, NULL, "n1", u, K8S_WRITE_MAIN, NULL, &err), -ESTALE,
