@@ -52,8 +52,9 @@ static void fleet_clear(struct fleet *f)
 	*f = (struct fleet){ 0 };
 }
 
-static _printf_(3, 4) void candidate_error(struct candidate *c, const char *code,
-					    const char *fmt, ...)
+/* Marks the override failed (its errorSet entry); returns 0 for chaining. */
+static _printf_(3, 4) int candidate_error(struct candidate *c, const char *code,
+					   const char *fmt, ...)
 {
 	va_list ap;
 
@@ -61,10 +62,11 @@ static _printf_(3, 4) void candidate_error(struct candidate *c, const char *code
 	va_start(ap, fmt);
 	vsnprintf(c->error_msg, sizeof(c->error_msg), fmt, ap);
 	va_end(ap);
+	return 0;
 }
 
 /* Resolves one override; problems become its errorSet entry, not a failure. */
-static void candidate_resolve(struct sim_aws *aws, const struct aws_request *req,
+static int candidate_resolve(struct sim_aws *aws, const struct aws_request *req,
 			      struct candidate *c)
 {
 	const char *type = aws_params_getf(req->params, "LaunchTemplateConfigs.%zu.Overrides.%zu.InstanceType", c->cfg, c->ovr);
@@ -118,6 +120,7 @@ static void candidate_resolve(struct sim_aws *aws, const struct aws_request *req
 				       c->type->name);
 	c->price[0] = aws_catalog_price(c->reg, c->zone, c->type, false);
 	c->price[1] = aws_catalog_price(c->reg, c->zone, c->type, true);
+	return 0;
 }
 
 static int candidates_collect(struct sim_aws *aws, const struct aws_request *req,

@@ -22,6 +22,12 @@ struct run {
 	bool spot;
 };
 
+/* An error answer in resp means "stop here" (1); a failure stays < 0. */
+static int failed(int r)
+{
+	return r < 0 ? r : 1;
+}
+
 /* Fills run from the parameters; returns 1 when resp holds an error. */
 static int run_parse(struct sim_aws *aws, const struct aws_request *req,
 		     struct aws_response *resp, struct run *run)
@@ -36,25 +42,24 @@ static int run_parse(struct sim_aws *aws, const struct aws_request *req,
 	const struct aws_region *in = NULL;
 	const struct aws_image *im;
 	unsigned long lo;
-	int r;
 
 	if (!min || !max)
-		return (r = aws_error_missing(resp, req, min ? "MaxCount" : "MinCount")) < 0 ? r : 1;
+		return failed(aws_error_missing(resp, req, min ? "MaxCount" : "MinCount"));
 	if (aws_parse_uint(min, RUN_INSTANCES_MAX, &lo) < 0 || lo == 0 ||
 	    aws_parse_uint(max, RUN_INSTANCES_MAX, &run->count) < 0 || run->count < lo)
-		return (r = aws_error(resp, req, 400, "InvalidParameterValue",
-				      "Invalid MinCount/MaxCount: %s/%s", min, max)) < 0 ? r : 1;
+		return failed(aws_error(resp, req, 400, "InvalidParameterValue",
+				      "Invalid MinCount/MaxCount: %s/%s", min, max));
 	if (!type)
-		return (r = aws_error_missing(resp, req, "InstanceType")) < 0 ? r : 1;
+		return failed(aws_error_missing(resp, req, "InstanceType"));
 	run->type = aws_catalog_type(aws->catalog, type);
 	if (!run->type || !aws_type_offered(run->type))
-		return (r = aws_error(resp, req, 400, "InvalidParameterValue",
-				      "Invalid value '%s' for InstanceType.", type)) < 0 ? r : 1;
+		return failed(aws_error(resp, req, 400, "InvalidParameterValue",
+				      "Invalid value '%s' for InstanceType.", type));
 	if (lt_id || lt_name) {
 		run->lt = ec2_launch_template_find(aws, req->region, lt_id, lt_name);
 		if (!run->lt)
-			return (r = aws_error(resp, req, 400, "InvalidLaunchTemplateName.NotFoundException",
-					      "The specified launch template does not exist.")) < 0 ? r : 1;
+			return failed(aws_error(resp, req, 400, "InvalidLaunchTemplateName.NotFoundException",
+					      "The specified launch template does not exist."));
 	}
 	if (subnet)
 		run->zone = aws_catalog_subnet(aws->catalog, subnet, &in);
@@ -65,20 +70,20 @@ static int run_parse(struct sim_aws *aws, const struct aws_request *req,
 		run->zone = &in->zones[0];
 	}
 	if (!run->zone || !streq(in->name, req->region))
-		return (r = aws_error(resp, req, 400, subnet ? "InvalidSubnetID.NotFound" : "InvalidParameterValue",
-				      "The subnet ID or zone '%s' does not exist", subnet ? subnet : az)) < 0 ? r : 1;
+		return failed(aws_error(resp, req, 400, subnet ? "InvalidSubnetID.NotFound" : "InvalidParameterValue",
+				      "The subnet ID or zone '%s' does not exist", subnet ? subnet : az));
 	run->reg = in;
 	run->image_id = aws_params_get(req->params, "ImageId") ?: run->lt ? run->lt->image_id : NULL;
 	if (!run->image_id)
-		return (r = aws_error_missing(resp, req, "ImageId")) < 0 ? r : 1;
+		return failed(aws_error_missing(resp, req, "ImageId"));
 	im = aws_image_by_id(aws, req->region, run->image_id);
 	if (!im)
-		return (r = aws_error(resp, req, 400, "InvalidAMIID.NotFound",
-				      "The image id '[%s]' does not exist", run->image_id)) < 0 ? r : 1;
+		return failed(aws_error(resp, req, 400, "InvalidAMIID.NotFound",
+				      "The image id '[%s]' does not exist", run->image_id));
 	if (!streq(im->arch, aws_type_ec2_arch(run->type)))
-		return (r = aws_error(resp, req, 400, "InvalidParameterValue",
+		return failed(aws_error(resp, req, 400, "InvalidParameterValue",
 				      "The architecture '%s' of the specified instance type does not match the architecture '%s' of the specified AMI.",
-				      aws_type_ec2_arch(run->type), im->arch)) < 0 ? r : 1;
+				      aws_type_ec2_arch(run->type), im->arch));
 	run->spot = streq_ptr(aws_params_get(req->params, "InstanceMarketOptions.MarketType"), "spot");
 	return 0;
 }

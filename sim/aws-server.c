@@ -158,13 +158,21 @@ static enum MHD_Result on_header(void *cls, enum MHD_ValueKind kind, const char 
 	return MHD_YES;
 }
 
+/* SigV4 signing names of the simulated services. */
+static const char *const service_names[_AWS_SERVICE_MAX] = {
+	[AWS_SERVICE_EC2] = "ec2", [AWS_SERVICE_SSM] = "ssm",
+	[AWS_SERVICE_STS] = "sts", [AWS_SERVICE_SQS] = "sqs",
+	[AWS_SERVICE_PRICING] = "pricing",
+};
+
+static const char *service_name(enum aws_service s)
+{
+	return service_names[s];
+}
+
 static enum aws_service service_from_name(const char *name, bool *ok)
 {
-	static const char *const names[_AWS_SERVICE_MAX] = {
-		[AWS_SERVICE_EC2] = "ec2", [AWS_SERVICE_SSM] = "ssm",
-		[AWS_SERVICE_STS] = "sts", [AWS_SERVICE_SQS] = "sqs",
-		[AWS_SERVICE_PRICING] = "pricing",
-	};
+	const char *const *names = service_names;
 
 	for (size_t i = 0; i < _AWS_SERVICE_MAX; i++)
 		if (streq(names[i], name)) {
@@ -339,6 +347,8 @@ static enum MHD_Result serve_aws(struct sim_aws *aws, struct MHD_Connection *con
 		if (r < 0)
 			return MHD_NO;
 	}
+	log_debug("AWS %s %s in %s: %u (request %s)", service_name(req.service),
+		  req.action ? req.action : "-", req.region, resp.status, req.request_id);
 	if (latency_ms)
 		usleep(latency_ms * 1000U);
 	ret = send_response(connection, &resp, req.request_id);
