@@ -16,6 +16,7 @@
 #include "common/health.h"
 #include "common/kube-client.h"
 #include "common/kube-events.h"
+#include "common/lease.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/sock.h"
@@ -25,6 +26,7 @@
 
 /* How often pending pods are announced again until they are bound. */
 #define WATCHER_ANNOUNCE_DEFAULT "2s"
+#define WATCHER_LEASE_NAME "kanna-watcher-leader-election"
 /* How often gauges (node count, pending pods) are refreshed. */
 #define WATCHER_GAUGE_PERIOD_USEC (5ULL * 1000 * 1000)
 
@@ -37,6 +39,9 @@ struct watcher_config {
 	double kube_qps;
 	uint64_t kube_burst;
 	char **resources;
+	bool leader_elect;
+	char *leader_namespace;
+	uint64_t lease_duration_usec;
 };
 
 static const struct config_option watcher_options[] = {
@@ -74,6 +79,18 @@ static const struct config_option watcher_options[] = {
 	  .metavar = "LIST",
 	  .help = "Collections to watch. Where one CRD serves several versions of the same "
 		  "objects (v1 and v1beta1 NodePools), list only one of them." },
+	{ .name = "leader-elect", .type = CONFIG_BOOL,
+	  .offset = offsetof(struct watcher_config, leader_elect), .default_value = "true",
+	  .help = "Take the Lease " WATCHER_LEASE_NAME " before working, so a standby watcher "
+		  "can take over; disable for local runs." },
+	{ .name = "leader-election-namespace", .type = CONFIG_STRING,
+	  .offset = offsetof(struct watcher_config, leader_namespace), .flags = CONFIG_SHARED,
+	  .default_value = "kube-system", .metavar = "NS",
+	  .help = "Namespace of the leader election Lease." },
+	{ .name = "lease-duration", .type = CONFIG_DURATION,
+	  .offset = offsetof(struct watcher_config, lease_duration_usec), .flags = CONFIG_SHARED,
+	  .default_value = "15s", .min = 3000000, .max = 300000000,
+	  .help = "How long a silent leader keeps the Lease before a standby takes over." },
 };
 
 static const struct config_schema watcher_schema = {
@@ -101,6 +118,7 @@ struct watcher {
 	bool ready;
 	struct informer_metrics inf_metrics;
 	struct metrics_gauge *node_count, *synced_gauge, *pending_gauge;
+	struct lease *lease;
 };
 
 static bool resource_enabled(const struct watcher_config *cfg, const char *resource)
@@ -184,35 +202,11 @@ static int watcher_metrics(struct watcher *w)
 	return 0;
 }
 
-static int watcher_start(struct watcher *w)
+/* Everything a leader does: sockets, publisher, informers, routing. */
+static int watcher_work(struct watcher *w)
 {
-	struct kube_client_options kopts = { .qps = w->cfg.kube_qps,
-					     .burst = (unsigned)w->cfg.kube_burst,
-					     .user_agent = "kanna-watcher/" PACKAGE_VERSION };
-	struct kube_config *kcfg = NULL;
-	char err[512], host[256] = "kanna-watcher";
 	int r;
 
-	gethostname(host, sizeof(host) - 1);
-	if ((r = loop_new(&w->loop, "kanna-watcher")) < 0)
-		return log_error_errno(r, "Failed to create the event loop: %m");
-	if ((r = watcher_metrics(w)) < 0)
-		return log_error_errno(r, "Failed to register metrics: %m");
-	r = health_server_new(w->metrics, (int)w->cfg.common.metrics_port,
-			      (int)w->cfg.common.health_port, 0, &w->health);
-	if (r < 0)
-		return log_error_errno(r, "Failed to serve metrics on %" PRIu64 " and health on %" PRIu64 ": %m",
-				       w->cfg.common.metrics_port, w->cfg.common.health_port);
-	if ((r = health_server_attach_loop(w->health, w->loop)) < 0)
-		return log_error_errno(r, "Failed to attach health checks: %m");
-	r = kube_config_resolve(w->cfg.kubeconfig, w->cfg.context, &kcfg, err, sizeof(err));
-	if (r < 0)
-		return log_error_errno(r, "Failed to load Kubernetes configuration: %s", err);
-	log_info_kv(LOG_KV({ "server", kcfg->server }, { "context", kcfg->context }),
-		    "using Kubernetes API at %s", kcfg->server);
-	if ((r = kube_client_new(&w->kube, w->loop, kcfg, &kopts)) < 0 ||
-	    (r = kube_events_new(&w->events, w->kube, "karpenter", host)) < 0)
-		return log_error_errno(r, "Failed to create the Kubernetes client: %m");
 	if ((r = sock_ctx_new(&w->socks, w->loop, "watcher", w->cfg.common.runtime_dir)) < 0)
 		return log_error_errno(r, "Failed to open sockets in %s: %m", w->cfg.common.runtime_dir);
 	if ((r = msg_io_init(&w->io, PROTO_PROCESS_WATCHER, 0)) < 0 ||
@@ -251,8 +245,79 @@ static int watcher_start(struct watcher *w)
 	return 0;
 }
 
+static void on_started_leading(void *userdata)
+{
+	struct watcher *w = userdata;
+	int r = watcher_work(w);
+
+	if (r < 0)
+		loop_exit(w->loop, 1);
+}
+
+static void on_stopped_leading(void *userdata)
+{
+	struct watcher *w = userdata;
+
+	/* Another watcher may be publishing now: stop at once, as Karpenter does. */
+	log_error("Leadership lost, exiting so that the supervisor restarts us as a standby");
+	loop_exit(w->loop, 1);
+}
+
+static int watcher_start(struct watcher *w)
+{
+	struct kube_client_options kopts = { .qps = w->cfg.kube_qps,
+					     .burst = (unsigned)w->cfg.kube_burst,
+					     .user_agent = "kanna-watcher/" PACKAGE_VERSION };
+	struct kube_config *kcfg = NULL;
+	char err[512], host[256] = "kanna-watcher";
+	int r;
+
+	gethostname(host, sizeof(host) - 1);
+	if ((r = loop_new(&w->loop, "kanna-watcher")) < 0)
+		return log_error_errno(r, "Failed to create the event loop: %m");
+	if ((r = watcher_metrics(w)) < 0)
+		return log_error_errno(r, "Failed to register metrics: %m");
+	r = health_server_new(w->metrics, (int)w->cfg.common.metrics_port,
+			      (int)w->cfg.common.health_port, 0, &w->health);
+	if (r < 0)
+		return log_error_errno(r, "Failed to serve metrics on %" PRIu64 " and health on %" PRIu64 ": %m",
+				       w->cfg.common.metrics_port, w->cfg.common.health_port);
+	if ((r = health_server_attach_loop(w->health, w->loop)) < 0)
+		return log_error_errno(r, "Failed to attach health checks: %m");
+	r = kube_config_resolve(w->cfg.kubeconfig, w->cfg.context, &kcfg, err, sizeof(err));
+	if (r < 0)
+		return log_error_errno(r, "Failed to load Kubernetes configuration: %s", err);
+	log_info_kv(LOG_KV({ "server", kcfg->server }, { "context", kcfg->context }),
+		    "using Kubernetes API at %s", kcfg->server);
+	if ((r = kube_client_new(&w->kube, w->loop, kcfg, &kopts)) < 0 ||
+	    (r = kube_events_new(&w->events, w->kube, "karpenter", host)) < 0)
+		return log_error_errno(r, "Failed to create the Kubernetes client: %m");
+	if (!w->cfg.leader_elect)
+		return watcher_work(w);
+	{
+		char identity[300];
+		struct lease_options lo = {
+			.name = WATCHER_LEASE_NAME, .namespace = w->cfg.leader_namespace,
+			.identity = identity,
+			.duration_sec = (unsigned)(w->cfg.lease_duration_usec / 1000000),
+			/* client-go's proportions: deadline 2/3, retry 2/15 of the duration */
+			.renew_deadline_sec = (unsigned)(w->cfg.lease_duration_usec * 2 / 3 / 1000000),
+			.retry_period_sec = MAX(1u, (unsigned)(w->cfg.lease_duration_usec * 2 / 15 / 1000000)),
+		};
+		struct lease_handlers lh = { on_started_leading, on_stopped_leading, w };
+		snprintf(identity, sizeof(identity), "%s_%d", host, (int)getpid());
+		health_server_set_ready(w->health, false, "waiting for leadership");
+		if ((r = lease_new(&w->lease, w->kube, &lo, &lh)) < 0)
+			return log_error_errno(r, "Failed to start leader election: %m");
+		log_info("waiting to acquire lease %s/%s as %s", w->cfg.leader_namespace,
+			 WATCHER_LEASE_NAME, identity);
+	}
+	return 0;
+}
+
 static void watcher_stop(struct watcher *w)
 {
+	lease_free(w->lease);
 	for (size_t i = 0; i < w->n_informers; i++)
 		informer_free(w->informers[i]);
 	free(w->informers);

@@ -14,7 +14,7 @@ PROBE="$BUILDDIR/tests/e2e/kanna-probe"
 e2e_init
 start_sim
 start watcher "$BUILDDIR/watcher/kanna-watcher" --runtime-dir "$tmp/run" --metrics-port 0 \
-	--health-port 0 --announce-interval 500ms
+	--health-port 0 --announce-interval 500ms --lease-duration 3s
 wait_for "the watcher's first sync" 30 grep -q "cluster state synced" "$tmp/watcher.log"
 ok "watcher lists every collection and reports synced"
 
@@ -120,9 +120,12 @@ ok "replica equals the API pod by pod (name and resourceVersion) after churn"
 kubectl scale deployment inflate --replicas=400 >/dev/null
 kill -9 "$pid_watcher"
 start watcher2 "$BUILDDIR/watcher/kanna-watcher" --runtime-dir "$tmp/run" --metrics-port 0 \
-	--health-port 0
+	--health-port 0 --lease-duration 3s
 kubectl scale deployment inflate --replicas=250 >/dev/null
 wait_for "the restarted watcher's sync" 30 grep -q "cluster state synced" "$tmp/watcher2.log"
+grep -q "is held by" "$tmp/watcher2.log" || fail "the new watcher did not wait for the dead one's lease"
+grep -q "successfully acquired lease" "$tmp/watcher2.log" || fail "the new watcher did not take the lease over"
+ok "a new watcher waits out the killed one's Lease, then takes over"
 wait_for "the replica to equal the API after a kill -9" 60 compare_pods
 ok "after kill -9 of the watcher the replica equals the API again"
 dups=$(sed -n 's/^{"key":"\([^"]*\)".*/\1/p' "$tmp/replica.txt" | sort | uniq -d | wc -l)
