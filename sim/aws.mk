@@ -28,3 +28,10 @@ TESTS += tests/unit/test_sim_aws_catalog
 tests_unit_test_sim_aws_catalog_SOURCES = tests/unit/test_sim_aws_catalog.c
 tests_unit_test_sim_aws_catalog_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sim_aws_catalog_LDADD = $(SIMAWS_LIBS) $(TEST_LIBS)
+
+# kanna's own AWS client (common/aws) against the sim: both halves of the wire.
+check_PROGRAMS += tests/unit/test_sim_aws_client
+TESTS += tests/unit/test_sim_aws_client
+tests_unit_test_sim_aws_client_SOURCES = tests/unit/test_sim_aws_client.c
+tests_unit_test_sim_aws_client_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sim_aws_client_LDADD = $(SIMAWS_LIBS) $(TEST_LIBS)
