@@ -174,15 +174,18 @@ struct k8s_object *k8s_store_lookup(const struct k8s_resource *res,
 
 /* Records the event for o (its rv is the next global rv) and wakes watchers. */
 static void store_emit(struct k8s_store *store, enum k8s_event_type type,
-		       const struct k8s_resource *res, struct k8s_object *o)
+		       const struct k8s_resource *res, struct k8s_object *o,
+		       struct k8s_object *prev)
 {
 	struct k8s_event *ev = &store->ring[o->rv % store->window];
 
 	k8s_object_unref(ev->obj);
+	k8s_object_unref(ev->prev);
 	ev->rv = o->rv;
 	ev->type = type;
 	ev->res = res;
 	ev->obj = k8s_object_ref(o);
+	ev->prev = type == K8S_EVENT_MODIFIED ? k8s_object_ref(prev) : NULL;
 	pthread_cond_broadcast(&store->changed);
 }
 
@@ -194,7 +197,7 @@ int k8s_store_commit(struct k8s_store *store, struct k8s_resource *res,
 		     json_t *obj, enum k8s_event_type type, struct k8s_object **ret)
 {
 	json_t *meta = json_object_get(obj, "metadata");
-	struct k8s_object *o, **slot;
+	struct k8s_object *o, **slot, *prev = NULL;
 	char rv[32];
 
 	snprintf(rv, sizeof(rv), "%" PRIu64, store->rv + 1);
@@ -217,13 +220,14 @@ int k8s_store_commit(struct k8s_store *store, struct k8s_resource *res,
 			return -ENOMEM;
 		}
 		if (*slot != o) {
-			k8s_object_unref(*slot);
+			prev = *slot; /* the tree's reference moves to prev */
 			*slot = o;
 		} else
 			res->n_objects++;
 		k8s_object_ref(o);
 	}
-	store_emit(store, type, res, o);
+	store_emit(store, type, res, o, prev);
+	k8s_object_unref(prev);
 	if (ret)
 		*ret = o;
 	else
@@ -278,8 +282,10 @@ struct k8s_store *k8s_store_free(struct k8s_store *store)
 		store->reg->resources[i].objects = NULL;
 		store->reg->resources[i].n_objects = 0;
 	}
-	for (size_t i = 0; i < store->window; i++)
+	for (size_t i = 0; i < store->window; i++) {
 		k8s_object_unref(store->ring[i].obj);
+		k8s_object_unref(store->ring[i].prev);
+	}
 	free(store->ring);
 	pthread_cond_destroy(&store->changed);
 	pthread_mutex_destroy(&store->lock);

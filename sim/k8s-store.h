@@ -76,6 +76,7 @@ struct k8s_event {
 	enum k8s_event_type type;
 	const struct k8s_resource *res;
 	struct k8s_object *obj;
+	struct k8s_object *prev; /* MODIFIED: the snapshot it replaced */
 };
 
 struct k8s_store {

@@ -158,6 +158,26 @@ static void emit_bookmark(struct k8s_watch *w, FILE *f, bool initial_end)
 		emit_json(f, "BOOKMARK", o);
 }
 
+/*
+ * What a filtered watch sees, as upstream's watch cache: an update that
+ * moves an object into the selection is ADDED, out of it DELETED.
+ */
+static const char *event_type_for(const struct k8s_watch *w, const struct k8s_event *ev)
+{
+	bool now = k8s_object_matches(ev->obj, w->ns, w->labels, w->fields);
+	bool before = now;
+
+	if (ev->type == K8S_EVENT_MODIFIED && ev->prev)
+		before = k8s_object_matches(ev->prev, w->ns, w->labels, w->fields);
+	if (now && before)
+		return event_names[ev->type];
+	if (now)
+		return "ADDED";
+	if (before)
+		return "DELETED";
+	return NULL;
+}
+
 /* Lock held. Formats what is ready into f; returns false at end of stream. */
 static bool fill(struct k8s_watch *w, FILE *f, uint64_t now)
 {
@@ -190,11 +210,15 @@ static bool fill(struct k8s_watch *w, FILE *f, uint64_t now)
 	while (w->cursor < store->rv && n < K8S_WATCH_BATCH) {
 		struct k8s_event *ev = &store->ring[(w->cursor + 1) % store->window];
 
+		const char *type;
+
 		w->cursor++;
-		if (ev->rv != w->cursor || ev->res != w->res ||
-		    !k8s_object_matches(ev->obj, w->ns, w->labels, w->fields))
+		if (ev->rv != w->cursor || ev->res != w->res)
 			continue;
-		emit_raw(f, event_names[ev->type], ev->obj->json, ev->obj->len);
+		type = event_type_for(w, ev);
+		if (!type)
+			continue;
+		emit_raw(f, type, ev->obj->json, ev->obj->len);
 		n++;
 	}
 	if (w->bookmarks && now >= w->next_bookmark_ms) {

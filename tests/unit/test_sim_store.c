@@ -364,3 +364,45 @@ Test(sim_store, updates_and_deletes_survive_snapshots_that_left_the_watch_window
 	json_decref(u);
 	json_decref(got);
 }
+
+static json_t *bind_to_n1(const json_t *cur, void *userdata, struct k8s_error *err)
+{
+	json_t *out = json_deep_copy(cur);
+
+	json_object_set_new(json_object_get(out, "spec"), "nodeName", json_string("n1"));
+	return out;
+}
+
+Test(sim_store, filtered_watch_sees_objects_leave_and_enter_the_selection)
+{
+	struct k8s_watch_options opts = { .timeout_seconds = 1, .resource_version = "1" };
+	struct k8s_selector *fields = NULL, *labels = NULL;
+	struct k8s_error err = {};
+	struct k8s_watch *w = NULL;
+	json_t *relabel;
+	char msg[64], *text;
+
+	json_decref(create(pods, "default", "{\"metadata\":{\"name\":\"p\"},\"spec\":{}}"));
+	cr_assert_eq(k8s_field_selector_parse("spec.nodeName=", &fields, msg, sizeof(msg)), 0);
+	cr_assert_eq(k8s_store_mutate(store, pods, "default", "p", K8S_WRITE_MAIN, bind_to_n1, NULL,
+				      NULL, &err), 0);
+	cr_assert_eq(k8s_watch_new(store, pods, "default", NULL, fields, &opts, &w, &err), 0);
+	text = read_all(w);
+	cr_assert(strstr(text, "{\"type\":\"ADDED\""), "got %s", text);
+	cr_assert(strstr(text, "{\"type\":\"DELETED\""), "binding leaves spec.nodeName=: %s", text);
+	cr_assert_null(strstr(text, "MODIFIED"), "got %s", text);
+	free(text);
+	k8s_watch_free(w);
+
+	cr_assert_eq(k8s_label_selector_parse("tier=fe", &labels, msg, sizeof(msg)), 0);
+	relabel = json_loads("{\"metadata\":{\"name\":\"p\",\"labels\":{\"tier\":\"fe\"}},\"spec\":{\"nodeName\":\"n1\"}}",
+			     0, NULL);
+	cr_assert_eq(k8s_store_update(store, pods, "default", "p", relabel, K8S_WRITE_MAIN, NULL, &err), 0);
+	cr_assert_eq(k8s_watch_new(store, pods, "default", labels, NULL, &opts, &w, &err), 0);
+	text = read_all(w);
+	cr_assert(strstr(text, "{\"type\":\"ADDED\""), "relabelling enters the selection: %s", text);
+	cr_assert_null(strstr(text, "MODIFIED"), "got %s", text);
+	free(text);
+	k8s_watch_free(w);
+	json_decref(relabel);
+}
