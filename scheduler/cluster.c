@@ -37,6 +37,8 @@ static void pod_done(struct pod *p)
 		requirements_free(&p->terms[i]);
 	for (uint32_t i = 0; i < p->n_prefs; i++)
 		requirements_free(&p->prefs[i].reqs);
+	free(p->terms);
+	free(p->prefs);
 }
 
 void cluster_free(struct cluster *c)

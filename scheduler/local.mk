@@ -73,3 +73,24 @@ check_PROGRAMS += tests/unit/test_sched_checker
 TESTS += tests/unit/test_sched_checker
 tests_unit_test_sched_checker_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sched_checker_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
+
+FUZZ_PROGS += tests/fuzz/fuzz_simulate_yaml
+tests_fuzz_fuzz_simulate_yaml_SOURCES = tests/fuzz/fuzz_simulate_yaml.c tests/fuzz/standalone.c
+tests_fuzz_fuzz_simulate_yaml_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/fuzz/corpus/simulate_yaml\"
+tests_fuzz_fuzz_simulate_yaml_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_simulate_yaml_LDADD = $(SCHED_LIBS)
+EXTRA_DIST += \
+	tests/fuzz/corpus/simulate_yaml/daemonset-overhead-instancetypes.yaml \
+	tests/fuzz/corpus/simulate_yaml/host-ports.yaml \
+	tests/fuzz/corpus/simulate_yaml/invalid-operator.yaml \
+	tests/fuzz/corpus/simulate_yaml/invalid-yaml.yaml \
+	tests/fuzz/corpus/simulate_yaml/min-values.yaml \
+	tests/fuzz/corpus/simulate_yaml/node-affinity-terms-and-preferences.yaml \
+	tests/fuzz/corpus/simulate_yaml/s1-provisioner-scale-to-5.yaml \
+	tests/fuzz/corpus/simulate_yaml/s2-volume-topology-bound-pv.yaml \
+	tests/fuzz/corpus/simulate_yaml/s2-volume-topology-wffc.yaml \
+	tests/fuzz/corpus/simulate_yaml/s2-zone-pod-affinity.yaml \
+	tests/fuzz/corpus/simulate_yaml/s3-nodepool-requirements.yaml \
+	tests/fuzz/corpus/simulate_yaml/s5-inflate-nodeselector.yaml \
+	tests/fuzz/corpus/simulate_yaml/taints-and-tolerations.yaml \
+	tests/fuzz/corpus/simulate_yaml/topology-spread-counts-existing.yaml

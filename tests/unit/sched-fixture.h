@@ -64,7 +64,8 @@ static inline void fx_label(struct cluster *c, struct pod *p, const char *k, con
 {
 	struct label *l = arena_alloc(&c->arena, (p->n_labels + 1) * sizeof(*l));
 	cr_assert(l);
-	memcpy(l, p->labels, p->n_labels * sizeof(*l));
+	if (p->n_labels)
+		memcpy(l, p->labels, p->n_labels * sizeof(*l));
 	l[p->n_labels++] = (struct label){ fx_s(c, k), fx_s(c, v) };
 	labels_sort(l, p->n_labels);
 	p->labels = l;
@@ -84,7 +85,8 @@ static inline void fx_topo(struct cluster *c, struct pod *p, enum topo_kind kind
 	fx_req(c, &g.selector, k, REQ_IN, v, NULL);
 	int id = cluster_group(c, &g);
 	cr_assert_geq(id, 0);
-	memcpy(t, p->topo, p->n_topo * sizeof(*t));
+	if (p->n_topo)
+		memcpy(t, p->topo, p->n_topo * sizeof(*t));
 	t[p->n_topo++] = (struct pod_topo){ (uint32_t)id, soft, weight };
 	p->topo = t;
 }
