@@ -31,3 +31,9 @@ tests_e2e_kanna_probe_SOURCES = tests/e2e/kanna-probe.c
 tests_e2e_kanna_probe_LDADD = $(WATCHER_LIBS)
 TESTS += tests/e2e/watcher.sh
 EXTRA_DIST += tests/e2e/watcher.sh tests/e2e/lib.sh
+
+# ./quickstart bench watcher
+BENCH_PROGS += bench/bench-watcher
+bench_bench_watcher_SOURCES = bench/bench-watcher.c
+bench_bench_watcher_LDADD = $(WATCHER_LIBS)
+EXTRA_DIST += bench/watcher.sh
