@@ -37,6 +37,25 @@ static int dup_opt(json_t *o, const char *key, char **ret, char *err, size_t err
 	return *ret ? 0 : -ENOMEM;
 }
 
+/* The capacity errors EC2 reports per override (Karpenter treats all as ICE). */
+static const char *const ice_error_codes[] = {
+	"InsufficientInstanceCapacity", "UnfulfillableCapacity",
+	"MaxSpotInstanceCountExceeded", "InsufficientFreeAddressesInSubnet",
+};
+
+static int ice_code_parse(json_t *v, const char **ret)
+{
+	*ret = ice_error_codes[0];
+	if (!v)
+		return 0;
+	for (size_t i = 0; json_is_string(v) && i < ARRAY_SIZE(ice_error_codes); i++)
+		if (streq(json_string_value(v), ice_error_codes[i])) {
+			*ret = ice_error_codes[i];
+			return 0;
+		}
+	return -EINVAL;
+}
+
 static int parse_ice(json_t *a, struct aws_faults *f, char *err, size_t errlen)
 {
 	size_t i;
@@ -60,7 +79,8 @@ static int parse_ice(json_t *a, struct aws_faults *f, char *err, size_t errlen)
 			return -EINVAL;
 		}
 		json_object_foreach(e, k, v)
-			if (!streq(k, "instanceType") && !streq(k, "zone") && !streq(k, "capacityType")) {
+			if (!streq(k, "instanceType") && !streq(k, "zone") && !streq(k, "capacityType") &&
+			    !streq(k, "errorCode")) {
 				snprintf(err, errlen, "insufficientCapacity[%zu]: unknown key '%s'", i, k);
 				return -EINVAL;
 			}
@@ -72,6 +92,10 @@ static int parse_ice(json_t *a, struct aws_faults *f, char *err, size_t errlen)
 			r = dup_opt(e, "capacityType", &rule->capacity_type, err, errlen);
 		if (r < 0)
 			return r;
+		if (ice_code_parse(json_object_get(e, "errorCode"), &rule->error_code) < 0) {
+			snprintf(err, errlen, "insufficientCapacity[%zu].errorCode must be InsufficientInstanceCapacity, UnfulfillableCapacity, MaxSpotInstanceCountExceeded or InsufficientFreeAddressesInSubnet", i);
+			return -EINVAL;
+		}
 		if (rule->capacity_type && !streq(rule->capacity_type, "spot") &&
 		    !streq(rule->capacity_type, "on-demand")) {
 			snprintf(err, errlen, "insufficientCapacity[%zu].capacityType must be spot or on-demand", i);
@@ -188,10 +212,11 @@ json_t *aws_faults_to_json(const struct sim_aws *aws)
 	json_t *ice = json_array(), *o;
 
 	for (size_t i = 0; ice && i < f->n_ice; i++)
-		json_array_append_new(ice, json_pack("{s:s?, s:s?, s:s?}",
+		json_array_append_new(ice, json_pack("{s:s?, s:s?, s:s?, s:s}",
 						     "instanceType", f->ice[i].instance_type,
 						     "zone", f->ice[i].zone,
-						     "capacityType", f->ice[i].capacity_type));
+						     "capacityType", f->ice[i].capacity_type,
+						     "errorCode", f->ice[i].error_code));
 	o = json_pack("{s:o?, s:f, s:I, s:f, s:I, s:b}", "insufficientCapacity", ice,
 		      "throttleRate", f->throttle_rate, "throttlePerSecond", (json_int_t)f->throttle_per_sec,
 		      "errorRate", f->error_rate, "latencyMs", (json_int_t)f->latency_ms,
@@ -199,7 +224,7 @@ json_t *aws_faults_to_json(const struct sim_aws *aws)
 	return o;
 }
 
-bool aws_faults_ice(const struct sim_aws *aws, const char *type, const char *zone, bool spot)
+const char *aws_faults_ice(const struct sim_aws *aws, const char *type, const char *zone, bool spot)
 {
 	for (size_t i = 0; i < aws->faults.n_ice; i++) {
 		const struct aws_ice_rule *r = &aws->faults.ice[i];
@@ -207,9 +232,9 @@ bool aws_faults_ice(const struct sim_aws *aws, const char *type, const char *zon
 		if ((!r->instance_type || streq(r->instance_type, type)) &&
 		    (!r->zone || streq(r->zone, zone)) &&
 		    (!r->capacity_type || streq(r->capacity_type, spot ? "spot" : "on-demand")))
-			return true;
+			return r->error_code;
 	}
-	return false;
+	return NULL;
 }
 
 static bool throttled(struct sim_aws *aws)

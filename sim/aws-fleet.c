@@ -27,7 +27,7 @@ struct candidate {
 	bool image_overridden;
 	double priority;
 	double price[2]; /* [0] on-demand, [1] spot */
-	bool ice[2];
+	const char *ice[2]; /* injected capacity error per capacity type, or NULL */
 	const char *error_code;
 	char error_msg[256];
 	/* instances launched from it, per capacity type */
@@ -250,8 +250,8 @@ static int fleet_fill(struct sim_aws *aws, const struct aws_request *req, struct
 
 		if (!c)
 			break;
-		if (aws_faults_ice(aws, c->type->name, c->zone->name, spot)) {
-			c->ice[spot] = true;
+		c->ice[spot] = aws_faults_ice(aws, c->type->name, c->zone->name, spot);
+		if (c->ice[spot]) {
 			aws_timeline_add(aws, "insufficient-capacity", "%s %s %s", c->type->name,
 					 c->zone->name, spot ? "spot" : "on-demand");
 			continue;
@@ -309,13 +309,16 @@ static void write_result(struct xml *x, const struct aws_request *req, const str
 			xml_open(x, "item");
 			write_lt_and_override(x, req, c);
 			xml_leaf(x, "lifecycle", spot ? "spot" : "on-demand");
-			xml_leaf(x, "errorCode", c->error_code ?: "InsufficientInstanceCapacity");
+			xml_leaf(x, "errorCode", c->error_code ?: c->ice[spot]);
 			if (c->error_code)
 				xml_leaf(x, "errorMessage", c->error_msg);
-			else
+			else if (streq(c->ice[spot], "InsufficientInstanceCapacity"))
 				xml_leaff(x, "errorMessage",
 					  "We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity.",
 					  c->type->name, c->zone->name);
+			else
+				xml_leaff(x, "errorMessage", "%s: no capacity for %s in %s (injected by kanna-sim).",
+					  c->ice[spot], c->type->name, c->zone->name);
 			xml_close(x, "item");
 		}
 	xml_close(x, "errorSet");

@@ -282,6 +282,7 @@ struct aws_ice_rule {
 	char *instance_type; /* NULL = any */
 	char *zone;          /* NULL = any */
 	char *capacity_type; /* NULL = any */
+	const char *error_code; /* what EC2 answers, from ice_error_codes */
 };
 
 struct aws_faults {
@@ -377,7 +378,8 @@ int aws_dispatch(struct sim_aws *aws, struct aws_request *req, struct aws_respon
 /* Fault draws for one request; returns true and fills resp when it fails. */
 int aws_faults_apply(struct sim_aws *aws, const struct aws_request *req,
 		     struct aws_response *resp, unsigned *ret_latency_ms);
-bool aws_faults_ice(const struct sim_aws *aws, const char *type, const char *zone, bool spot);
+/* The injected capacity error code for an offering, or NULL when it has capacity. */
+const char *aws_faults_ice(const struct sim_aws *aws, const char *type, const char *zone, bool spot);
 int aws_faults_set_json(struct sim_aws *aws, const char *json, char *err, size_t errlen);
 json_t *aws_faults_to_json(const struct sim_aws *aws);
 void aws_faults_clear(struct aws_faults *f);

@@ -95,16 +95,18 @@ int ec2_run_instances(struct sim_aws *aws, const struct aws_request *req,
 	struct run run = { 0 };
 	char reservation[24], bad[96];
 	struct aws_instance **made = NULL;
+	const char *ice;
 	struct xml x;
 	int r;
 
 	r = run_parse(aws, req, resp, &run);
 	if (r != 0)
 		return r < 0 ? r : 0;
-	if (aws_faults_ice(aws, run.type->name, run.zone->name, run.spot)) {
+	ice = aws_faults_ice(aws, run.type->name, run.zone->name, run.spot);
+	if (ice) {
 		aws_timeline_add(aws, "insufficient-capacity", "%s %s %s", run.type->name,
 				 run.zone->name, run.spot ? "spot" : "on-demand");
-		return aws_error(resp, req, 500, "InsufficientInstanceCapacity",
+		return aws_error(resp, req, 500, ice,
 				 "We currently do not have sufficient %s capacity in the Availability Zone you requested (%s).",
 				 run.type->name, run.zone->name);
 	}

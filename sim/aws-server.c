@@ -435,7 +435,7 @@ int sim_aws_start(struct sim_aws *aws, uint16_t port)
 	info = MHD_get_daemon_info(aws->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	aws->port = info ? info->port : port;
 	snprintf(aws->endpoint, sizeof(aws->endpoint), "http://127.0.0.1:%u", (unsigned)aws->port);
-	log_info("AWS endpoint listening on %s (ec2, ssm, sts, sqs; admin %s/_sim/)",
+	log_info("AWS endpoint listening on %s (ec2, ssm, sts, sqs, pricing; admin %s/_sim/)",
 		 aws->endpoint, aws->endpoint);
 	return 0;
 }

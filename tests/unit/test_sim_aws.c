@@ -1063,3 +1063,21 @@ Test(sim_aws, oversized_bodies_are_refused_with_413)
 	free(r.body);
 	free(big);
 }
+
+Test(sim_aws, spot_capacity_errors_use_the_injected_error_code)
+{
+	struct reply f, r;
+	char buf[128];
+
+	create_template("lt-demo");
+	f = admin("POST", "/_sim/faults",
+		  "{\"insufficientCapacity\":[{\"capacityType\":\"spot\",\"errorCode\":\"UnfulfillableCapacity\"}]}");
+	cr_assert_eq(f.status, 200, "%s", f.body);
+	free(f.body);
+	r = fleet("&TargetCapacitySpecification.SpotTargetCapacity=1");
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_eq(xml_count(r.body, "<errorCode>UnfulfillableCapacity</errorCode>"), 2, "%s", r.body);
+	cr_assert_str_eq(xml_nth(r.body, "lifecycle", 0, buf, sizeof(buf)), "spot");
+	cr_assert(strstr(r.body, "<fleetInstanceSet></fleetInstanceSet>"), "%s", r.body);
+	free(r.body);
+}

@@ -188,8 +188,12 @@ Test(sim_aws_catalog, faults_json_is_validated_all_or_nothing)
 	cr_assert_lt(sim_aws_set_faults(aws, "{\"interrupt\":[\"i-nope\"]}", err, sizeof(err)), 0);
 	cr_assert_lt(sim_aws_set_faults(aws, "not json", err, sizeof(err)), 0);
 	cr_assert_eq(sim_aws_set_faults(aws, "{\"insufficientCapacity\":[{\"instanceType\":\"m5.large\",\"zone\":\"*\"}]}", err, sizeof(err)), 0);
-	cr_assert(aws_faults_ice(aws, "m5.large", "us-west-2c", true));
-	cr_assert_not(aws_faults_ice(aws, "m5.xlarge", "us-west-2c", true));
+	cr_assert_str_eq(aws_faults_ice(aws, "m5.large", "us-west-2c", true), "InsufficientInstanceCapacity");
+	cr_assert_null(aws_faults_ice(aws, "m5.xlarge", "us-west-2c", true));
+	cr_assert_eq(sim_aws_set_faults(aws, "{\"insufficientCapacity\":[{\"capacityType\":\"spot\",\"errorCode\":\"UnfulfillableCapacity\"}]}", err, sizeof(err)), 0);
+	cr_assert_str_eq(aws_faults_ice(aws, "c5.large", "us-west-2a", true), "UnfulfillableCapacity");
+	cr_assert_null(aws_faults_ice(aws, "c5.large", "us-west-2a", false));
+	cr_assert_lt(sim_aws_set_faults(aws, "{\"insufficientCapacity\":[{\"errorCode\":\"Nope\"}]}", err, sizeof(err)), 0);
 	sim_aws_free(aws);
 }
 
