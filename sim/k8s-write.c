@@ -115,6 +115,25 @@ static json_t *child(json_t *obj, const char *key)
 	return c;
 }
 
+/* The defaults kube-apiserver fills in a PodSpec that kubectl shows. */
+static void pod_spec_defaults(json_t *spec)
+{
+	json_t *c, *port;
+	size_t i, j;
+
+	if (!json_object_get(spec, "restartPolicy"))
+		json_object_set_new(spec, "restartPolicy", json_string("Always"));
+	if (!json_object_get(spec, "dnsPolicy"))
+		json_object_set_new(spec, "dnsPolicy", json_string("ClusterFirst"));
+	json_array_foreach(json_object_get(spec, "containers"), i, c) {
+		if (json_is_object(c) && !json_object_get(c, "terminationMessagePolicy"))
+			json_object_set_new(c, "terminationMessagePolicy", json_string("File"));
+		json_array_foreach(json_object_get(c, "ports"), j, port)
+			if (json_is_object(port) && !json_object_get(port, "protocol"))
+				json_object_set_new(port, "protocol", json_string("TCP"));
+	}
+}
+
 /* What the real registry strategies do on create for the kinds we serve. */
 static void apply_create_defaults(const struct k8s_resource *res, json_t *obj)
 {
@@ -137,6 +156,7 @@ static void apply_create_defaults(const struct k8s_resource *res, json_t *obj)
 			json_object_set_new(spec, "schedulerName", json_string("default-scheduler"));
 		if (!json_object_get(spec, "terminationGracePeriodSeconds"))
 			json_object_set_new(spec, "terminationGracePeriodSeconds", json_integer(30));
+		pod_spec_defaults(spec);
 		if (json_object_get(spec, "nodeName")) {
 			k8s_timestamp(now, 0);
 			json_object_set_new(status, "conditions",

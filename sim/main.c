@@ -188,7 +188,8 @@ static int write_kubeconfig(struct sim *sim, const char *path)
 		       " s:[{s:s, s:{s:s, s:s, s:s}}], s:s}",
 		       "apiVersion", "v1", "kind", "Config",
 		       "clusters", "name", "kanna-sim", "cluster", cluster,
-		       "users", "name", "kanna-sim", "user", "token", sim->token,
+		       "users", "name", "kanna-sim", "user", "token",
+		       sim->opt.insecure_http ? "" : sim->token,
 		       "contexts", "name", "kanna-sim", "context", "cluster", "kanna-sim",
 		       "user", "kanna-sim", "namespace", "default",
 		       "current-context", "kanna-sim");
@@ -259,7 +260,12 @@ static int start_aws(struct sim *sim)
 
 static int start_k8s(struct sim *sim)
 {
-	struct k8s_server_config cfg = { .port = sim->opt.port, .token = sim->token };
+	/* Plain HTTP has no authentication, as kube-apiserver's old insecure
+	 * port: client-go never sends a bearer token over http://. */
+	struct k8s_server_config cfg = {
+		.port = sim->opt.port,
+		.token = sim->opt.insecure_http ? NULL : sim->token,
+	};
 	uint8_t raw[SIM_TOKEN_BYTES];
 	char dir[4096];
 	int r;
