@@ -200,6 +200,35 @@ static const char *const sg_filters[] = {
 	"group-id", "group-name", "vpc-id", "owner-id", "description", NULL,
 };
 
+static void write_security_group(struct xml *x, const struct aws_region *reg,
+				 const struct aws_tags *tags, const char *name, const char *desc)
+{
+	xml_open(x, "item");
+	xml_leaf(x, "ownerId", SIM_AWS_ACCOUNT_ID);
+	xml_leaf(x, "groupId", reg->sg_id);
+	xml_leaf(x, "groupName", name);
+	xml_leaf(x, "groupDescription", desc);
+	xml_leaf(x, "vpcId", reg->vpc_id);
+	xml_leaff(x, "securityGroupArn", "arn:aws:ec2:%s:%s:security-group/%s", reg->name,
+		  SIM_AWS_ACCOUNT_ID, reg->sg_id);
+	xml_empty(x, "ipPermissions");
+	xml_open(x, "ipPermissionsEgress");
+	xml_open(x, "item");
+	xml_leaf(x, "ipProtocol", "-1");
+	xml_empty(x, "groups");
+	xml_open(x, "ipRanges");
+	xml_open(x, "item");
+	xml_leaf(x, "cidrIp", "0.0.0.0/0");
+	xml_close(x, "item");
+	xml_close(x, "ipRanges");
+	xml_empty(x, "ipv6Ranges");
+	xml_empty(x, "prefixListIds");
+	xml_close(x, "item");
+	xml_close(x, "ipPermissionsEgress");
+	xml_tags(x, "tagSet", tags->v, tags->n);
+	xml_close(x, "item");
+}
+
 int ec2_describe_security_groups(struct sim_aws *aws, const struct aws_request *req,
 				 struct aws_response *resp)
 {
@@ -246,32 +275,8 @@ int ec2_describe_security_groups(struct sim_aws *aws, const struct aws_request *
 		return r;
 	xml_leaf(&x, "requestId", req->request_id);
 	xml_open(&x, "securityGroupInfo");
-	if (match) {
-		xml_open(&x, "item");
-		xml_leaf(&x, "ownerId", SIM_AWS_ACCOUNT_ID);
-		xml_leaf(&x, "groupId", reg->sg_id);
-		xml_leaf(&x, "groupName", name);
-		xml_leaf(&x, "groupDescription", desc);
-		xml_leaf(&x, "vpcId", reg->vpc_id);
-		xml_leaff(&x, "securityGroupArn", "arn:aws:ec2:%s:%s:security-group/%s", reg->name,
-			  SIM_AWS_ACCOUNT_ID, reg->sg_id);
-		xml_empty(&x, "ipPermissions");
-		xml_open(&x, "ipPermissionsEgress");
-		xml_open(&x, "item");
-		xml_leaf(&x, "ipProtocol", "-1");
-		xml_empty(&x, "groups");
-		xml_open(&x, "ipRanges");
-		xml_open(&x, "item");
-		xml_leaf(&x, "cidrIp", "0.0.0.0/0");
-		xml_close(&x, "item");
-		xml_close(&x, "ipRanges");
-		xml_empty(&x, "ipv6Ranges");
-		xml_empty(&x, "prefixListIds");
-		xml_close(&x, "item");
-		xml_close(&x, "ipPermissionsEgress");
-		xml_tags(&x, "tagSet", tags.v, tags.n);
-		xml_close(&x, "item");
-	}
+	if (match)
+		write_security_group(&x, reg, &tags, name, desc);
 	xml_close(&x, "securityGroupInfo");
 	return xml_finish(&x, "DescribeSecurityGroupsResponse", resp);
 }

@@ -221,6 +221,56 @@ static int auth_error(struct aws_response *resp, const struct aws_request *req, 
 	}
 }
 
+/* The service a request is for: X-Amz-Target, else the SigV4 scope, else
+ * the one unsigned action. False (scope service in unknown) if not ours. */
+static bool service_select(struct aws_request *req, const char *target, const char *authz,
+			   const char *action, char *unknown, size_t len)
+{
+	struct sigv4_authorization parsed;
+	bool known = true;
+
+	if (target && strncmp(target, "AmazonSSM.", 10) == 0)
+		req->service = AWS_SERVICE_SSM;
+	else if (target && strncmp(target, "AmazonSQS.", 10) == 0)
+		req->service = AWS_SERVICE_SQS;
+	else if (target && strncmp(target, "AWSPriceListService.", 20) == 0)
+		req->service = AWS_SERVICE_PRICING;
+	else if (authz && sigv4_parse_authorization(authz, &parsed) >= 0) {
+		req->service = service_from_name(parsed.service, &known);
+		snprintf(unknown, len, "%s", parsed.service);
+	} else if (streq_ptr(action, "AssumeRoleWithWebIdentity"))
+		req->service = AWS_SERVICE_STS;
+	/* SSM and Pricing speak only JSON; SQS when X-Amz-Target says so. */
+	req->json_protocol = req->service == AWS_SERVICE_SSM || req->service == AWS_SERVICE_PRICING ||
+			     (req->service == AWS_SERVICE_SQS && target);
+	return known;
+}
+
+/* sigv4_verify() over the request as received: raw path and query, every
+ * header, the body's hash. */
+static int signature_verify(struct sim_aws *aws, struct MHD_Connection *connection,
+			    struct conn *c, const char *method, const struct aws_request *req,
+			    const char *authz, struct sigv4_authorization *parsed,
+			    char *why, size_t whylen)
+{
+	struct sigv4_credentials creds = { aws->access_key_id, aws->secret_access_key, NULL };
+	struct sigv4_request sreq = { .method = method, .path = req->path };
+	struct header_list headers = { .n = 0 };
+	const char *q = strchr(c->uri, '?');
+	char payload[65];
+	int r;
+
+	sreq.query = q ? q + 1 : "";
+	MHD_get_connection_values(connection, MHD_HEADER_KIND, on_header, &headers);
+	sreq.headers = headers.v;
+	sreq.n_headers = headers.n;
+	r = sigv4_sha256_hex(c->body ? c->body : "", c->len, payload);
+	if (r < 0)
+		return r;
+	sreq.payload_sha256_hex = payload;
+	return sigv4_verify(&sreq, authz, &creds, 1, time(NULL), parsed, why, whylen);
+}
+
 /* Picks the service, then verifies the signature. Returns 1 when the
  * request may go on, 0 when resp holds an error, < 0 on failure. */
 static int authenticate(struct sim_aws *aws, struct MHD_Connection *connection,
@@ -231,32 +281,13 @@ static int authenticate(struct sim_aws *aws, struct MHD_Connection *connection,
 	const char *authz = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
 							MHD_HTTP_HEADER_AUTHORIZATION);
 	const char *action = aws_params_get(&c->params, "Action");
-	struct sigv4_credentials creds = { aws->access_key_id, aws->secret_access_key, NULL };
 	struct sigv4_authorization parsed;
-	struct sigv4_request sreq = { .method = method };
-	struct header_list headers = { .n = 0 };
-	_cleanup_free_ char *path = NULL;
-	char payload[65], why[256] = "";
-	bool known = true;
+	char why[256] = "", unknown[SIGV4_SCOPE_PART_MAX] = "";
 	int r;
 
-	if (target && strncmp(target, "AmazonSSM.", 10) == 0)
-		req->service = AWS_SERVICE_SSM;
-	else if (target && strncmp(target, "AmazonSQS.", 10) == 0)
-		req->service = AWS_SERVICE_SQS;
-	else if (target && strncmp(target, "AWSPriceListService.", 20) == 0)
-		req->service = AWS_SERVICE_PRICING;
-	else if (authz && sigv4_parse_authorization(authz, &parsed) >= 0)
-		req->service = service_from_name(parsed.service, &known);
-	else if (streq_ptr(action, "AssumeRoleWithWebIdentity"))
-		req->service = AWS_SERVICE_STS;
-	/* SSM speaks only JSON; SQS speaks JSON when X-Amz-Target says so. */
-	req->json_protocol = req->service == AWS_SERVICE_SSM || req->service == AWS_SERVICE_PRICING ||
-			     (req->service == AWS_SERVICE_SQS && target);
-	if (!known)
+	if (!service_select(req, target, authz, action, unknown, sizeof(unknown)))
 		return aws_error(resp, req, 400, "InvalidAction",
-				 "The service '%s' is not simulated here", parsed.service);
-
+				 "The service '%s' is not simulated here", unknown);
 	/* AssumeRoleWithWebIdentity is unsigned by design: the token proves who. */
 	if (req->service == AWS_SERVICE_STS && streq_ptr(action, "AssumeRoleWithWebIdentity") && !authz)
 		return 1;
@@ -265,20 +296,9 @@ static int authenticate(struct sim_aws *aws, struct MHD_Connection *connection,
 				 req->json_protocol ? "MissingAuthenticationTokenException"
 						    : "MissingAuthenticationToken",
 				 "Request is missing Authentication Token");
-
-	path = strndup(c->uri, strcspn(c->uri, "?"));
-	if (!path)
-		return -ENOMEM;
-	sreq.path = path;
-	sreq.query = strchr(c->uri, '?') ? strchr(c->uri, '?') + 1 : "";
-	MHD_get_connection_values(connection, MHD_HEADER_KIND, on_header, &headers);
-	sreq.headers = headers.v;
-	sreq.n_headers = headers.n;
-	r = sigv4_sha256_hex(c->body ? c->body : "", c->len, payload);
-	if (r < 0)
+	r = signature_verify(aws, connection, c, method, req, authz, &parsed, why, sizeof(why));
+	if (r == -ENOMEM)
 		return r;
-	sreq.payload_sha256_hex = payload;
-	r = sigv4_verify(&sreq, authz, &creds, 1, time(NULL), &parsed, why, sizeof(why));
 	if (r < 0)
 		return auth_error(resp, req, r, why);
 
@@ -288,7 +308,8 @@ static int authenticate(struct sim_aws *aws, struct MHD_Connection *connection,
 		/* Global (STS) or us-east-1-only (Pricing) endpoints: any scope. */
 		snprintf(req->region_buf, sizeof(req->region_buf), "%s", aws->region);
 	else
-		return auth_error(resp, req, SIGV4_ERR_MISMATCH, "");
+		return aws_error(resp, req, 400, req->service == AWS_SERVICE_EC2 ? "AuthFailure" : "InvalidClientTokenId",
+				 "Credential should be scoped to a valid region, not '%s'. ", parsed.region);
 	req->region = req->region_buf;
 	return 1;
 }

@@ -213,11 +213,42 @@ static int credentials_init(struct sim_aws *aws, const struct sim_aws_config *cf
 	return aws->access_key_id && aws->secret_access_key ? 0 : -ENOMEM;
 }
 
+/* Catalog, region check, AMIs and initial faults of a fresh sim. */
+static int sim_aws_load(struct sim_aws *aws, const struct sim_aws_config *cfg)
+{
+	char *path = NULL, err[256];
+	int r;
+
+	if (cfg->catalog_path)
+		path = strdup(cfg->catalog_path);
+	else if (aws_catalog_default_path(&path) < 0)
+		return log_error_errno(ENOENT, "Failed to find instance-types.tsv in %s or %s/data",
+				       KANNA_DATADIR, KANNA_SRCDIR);
+	if (!path)
+		return -ENOMEM;
+	r = aws_catalog_load(&aws->catalog, path, cfg->seed);
+	if (r < 0)
+		log_error_errno(r, "Failed to load instance catalog %s: %m", path);
+	free(path);
+	if (r < 0)
+		return r;
+	if (!aws_catalog_region(aws->catalog, aws->region))
+		return log_error_errno(EINVAL, "Failed to use region %s: not simulated (us-west-2, eu-west-1, ap-northeast-1)",
+				       aws->region);
+	r = aws_images_build(aws);
+	if (r < 0)
+		return r;
+	if (cfg->faults_json) {
+		r = aws_faults_set_json(aws, cfg->faults_json, err, sizeof(err));
+		if (r < 0)
+			return log_error_errno(r, "Failed to parse the initial AWS faults: %s", err);
+	}
+	return 0;
+}
+
 int sim_aws_new(struct sim_aws **ret, const struct sim_aws_config *cfg)
 {
-	_cleanup_free_ char *path = NULL;
 	struct sim_aws *aws;
-	char err[256];
 	int r;
 
 	aws = calloc(1, sizeof(*aws));
@@ -233,43 +264,14 @@ int sim_aws_new(struct sim_aws **ret, const struct sim_aws_config *cfg)
 	r = credentials_init(aws, cfg);
 	if (r >= 0 && (!aws->region || !aws->cluster_name))
 		r = -ENOMEM;
-	if (r < 0)
-		goto fail;
-
-	if (cfg->catalog_path)
-		path = strdup(cfg->catalog_path);
-	else if (aws_catalog_default_path(&path) < 0)
-		path = NULL;
-	if (!path) {
-		r = log_error_errno(ENOENT, "Failed to find instance-types.tsv in %s or %s/data",
-				    KANNA_DATADIR, KANNA_SRCDIR);
-		goto fail;
-	}
-	r = aws_catalog_load(&aws->catalog, path, cfg->seed);
+	if (r >= 0)
+		r = sim_aws_load(aws, cfg);
 	if (r < 0) {
-		log_error_errno(r, "Failed to load instance catalog %s: %m", path);
-		goto fail;
-	}
-	if (!aws_catalog_region(aws->catalog, aws->region)) {
-		r = log_error_errno(EINVAL, "Failed to use region %s: not simulated (us-west-2, eu-west-1, ap-northeast-1)",
-				    aws->region);
-		goto fail;
-	}
-	r = aws_images_build(aws);
-	if (r < 0)
-		goto fail;
-	if (cfg->faults_json) {
-		r = aws_faults_set_json(aws, cfg->faults_json, err, sizeof(err));
-		if (r < 0) {
-			log_error_errno(r, "Failed to parse the initial faults: %s", err);
-			goto fail;
-		}
+		sim_aws_free(aws);
+		return r;
 	}
 	*ret = aws;
 	return 0;
-fail:
-	sim_aws_free(aws);
-	return r;
 }
 
 static void state_free(struct sim_aws *aws)

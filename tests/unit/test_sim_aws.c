@@ -78,6 +78,7 @@ struct call {
 	time_t when;            /* default now */
 	const char *send_body;  /* body actually sent, if not the signed one */
 	bool unsigned_request;
+	const char *region;     /* credential scope region, default us-west-2 */
 };
 
 static struct reply call_full(const struct call *c, const char *path, const char *body)
@@ -103,7 +104,7 @@ static struct reply call_full(const struct call *c, const char *path, const char
 	cr_assert_geq(sigv4_sha256_hex(body, strlen(body), payload), 0);
 	req.payload_sha256_hex = payload;
 	if (!c->unsigned_request) {
-		cr_assert_geq(sigv4_sign(&req, &creds, "us-west-2", c->service, date, &authz), 0);
+		cr_assert_geq(sigv4_sign(&req, &creds, c->region ?: "us-west-2", c->service, date, &authz), 0);
 		snprintf(line, sizeof(line), "Authorization: %s", authz);
 		h = curl_slist_append(h, line);
 	}
@@ -1079,5 +1080,21 @@ Test(sim_aws, spot_capacity_errors_use_the_injected_error_code)
 	cr_assert_eq(xml_count(r.body, "<errorCode>UnfulfillableCapacity</errorCode>"), 2, "%s", r.body);
 	cr_assert_str_eq(xml_nth(r.body, "lifecycle", 0, buf, sizeof(buf)), "spot");
 	cr_assert(strstr(r.body, "<fleetInstanceSet></fleetInstanceSet>"), "%s", r.body);
+	free(r.body);
+}
+
+Test(sim_aws, requests_are_served_in_the_region_of_their_credential_scope)
+{
+	struct reply r = call_full(&(struct call){ .service = "ec2", .region = "eu-west-1" }, "/",
+				   "Version=2016-11-15&Action=DescribeAvailabilityZones");
+	char buf[64];
+
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_str_eq(xml_nth(r.body, "zoneId", 0, buf, sizeof(buf)), "euw1-az1");
+	free(r.body);
+	r = call_full(&(struct call){ .service = "ec2", .region = "us-east-1" }, "/",
+		      "Version=2016-11-15&Action=DescribeAvailabilityZones");
+	cr_assert_eq(r.status, 400, "%s", r.body);
+	cr_assert_str_eq(xml_nth(r.body, "Code", 0, buf, sizeof(buf)), "AuthFailure");
 	free(r.body);
 }
