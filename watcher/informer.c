@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "watcher/decode.h"
@@ -41,6 +42,7 @@ const size_t informer_n_defs = ARRAY_SIZE(informer_defs);
 
 struct informer {
 	const struct informer_def *def;
+	struct kube_client *client;
 	struct publisher *pub;
 	struct kube_events *events;
 	struct informer_metrics metrics;
@@ -67,6 +69,75 @@ static void report_invalid(struct informer *inf, const json_t *obj, const char *
 		    inf->def->kind, why);
 	if (ref.name && inf->events)
 		kube_event_record(inf->events, &ref, KUBE_EVENT_WARNING, "FailedValidation", "%s", why);
+}
+
+/* The NodePool condition the watcher owns (Karpenter v1's name for it). */
+#define CONDITION_VALIDATION "ValidationSucceeded"
+
+static const json_t *find_condition(const json_t *obj, const char *type)
+{
+	const json_t *c;
+	size_t i;
+
+	json_array_foreach(json_path(obj, "status.conditions"), i, c)
+		if (streq_ptr(json_string_value(json_object_get(c, "type")), type))
+			return c;
+	return NULL;
+}
+
+static void on_status_written(struct kube_client *c, const struct kube_response *resp,
+			      void *userdata)
+{
+	(void)c;
+	(void)userdata;
+	if (resp->status != 200)
+		log_warn("Failed to update a NodePool's status: %s",
+			 resp->error ? resp->error : "no response");
+}
+
+/*
+ * Sets ValidationSucceeded on a NodePool's status when it differs from what
+ * the object already says (so our own write, echoed back, changes nothing).
+ * Other conditions are kept: the patch carries the whole list.
+ */
+static void nodepool_set_validation(struct informer *inf, const json_t *obj, bool valid,
+				    const char *why)
+{
+	const json_t *cur = find_condition(obj, CONDITION_VALIDATION);
+	const char *name = json_string_value(json_path(obj, "metadata.name"));
+	const char *want_status = valid ? "True" : "False";
+	const char *want_msg = valid ? "" : why;
+	_cleanup_free_ char *path = NULL, *body = NULL;
+	json_t *conds, *patch, *c;
+	size_t i;
+	char now[32];
+	time_t t = time(NULL);
+	struct tm tm;
+
+	if (!name || !inf->client)
+		return;
+	if (cur && streq_ptr(json_string_value(json_object_get(cur, "status")), want_status) &&
+	    streq_ptr(json_string_value(json_object_get(cur, "message")) ?: "", want_msg))
+		return;
+	gmtime_r(&t, &tm);
+	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	conds = json_array();
+	json_array_foreach(json_path(obj, "status.conditions"), i, c)
+		if (!streq_ptr(json_string_value(json_object_get(c, "type")), CONDITION_VALIDATION))
+			json_array_append(conds, c);
+	json_array_append_new(conds, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "type",
+					       CONDITION_VALIDATION, "status", want_status, "reason",
+					       valid ? "ValidationSucceeded" : "ValidationFailed",
+					       "message", want_msg, "lastTransitionTime", now,
+					       "observedGeneration",
+					       json_integer_value(json_path(obj, "metadata.generation"))));
+	patch = json_pack("{s:{s:o}}", "status", "conditions", conds);
+	body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+	json_decref(patch);
+	if (!body || asprintf(&path, "%s/%s/status", inf->def->collection, name) < 0)
+		return;
+	kube_request(inf->client, "PATCH", path, "application/merge-patch+json", body,
+		     on_status_written, inf);
 }
 
 /* Publishes one decoded object and remembers its key for the sweep. */
@@ -102,6 +173,20 @@ static void on_event(enum kube_event_type type, json_t *obj, void *userdata)
 	json_object_set_new(obj, "apiVersion", json_string(inf->def->api_version));
 	json_object_set_new(obj, "kind", json_string(inf->def->kind));
 	r = decode_object(&d, inf->def->kind, obj, &o);
+	if (op != PROTO_DELTA_DELETE && streq(inf->def->kind, "NodePool") && r != -ENOMEM) {
+		bool valid = r >= 0 && o.nodepool->status == PROTO_NODEPOOL_OK;
+		nodepool_set_validation(inf, obj, valid,
+					r < 0 ? d.error : valid ? "" : o.nodepool->status_reason);
+		if (r >= 0 && !valid) {
+			struct kube_object_ref ref = { inf->def->api_version, inf->def->kind, NULL,
+						       o.nodepool->name, o.nodepool->uid };
+			log_warn_kv(LOG_KV({ "nodepool", o.nodepool->name }), "nodepool %s is invalid: %s",
+				    o.nodepool->name, o.nodepool->status_reason);
+			if (inf->events)
+				kube_event_record(inf->events, &ref, KUBE_EVENT_WARNING, "FailedValidation",
+						  "%s", o.nodepool->status_reason);
+		}
+	}
 	if (r == -EINVAL) {
 		if (op != PROTO_DELTA_DELETE)
 			report_invalid(inf, obj, d.error);
@@ -188,6 +273,7 @@ int informer_new(struct informer **ret, const struct informer_def *def, struct k
 	if (!inf)
 		return -ENOMEM;
 	inf->def = def;
+	inf->client = c;
 	inf->pub = pub;
 	inf->events = events;
 	inf->metrics = *metrics;

@@ -78,6 +78,12 @@ expect_eq "pending pods announced to shard 0" "$pending" "$want"
 grep -q '"key":"nodepool//impossible".*"status":"invalid"' "$tmp/replica.txt" ||
 	fail "impossible NodePool not marked invalid: $(grep impossible "$tmp/replica.txt")"
 ok "a NodePool with impossible requirements is published as invalid"
+cond() { kubectl get nodepool "$1" -o jsonpath='{.status.conditions[?(@.type=="ValidationSucceeded")].status}'; }
+wait_for "ValidationSucceeded=False on the impossible NodePool" 15 sh -c \
+	"kubectl get nodepool impossible -o jsonpath='{.status.conditions[?(@.type==\"ValidationSucceeded\")].message}' | grep -q 'no value in common'"
+expect_eq "the impossible NodePool's ValidationSucceeded condition" "$(cond impossible)" "False"
+wait_for "ValidationSucceeded=True on the default NodePool" 15 sh -c "[ \"\$(kubectl get nodepool default -o jsonpath='{.status.conditions[?(@.type==\"ValidationSucceeded\")].status}')\" = True ]"
+ok "a valid NodePool gets ValidationSucceeded=True"
 grep -q '"key":"nodepool//legacy".*"source_api":"v1alpha5"' "$tmp/replica.txt" || fail "provisioner not converted"
 grep -q '"key":"nodeclass//legacy"' "$tmp/replica.txt" || fail "inline provider not converted to a node class"
 ok "a v1alpha5 Provisioner becomes a NodePool and a node class"
@@ -98,6 +104,9 @@ YAML
 wait_for "a FailedValidation Event" 15 sh -c \
 	"kubectl get events -A -o jsonpath='{range .items[*]}{.reason} {.involvedObject.name}{\"\n\"}{end}' | grep -q 'FailedValidation broken'"
 ok "an undecodable NodePool gets a FailedValidation Event"
+wait_for "ValidationSucceeded=False on the undecodable NodePool" 15 sh -c \
+	"kubectl get nodepool broken -o jsonpath='{.status.conditions[?(@.type==\"ValidationSucceeded\")].message}' | grep -q \"'Near' is not one of\""
+ok "the undecodable NodePool's status says why"
 "$PROBE" replica --runtime-dir "$tmp/run" >"$tmp/replica.txt"
 expect_eq "the undecodable NodePool changed nothing" "$(grep -c '"key":"nodepool//' "$tmp/replica.txt")" "$before"
 
