@@ -5,8 +5,9 @@
  * callback from here. Single-threaded: call these from the loop's thread.
  *
  * Callbacks return 0 (or positive) on success, a negative errno on failure;
- * the loop logs a failure with the callback's name and keeps running (bad
- * input must never stop a daemon). Call loop_exit() to stop on purpose.
+ * the loop logs a failure once at warning level (periodic jobs with their
+ * name; handlers should log their own context first) and keeps running:
+ * bad input must never stop a daemon. Call loop_exit() to stop on purpose.
  */
 #ifndef KANNA_COMMON_LOOP_H
 #define KANNA_COMMON_LOOP_H
