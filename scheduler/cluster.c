@@ -120,21 +120,6 @@ struct pod *cluster_add_daemonset(struct cluster *c)
 	return p;
 }
 
-static bool requirements_equal(const struct requirements *a, const struct requirements *b)
-{
-	if (a->n != b->n)
-		return false;
-	for (uint32_t i = 0; i < a->n; i++) {
-		const struct requirement *x = &a->v[i], *y = &b->v[i];
-		if (x->key != y->key || x->complement != y->complement ||
-		    x->absent_ok != y->absent_ok || x->gt != y->gt || x->lt != y->lt ||
-		    x->n_values != y->n_values ||
-		    (x->n_values && memcmp(x->values, y->values, x->n_values * sizeof(uint32_t))))
-			return false;
-	}
-	return true;
-}
-
 int cluster_group(struct cluster *c, struct topo_group *g)
 {
 	for (uint32_t i = 0; i < c->n_groups; i++) {

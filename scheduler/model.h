@@ -157,6 +157,7 @@ const struct requirement *requirements_get(const struct requirements *r, uint32_
 int requirements_add(struct requirements *r, const struct strtab *st, uint32_t key,
 		     enum req_op op, const uint32_t *values, size_t n_values,
 		     uint32_t min_values);
+bool requirements_equal(const struct requirements *a, const struct requirements *b);
 /* r := r ∩ other. */
 int requirements_intersect(struct requirements *r, const struct requirements *other,
 			   const struct strtab *st);

@@ -400,3 +400,20 @@ int requirement_format(const struct requirement *req, const struct strtab *st, c
 #undef APPEND
 	return (int)off;
 }
+
+bool requirements_equal(const struct requirements *a, const struct requirements *b)
+{
+	if (a == b)
+		return true;
+	if (a->n != b->n)
+		return false;
+	for (uint32_t i = 0; i < a->n; i++) {
+		const struct requirement *x = &a->v[i], *y = &b->v[i];
+		if (x->key != y->key || x->complement != y->complement ||
+		    x->absent_ok != y->absent_ok || x->gt != y->gt || x->lt != y->lt ||
+		    x->min_values != y->min_values || x->n_values != y->n_values ||
+		    (x->n_values && memcmp(x->values, y->values, x->n_values * sizeof(uint32_t))))
+			return false;
+	}
+	return true;
+}

@@ -251,16 +251,18 @@ int shape_get(struct solver *s, uint32_t pi, const struct relax *rx, struct shap
 	if (p->n_topo > ARRAY_SIZE(topo))
 		return -E2BIG;
 	n_topo = active_topo(p, rx, topo);
-	r = shape_reqs(s, p, rx, &reqs);
-	if (r < 0) {
-		requirements_free(&reqs);
-		return r;
-	}
 	k->n = 0;
 	k->overflow = false;
 	for (uint32_t i = 0; i < s->n_res; i++)
 		put(k, (uint64_t)p->req.v[i]);
-	put_reqs(k, &reqs);
+	/* The parts of the effective requirements identify it; their
+	 * intersection is computed only for a new shape. */
+	put_reqs(k, &p->reqs);
+	if (p->n_terms)
+		put_reqs(k, &p->terms[rx->term]);
+	put(k, 0x5EED);
+	if (rx->node_pref < p->n_prefs)
+		put_reqs(k, &p->prefs[rx->node_pref].reqs);
 	put(k, p->n_tols);
 	for (uint32_t i = 0; i < p->n_tols; i++)
 		put(k, (uint64_t)p->tols[i].key << 32 | p->tols[i].value),
@@ -300,17 +302,19 @@ int shape_get(struct solver *s, uint32_t pi, const struct relax *rx, struct shap
 		put(k, 0x8000000000000000ULL | pi); /* unique: never shared */
 	uint64_t h = hash_words(k->w, k->n);
 
-	if ((s->n_shapes + 1) * 2 > s->cap_shapes && (r = shapes_grow(s)) < 0) {
-		requirements_free(&reqs);
+	if ((s->n_shapes + 1) * 2 > s->cap_shapes && (r = shapes_grow(s)) < 0)
 		return r;
-	}
 	uint32_t slot = (uint32_t)h & (s->cap_shapes - 1);
 	for (; (sh = s->shapes[slot]); slot = (slot + 1) & (s->cap_shapes - 1))
 		if (sh->hash == h && sh->key_len == k->n && !memcmp(sh->key, k->w, k->n * 8)) {
-			requirements_free(&reqs);
 			*ret = sh;
 			return 0;
 		}
+	r = shape_reqs(s, p, rx, &reqs);
+	if (r < 0) {
+		requirements_free(&reqs);
+		return r;
+	}
 	sh = calloc(1, sizeof(*sh));
 	if (!sh) {
 		requirements_free(&reqs);
@@ -329,6 +333,8 @@ int shape_get(struct solver *s, uint32_t pi, const struct relax *rx, struct shap
 	memcpy(sh->topo, topo, n_topo * sizeof(*topo));
 	sh->n_topo = n_topo;
 	shape_flags(s, sh, pi);
+	sh->zones = catalog_zone_mask(s->cat, &sh->reqs);
+	sh->cts = catalog_ct_mask(&sh->reqs, s->st);
 	r = shape_nodepools(s, sh, p);
 	if (r < 0) {
 		shape_free(sh, s->c->n_nodepools);

@@ -33,6 +33,7 @@ static int solver_init(struct solver *s, struct cluster *c)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < c->n_pods; i++)
 		s->pod_bin[i] = -1;
+	s->last_pod = -1;
 	return topology_init(s);
 }
 
@@ -79,53 +80,95 @@ struct pod_key {
 	uint32_t pod;
 };
 
-/* cpu, then memory, descending; pod index keeps the order total. */
+static int pod_key_cmp(const void *a, const void *b)
+{
+	const struct pod_key *x = a, *y = b;
+
+	if (x->cpu != y->cpu)
+		return x->cpu > y->cpu ? -1 : 1;
+	if (x->memory != y->memory)
+		return x->memory > y->memory ? -1 : 1;
+	return 0;
+}
+
+/* cpu, then memory, descending. */
 static inline bool key_before(const struct pod_key *a, const struct pod_key *b)
 {
 	if (a->cpu != b->cpu)
 		return a->cpu > b->cpu;
-	if (a->memory != b->memory)
-		return a->memory > b->memory;
-	return a->pod < b->pod;
+	return a->memory > b->memory;
 }
 
-/* Pods of one Deployment share sizes: a quicksort with inline comparisons
- * is several times faster here than qsort's callbacks. */
-static void pod_keys_sort(struct pod_key *v, uint32_t n)
+/*
+ * Sorts pods by size, descending, keeping pod order among equal sizes:
+ * pods are bucketed by (cpu, memory) with a hash table — a batch has few
+ * distinct sizes — then the buckets are sorted and emitted in order.
+ * O(pods + sizes × log sizes).
+ */
+static int pod_keys_sort(struct pod_key *v, uint32_t n, uint32_t *order)
 {
-	while (n > 16) {
-		struct pod_key pivot = v[n / 2], t;
-		uint32_t i = 0, j = n - 1;
-		for (;;) {
-			while (key_before(&v[i], &pivot))
-				i++;
-			while (key_before(&pivot, &v[j]))
-				j--;
-			if (i >= j)
-				break;
-			t = v[i];
-			v[i] = v[j];
-			v[j] = t;
-			i++;
-			j--;
+	uint32_t cap = 16, n_b = 0;
+	while (cap < n * 2)
+		cap *= 2;
+	uint32_t *slot = malloc(cap * sizeof(*slot));       /* bucket + 1, 0 empty */
+	struct pod_key *bk = malloc((n ? n : 1) * sizeof(*bk)); /* bucket key, .pod = count */
+	uint32_t *of = malloc((n ? n : 1) * sizeof(*of));     /* bucket of each pod */
+	int r = -ENOMEM;
+
+	if (!slot || !bk || !of)
+		goto out;
+	memset(slot, 0, cap * sizeof(*slot));
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t h = ((uint64_t)v[i].cpu * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)v[i].memory * 0xc2b2ae3d27d4eb4fULL);
+		uint32_t j = (uint32_t)(h >> 32) & (cap - 1);
+		while (slot[j] && (bk[slot[j] - 1].cpu != v[i].cpu || bk[slot[j] - 1].memory != v[i].memory))
+			j = (j + 1) & (cap - 1);
+		if (!slot[j]) {
+			bk[n_b] = (struct pod_key){ v[i].cpu, v[i].memory, 0 };
+			slot[j] = ++n_b;
 		}
-		/* Recurse into the smaller side, loop on the larger. */
-		if (j + 1 < n - j - 1) {
-			pod_keys_sort(v, j + 1);
-			v += j + 1;
-			n -= j + 1;
-		} else {
-			pod_keys_sort(v + j + 1, n - j - 1);
-			n = j + 1;
+		of[i] = slot[j] - 1;
+		bk[of[i]].pod++;
+	}
+	/* Sort bucket indexes by size (insertion sort is fine for a few sizes). */
+	uint32_t *idx = slot; /* reuse: cap >= n_b */
+	for (uint32_t b = 0; b < n_b; b++) {
+		uint32_t j = b;
+		if (n_b > 64)
+			idx[j] = b;
+		else {
+			for (; j > 0 && key_before(&bk[b], &bk[idx[j - 1]]); j--)
+				idx[j] = idx[j - 1];
+			idx[j] = b;
 		}
 	}
-	for (uint32_t i = 1; i < n; i++) {
-		struct pod_key x = v[i];
-		uint32_t j = i;
-		for (; j > 0 && key_before(&x, &v[j - 1]); j--)
-			v[j] = v[j - 1];
-		v[j] = x;
+	if (n_b > 64) {
+		/* Many sizes: sort (size, bucket) pairs with qsort. */
+		struct pod_key *tmp = malloc(n_b * sizeof(*tmp));
+		if (!tmp)
+			goto out;
+		for (uint32_t b = 0; b < n_b; b++)
+			tmp[b] = (struct pod_key){ bk[b].cpu, bk[b].memory, b };
+		qsort(tmp, n_b, sizeof(*tmp), pod_key_cmp);
+		for (uint32_t b = 0; b < n_b; b++)
+			idx[b] = tmp[b].pod;
+		free(tmp);
 	}
+	/* Prefix offsets, then a stable scatter. */
+	uint32_t off = 0;
+	for (uint32_t b = 0; b < n_b; b++) {
+		uint32_t cnt = bk[idx[b]].pod;
+		bk[idx[b]].pod = off;
+		off += cnt;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		order[bk[of[i]].pod++] = v[i].pod;
+	r = 0;
+out:
+	free(slot);
+	free(bk);
+	free(of);
+	return r;
 }
 
 /* Existing nodes become the first bins, holding their bound pods. */
@@ -213,10 +256,10 @@ int sched_solve(struct cluster *c, struct sched_result **ret)
 	for (uint32_t i = 0; i < c->n_pods; i++)
 		if (c->pods[i].node == STR_NONE && !c->pods[i].invalid)
 			keys[n++] = (struct pod_key){ c->pods[i].req.v[RES_CPU], c->pods[i].req.v[RES_MEMORY], i };
-	pod_keys_sort(keys, n);
-	for (uint32_t i = 0; i < n; i++)
-		order[i] = keys[i].pod;
+	r = pod_keys_sort(keys, n, order);
 	free(keys);
+	if (r < 0)
+		goto out;
 	/* Pass after pass, as Karpenter's queue does: a pod that failed may fit
 	 * once others are placed (pod affinity); stop when a pass places none. */
 	for (bool progress = true; progress && n;) {

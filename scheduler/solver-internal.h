@@ -53,6 +53,8 @@ struct shape {
 	uint64_t *key;
 	uint32_t key_len;
 	struct requirements reqs;  /* static: nodeSelector ∩ term ∩ preference */
+	uint64_t zones;            /* zone and capacity-type masks of reqs */
+	unsigned cts;
 	uint32_t *topo;            /* active groups the pod is constrained by */
 	uint32_t n_topo;
 	bool dyn;                  /* has a non-hostname constraint (allowed set per pod) */
@@ -87,6 +89,8 @@ struct solver {
 	char **reasons;            /* per pod, last failure */
 	uint64_t *scratch, *scratch2; /* words each */
 	void *keybuf;              /* shape key serialization buffer */
+	int64_t last_pod;          /* the previous pod placed unrelaxed, and its shape: */
+	struct shape *last_shape;  /* pods of one Deployment come one after the other */
 	struct {                   /* type prices per (zones, capacity types) */
 		uint64_t zones;
 		unsigned cts;

@@ -286,8 +286,9 @@ static bool bin_accepts(struct solver *s, uint32_t bi, uint32_t pi, const struct
 /* First fit over existing bins. Returns 1 when placed. */
 static int try_bins(struct solver *s, uint32_t pi, struct shape *sh, const struct requirements *eff)
 {
-	uint64_t zones = catalog_zone_mask(s->cat, eff);
-	unsigned cts = catalog_ct_mask(eff, s->st);
+	bool dyn = eff != &sh->reqs;
+	uint64_t zones = dyn ? catalog_zone_mask(s->cat, eff) : sh->zones;
+	unsigned cts = dyn ? catalog_ct_mask(eff, s->st) : sh->cts;
 	struct plan pl;
 
 	if (!sh->dyn && !sh->inv_anti && !sh->host_affinity) {
@@ -419,8 +420,9 @@ static int try_new_claim(struct solver *s, uint32_t pi, struct shape *sh,
 			 const struct requirements *eff, char *reason, size_t size)
 {
 	const struct pod *p = &s->c->pods[pi];
-	uint64_t zones = catalog_zone_mask(s->cat, eff);
-	unsigned cts = catalog_ct_mask(eff, s->st);
+	bool dyn = eff != &sh->reqs;
+	uint64_t zones = dyn ? catalog_zone_mask(s->cat, eff) : sh->zones;
+	unsigned cts = dyn ? catalog_ct_mask(eff, s->st) : sh->cts;
 	char why[SCHED_REASON_MAX];
 	struct plan pl;
 	int r;
@@ -509,6 +511,28 @@ static bool relax_next(const struct solver *s, const struct pod *p, struct relax
 	return true;
 }
 
+static bool same_array(const void *a, const void *b, size_t n, size_t size)
+{
+	return n == 0 || a == b || !memcmp(a, b, n * size);
+}
+
+/* Would pod b get pod a's (unrelaxed) shape? Cheaper than building its key. */
+static bool same_shape(const struct solver *s, uint32_t a, uint32_t b)
+{
+	const struct pod *x = &s->c->pods[a], *y = &s->c->pods[b];
+
+	return !memcmp(x->req.v, y->req.v, s->n_res * sizeof(int64_t)) &&
+	       requirements_equal(&x->reqs, &y->reqs) && x->n_terms == y->n_terms &&
+	       (!x->n_terms || requirements_equal(&x->terms[0], &y->terms[0])) &&
+	       x->n_prefs == y->n_prefs && (!x->n_prefs || requirements_equal(&x->prefs[0].reqs, &y->prefs[0].reqs)) &&
+	       x->n_tols == y->n_tols && same_array(x->tols, y->tols, x->n_tols, sizeof(*x->tols)) &&
+	       x->n_topo == y->n_topo && same_array(x->topo, y->topo, x->n_topo, sizeof(*x->topo)) &&
+	       x->n_host_ports == y->n_host_ports &&
+	       same_array(x->host_ports, y->host_ports, x->n_host_ports, sizeof(*x->host_ports)) &&
+	       s->n_matched[a] == s->n_matched[b] &&
+	       same_array(s->matched[a], s->matched[b], s->n_matched[a], sizeof(uint32_t));
+}
+
 /* Place one pod, relaxing preferences as needed. 1 placed, 0 not, < 0 error. */
 int solver_place(struct solver *s, uint32_t pi)
 {
@@ -521,9 +545,15 @@ int solver_place(struct solver *s, uint32_t pi)
 		struct requirements dyn = { 0 };
 		const struct requirements *eff;
 
-		r = shape_get(s, pi, &rx, &sh);
-		if (r < 0)
+		bool unrelaxed = !rx.term && !rx.node_pref && !rx.soft;
+		if (unrelaxed && s->last_shape && same_shape(s, (uint32_t)s->last_pod, pi))
+			sh = s->last_shape;
+		else if ((r = shape_get(s, pi, &rx, &sh)) < 0)
 			return r;
+		if (unrelaxed) {
+			s->last_pod = pi;
+			s->last_shape = sh;
+		}
 		eff = &sh->reqs;
 		r = 1;
 		if (sh->dyn || sh->inv_anti) {
