@@ -131,14 +131,14 @@ int k8s_store_finish_delete(struct k8s_store *store, struct k8s_resource *res,
 			    json_t *obj, enum k8s_propagation propagation)
 {
 	json_t *meta = json_object_get(obj, "metadata");
-	_cleanup_free_ char *uid = strdup(json_string_value(json_object_get(meta, "uid")) ?: "");
-	_cleanup_free_ char *name = strdup(json_string_value(json_object_get(meta, "name")) ?: "");
+	char *uid = strdup(json_string_value(json_object_get(meta, "uid")) ?: "");
+	char *name = strdup(json_string_value(json_object_get(meta, "name")) ?: "");
 	struct victims vs = {};
 	struct collect c = { .vs = &vs };
-	int r;
+	int r = -ENOMEM;
 
 	if (!uid || !name)
-		return -ENOMEM;
+		goto out;
 	if (!*res->group && streq(res->kind, "Namespace")) {
 		c.ns = name;
 		collect_all(store, &c);
@@ -148,12 +148,15 @@ int k8s_store_finish_delete(struct k8s_store *store, struct k8s_resource *res,
 	}
 	r = k8s_store_commit(store, res, obj, K8S_EVENT_DELETED, NULL);
 	if (r < 0)
-		return r;
+		goto out;
 	c.owner_uid = uid;
 	collect_all(store, &c);
 	delete_victims(store, &vs, propagation == K8S_PROPAGATE_ORPHAN ? uid : NULL);
 	victims_clear(&vs);
-	return 0;
+out:
+	free(uid);
+	free(name);
+	return r;
 }
 
 /* A bound pod terminates gracefully: deletionTimestamp now + grace. */

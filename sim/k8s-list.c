@@ -15,6 +15,9 @@
 #include "common/util.h"
 #include "sim/k8s-store-internal.h"
 
+/* Tokens we issue are about 100 bytes; anything far longer is not ours. */
+#define K8S_CONTINUE_MAX_LEN 4096
+
 struct field_ctx {
 	const struct k8s_object *o;
 	json_t *parsed; /* lazily, for fields not kept in the snapshot */
@@ -126,33 +129,35 @@ static char *continue_encode(uint64_t rv, const char *ns, const char *name)
 {
 	json_t *t = json_pack("{s:I, s:s, s:s}", "rv", (json_int_t)rv, "ns", ns,
 			      "name", name);
-	_cleanup_free_ char *raw = t ? json_dumps(t, JSON_COMPACT) : NULL;
-	char *out;
+	char *raw = t ? json_dumps(t, JSON_COMPACT) : NULL;
+	char *out = NULL;
 
 	json_decref(t);
-	if (!raw)
-		return NULL;
-	out = malloc(4 * ((strlen(raw) + 2) / 3) + 1);
+	if (raw)
+		out = malloc(4 * ((strlen(raw) + 2) / 3) + 1);
 	if (out)
 		EVP_EncodeBlock((unsigned char *)out, (unsigned char *)raw, (int)strlen(raw));
+	free(raw);
 	return out;
 }
 
 static int continue_decode(const char *token, uint64_t *rv, json_t **ret)
 {
 	size_t len = strlen(token);
-	_cleanup_free_ unsigned char *raw = malloc(len + 1);
+	unsigned char *raw;
 	int n;
 	json_t *t;
 
-	if (!raw || len % 4 != 0)
+	if (len % 4 != 0 || len > K8S_CONTINUE_MAX_LEN)
 		return -EINVAL;
+	raw = malloc(len + 1);
+	if (!raw)
+		return -ENOMEM;
 	n = EVP_DecodeBlock(raw, (const unsigned char *)token, (int)len);
-	if (n < 0)
-		return -EINVAL;
 	while (n > 0 && raw[n - 1] == '\0')
 		n--;
-	t = json_loadb((char *)raw, (size_t)n, 0, NULL);
+	t = n >= 0 ? json_loadb((char *)raw, (size_t)n, 0, NULL) : NULL;
+	free(raw);
 	if (!t || !json_is_integer(json_object_get(t, "rv")) ||
 	    !json_is_string(json_object_get(t, "ns")) ||
 	    !json_is_string(json_object_get(t, "name"))) {
@@ -194,7 +199,7 @@ int k8s_store_list(struct k8s_store *store, const struct k8s_resource *res,
 		   char **body, size_t *len, struct k8s_error *err)
 {
 	struct page p = { .ns = ns, .opts = opts };
-	_cleanup_free_ char *items = NULL, *header = NULL, *cont = NULL;
+	char *items = NULL, *header = NULL, *cont = NULL;
 	json_t *token = NULL;
 	size_t items_len = 0, hlen;
 	uint64_t rv = 0;
@@ -230,6 +235,10 @@ int k8s_store_list(struct k8s_store *store, const struct k8s_resource *res,
 	json_decref(token);
 	if (r < 0)
 		goto out;
+	if (!items) {
+		r = -ENOMEM;
+		goto out;
+	}
 	if (p.full && p.remaining > 0) {
 		cont = continue_encode(rv, p.last_ns ?: "", p.last_name ?: "");
 		if (!cont) {
@@ -255,6 +264,9 @@ int k8s_store_list(struct k8s_store *store, const struct k8s_resource *res,
 	memcpy(*body + hlen + 9 + items_len, "]}", 3);
 	*len = hlen + items_len + 11;
 out:
+	free(items);
+	free(header);
+	free(cont);
 	free(p.last_ns);
 	free(p.last_name);
 	return r;
