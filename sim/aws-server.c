@@ -454,8 +454,11 @@ int sim_aws_start(struct sim_aws *aws, uint16_t port)
 		return log_error_errno(EADDRINUSE, "Failed to listen on 127.0.0.1:%u for the AWS endpoint",
 				       (unsigned)port);
 	info = MHD_get_daemon_info(aws->mhd, MHD_DAEMON_INFO_BIND_PORT);
+	/* Under the lock: request threads may already run and read both. */
+	pthread_mutex_lock(&aws->lock);
 	aws->port = info ? info->port : port;
 	snprintf(aws->endpoint, sizeof(aws->endpoint), "http://127.0.0.1:%u", (unsigned)aws->port);
+	pthread_mutex_unlock(&aws->lock);
 	log_info("AWS endpoint listening on %s (ec2, ssm, sts, sqs, pricing; admin %s/_sim/)",
 		 aws->endpoint, aws->endpoint);
 	return 0;
