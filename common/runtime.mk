@@ -10,3 +10,7 @@ tests_unit_test_loop_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_loop_LDADD = $(LDADD) $(TEST_LIBS)
 tests_unit_test_sock_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sock_LDADD = $(LDADD) $(TEST_LIBS)
+
+BENCH_PROGS += bench/bench-loop
+bench_bench_loop_SOURCES = bench/bench-loop.c
+EXTRA_DIST += bench/loop.sh
