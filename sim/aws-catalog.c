@@ -24,6 +24,9 @@
 #define SPOT_BASE 0.3
 #define SPOT_SPAN 0.4
 #define SPOT_STEPS 1000
+/* FNV-1a 64-bit parameters (the published offset basis and prime). */
+#define FNV64_OFFSET 14695981039346656037ULL
+#define FNV64_PRIME 1099511628211ULL
 #define CATALOG_LINE_MAX 8192
 #define CATALOG_COLUMNS_MAX 64
 
@@ -40,11 +43,11 @@ static const struct {
 
 uint64_t aws_hash(const char *s, uint64_t seed)
 {
-	uint64_t h = 1469598103934665603ULL ^ seed;
+	uint64_t h = FNV64_OFFSET ^ seed;
 
 	for (; *s; s++) {
 		h ^= (unsigned char)*s;
-		h *= 1099511628211ULL;
+		h *= FNV64_PRIME;
 	}
 	/* splitmix64's finalizer: similar names get unrelated ids. */
 	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -353,11 +356,11 @@ const char *aws_type_ec2_arch(const struct aws_instance_type *t)
 
 static uint64_t fnv1a64(const char *s)
 {
-	uint64_t h = 14695981039346656037ULL;
+	uint64_t h = FNV64_OFFSET;
 
 	for (; *s; s++) {
 		h ^= (unsigned char)*s;
-		h *= 1099511628211ULL;
+		h *= FNV64_PRIME;
 	}
 	return h;
 }

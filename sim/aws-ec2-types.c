@@ -173,7 +173,7 @@ int ec2_describe_instance_types(struct sim_aws *aws, const struct aws_request *r
 	struct xml x;
 	int r;
 
-	r = aws_page_parse(req, resp, 5, 100, 100, &start, &limit, &handled);
+	r = aws_page_parse(req, resp, PAGE_INSTANCE_TYPES, &start, &limit, &handled);
 	if (r < 0 || handled)
 		return r;
 	r = ec2_filters_load(req, resp, type_filters, false, &f, &handled);
@@ -238,7 +238,7 @@ int ec2_describe_instance_type_offerings(struct sim_aws *aws, const struct aws_r
 	if (!streq(lt, "region") && !streq(lt, "availability-zone") && !streq(lt, "availability-zone-id"))
 		return aws_error(resp, req, 400, "InvalidParameterValue",
 				 "Value (%s) for parameter LocationType is invalid.", lt);
-	r = aws_page_parse(req, resp, 5, 1000, 1000, &start, &limit, &handled);
+	r = aws_page_parse(req, resp, PAGE_OFFERINGS, &start, &limit, &handled);
 	if (r < 0 || handled)
 		return r;
 	r = ec2_filters_load(req, resp, offering_filters, false, &f, &handled);
@@ -319,7 +319,7 @@ int ec2_describe_spot_price_history(struct sim_aws *aws, const struct aws_reques
 	struct xml x;
 	int r;
 
-	r = aws_page_parse(req, resp, 1, 10000, 1000, &start, &limit, &handled);
+	r = aws_page_parse(req, resp, PAGE_SPOT_PRICES, &start, &limit, &handled);
 	if (r < 0 || handled)
 		return r;
 	r = ec2_filters_load(req, resp, spot_filters, false, &f, &handled);

@@ -207,7 +207,7 @@ int ec2_describe_images(struct sim_aws *aws, const struct aws_request *req,
 			return aws_error(resp, req, 400, "InvalidAMIID.NotFound",
 					 "The image id '[%s]' does not exist", id ? id : "");
 	}
-	r = aws_page_parse(req, resp, 5, 1000, SIZE_MAX, &start, &limit, &handled);
+	r = aws_page_parse(req, resp, PAGE_IMAGES, &start, &limit, &handled);
 	if (r < 0 || handled)
 		return r;
 	r = ec2_filters_load(req, resp, image_filters, true, &f, &handled);
@@ -230,7 +230,7 @@ int ec2_describe_images(struct sim_aws *aws, const struct aws_request *req,
 		n++;
 	}
 	xml_close(&x, "imagesSet");
-	if (limit != SIZE_MAX && start + limit < n)
+	if (limit != PAGE_ALL && start + limit < n)
 		aws_page_next_token(&x, start + limit);
 	aws_filters_clear(&f);
 	return xml_finish(&x, "DescribeImagesResponse", resp);

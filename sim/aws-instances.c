@@ -227,7 +227,7 @@ int ec2_describe_instances(struct sim_aws *aws, const struct aws_request *req,
 	r = instance_ids_check(aws, req, resp, n_ids, &handled);
 	if (r < 0 || handled)
 		return r;
-	r = aws_page_parse(req, resp, 5, 1000, SIZE_MAX, &start, &limit, &handled);
+	r = aws_page_parse(req, resp, PAGE_INSTANCES, &start, &limit, &handled);
 	if (r < 0 || handled)
 		return r;
 	r = ec2_filters_load(req, resp, instance_filters, true, &f, &handled);
@@ -259,7 +259,7 @@ int ec2_describe_instances(struct sim_aws *aws, const struct aws_request *req,
 		n++;
 	}
 	xml_close(&x, "reservationSet");
-	if (limit != SIZE_MAX && start + limit < n)
+	if (limit != PAGE_ALL && start + limit < n)
 		aws_page_next_token(&x, start + limit);
 	aws_filters_clear(&f);
 	return xml_finish(&x, "DescribeInstancesResponse", resp);

@@ -427,6 +427,18 @@ int sqs_delete_message(struct sim_aws *, const struct aws_request *, struct aws_
 int sqs_enqueue(struct sim_aws *aws, char *body_owned);
 int sqs_queue_url(const struct sim_aws *aws, const struct aws_request *req, char *out, size_t len);
 
+/*
+ * MaxResults bounds (min, max) and the page size without MaxResults, as
+ * EC2 documents them per action; PAGE_ALL: one page holds everything, as
+ * EC2 answers DescribeInstances/DescribeImages without MaxResults.
+ */
+#define PAGE_ALL SIZE_MAX
+#define PAGE_INSTANCE_TYPES 5, 100, 100
+#define PAGE_OFFERINGS 5, 1000, 1000
+#define PAGE_SPOT_PRICES 1, 10000, 1000
+#define PAGE_IMAGES 5, 1000, PAGE_ALL
+#define PAGE_INSTANCES 5, 1000, PAGE_ALL
+#define PAGE_LAUNCH_TEMPLATES 1, 200, 200
 /* Pagination helpers shared by the Describe* handlers. */
 int aws_page_parse(const struct aws_request *req, struct aws_response *resp,
 		   unsigned long min, unsigned long max, unsigned long dflt,

@@ -171,7 +171,7 @@ int ec2_describe_launch_templates(struct sim_aws *aws, const struct aws_request 
 	r = lt_check_named(aws, req, resp, &handled);
 	if (r < 0 || handled)
 		return r;
-	r = aws_page_parse(req, resp, 1, 200, 200, &start, &limit, &handled);
+	r = aws_page_parse(req, resp, PAGE_LAUNCH_TEMPLATES, &start, &limit, &handled);
 	if (r < 0 || handled)
 		return r;
 	r = ec2_filters_load(req, resp, lt_filters, true, &f, &handled);
