@@ -409,6 +409,13 @@ int sim_aws_write_env(struct sim_aws *aws, FILE *f)
 	shell_quote(f, aws->access_key_id);
 	fprintf(f, "\nexport AWS_SECRET_ACCESS_KEY=");
 	shell_quote(f, aws->secret_access_key);
+	/* kanna's own settings (Karpenter's CLUSTER_NAME and INTERRUPTION_QUEUE,
+	 * the queue's name) so that the daemons find the sim's discovery tags
+	 * and interruption queue with no manual step. */
+	fprintf(f, "\nexport KANNA_CLUSTER_NAME=");
+	shell_quote(f, aws->cluster_name);
+	fprintf(f, "\nexport KANNA_INTERRUPTION_QUEUE=");
+	shell_quote(f, aws->cluster_name);
 	if (sqs_queue_url(aws, &req, queue, sizeof(queue)) >= 0) {
 		fprintf(f, "\nexport KANNA_SIM_INTERRUPTION_QUEUE_URL=");
 		shell_quote(f, queue);

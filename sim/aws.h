@@ -42,8 +42,9 @@ int sim_aws_start(struct sim_aws *aws, uint16_t port);
 /* Bound port after sim_aws_start(), 0 before. */
 uint16_t sim_aws_port(const struct sim_aws *aws);
 /* Writes aws.env: shell export lines for AWS_ENDPOINT_URL(_EC2/_SSM/_STS/
- * _SQS), AWS_REGION, AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID,
- * AWS_SECRET_ACCESS_KEY and KANNA_SIM_INTERRUPTION_QUEUE_URL. */
+ * _SQS/_PRICING), AWS_REGION, AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY, KANNA_CLUSTER_NAME, KANNA_INTERRUPTION_QUEUE (the
+ * queue's name, = cluster name) and KANNA_SIM_INTERRUPTION_QUEUE_URL. */
 int sim_aws_write_env(struct sim_aws *aws, FILE *f);
 /* Replaces the fault set (JSON as POST /_sim/faults); err gets the reason. */
 int sim_aws_set_faults(struct sim_aws *aws, const char *json, char *err, size_t errlen);

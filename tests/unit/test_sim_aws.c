@@ -716,6 +716,8 @@ Test(sim_aws, write_env_exports_endpoint_and_credentials)
 	cr_assert(strstr(buf, want), "%s", buf);
 	cr_assert(strstr(buf, "export AWS_ACCESS_KEY_ID='" TEST_AKID "'"), "%s", buf);
 	cr_assert(strstr(buf, "export AWS_REGION='us-west-2'"), "%s", buf);
+	cr_assert(strstr(buf, "export KANNA_CLUSTER_NAME='demo'"), "%s", buf);
+	cr_assert(strstr(buf, "export KANNA_INTERRUPTION_QUEUE='demo'"), "%s", buf);
 	free(buf);
 }
 
