@@ -152,6 +152,16 @@ static int loop_curl_sock_watch(struct loop_curl *c, curl_socket_t fd,
 			return r;
 		return sd_event_source_set_enabled(cs->io, SD_EVENT_ON);
 	}
+	/*
+	 * A source still on this fd number belongs to a socket curl closed
+	 * without CURL_POLL_REMOVE: drop it now, before the new registration,
+	 * so that its late removal cannot unregister the new socket.
+	 */
+	for (struct loop_curl_sock *stale = c->socks; stale; stale = stale->next)
+		if (sd_event_source_get_io_fd(stale->io) == fd) {
+			loop_curl_sock_free(c, stale);
+			break;
+		}
 	cs = calloc(1, sizeof(*cs));
 	if (!cs)
 		return -ENOMEM;

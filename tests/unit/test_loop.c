@@ -471,6 +471,41 @@ Test(loop, concurrent_http_gets_complete_through_the_loop)
 	MHD_stop_daemon(server);
 }
 
+#define HTTP_CHAIN 25
+
+/* done() reuses its easy handle for the next request: a keep-alive chain. */
+static void http_done_restart(CURL *easy, CURLcode result, void *userdata)
+{
+	struct http_req *req = userdata;
+
+	http_done(easy, result, req);
+	if (result != CURLE_OK || req->done_calls == HTTP_CHAIN) {
+		loop_exit(loop, 0);
+		return;
+	}
+	req->size = 0;
+	cr_assert_eq(loop_http_start(loop, easy, http_done_restart, req), 0);
+}
+
+Test(loop, done_may_restart_the_same_handle_from_inside_the_callback)
+{
+	struct http_req req = { 0 };
+	struct MHD_Daemon *server;
+	uint16_t port;
+
+	server = http_server_start(&port);
+	cr_assert_eq(loop_new(&loop, "test-loop"), 0);
+	exit_after(TEST_TIMEOUT_USEC, EXIT_TIMED_OUT);
+	http_req_init(&req, port, "/again");
+	cr_assert_eq(loop_http_start(loop, req.easy, http_done_restart, &req), 0);
+	cr_assert_eq(loop_run(loop), 0);
+	cr_assert_eq(req.result, CURLE_OK, "%s", curl_easy_strerror(req.result));
+	cr_assert_eq(req.done_calls, HTTP_CHAIN);
+	cr_assert_str_eq(req.body, "/again");
+	curl_easy_cleanup(req.easy);
+	MHD_stop_daemon(server);
+}
+
 static int cancel_request(struct loop *l, void *userdata)
 {
 	struct http_req *req = userdata;
