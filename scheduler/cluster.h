@@ -99,6 +99,8 @@ struct node {
 	struct resources allocatable, capacity;
 	int32_t nodepool; /* index, or -1 when not ours */
 	bool unschedulable;
+	bool in_flight;   /* a NodeClaim launched but without its Node yet */
+	uint32_t launched_as; /* in flight: the Node name it reports, or STR_NONE */
 };
 
 struct cluster {

@@ -10,7 +10,7 @@ libkanna_sched_a_SOURCES = \
 	scheduler/solver.h scheduler/solver-internal.h scheduler/solver.c \
 	scheduler/shape.c scheduler/topology.c scheduler/solve.c scheduler/finish.c \
 	scheduler/simulate.h scheduler/simulate-internal.h scheduler/simulate-yaml.c \
-	scheduler/simulate-pod.c scheduler/simulate-load.c scheduler/simulate-output.c
+	scheduler/simulate-pod.c scheduler/simulate-load.c scheduler/simulate-workloads.c scheduler/simulate-output.c
 
 bin_PROGRAMS += scheduler/kanna-scheduler
 scheduler_kanna_scheduler_SOURCES = scheduler/main.c
@@ -64,6 +64,7 @@ EXTRA_DIST += \
 	tests/scheduling/taints-and-tolerations.yaml \
 	tests/scheduling/topology-spread-counts-existing.yaml \
 	tests/scheduling/topology-spread-zone.yaml \
+	tests/scheduling/inflight-nodeclaim.yaml \
 	tests/scheduling/invalid/bad-operator.yaml \
 	tests/scheduling/invalid/bad-quantity.yaml \
 	tests/scheduling/invalid/bad-yaml.yaml \

@@ -72,6 +72,14 @@ int ytaints(struct yctx *y, const yaml_node_t *list, struct taint **ret, uint32_
 /* A resource map (requests, limits, capacity) into a vector. */
 int yresources(struct yctx *y, const yaml_node_t *map, struct resources *ret);
 
+/* simulate-load.c */
+int load_pvc(struct yctx *y, const yaml_node_t *obj, uint32_t ns, const char *name);
+/* simulate-workloads.c */
+int load_pod(struct yctx *y, const yaml_node_t *obj, uint32_t ns, const char *name);
+int load_workload(struct yctx *y, const yaml_node_t *obj, const char *kind, uint32_t ns,
+		  const char *name);
+int load_daemonset(struct yctx *y, const yaml_node_t *obj, uint32_t ns, const char *name);
+
 /* simulate-pod.c: a PodSpec (and its metadata) into p. */
 int ypod(struct yctx *y, const yaml_node_t *meta, const yaml_node_t *spec, uint32_t ns,
 	 struct pod *p);

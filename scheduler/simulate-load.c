@@ -14,9 +14,8 @@
 
 #include "scheduler/simulate-internal.h"
 
-/* Documents in one input, and pods one workload may expand to. */
+/* Documents in one input. */
 #define SIMULATE_MAX_DOCUMENTS 100000
-#define SIMULATE_MAX_REPLICAS 100000
 
 static int nodepool_requirements(struct yctx *y, struct nodepool *np, const yaml_node_t *reqs,
 				 const yaml_node_t *labels, bool provisioner)
@@ -122,6 +121,88 @@ static int load_node(struct yctx *y, const yaml_node_t *obj, const char *name)
 	return 0;
 }
 
+/* A NodeClaim without its Node yet is capacity in flight: its labels are
+ * its single-valued requirements, its size its instance type's. */
+static int load_nodeclaim(struct yctx *y, const yaml_node_t *obj, const char *name)
+{
+	const yaml_node_t *meta = yget(y, obj, "metadata"), *spec = yget(y, obj, "spec");
+	const yaml_node_t *status = yget(y, obj, "status");
+	struct requirements reqs = { 0 };
+	struct label *l, *all;
+	const char *node_name = NULL;
+	uint32_t n_l, n = 0;
+	struct node *nd;
+	int r;
+
+	if ((r = ylabels(y, yget(y, meta, "labels"), &l, &n_l)) < 0 ||
+	    (r = yrequirements(y, yget(y, spec, "requirements"), &reqs)) < 0 ||
+	    (r = ystr(y, yget(y, status, "nodeName"), &node_name)) < 0)
+		goto out;
+	r = -ENOMEM;
+	if (!(nd = cluster_add_node(y->c)) ||
+	    !(all = arena_alloc(&y->c->arena, (n_l + reqs.n + 1) * sizeof(*all))))
+		goto out;
+	for (uint32_t i = 0; i < reqs.n; i++)
+		if (!reqs.v[i].complement && reqs.v[i].n_values == 1 &&
+		    labels_get(l, n_l, reqs.v[i].key) == STR_NONE)
+			all[n++] = (struct label){ reqs.v[i].key, reqs.v[i].values[0] };
+	memcpy(all + n, l, n_l * sizeof(*l));
+	n += n_l;
+	labels_sort(all, n);
+	nd->name = yintern(y, name);
+	nd->labels = all;
+	nd->n_labels = n;
+	nd->in_flight = true;
+	nd->launched_as = node_name ? yintern(y, node_name) : STR_NONE;
+	if ((r = ytaints(y, yget(y, spec, "taints"), &nd->taints, &nd->n_taints)) < 0 ||
+	    (r = yresources(y, yget(y, status, "capacity"), &nd->capacity)) < 0 ||
+	    (r = yresources(y, yget(y, status, "allocatable"), &nd->allocatable)) < 0)
+		goto out;
+	r = 0;
+out:
+	requirements_free(&reqs);
+	return r;
+}
+
+/* After the catalog is loaded: drop in-flight NodeClaims whose Node is in
+ * the dump, size the others from their instance type, and order them after
+ * the Nodes (existing nodes are tried first). */
+static int settle_nodeclaims(struct yctx *y)
+{
+	struct cluster *c = y->c;
+	struct node *sorted = malloc((c->n_nodes ? c->n_nodes : 1) * sizeof(*sorted));
+	uint32_t k = 0;
+
+	if (!sorted)
+		return -ENOMEM;
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t i = 0; i < c->n_nodes; i++) {
+			struct node *n = &c->nodes[i];
+			bool seen = false;
+			if (n->in_flight != (pass == 1))
+				continue;
+			for (uint32_t j = 0; n->in_flight && n->launched_as != STR_NONE && j < c->n_nodes; j++)
+				seen |= !c->nodes[j].in_flight && c->nodes[j].name == n->launched_as;
+			if (seen)
+				continue;
+			if (n->in_flight && !n->allocatable.v[RES_CPU]) {
+				uint32_t type = labels_get(n->labels, n->n_labels, K_INSTANCE_TYPE);
+				for (uint32_t t = 0; type != STR_NONE && t < c->cat.n_types; t++)
+					if (c->cat.types[t].name == type) {
+						n->allocatable = c->cat.types[t].allocatable;
+						n->capacity = c->cat.types[t].capacity;
+					}
+			}
+			if (n->in_flight && !n->allocatable.v[RES_CPU])
+				continue; /* nothing known about its size: holds nothing */
+			sorted[k++] = *n;
+		}
+	free(c->nodes);
+	c->nodes = sorted;
+	c->n_nodes = c->cap_nodes = k;
+	return 0;
+}
+
 static int grow_array(void **v, uint32_t *n, uint32_t *cap, size_t size)
 {
 	if (*n == *cap) {
@@ -137,7 +218,7 @@ static int grow_array(void **v, uint32_t *n, uint32_t *cap, size_t size)
 	return 0;
 }
 
-static int load_pvc(struct yctx *y, const yaml_node_t *obj, uint32_t ns, const char *name)
+int load_pvc(struct yctx *y, const yaml_node_t *obj, uint32_t ns, const char *name)
 {
 	const yaml_node_t *spec = yget(y, obj, "spec");
 	const char *vol = NULL, *sc = NULL;
@@ -277,198 +358,6 @@ static int load_instance_type(struct yctx *y, const yaml_node_t *obj, const char
 }
 
 
-/* Adds what the pod's PersistentVolumeClaims require of its node. */
-static int pod_volumes(struct yctx *y, const yaml_node_t *spec, struct pod *p)
-{
-	const yaml_node_t *vols = yget(y, spec, "volumes");
-	yaml_node_t *v;
-	int r;
-
-	if (!vols)
-		return 0;
-	if ((r = yexpect(y, vols, YAML_SEQUENCE_NODE, "a list of volumes")) < 0)
-		return r;
-	YSEQ_FOREACH(y, vols, v) {
-		const char *claim = NULL;
-		const struct volume_claim *pvc = NULL;
-		if ((r = ystr(y, yget(y, yget(y, v, "persistentVolumeClaim"), "claimName"), &claim)) < 0)
-			return r;
-		if (!claim)
-			continue;
-		for (uint32_t i = 0; i < y->n_pvcs; i++)
-			if (y->pvcs[i].ns == p->ns && streq(strtab_str(&y->c->st, y->pvcs[i].name), claim))
-				pvc = &y->pvcs[i];
-		if (!pvc) {
-			char *msg = arena_alloc(&y->c->arena, 300);
-			if (!msg)
-				return -ENOMEM;
-			snprintf(msg, 300, "persistentvolumeclaim \"%.200s\" not found", claim);
-			p->invalid = msg;
-			return 0;
-		}
-		if (pvc->volume != STR_NONE) {
-			for (uint32_t i = 0; i < y->n_pvs; i++)
-				if (y->pvs[i].name == pvc->volume &&
-				    (r = requirements_intersect(&p->reqs, &y->pvs[i].reqs, &y->c->st)) < 0)
-					return r;
-			continue;
-		}
-		for (uint32_t i = 0; i < y->n_scs; i++) {
-			const struct storage_class *sc = &y->scs[i];
-			bool match = pvc->storage_class != STR_NONE ? sc->name == pvc->storage_class : sc->is_default;
-			if (match && sc->wait_for_first_consumer &&
-			    (r = requirements_intersect(&p->reqs, &sc->reqs, &y->c->st)) < 0)
-				return r;
-		}
-	}
-	return 0;
-}
-
-static bool owned_by(struct yctx *y, const yaml_node_t *meta, const char *kind, const char *name)
-{
-	const yaml_node_t *refs = yget(y, meta, "ownerReferences");
-	yaml_node_t *o;
-	size_t len = strlen(name);
-
-	if (!yis(refs, YAML_SEQUENCE_NODE))
-		return false;
-	YSEQ_FOREACH(y, refs, o) {
-		const char *k = NULL, *n = NULL;
-		if (ystr(y, yget(y, o, "kind"), &k) < 0 || ystr(y, yget(y, o, "name"), &n) < 0 || !k || !n)
-			continue;
-		if (!streq(k, kind) && !(streq(kind, "Deployment") && streq(k, "ReplicaSet")))
-			continue;
-		/* A Deployment's pods belong to its ReplicaSets, named "<deployment>-<hash>". */
-		if (streq(n, name) || (streq(k, "ReplicaSet") && streq(kind, "Deployment") &&
-				       !strncmp(n, name, len) && n[len] == '-'))
-			return true;
-	}
-	return false;
-}
-
-static int load_pod(struct yctx *y, const yaml_node_t *obj, uint32_t ns, const char *name)
-{
-	const yaml_node_t *meta = yget(y, obj, "metadata"), *spec = yget(y, obj, "spec");
-	const char *node = NULL, *phase = NULL;
-	struct pod *p;
-	int r;
-
-	if ((r = ystr(y, yget(y, spec, "nodeName"), &node)) < 0 ||
-	    (r = ystr(y, yget(y, yget(y, obj, "status"), "phase"), &phase)) < 0)
-		return r;
-	if (phase && (streq(phase, "Succeeded") || streq(phase, "Failed")))
-		return 0;
-	/* Pending DaemonSet pods are not ours to place; bound ones use their node. */
-	if (!node && owned_by(y, meta, "DaemonSet", ""))
-		return 0;
-	if (!(p = cluster_add_pod(y->c)))
-		return -ENOMEM;
-	p->name = yintern(y, name);
-	if (node)
-		p->node = yintern(y, node);
-	if ((r = ypod(y, meta, spec, ns, p)) < 0)
-		return r;
-	return pod_volumes(y, spec, p);
-}
-
-static int load_workload(struct yctx *y, const yaml_node_t *obj, const char *kind, uint32_t ns,
-			 const char *name, const yaml_node_t *root_items)
-{
-	const yaml_node_t *spec = yget(y, obj, "spec"), *tmpl = yget(y, spec, "template");
-	const yaml_node_t *meta = yget(y, obj, "metadata");
-	int64_t replicas = 1, have = 0;
-	int r;
-
-	if (streq(kind, "ReplicaSet") && yget(y, meta, "ownerReferences"))
-		return 0; /* its Deployment (in the same dump) accounts for it */
-	if ((r = yint(y, yget(y, spec, "replicas"), &replicas)) < 0)
-		return r;
-	if (replicas < 0 || replicas > SIMULATE_MAX_REPLICAS)
-		return yerr(y, yget(y, spec, "replicas"), "replicas must be between 0 and %d",
-			    SIMULATE_MAX_REPLICAS);
-	if ((r = yexpect(y, tmpl, YAML_MAPPING_NODE, "spec.template")) < 0)
-		return r;
-	(void)root_items;
-	/* Pods of the dump that belong to it already exist: expand only the rest. */
-	for (uint32_t i = 0; i < y->c->n_pods; i++) {
-		const char *pn = strtab_str(&y->c->st, y->c->pods[i].name);
-		size_t len = strlen(name);
-		if (y->c->pods[i].ns == ns && !strncmp(pn, name, len) && pn[len] == '-')
-			have++;
-	}
-	for (int64_t i = have; i < replicas; i++) {
-		char pname[512];
-		struct pod *p = cluster_add_pod(y->c);
-		if (!p)
-			return -ENOMEM;
-		snprintf(pname, sizeof(pname), "%.400s-%lld", name, (long long)i);
-		p->name = yintern(y, pname);
-		if ((r = ypod(y, yget(y, tmpl, "metadata"), yget(y, tmpl, "spec"), ns, p)) < 0)
-			return r;
-		if (streq(kind, "StatefulSet")) {
-			/* volumeClaimTemplates: claim "<template>-<set>-<ordinal>", unbound. */
-			const yaml_node_t *vcts = yget(y, spec, "volumeClaimTemplates");
-			yaml_node_t *t;
-			if (vcts && (r = yexpect(y, vcts, YAML_SEQUENCE_NODE, "volumeClaimTemplates")) < 0)
-				return r;
-			if (vcts)
-				YSEQ_FOREACH(y, vcts, t) {
-					const char *tn = NULL;
-					char cn[1024];
-					if ((r = ystr(y, yget(y, yget(y, t, "metadata"), "name"), &tn)) < 0)
-						return r;
-					snprintf(cn, sizeof(cn), "%.300s-%.300s-%lld", tn ? tn : "", name, (long long)i);
-					bool exists = false;
-					for (uint32_t k = 0; k < y->n_pvcs; k++)
-						exists |= y->pvcs[k].ns == ns && streq(strtab_str(&y->c->st, y->pvcs[k].name), cn);
-					if (!exists && (r = load_pvc(y, t, ns, cn)) < 0)
-						return r;
-				}
-		}
-		if ((r = pod_volumes(y, yget(y, tmpl, "spec"), p)) < 0)
-			return r;
-		/* A StatefulSet pod mounts its claims without listing them as volumes. */
-		if (streq(kind, "StatefulSet") && !p->invalid) {
-			const yaml_node_t *vcts = yget(y, spec, "volumeClaimTemplates");
-			yaml_node_t *t;
-			if (vcts)
-				YSEQ_FOREACH(y, vcts, t) {
-					const char *tn = NULL;
-					char cn[1024];
-					(void)ystr(y, yget(y, yget(y, t, "metadata"), "name"), &tn);
-					snprintf(cn, sizeof(cn), "%.300s-%.300s-%lld", tn ? tn : "", name, (long long)i);
-					for (uint32_t k = 0; k < y->n_pvcs; k++) {
-						const struct volume_claim *pvc = &y->pvcs[k];
-						if (pvc->ns != ns || !streq(strtab_str(&y->c->st, pvc->name), cn))
-							continue;
-						for (uint32_t s2 = 0; s2 < y->n_scs; s2++) {
-							const struct storage_class *sc = &y->scs[s2];
-							bool match = pvc->storage_class != STR_NONE ? sc->name == pvc->storage_class : sc->is_default;
-							if (match && sc->wait_for_first_consumer &&
-							    (r = requirements_intersect(&p->reqs, &sc->reqs, &y->c->st)) < 0)
-								return r;
-						}
-					}
-				}
-		}
-	}
-	return 0;
-}
-
-static int load_daemonset(struct yctx *y, const yaml_node_t *obj, uint32_t ns, const char *name)
-{
-	const yaml_node_t *tmpl = yget(y, yget(y, obj, "spec"), "template");
-	struct pod *p = cluster_add_daemonset(y->c);
-	int r;
-
-	if (!p)
-		return -ENOMEM;
-	p->name = yintern(y, name);
-	if ((r = yexpect(y, tmpl, YAML_MAPPING_NODE, "spec.template")) < 0)
-		return r;
-	return ypod(y, yget(y, tmpl, "metadata"), yget(y, tmpl, "spec"), ns, p);
-}
-
 /* Pass 0: catalog, NodePools, Nodes, volumes. Pass 1: pods and workloads. */
 static int load_object(struct yctx *y, const yaml_node_t *obj, int pass)
 {
@@ -496,6 +385,8 @@ static int load_object(struct yctx *y, const yaml_node_t *obj, int pass)
 			return load_nodepool(y, obj, api, name);
 		if (streq(kind, "Node"))
 			return load_node(y, obj, name);
+		if (streq(kind, "NodeClaim") || streq(kind, "Machine"))
+			return load_nodeclaim(y, obj, name);
 		if (streq(kind, "PersistentVolumeClaim"))
 			return load_pvc(y, obj, nsid, name);
 		if (streq(kind, "PersistentVolume"))
@@ -539,7 +430,7 @@ static int load_document(struct yctx *y, const yaml_node_t *root, int pass)
 				return 0;
 			(void)ystr(y, yget(y, yget(y, root, "metadata"), "name"), &name);
 			(void)ystr(y, yget(y, yget(y, root, "metadata"), "namespace"), &ns);
-			return load_workload(y, root, k, yintern(y, ns && *ns ? ns : "default"), name, NULL);
+			return load_workload(y, root, k, yintern(y, ns && *ns ? ns : "default"), name);
 		}
 		if ((r = yexpect(y, list, YAML_SEQUENCE_NODE, "items: a list of objects")) < 0)
 			return r;
@@ -703,6 +594,8 @@ int simulate_load(const char *file, const char *data, size_t size,
 		r = load_shipped_catalog(&y, opts);
 	if (r >= 0)
 		r = catalog_finalize(&y.c->cat);
+	if (r >= 0)
+		r = settle_nodeclaims(&y);
 	if (r >= 0) {
 		node_pools(y.c);
 		cluster_compute_daemon_overhead(y.c);

@@ -63,7 +63,8 @@ void simulate_print_table(FILE *out, const struct cluster *c, const struct sched
 		uint32_t k = placed_on(c, res, n, pods);
 		if (!k)
 			continue;
-		fprintf(out, "EXISTING NODE %s: %u pod(s)\n", S(c, c->nodes[n].name), k);
+		fprintf(out, "%s %s: %u pod(s)\n", c->nodes[n].in_flight ? "IN-FLIGHT NODECLAIM" : "EXISTING NODE",
+			S(c, c->nodes[n].name), k);
 		for (uint32_t i = 0; i < k; i++) {
 			pod_name(c, pods[i], name, sizeof(name));
 			fprintf(out, "       %s\n", name);
