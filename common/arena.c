@@ -1,44 +1,71 @@
 /*
- * Bump allocator (see arena.h). Chunks are a singly linked list, newest
- * first; allocation only ever looks at the newest chunk.
+ * Bump allocator (see arena.h). Chunks double in size; a reset folds them
+ * into one of at most ARENA_KEEP_MAX bytes.
  */
+#include <stdalign.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/arena.h"
+#include "common/util.h"
 
 struct arena_chunk {
 	struct arena_chunk *next;
-	size_t size, used;
-	max_align_t data[];
+	size_t size;
+	alignas(max_align_t) unsigned char data[];
 };
+
+static size_t align_up(size_t n)
+{
+	return (n + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1);
+}
+
+static struct arena_chunk *chunk_new(size_t size)
+{
+	struct arena_chunk *c;
+
+	if (size > SIZE_MAX - sizeof(*c))
+		return NULL;
+	c = malloc(sizeof(*c) + size);
+	if (!c)
+		return NULL;
+	c->next = NULL;
+	c->size = size;
+	return c;
+}
+
+void *arena_alloc_raw(struct arena *a, size_t size)
+{
+	struct arena_chunk *c;
+	void *p;
+
+	if (size > SIZE_MAX / 2)
+		return NULL;
+	size = align_up(size ? size : 1);
+	if (!a->chunk || a->chunk->size - a->used < size) {
+		size_t want = a->chunk ? a->chunk->size * 2 : ARENA_MIN_CHUNK;
+
+		if (want < size)
+			want = size;
+		c = chunk_new(want);
+		if (!c)
+			return NULL;
+		c->next = a->chunk;
+		a->chunk = c;
+		a->used = 0;
+	}
+	p = a->chunk->data + a->used;
+	a->used += size;
+	return p;
+}
 
 void *arena_alloc(struct arena *a, size_t size)
 {
-	const size_t align = _Alignof(max_align_t);
-	struct arena_chunk *c = a->chunks;
-	size_t need = (size + align - 1) & ~(align - 1);
-	void *p;
+	void *p = arena_alloc_raw(a, size);
 
-	if (size == 0)
-		need = align;
-	if (need < size)
-		return NULL; /* overflow */
-	if (!c || c->size - c->used < need) {
-		size_t sz = need > ARENA_CHUNK_BYTES ? need : ARENA_CHUNK_BYTES;
-		c = malloc(sizeof(*c) + sz);
-		if (!c)
-			return NULL;
-		c->size = sz;
-		c->used = 0;
-		c->next = a->chunks;
-		a->chunks = c;
-	}
-	p = (char *)c->data + c->used;
-	c->used += need;
-	a->used_total += need;
-	memset(p, 0, size);
+	if (p)
+		memset(p, 0, size);
 	return p;
 }
 
@@ -49,9 +76,18 @@ void *arena_calloc(struct arena *a, size_t n, size_t size)
 	return arena_alloc(a, n * size);
 }
 
+void *arena_memdup(struct arena *a, const void *p, size_t size)
+{
+	void *d = arena_alloc_raw(a, size);
+
+	if (d && size)
+		memcpy(d, p, size);
+	return d;
+}
+
 char *arena_strndup(struct arena *a, const char *s, size_t n)
 {
-	char *p = arena_alloc(a, n + 1);
+	char *p = arena_alloc_raw(a, n + 1);
 
 	if (!p)
 		return NULL;
@@ -67,27 +103,29 @@ char *arena_strdup(struct arena *a, const char *s)
 
 void arena_reset(struct arena *a)
 {
-	struct arena_chunk *c = a->chunks;
+	struct arena_chunk *c, *next;
+	size_t total = 0;
 
-	if (!c)
+	a->used = 0;
+	if (!a->chunk || (!a->chunk->next && a->chunk->size <= ARENA_KEEP_MAX))
 		return;
-	/* Keep the oldest chunk (the last in the list) for reuse. */
-	while (c->next) {
-		struct arena_chunk *next = c->next;
+	for (c = a->chunk; c; c = next) {
+		next = c->next;
+		total += c->size;
 		free(c);
-		c = next;
 	}
-	c->used = 0;
-	a->chunks = c;
-	a->used_total = 0;
+	/* On ENOMEM the arena simply starts empty again. */
+	a->chunk = chunk_new(MIN(total, (size_t)ARENA_KEEP_MAX));
 }
 
 void arena_done(struct arena *a)
 {
-	while (a->chunks) {
-		struct arena_chunk *next = a->chunks->next;
-		free(a->chunks);
-		a->chunks = next;
+	struct arena_chunk *c, *next;
+
+	for (c = a->chunk; c; c = next) {
+		next = c->next;
+		free(c);
 	}
-	a->used_total = 0;
+	a->chunk = NULL;
+	a->used = 0;
 }

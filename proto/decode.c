@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/arena.h"
+#include "common/arena.h"
 #include "proto/scan.h"
 #include "proto/schema.h"
 
@@ -23,7 +23,7 @@
 
 struct proto_decoder {
 	msgpack_zone zone;
-	struct proto_arena arena;
+	struct arena arena;
 	struct proto_path path;
 	struct proto_error *err;
 	size_t decoded;     /* arena bytes handed out for this frame */
@@ -55,7 +55,7 @@ void proto_decoder_free(struct proto_decoder *d)
 	if (!d)
 		return;
 	msgpack_zone_destroy(&d->zone);
-	proto_arena_done(&d->arena);
+	arena_done(&d->arena);
 	free(d);
 }
 
@@ -91,7 +91,7 @@ static void *decoder_alloc(struct proto_decoder *d, size_t size, bool zero)
 		return NULL;
 	}
 	d->decoded += size;
-	return zero ? proto_arena_alloc0(&d->arena, size) : proto_arena_alloc(&d->arena, size);
+	return zero ? arena_alloc(&d->arena, size) : arena_alloc_raw(&d->arena, size);
 }
 
 static int nomem(struct proto_decoder *d)
@@ -437,7 +437,7 @@ int proto_decode(struct proto_decoder *d, const void *buf, size_t len,
 	d->decoded = 0;
 	d->over_budget = false;
 	msgpack_zone_clear(&d->zone);
-	proto_arena_reset(&d->arena);
+	arena_reset(&d->arena);
 
 	r = proto_scan_frame(buf, len, err);
 	if (r < 0)

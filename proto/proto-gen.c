@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "proto/arena.h"
+#include "common/arena.h"
 #include "proto/random.h"
 #include "proto/schema.h"
 
@@ -36,7 +36,7 @@ static int write_file(const char *path, const void *data, size_t size)
 static int write_corpus(const char *dir)
 {
 	struct proto_rng rng = { .state = CORPUS_SEED };
-	struct proto_arena arena = { 0 };
+	struct arena arena = { 0 };
 	msgpack_sbuffer sbuf;
 	int r = 0;
 
@@ -47,7 +47,7 @@ static int write_corpus(const char *dir)
 			struct proto_msg m;
 			char path[4096];
 
-			proto_arena_reset(&arena);
+			arena_reset(&arena);
 			msgpack_sbuffer_clear(&sbuf);
 			r = proto_random_msg(&rng, &arena, type, corpus_breadths[i], &m);
 			if (r >= 0)
@@ -61,7 +61,7 @@ static int write_corpus(const char *dir)
 				fprintf(stderr, "Failed to write %s: %s\n", path, strerror(-r));
 		}
 	msgpack_sbuffer_destroy(&sbuf);
-	proto_arena_done(&arena);
+	arena_done(&arena);
 	return r;
 }
 

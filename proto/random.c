@@ -13,7 +13,7 @@
 
 struct gen {
 	struct proto_rng *rng;
-	struct proto_arena *a;
+	struct arena *a;
 	uint32_t breadth;
 };
 
@@ -33,7 +33,7 @@ static uint32_t pick_count(struct gen *g, uint32_t max)
 static char *random_str(struct gen *g, uint32_t max)
 {
 	uint32_t n = rnd(g, 32) == 0 ? max : (uint32_t)rnd(g, MIN(max, g->breadth * 8) + 1);
-	char *s = proto_arena_alloc(g->a, (size_t)n + 1);
+	char *s = arena_alloc_raw(g->a, (size_t)n + 1);
 
 	if (!s)
 		return NULL;
@@ -62,7 +62,7 @@ static int random_array(struct gen *g, const struct proto_field_desc *f, void *s
 	size_t size = f->kind == PROTO_KIND_STRS ? sizeof(char *) :
 		      f->kind == PROTO_KIND_KV ? sizeof(struct proto_kv) :
 		      f->kind == PROTO_KIND_RES ? sizeof(struct proto_resource) : f->sub->size;
-	char *v = proto_arena_alloc0(g->a, (size_t)n * size);
+	char *v = arena_alloc(g->a, (size_t)n * size);
 
 	if (!v)
 		return -ENOMEM;
@@ -138,7 +138,7 @@ static int random_field(struct gen *g, const struct proto_field_desc *f, void *s
 	case PROTO_KIND_OBJECT: {
 		struct proto_object *o = p;
 		o->kind = (uint8_t)rnd(g, proto_n_object_kinds);
-		o->ptr = proto_arena_alloc0(g->a, proto_object_descs[o->kind]->size);
+		o->ptr = arena_alloc(g->a, proto_object_descs[o->kind]->size);
 		if (!o->ptr)
 			return -ENOMEM;
 		return random_struct(g, proto_object_descs[o->kind], o->ptr);
@@ -157,7 +157,7 @@ static int random_struct(struct gen *g, const struct proto_struct_desc *sd, void
 	return 0;
 }
 
-int proto_random_msg(struct proto_rng *rng, struct proto_arena *a, enum proto_msg_type type,
+int proto_random_msg(struct proto_rng *rng, struct arena *a, enum proto_msg_type type,
 		     uint32_t breadth, struct proto_msg *out)
 {
 	struct gen g = { .rng = rng, .a = a, .breadth = breadth };

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "proto/arena.h"
+#include "common/arena.h"
 #include "proto/proto.h"
 
 struct proto_rng {
@@ -30,7 +30,7 @@ static inline uint64_t proto_rng_next(struct proto_rng *r)
  * limit when that limit is ≤ 64); strings up to `breadth * 8` bytes (or
  * exactly their limit). Returns 0 or -ENOMEM.
  */
-int proto_random_msg(struct proto_rng *rng, struct proto_arena *a, enum proto_msg_type type,
+int proto_random_msg(struct proto_rng *rng, struct arena *a, enum proto_msg_type type,
 		     uint32_t breadth, struct proto_msg *out);
 
 #endif

@@ -11,12 +11,21 @@ libkanna_watcher_a_SOURCES = \
 WATCHER_LIBS = libkanna-watcher.a libkanna-state.a libkanna-proto.a $(COMMON_LIBS) \
 	libkanna-sched.a $(COMMON_LIBS) -lm
 
+check_PROGRAMS += tests/unit/test_watcher_decode
+TESTS += tests/unit/test_watcher_decode
+tests_unit_test_watcher_decode_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_watcher_decode_LDADD = $(WATCHER_LIBS) $(TEST_LIBS)
+
+FUZZ_PROGS += tests/fuzz/fuzz_k8s_decode
+tests_fuzz_fuzz_k8s_decode_SOURCES = tests/fuzz/fuzz_k8s_decode.c tests/fuzz/standalone.c
+tests_fuzz_fuzz_k8s_decode_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/fuzz/corpus/k8s_decode\"
+tests_fuzz_fuzz_k8s_decode_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_k8s_decode_LDADD = $(WATCHER_LIBS)
+EXTRA_DIST += tests/fuzz/corpus/k8s_decode
+
 bin_PROGRAMS += watcher/kanna-watcher
 watcher_kanna_watcher_SOURCES = watcher/main.c
 watcher_kanna_watcher_LDADD = $(WATCHER_LIBS)
-# Its tests (tests/unit/test_watcher_decode.c, tests/fuzz/fuzz_k8s_decode.c) are
-# registered once the arena and quantity helpers are shared from common/.
-EXTRA_DIST += tests/unit/test_watcher_decode.c tests/fuzz/fuzz_k8s_decode.c tests/fuzz/corpus/k8s_decode
 
 check_PROGRAMS += tests/unit/test_replica tests/unit/test_hashmap
 TESTS += tests/unit/test_replica tests/unit/test_hashmap

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/arena.h"
+#include "common/arena.h"
 #include "proto/random.h"
 #include "proto/schema.h"
 
@@ -19,7 +19,7 @@
 
 static struct proto_decoder *dec;
 static msgpack_sbuffer sbuf;
-static struct proto_arena arena;
+static struct arena arena;
 
 static void setup(void)
 {
@@ -32,7 +32,7 @@ static void teardown(void)
 {
 	proto_decoder_free(dec);
 	msgpack_sbuffer_destroy(&sbuf);
-	proto_arena_done(&arena);
+	arena_done(&arena);
 }
 
 TestSuite(proto, .init = setup, .fini = teardown);
@@ -121,7 +121,7 @@ Test(proto, random_messages_of_every_type_round_trip_unchanged)
 			const struct proto_msg *out;
 			struct proto_error err;
 
-			proto_arena_reset(&arena);
+			arena_reset(&arena);
 			cr_assert_eq(proto_random_msg(&rng, &arena, type, i % 8, &m), 0);
 			encode_ok(&m);
 			cr_assert_eq(proto_decode(dec, sbuf.data, sbuf.size, &out, &err), 0,
@@ -145,7 +145,7 @@ Test(proto, every_message_type_renders_as_json_with_names)
 		struct proto_msg m;
 		json_t *j;
 
-		proto_arena_reset(&arena);
+		arena_reset(&arena);
 		cr_assert_eq(proto_random_msg(&rng, &arena, type, 3, &m), 0);
 		j = proto_to_json(&m);
 		cr_assert_not_null(j);
@@ -182,7 +182,7 @@ Test(proto, truncation_at_every_byte_offset_is_reported_as_truncated)
 		char *full;
 		size_t n;
 
-		proto_arena_reset(&arena);
+		arena_reset(&arena);
 		cr_assert_eq(proto_random_msg(&rng, &arena, type, 3, &m), 0);
 		encode_ok(&m);
 		n = sbuf.size;
@@ -588,7 +588,7 @@ Test(proto, arena_allocations_are_aligned_zeroed_and_survive_resets)
 {
 	for (int round = 0; round < 3; round++) {
 		for (size_t size = 1; size < 300000; size = size * 3 + 1) {
-			unsigned char *p = proto_arena_alloc0(&arena, size);
+			unsigned char *p = arena_alloc(&arena, size);
 
 			cr_assert_not_null(p);
 			cr_assert_eq((uintptr_t)p % _Alignof(max_align_t), 0);
@@ -596,6 +596,6 @@ Test(proto, arena_allocations_are_aligned_zeroed_and_survive_resets)
 			cr_assert_eq(p[size - 1], 0);
 			memset(p, 0xa5, size);
 		}
-		proto_arena_reset(&arena);
+		arena_reset(&arena);
 	}
 }

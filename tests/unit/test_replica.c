@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "common/replica.h"
-#include "proto/arena.h"
+#include "common/arena.h"
 #include "proto/random.h"
 #include "watcher/publish.h"
 
@@ -65,16 +65,16 @@ static bool stores_equal(const struct state_store *want, const struct state_stor
 /* Random churn: adds and updates of random objects, and some deletes. */
 static void churn(struct publisher *p, struct proto_rng *rng, int n)
 {
-	struct proto_arena a = { 0 };
+	struct arena a = { 0 };
 	for (int i = 0; i < n; i++) {
 		struct proto_msg m;
 		cr_assert_eq(proto_random_msg(rng, &a, PROTO_MSG_STATE_DELTA, 3, &m), 0);
 		cr_assert_geq(publisher_apply(p, PROTO_DELTA_ADD, &m.body.state_delta.object), 0);
 		if (i % 7 == 3)
 			cr_assert_geq(publisher_apply(p, PROTO_DELTA_DELETE, &m.body.state_delta.object), 0);
-		proto_arena_reset(&a);
+		arena_reset(&a);
 	}
-	proto_arena_done(&a);
+	arena_done(&a);
 }
 
 struct goal {
