@@ -8,6 +8,23 @@
  * is bound to loopback only, and SigV4 already authenticates every request.
  * The server runs on libmicrohttpd's own threads; every entry point below is
  * thread safe (one mutex guards the simulated cloud).
+ *
+ * Faults (config faults_json and POST /_sim/faults; a POST replaces the
+ * whole set, all or nothing; unknown keys are rejected):
+ *   {"insufficientCapacity": [{"instanceType": "m5.large", "zone": "us-west-2a",
+ *                              "capacityType": "spot", "errorCode": "UnfulfillableCapacity"}],
+ *    "throttleRate": 0.1,        fraction of AWS requests answered RequestLimitExceeded
+ *    "throttlePerSecond": 20,    request budget per second beyond which all are throttled
+ *    "errorRate": 0.05,          fraction answered 500 InternalError
+ *    "latencyMs": 200,           added to every AWS answer
+ *    "stateChangeEvents": true,  queue "EC2 Instance State-change Notification"s
+ *    "interrupt": ["i-..."]}     spot interruption warnings now
+ * Omitted or "*" match any type, zone or capacity type; errorCode defaults to
+ * InsufficientInstanceCapacity. POST /_sim/interrupt {"instanceIds": [...],
+ * "kind": "spot-interruption" | "rebalance-recommendation"} queues
+ * EventBridge events; a warned spot instance terminates interruption_ms
+ * later. GET /_sim/status: instances (launch/terminate time, price, cost
+ * accrued), total cost, the timeline of launches, terminations and faults.
  */
 #ifndef KANNA_SIM_AWS_H
 #define KANNA_SIM_AWS_H
