@@ -1,9 +1,12 @@
 /*
- * State publisher (see publish.h). A snapshot is encoded in full when it is
- * asked for — a consistent picture as of one seq — and then streamed in
- * slices from that copy, so the store can keep changing meanwhile; deltas
- * after the snapshot's seq are full objects, so a replica that applies one
- * it already has from the snapshot changes nothing.
+ * State publisher (see publish.h). A snapshot records the keys present and
+ * the seq when it is asked for, then streams the objects in slices, each
+ * encoded as it goes, so the store can keep changing meanwhile and a
+ * snapshot of 100k objects costs their keys, not a second copy of them.
+ * Replicas apply every delta after the snapshot's seq on top: deltas carry
+ * whole objects, so an item that is newer than the seq changes nothing
+ * when its delta arrives, and an object deleted meanwhile is simply not
+ * sent (its delete delta follows).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,8 +20,10 @@ struct snapshot_job {
 	struct snapshot_job *next;
 	void *identity;
 	size_t identity_len;
-	struct iovec *frames; /* encoded items, then the end marker */
-	size_t n_frames, sent;
+	char *keys;      /* the keys present at the request, NUL-separated */
+	size_t *offsets; /* start of each key in keys */
+	size_t n_keys, next_key;
+	uint64_t as_of;
 };
 
 struct publisher {
@@ -41,32 +46,18 @@ static uint64_t now_usec_realtime(void)
 
 static void job_free(struct snapshot_job *j)
 {
-	for (size_t i = 0; i < j->n_frames; i++)
-		free(j->frames[i].iov_base);
-	free(j->frames);
+	free(j->keys);
+	free(j->offsets);
 	free(j->identity);
 	free(j);
 }
 
-static int job_add_frame(struct publisher *p, struct snapshot_job *j, struct proto_msg *m)
+/* Sends m to the job's replica: 0, -EAGAIN (queue full), other negative errno. */
+static int job_send(struct publisher *p, struct snapshot_job *j, struct proto_msg *m)
 {
-	struct timespec ts;
-	void *copy;
-	int r;
+	struct iovec route = { j->identity, j->identity_len };
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	m->env.sender = PROTO_PROCESS_WATCHER;
-	m->env.send_time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-	msgpack_sbuffer_clear(&p->io.buf);
-	r = proto_encode(m, &p->io.buf, &p->io.last_error);
-	if (r < 0)
-		return r;
-	copy = malloc(p->io.buf.size);
-	if (!copy)
-		return -ENOMEM;
-	memcpy(copy, p->io.buf.data, p->io.buf.size);
-	j->frames[j->n_frames++] = (struct iovec){ copy, p->io.buf.size };
-	return 0;
+	return msg_send_routed(&p->io, p->sync, &route, 1, m, ZMQ_DONTWAIT);
 }
 
 static int on_slice(struct loop *loop, void *userdata);
@@ -78,7 +69,40 @@ static int schedule_slice(struct publisher *p)
 	return loop_add_timer(p->loop, 0, on_slice, p, &p->slice_timer);
 }
 
-/* Sends up to one slice of every pending snapshot. */
+/* Sends one slice of a snapshot; true when the job is finished (or dead). */
+static bool job_slice(struct publisher *p, struct snapshot_job *j)
+{
+	size_t budget = PUBLISH_SNAPSHOT_SLICE;
+	struct proto_msg m;
+	int r;
+
+	while (j->next_key < j->n_keys && budget > 0) {
+		const struct state_entry *e = hashmap_get(&p->store.objects,
+							  j->keys + j->offsets[j->next_key]);
+		if (!e) {
+			j->next_key++; /* deleted since the request: its delta follows */
+			continue;
+		}
+		m = (struct proto_msg){ .env.type = PROTO_MSG_SNAPSHOT_ITEM };
+		m.body.snapshot_item.seq = e->seq;
+		m.body.snapshot_item.object = e->obj;
+		r = job_send(p, j, &m);
+		if (r == -EAGAIN)
+			return false; /* the replica's queue is full: next turn */
+		if (r < 0)
+			return true; /* EHOSTUNREACH: the replica went away */
+		j->next_key++;
+		budget--;
+	}
+	if (j->next_key < j->n_keys)
+		return false;
+	m = (struct proto_msg){ .env.type = PROTO_MSG_SNAPSHOT_END };
+	m.body.snapshot_end.as_of_seq = j->as_of;
+	m.body.snapshot_end.n_items = j->n_keys;
+	r = job_send(p, j, &m);
+	return r != -EAGAIN;
+}
+
 static int on_slice(struct loop *loop, void *userdata)
 {
 	struct publisher *p = userdata;
@@ -88,21 +112,7 @@ static int on_slice(struct loop *loop, void *userdata)
 	p->slice_timer = sd_event_source_disable_unref(p->slice_timer);
 	while (*jp) {
 		struct snapshot_job *j = *jp;
-		size_t end = MIN(j->n_frames, j->sent + PUBLISH_SNAPSHOT_SLICE);
-		bool drop = false;
-
-		for (; j->sent < end; j->sent++) {
-			struct iovec f[2] = { { j->identity, j->identity_len }, j->frames[j->sent] };
-			int r = sock_send_frames(p->sync, f, 2, ZMQ_DONTWAIT);
-			if (r == -EAGAIN)
-				break; /* peer's queue is full: try again next turn */
-			if (r < 0) {
-				/* EHOSTUNREACH: the replica went away. */
-				drop = true;
-				break;
-			}
-		}
-		if (drop || j->sent == j->n_frames) {
+		if (job_slice(p, j)) {
 			*jp = j->next;
 			job_free(j);
 		} else {
@@ -115,40 +125,36 @@ static int on_slice(struct loop *loop, void *userdata)
 static int snapshot_start(struct publisher *p, const void *identity, size_t identity_len)
 {
 	struct snapshot_job *j = calloc(1, sizeof(*j));
-	const struct state_entry *e;
-	struct proto_msg m;
-	size_t iter = 0, total = p->store.objects.n;
-	int r = -ENOMEM;
+	size_t iter = 0, total = p->store.objects.n, bytes = 0, at = 0;
+	const char *key;
 
 	if (!j)
 		return -ENOMEM;
+	while (hashmap_next(&p->store.objects, &iter, &key, NULL))
+		bytes += strlen(key) + 1;
 	j->identity = malloc(identity_len);
-	j->frames = calloc(total + 1, sizeof(*j->frames));
-	if (!j->identity || !j->frames)
-		goto fail;
+	j->keys = malloc(bytes + 1);
+	j->offsets = calloc(total + 1, sizeof(*j->offsets));
+	if (!j->identity || !j->keys || !j->offsets) {
+		job_free(j);
+		return -ENOMEM;
+	}
 	memcpy(j->identity, identity, identity_len);
 	j->identity_len = identity_len;
-	while ((e = state_store_next(&p->store, &iter))) {
-		m = (struct proto_msg){ .env.type = PROTO_MSG_SNAPSHOT_ITEM };
-		m.body.snapshot_item.seq = e->seq;
-		m.body.snapshot_item.object = e->obj;
-		if ((r = job_add_frame(p, j, &m)) < 0)
-			goto fail;
+	iter = 0;
+	while (hashmap_next(&p->store.objects, &iter, &key, NULL)) {
+		size_t len = strlen(key) + 1;
+		j->offsets[j->n_keys++] = at;
+		memcpy(j->keys + at, key, len);
+		at += len;
 	}
-	m = (struct proto_msg){ .env.type = PROTO_MSG_SNAPSHOT_END };
-	m.body.snapshot_end.as_of_seq = p->store.seq;
-	m.body.snapshot_end.n_items = total;
-	if ((r = job_add_frame(p, j, &m)) < 0)
-		goto fail;
+	j->as_of = p->store.seq;
 	j->next = p->jobs;
 	p->jobs = j;
 	p->stats.snapshots++;
 	p->stats.snapshot_items += total;
-	log_debug("sending a snapshot of %zu object(s) as of seq %" PRIu64, total, p->store.seq);
+	log_debug("sending a snapshot of %zu object(s) as of seq %" PRIu64, total, j->as_of);
 	return schedule_slice(p);
-fail:
-	job_free(j);
-	return r;
 }
 
 static int on_sync_readable(struct sock *s, void *userdata)
