@@ -6,7 +6,9 @@
  * affinity, zonal pod affinity, hostname anti-affinity, remainder generic;
  * cpu from {100m,250m,500m,1,1.5}, memory from {100Mi..4Gi}, seeded).
  * "real N" packs N plain pods of 50 deployments onto the shipped catalog
- * (every type × 3 zones × 2 capacity types). Prints one line per run:
+ * (every type × 3 zones × 2 capacity types); real-selector (half arm64,
+ * half zone-pinned), real-spread (zonal spread per deployment), real-anti
+ * (hostname anti-affinity per deployment) and real-gpu (1 GPU each) too. Prints one line per run:
  * shape pods ms_per_solve pods_per_s nodeclaims unschedulable peak_rss_kb
  * (the fastest of BENCH_REPEATS solves, default 5).
  */
@@ -159,7 +161,9 @@ static struct cluster *karpenter_cluster(uint32_t n, bool diverse)
 	return c;
 }
 
-static struct cluster *real_cluster(uint32_t n)
+enum real_kind { REAL_PLAIN, REAL_SELECTOR, REAL_SPREAD, REAL_ANTI, REAL_GPU };
+
+static struct cluster *real_cluster(uint32_t n, enum real_kind kind)
 {
 	static const char *const zones[] = { "us-east-1a", "us-east-1b", "us-east-1c" };
 	static const int64_t cpu[] = { 100, 250, 500, 1000, 2000, 4000 };
@@ -187,8 +191,30 @@ static struct cluster *real_cluster(uint32_t n)
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		struct pod *p = random_pod(c, i);
+		char app[16];
+		uint32_t v;
 		p->req.v[RES_CPU] = dc[i % 50];
 		p->req.v[RES_MEMORY] = dm[i % 50];
+		snprintf(app, sizeof(app), "app-%u", i % 50);
+		set_label(c, p, "app", app);
+		switch (kind) {
+		case REAL_PLAIN:
+			break;
+		case REAL_SELECTOR: /* half on arm64, half pinned to a zone */
+			v = i % 2 ? V_ARM64 : S(c, zones[i % 3]);
+			if (requirements_add(&p->reqs, &c->st, i % 2 ? K_ARCH : K_ZONE, REQ_IN, &v, 1, 0) < 0)
+				die("add a requirement", -12);
+			break;
+		case REAL_SPREAD:
+			add_term(c, p, TOPO_SPREAD, K_ZONE, "app", app);
+			break;
+		case REAL_ANTI:
+			add_term(c, p, TOPO_ANTI_AFFINITY, K_HOSTNAME, "app", app);
+			break;
+		case REAL_GPU:
+			p->req.v[RES_NVIDIA_GPU] = 1;
+			break;
+		}
 	}
 	return c;
 }
@@ -207,13 +233,19 @@ int main(int argc, char **argv)
 	double best = 1e300;
 	uint32_t n, claims = 0, unsched = 0;
 
-	if (argc != 3 || (strcmp(argv[1], "diverse") && strcmp(argv[1], "generic") &&
-			   strcmp(argv[1], "real"))) {
-		fprintf(stderr, "usage: %s diverse|generic|real PODS\n", argv[0]);
+	static const char *const real_kinds[] = { "real", "real-selector", "real-spread", "real-anti", "real-gpu" };
+	int real = -1;
+
+	for (int i = 0; argc == 3 && i < (int)ARRAY_SIZE(real_kinds); i++)
+		if (streq(argv[1], real_kinds[i]))
+			real = i;
+	if (argc != 3 || (real < 0 && strcmp(argv[1], "diverse") && strcmp(argv[1], "generic"))) {
+		fprintf(stderr, "usage: %s diverse|generic|real|real-selector|real-spread|real-anti|real-gpu PODS\n",
+			argv[0]);
 		return 2;
 	}
 	n = (uint32_t)strtoul(argv[2], NULL, 10);
-	c = streq(argv[1], "real") ? real_cluster(n) : karpenter_cluster(n, streq(argv[1], "diverse"));
+	c = real >= 0 ? real_cluster(n, (enum real_kind)real) : karpenter_cluster(n, streq(argv[1], "diverse"));
 	int repeats = getenv("BENCH_REPEATS") ? atoi(getenv("BENCH_REPEATS")) : BENCH_REPEATS;
 	for (int i = 0; i < (repeats > 0 ? repeats : 1); i++) {
 		struct sched_result *res;

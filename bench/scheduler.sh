@@ -28,16 +28,18 @@ for n in 20000 100000; do
 	row "karpenter generic $n pods: throughput" "$pps" "pods/s" 2000000 "$(ratio "$pps" 2000000)"
 	row "karpenter generic $n pods: solve" "$ms" "ms" - -
 done
-for n in 1000 10000 50000; do
-	read -r _ _ ms pps claims _ rss < <(BENCH_REPEATS=3 "$bin" real "$n")
-	row "real catalog $n plain pods: solve" "$ms" "ms" - -
-	row "real catalog $n plain pods: throughput" "$pps" "pods/s" - -
-	row "real catalog $n plain pods: nodeclaims" "$claims" "count" - -
-	if [ "$n" = 50000 ]; then
-		row "real catalog $n plain pods: peak RSS" "$((rss / 1024))" "MB" 100 "$(ratio "$((rss / 1024))" 100)"
-	else
-		row "real catalog $n plain pods: peak RSS" "$((rss / 1024))" "MB" - -
-	fi
+for kind in real real-selector real-spread real-anti real-gpu; do
+	for n in 1000 10000 50000; do
+		read -r _ _ ms pps claims unsched rss < <(BENCH_REPEATS=3 "$bin" "$kind" "$n")
+		label="$kind $n pods"
+		[ "$kind" = real ] && label="real catalog $n plain pods"
+		row "$label: solve" "$ms" "ms" - -
+		row "$label: throughput" "$pps" "pods/s" - -
+		row "$label: nodeclaims" "$claims ($unsched unsched.)" "count" - -
+		if [ "$n" = 50000 ]; then
+			row "$label: peak RSS" "$((rss / 1024))" "MB" 100 "$(ratio "$((rss / 1024))" 100)"
+		fi
+	done
 done
 
 command -v valgrind >/dev/null || { echo "(valgrind missing: no instruction counts)"; exit 0; }
