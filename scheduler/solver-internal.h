@@ -22,6 +22,7 @@ struct bin {
 	uint64_t *cands;  /* NodeClaims: types that may still hold every pod (superset) */
 	uint64_t zones;   /* NodeClaims: zone and capacity-type masks of reqs */
 	unsigned cts;
+	bool min_values;  /* NodeClaims: some requirement has minValues */
 	struct resources used, max_alloc, reserved;
 	uint32_t *pods;
 	uint32_t n_pods, cap_pods;

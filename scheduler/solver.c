@@ -134,6 +134,34 @@ static void pin_offering(struct solver *s, uint32_t pi, const struct shape *sh, 
 	}
 }
 
+/* Do the types of bits that hold need still offer minValues distinct values
+ * of every requirement asking for them? (Only NodeClaims with minValues.) */
+static bool min_values_ok(const struct solver *s, const struct requirements *reqs,
+			  const uint64_t *bits, const struct resources *need)
+{
+	for (uint32_t q = 0; q < reqs->n; q++) {
+		const struct requirement *req = &reqs->v[q];
+		uint32_t seen[SCHED_MAX_CANDIDATE_TYPES], n = 0;
+
+		if (!req->min_values)
+			continue;
+		for (uint32_t w = 0; w < s->words && n < req->min_values; w++)
+			for (uint64_t x = bits[w]; x && n < req->min_values; x &= x - 1) {
+				const struct instance_type *it = &s->cat->types[w * 64 + (uint32_t)__builtin_ctzll(x)];
+				uint32_t v = labels_get(it->labels, it->n_labels, req->key), j;
+				if (!resources_fit(need, &it->allocatable, s->n_res))
+					continue;
+				for (j = 0; j < n && seen[j] != v; j++)
+					;
+				if (j == n && n < ARRAY_SIZE(seen))
+					seen[n++] = v;
+			}
+		if (n < req->min_values)
+			return false;
+	}
+	return true;
+}
+
 /* Would NodeClaim bin bi take pod pi? Leaves the candidate types in s->scratch. */
 static bool claim_accepts(struct solver *s, uint32_t bi, uint32_t pi, const struct shape *sh,
 			  const struct requirements *eff, uint64_t eff_zones, unsigned eff_cts,
@@ -167,6 +195,8 @@ static bool claim_accepts(struct solver *s, uint32_t bi, uint32_t pi, const stru
 	}
 	pl->fit = find_fit(s, s->scratch, &need);
 	if (pl->fit < 0)
+		return false;
+	if (b->min_values && !min_values_ok(s, &b->reqs, s->scratch, &need))
 		return false;
 	pin_offering(s, pi, sh, pl->fit, pl);
 	return true;
@@ -215,8 +245,11 @@ static int claim_commit(struct solver *s, uint32_t bi, uint32_t pi, const struct
 	struct bin *b = &s->bins[bi];
 	int r = 0;
 
-	if (eff->n)
+	if (eff->n) {
 		r = requirements_intersect(&b->reqs, eff, s->st);
+		for (uint32_t q = 0; q < b->reqs.n; q++)
+			b->min_values |= b->reqs.v[q].min_values > 0;
+	}
 	if (r >= 0 && pl->zones != b->zones && __builtin_popcountll(pl->zones) == 1) {
 		uint32_t z = s->cat->zones[__builtin_ctzll(pl->zones)];
 		r = requirements_add(&b->reqs, s->st, K_ZONE, REQ_IN, &z, 1, 0);
@@ -470,6 +503,8 @@ static int try_new_claim(struct solver *s, uint32_t pi, struct shape *sh,
 		memcpy(b->cands, s->scratch, s->words * 8);
 		b->zones = catalog_zone_mask(s->cat, &b->reqs);
 		b->cts = catalog_ct_mask(&b->reqs, s->st);
+		for (uint32_t q = 0; q < b->reqs.n; q++)
+			b->min_values |= b->reqs.v[q].min_values > 0;
 		b->used = pool->daemon_overhead;
 		bin_max_alloc(s, b);
 		for (uint32_t w = 0; w < s->words; w++)

@@ -202,3 +202,17 @@ Test(solver, unsatisfiable_preference_is_relaxed)
 		zones |= res->claims[k].zones;
 	cr_assert_eq(__builtin_popcountll(zones), 3);
 }
+
+Test(solver, min_values_opens_another_nodeclaim_rather_than_narrowing_below_it)
+{
+	c = fx_cluster(10);
+	struct nodepool *np = fx_nodepool(c, "default", 0);
+	cr_assert_eq(requirements_add(&np->reqs, &c->st, K_INSTANCE_TYPE, REQ_EXISTS, NULL, 0, 3), 0);
+	for (int i = 0; i < 3; i++)
+		fx_pod(c, "p", 3000, 100);
+	solve();
+	cr_assert_eq(res->n_unschedulable, 0);
+	cr_assert_eq(res->n_claims, 2);
+	for (uint32_t k = 0; k < res->n_claims; k++)
+		cr_assert_geq(res->claims[k].n_types, 3);
+}
