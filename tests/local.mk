@@ -1,1 +1,2 @@
-# tests/: (filled in by its area)
+# tests/: shared pieces of the end-to-end tests and the demo.
+EXTRA_DIST += tests/e2e/demo.sh examples/s5-inflate.yaml
