@@ -8,7 +8,10 @@
  * "real N" packs N plain pods of 50 deployments onto the shipped catalog
  * (every type × 3 zones × 2 capacity types); real-selector (half arm64,
  * half zone-pinned), real-spread (zonal spread per deployment), real-anti
- * (hostname anti-affinity per deployment) and real-gpu (1 GPU each) too. Prints one line per run:
+ * (hostname anti-affinity per deployment) and real-gpu (1 GPU each) too.
+ * "pref-sat N" / "pref-unsat N": generic pods each with a preferred node
+ * affinity term that can / cannot be met (the latter relaxed per pod).
+ * Prints one line per run:
  * shape pods ms_per_solve pods_per_s nodeclaims unschedulable peak_rss_kb
  * (the fastest of BENCH_REPEATS solves, default 5).
  */
@@ -131,6 +134,21 @@ static void make_pods(struct cluster *c, uint32_t n, enum kind kind, uint32_t *n
 	}
 }
 
+/* A preferred node affinity term on every pod: satisfiable (a zone) or not
+ * (an instance type that does not exist), relaxed per pod in the latter. */
+static void add_preference(struct cluster *c, struct pod *p, bool satisfiable)
+{
+	uint32_t v = S(c, satisfiable ? "test-zone-1" : "no-such-type");
+	p->prefs = calloc(1, sizeof(*p->prefs));
+	if (!p->prefs)
+		die("allocate a preference", -12);
+	p->prefs[0].weight = 1;
+	p->n_prefs = 1;
+	if (requirements_add(&p->prefs[0].reqs, &c->st, satisfiable ? K_ZONE : K_INSTANCE_TYPE, REQ_IN,
+			     &v, 1, 0) < 0)
+		die("add a preference", -12);
+}
+
 static struct cluster *karpenter_cluster(uint32_t n, bool diverse)
 {
 	struct cluster *c;
@@ -239,13 +257,17 @@ int main(int argc, char **argv)
 	for (int i = 0; argc == 3 && i < (int)ARRAY_SIZE(real_kinds); i++)
 		if (streq(argv[1], real_kinds[i]))
 			real = i;
-	if (argc != 3 || (real < 0 && strcmp(argv[1], "diverse") && strcmp(argv[1], "generic"))) {
-		fprintf(stderr, "usage: %s diverse|generic|real|real-selector|real-spread|real-anti|real-gpu PODS\n",
+	if (argc != 3 || (real < 0 && strcmp(argv[1], "diverse") && strcmp(argv[1], "generic") &&
+			  strcmp(argv[1], "pref-sat") && strcmp(argv[1], "pref-unsat"))) {
+		fprintf(stderr, "usage: %s diverse|generic|pref-sat|pref-unsat|real|real-selector|real-spread|real-anti|real-gpu PODS\n",
 			argv[0]);
 		return 2;
 	}
 	n = (uint32_t)strtoul(argv[2], NULL, 10);
+	bool pref = !strncmp(argv[1], "pref-", 5);
 	c = real >= 0 ? real_cluster(n, (enum real_kind)real) : karpenter_cluster(n, streq(argv[1], "diverse"));
+	for (uint32_t i = 0; pref && i < c->n_pods; i++)
+		add_preference(c, &c->pods[i], streq(argv[1], "pref-sat"));
 	int repeats = getenv("BENCH_REPEATS") ? atoi(getenv("BENCH_REPEATS")) : BENCH_REPEATS;
 	for (int i = 0; i < (repeats > 0 ? repeats : 1); i++) {
 		struct sched_result *res;

@@ -28,6 +28,11 @@ for n in 20000 100000; do
 	row "karpenter generic $n pods: throughput" "$pps" "pods/s" 2000000 "$(ratio "$pps" 2000000)"
 	row "karpenter generic $n pods: solve" "$ms" "ms" - -
 done
+for kind in pref-sat pref-unsat; do
+	read -r _ _ ms pps claims unsched _ < <("$bin" "$kind" 4000)
+	row "$kind 4000 pods (preferred node affinity): solve" "$ms" "ms" - -
+	row "$kind 4000 pods: throughput" "$pps" "pods/s" - -
+done
 for kind in real real-selector real-spread real-anti real-gpu; do
 	for n in 1000 10000 50000; do
 		read -r _ _ ms pps claims unsched rss < <(BENCH_REPEATS=3 "$bin" "$kind" "$n")
