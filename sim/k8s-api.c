@@ -92,6 +92,33 @@ static int parse_selectors(const struct k8s_request *req, struct k8s_selector **
 	return 0;
 }
 
+/* cls is the API, which outlives every watch stream. */
+static json_t *table_of_one(void *cls, const struct k8s_resource *res, const json_t *obj)
+{
+	json_t *items = json_pack("[O]", obj), *table;
+
+	table = items ? k8s_table_new(cls, res, items, NULL) : NULL;
+	json_decref(items);
+	return table;
+}
+
+/* A Table for a List body, when kubectl asked for one. */
+static int reply_table(struct k8s_api *api, const struct k8s_resource *res,
+		       struct k8s_response *resp)
+{
+	json_t *list = json_loadb(resp->body, resp->len, 0, NULL);
+	json_t *table;
+
+	if (!list)
+		return -ENOMEM;
+	table = k8s_table_new(api, res, json_object_get(list, "items"),
+			      json_object_get(list, "metadata"));
+	json_decref(list);
+	free(resp->body);
+	resp->body = NULL;
+	return k8s_reply_json(resp, 200, table);
+}
+
 static int handle_watch(struct k8s_api *api, const struct k8s_request *req,
 			const struct k8s_route *route, struct k8s_response *resp)
 {
@@ -107,6 +134,10 @@ static int handle_watch(struct k8s_api *api, const struct k8s_request *req,
 
 	if (t)
 		opts.timeout_seconds = strtol(t, NULL, 10);
+	if (k8s_accepts_table(req->accept)) {
+		opts.transform = table_of_one;
+		opts.transform_cls = api;
+	}
 	if (parse_selectors(req, &labels, &fields, &err) < 0)
 		return k8s_reply_error(resp, &err);
 	r = k8s_watch_new(api->store, route->res, route->ns, labels, fields, &opts,
@@ -140,6 +171,8 @@ static int handle_list(struct k8s_api *api, const struct k8s_request *req,
 	if (r < 0)
 		return k8s_reply_error(resp, &err);
 	resp->status = 200;
+	if (k8s_accepts_table(req->accept))
+		return reply_table(api, route->res, resp);
 	return 0;
 }
 
@@ -280,9 +313,15 @@ static int handle_object(struct k8s_api *api, const struct k8s_request *req,
 		json_decref(body);
 		return r;
 	}
-	if (streq(req->method, "GET"))
+	if (streq(req->method, "GET")) {
 		r = k8s_store_get(api->store, route->res, route->ns, route->name, &obj, &err);
-	else if (streq(req->method, "PATCH"))
+		if (r >= 0 && !*sub && k8s_accepts_table(req->accept)) {
+			json_t *table = table_of_one(api, route->res, obj);
+
+			json_decref(obj);
+			return k8s_reply_json(resp, 200, table);
+		}
+	} else if (streq(req->method, "PATCH"))
 		return handle_patch(api, req, route, mode, resp);
 	else if (streq(req->method, "DELETE") && !*sub)
 		return handle_delete(api, req, route, resp);

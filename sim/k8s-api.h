@@ -54,6 +54,7 @@ struct k8s_request {
 	const char *method;
 	const char *path;
 	const char *content_type;
+	const char *accept; /* kubectl asks for meta.k8s.io Tables */
 	const char *body;
 	size_t body_len;
 	/* Query parameters by name, NULL when absent. */
@@ -78,6 +79,11 @@ int k8s_reply_json(struct k8s_response *resp, int status, json_t *obj);
 int k8s_reply_error(struct k8s_response *resp, struct k8s_error *err);
 int k8s_discovery_handle(struct k8s_api *api, const struct k8s_route *route,
 			 struct k8s_response *resp);
+/* Server-side printing (k8s-table.c). */
+bool k8s_accepts_table(const char *accept);
+json_t *k8s_table_new(const struct k8s_api *api, const struct k8s_resource *res,
+		      const json_t *items, const json_t *list_meta);
+
 /* /openapi/v3 paths: 1 when handled (resp filled), 0 when not OpenAPI. */
 int k8s_openapi_handle(struct k8s_api *api, const char *path,
 		       struct k8s_response *resp);

@@ -149,6 +149,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	req.path = url;
 	req.content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 						       MHD_HTTP_HEADER_CONTENT_TYPE);
+	req.accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
 	req.body = ctx->body;
 	req.body_len = ctx->len;
 	req.arg = mhd_arg;

@@ -23,6 +23,8 @@ struct k8s_watch {
 	uint64_t cursor;
 	bool bookmarks;
 	bool initial_end_bookmark;
+	k8s_watch_transform transform;
+	void *transform_cls;
 	uint64_t deadline_ms, next_bookmark_ms;
 	struct k8s_object **initial;
 	size_t n_initial, i_initial;
@@ -89,6 +91,8 @@ int k8s_watch_new(struct k8s_store *store, const struct k8s_resource *res,
 	w->labels = labels;
 	w->fields = fields;
 	w->bookmarks = opts->bookmarks;
+	w->transform = opts->transform;
+	w->transform_cls = opts->transform_cls;
 	w->deadline_ms = now + (uint64_t)timeout * 1000;
 	w->next_bookmark_ms = now + K8S_WATCH_BOOKMARK_MS;
 	if (rvs && *rvs) {
@@ -142,6 +146,22 @@ static void emit_json(FILE *f, const char *type, json_t *obj)
 	json_decref(obj);
 }
 
+static void emit_object(struct k8s_watch *w, FILE *f, const char *type,
+			const struct k8s_object *o)
+{
+	json_t *obj, *out;
+
+	if (!w->transform) {
+		emit_raw(f, type, o->json, o->len);
+		return;
+	}
+	obj = k8s_object_parse(o);
+	out = obj ? w->transform(w->transform_cls, w->res, obj) : NULL;
+	json_decref(obj);
+	if (out)
+		emit_json(f, type, out);
+}
+
 static void emit_bookmark(struct k8s_watch *w, FILE *f, bool initial_end)
 {
 	char api[128], rv[32];
@@ -189,7 +209,7 @@ static bool fill(struct k8s_watch *w, FILE *f, uint64_t now)
 	while (w->i_initial < w->n_initial && n < K8S_WATCH_BATCH) {
 		struct k8s_object *o = w->initial[w->i_initial++];
 
-		emit_raw(f, "ADDED", o->json, o->len);
+		emit_object(w, f, "ADDED", o);
 		k8s_object_unref(o);
 		n++;
 	}
@@ -218,7 +238,7 @@ static bool fill(struct k8s_watch *w, FILE *f, uint64_t now)
 		type = event_type_for(w, ev);
 		if (!type)
 			continue;
-		emit_raw(f, type, ev->obj->json, ev->obj->len);
+		emit_object(w, f, type, ev->obj);
 		n++;
 	}
 	if (w->bookmarks && now >= w->next_bookmark_ms) {

@@ -22,7 +22,13 @@
 
 struct k8s_watch;
 
+/* Rewrites each event's object (e.g. into a Table); returns a new value. */
+typedef json_t *(*k8s_watch_transform)(void *cls, const struct k8s_resource *res,
+				       const json_t *obj);
+
 struct k8s_watch_options {
+	k8s_watch_transform transform; /* NULL: objects as stored */
+	void *transform_cls;
 	const char *resource_version; /* NULL or "0": current objects first */
 	bool bookmarks;
 	bool send_initial_events;

@@ -148,6 +148,19 @@ wait_for "the scheduler binds the pending pods to the new Ready node" \
 expect_eq "the manually scheduled pod is left alone" "$(kubectl get pod web -o jsonpath='{.spec.nodeName}')" ""
 kubectl cordon node-1 >/dev/null
 expect_eq "cordon sets spec.unschedulable" "$(kubectl get node node-1 -o jsonpath='{.spec.unschedulable}')" true
+expect_match "kubectl get prints server-side tables for nodes" "$(kubectl get nodes)" "node-1 *Ready,SchedulingDisabled"
+expect_match "kubectl get prints server-side tables for pods" "$(kubectl get pods)" "web *0/1 *Pending"
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot]}]
+YAML
+expect_match "CRD additionalPrinterColumns are served" "$(kubectl get nodepools)" "default *default"
 binding='{"apiVersion":"v1","kind":"Binding","metadata":{"name":"web"},"target":{"apiVersion":"v1","kind":"Node","name":"node-1"}}'
 expect_eq "pods/binding binds" "$(post /api/v1/namespaces/default/pods/web/binding "$binding")" 201
 expect_eq "binding sets nodeName and PodScheduled" \

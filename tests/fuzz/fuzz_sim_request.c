@@ -97,6 +97,7 @@ static void run_request(struct k8s_api *api, char *text, size_t size)
 	req.method = line1;
 	req.path = path;
 	req.content_type = ct;
+	req.accept = ct; /* one line drives both: "...;as=Table;g=meta.k8s.io" */
 	req.body = body;
 	req.body_len = size - (size_t)(body - text);
 	req.arg = query_arg;
