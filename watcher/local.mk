@@ -46,3 +46,4 @@ BENCH_PROGS += bench/bench-watcher
 bench_bench_watcher_SOURCES = bench/bench-watcher.c
 bench_bench_watcher_LDADD = $(WATCHER_LIBS)
 EXTRA_DIST += bench/watcher.sh
+dist_man_MANS += watcher/kanna-watcher.1
