@@ -5,7 +5,8 @@ libkanna_watcher_a_SOURCES = \
 	watcher/decode.h watcher/decode.c watcher/decode-pod.c watcher/decode-node.c \
 	watcher/decode-nodepool.c watcher/decode-nodeclass.c watcher/decode-storage.c \
 	watcher/publish.h watcher/publish.c \
-	watcher/informer.h watcher/informer.c watcher/pending.h watcher/pending.c
+	watcher/informer.h watcher/informer.c watcher/pending.h watcher/pending.c \
+	watcher/config.h watcher/config.c
 # quantity_parse() still lives in the scheduler library: common comes first
 # so that the scheduler's own arena is not pulled in beside common's.
 WATCHER_LIBS = libkanna-watcher.a libkanna-state.a libkanna-proto.a $(COMMON_LIBS) \
@@ -47,3 +48,8 @@ bench_bench_watcher_SOURCES = bench/bench-watcher.c
 bench_bench_watcher_LDADD = $(WATCHER_LIBS)
 EXTRA_DIST += bench/watcher.sh
 dist_man_MANS += watcher/kanna-watcher.1
+
+check_PROGRAMS += tests/unit/test_watcher_config
+TESTS += tests/unit/test_watcher_config
+tests_unit_test_watcher_config_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_watcher_config_LDADD = $(WATCHER_LIBS) $(TEST_LIBS)

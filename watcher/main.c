@@ -20,87 +20,13 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/sock.h"
+#include "watcher/config.h"
 #include "watcher/informer.h"
 #include "watcher/pending.h"
 #include "watcher/publish.h"
 
-/* How often pending pods are announced again until they are bound. */
-#define WATCHER_ANNOUNCE_DEFAULT "2s"
-#define WATCHER_LEASE_NAME "kanna-watcher-leader-election"
 /* How often gauges (node count, pending pods) are refreshed. */
 #define WATCHER_GAUGE_PERIOD_USEC (5ULL * 1000 * 1000)
-
-struct watcher_config {
-	struct config_common common;
-	char *kubeconfig;
-	char *context;
-	uint64_t shards;
-	uint64_t announce_interval_usec;
-	double kube_qps;
-	uint64_t kube_burst;
-	char **resources;
-	bool leader_elect;
-	char *leader_namespace;
-	uint64_t lease_duration_usec;
-};
-
-static const struct config_option watcher_options[] = {
-	CONFIG_COMMON_OPTIONS(struct watcher_config, common, CONFIG_WATCHER_METRICS_PORT,
-			      CONFIG_WATCHER_HEALTH_PORT),
-	{ .name = "kubeconfig", .type = CONFIG_STRING,
-	  .offset = offsetof(struct watcher_config, kubeconfig), .flags = CONFIG_SHARED,
-	  .default_env = "KUBECONFIG", .metavar = "FILE",
-	  .help = "kubeconfig file; without one, in-cluster configuration or ~/.kube/config." },
-	{ .name = "context", .type = CONFIG_STRING,
-	  .offset = offsetof(struct watcher_config, context), .flags = CONFIG_SHARED,
-	  .metavar = "NAME", .help = "kubeconfig context (default: its current-context)." },
-	{ .name = "shards", .type = CONFIG_UINT, .offset = offsetof(struct watcher_config, shards),
-	  .flags = CONFIG_SHARED, .default_value = "1", .min = 1, .max = 64,
-	  .help = "Number of scheduler shards pending pods are divided among." },
-	{ .name = "announce-interval", .type = CONFIG_DURATION,
-	  .offset = offsetof(struct watcher_config, announce_interval_usec),
-	  .flags = CONFIG_RELOADABLE, .default_value = WATCHER_ANNOUNCE_DEFAULT,
-	  .min = 100000, .max = 60000000,
-	  .help = "How often unscheduled pods are announced to the schedulers again." },
-	{ .name = "kube-client-qps", .type = CONFIG_DOUBLE,
-	  .offset = offsetof(struct watcher_config, kube_qps), .flags = CONFIG_SHARED,
-	  .default_value = "200", .min_double = 1, .max_double = 100000,
-	  .env_alias = "KUBE_CLIENT_QPS", .help = "Kubernetes API requests per second." },
-	{ .name = "kube-client-burst", .type = CONFIG_UINT,
-	  .offset = offsetof(struct watcher_config, kube_burst), .flags = CONFIG_SHARED,
-	  .default_value = "300", .min = 1, .max = 100000, .env_alias = "KUBE_CLIENT_BURST",
-	  .help = "Kubernetes API request burst." },
-	{ .name = "resources", .type = CONFIG_STRING_LIST,
-	  .offset = offsetof(struct watcher_config, resources),
-	  .default_value = "pods,nodes,nodepools,nodepools.v1beta1,provisioners,nodeclaims,"
-			   "ec2nodeclasses,ec2nodeclasses.v1beta1,awsnodetemplates,"
-			   "poddisruptionbudgets,persistentvolumeclaims,persistentvolumes,"
-			   "storageclasses,daemonsets",
-	  .metavar = "LIST",
-	  .help = "Collections to watch. Where one CRD serves several versions of the same "
-		  "objects (v1 and v1beta1 NodePools), list only one of them." },
-	{ .name = "leader-elect", .type = CONFIG_BOOL,
-	  .offset = offsetof(struct watcher_config, leader_elect), .default_value = "true",
-	  .help = "Take the Lease " WATCHER_LEASE_NAME " before working, so a standby watcher "
-		  "can take over; disable for local runs." },
-	{ .name = "leader-election-namespace", .type = CONFIG_STRING,
-	  .offset = offsetof(struct watcher_config, leader_namespace), .flags = CONFIG_SHARED,
-	  .default_value = "kube-system", .metavar = "NS",
-	  .help = "Namespace of the leader election Lease." },
-	{ .name = "lease-duration", .type = CONFIG_DURATION,
-	  .offset = offsetof(struct watcher_config, lease_duration_usec), .flags = CONFIG_SHARED,
-	  .default_value = "15s", .min = 3000000, .max = 300000000,
-	  .help = "How long a silent leader keeps the Lease before a standby takes over." },
-};
-
-static const struct config_schema watcher_schema = {
-	.program = "kanna-watcher",
-	.section = "watcher",
-	.summary = "Reads the Kubernetes API and replicates cluster state to the other kanna daemons.",
-	.options = watcher_options,
-	.n_options = ARRAY_SIZE(watcher_options),
-	.common_offset = offsetof(struct watcher_config, common),
-};
 
 struct watcher {
 	struct watcher_config cfg;
@@ -265,8 +191,8 @@ static void on_stopped_leading(void *userdata)
 
 static int watcher_start(struct watcher *w)
 {
-	struct kube_client_options kopts = { .qps = w->cfg.kube_qps,
-					     .burst = (unsigned)w->cfg.kube_burst,
+	struct kube_client_options kopts = { .qps = w->cfg.kube.qps,
+					     .burst = (unsigned)w->cfg.kube.burst,
 					     .user_agent = "kanna-watcher/" PACKAGE_VERSION };
 	struct kube_config *kcfg = NULL;
 	char err[512], host[256] = "kanna-watcher";
@@ -284,7 +210,7 @@ static int watcher_start(struct watcher *w)
 				       w->cfg.common.metrics_port, w->cfg.common.health_port);
 	if ((r = health_server_attach_loop(w->health, w->loop)) < 0)
 		return log_error_errno(r, "Failed to attach health checks: %m");
-	r = kube_config_resolve(w->cfg.kubeconfig, w->cfg.context, &kcfg, err, sizeof(err));
+	r = kube_config_resolve(w->cfg.kube.kubeconfig, w->cfg.kube.context, &kcfg, err, sizeof(err));
 	if (r < 0)
 		return log_error_errno(r, "Failed to load Kubernetes configuration: %s", err);
 	log_info_kv(LOG_KV({ "server", kcfg->server }, { "context", kcfg->context }),
@@ -292,24 +218,24 @@ static int watcher_start(struct watcher *w)
 	if ((r = kube_client_new(&w->kube, w->loop, kcfg, &kopts)) < 0 ||
 	    (r = kube_events_new(&w->events, w->kube, "karpenter", host)) < 0)
 		return log_error_errno(r, "Failed to create the Kubernetes client: %m");
-	if (!w->cfg.leader_elect)
+	if (!w->cfg.kube.leader_elect)
 		return watcher_work(w);
 	{
 		char identity[300];
 		struct lease_options lo = {
-			.name = WATCHER_LEASE_NAME, .namespace = w->cfg.leader_namespace,
+			.name = WATCHER_LEASE_NAME, .namespace = w->cfg.kube.leader_namespace,
 			.identity = identity,
-			.duration_sec = (unsigned)(w->cfg.lease_duration_usec / 1000000),
+			.duration_sec = (unsigned)(w->cfg.kube.lease_duration_usec / 1000000),
 			/* client-go's proportions: deadline 2/3, retry 2/15 of the duration */
-			.renew_deadline_sec = (unsigned)(w->cfg.lease_duration_usec * 2 / 3 / 1000000),
-			.retry_period_sec = MAX(1u, (unsigned)(w->cfg.lease_duration_usec * 2 / 15 / 1000000)),
+			.renew_deadline_sec = (unsigned)(w->cfg.kube.lease_duration_usec * 2 / 3 / 1000000),
+			.retry_period_sec = MAX(1u, (unsigned)(w->cfg.kube.lease_duration_usec * 2 / 15 / 1000000)),
 		};
 		struct lease_handlers lh = { on_started_leading, on_stopped_leading, w };
 		snprintf(identity, sizeof(identity), "%s_%d", host, (int)getpid());
 		health_server_set_ready(w->health, false, "waiting for leadership");
 		if ((r = lease_new(&w->lease, w->kube, &lo, &lh)) < 0)
 			return log_error_errno(r, "Failed to start leader election: %m");
-		log_info("waiting to acquire lease %s/%s as %s", w->cfg.leader_namespace,
+		log_info("waiting to acquire lease %s/%s as %s", w->cfg.kube.leader_namespace,
 			 WATCHER_LEASE_NAME, identity);
 	}
 	return 0;

@@ -1,0 +1,55 @@
+/*
+ * The configuration keys of every daemon that talks to the Kubernetes API
+ * (where it is, how fast to call it, leader election), declared once and
+ * embedded in each daemon's table, like CONFIG_COMMON_OPTIONS. Shared: they
+ * may stand at the top level of kanna.yaml and apply to every daemon.
+ */
+#ifndef KANNA_COMMON_KUBE_SETTINGS_H
+#define KANNA_COMMON_KUBE_SETTINGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/config.h"
+
+struct kube_settings {
+	char *kubeconfig;
+	char *context;
+	double qps;
+	uint64_t burst;
+	bool leader_elect;
+	char *leader_namespace;
+	uint64_t lease_duration_usec;
+};
+
+#define KUBE_SETTINGS_OPTIONS(cfg_type, member)                                              \
+	{ .name = "kubeconfig", .type = CONFIG_STRING,                                       \
+	  .offset = offsetof(cfg_type, member.kubeconfig), .flags = CONFIG_SHARED,           \
+	  .default_env = "KUBECONFIG", .metavar = "FILE",                                    \
+	  .help = "kubeconfig file; without one, in-cluster configuration or "              \
+		  "~/.kube/config." },                                                       \
+	{ .name = "context", .type = CONFIG_STRING,                                          \
+	  .offset = offsetof(cfg_type, member.context), .flags = CONFIG_SHARED,              \
+	  .metavar = "NAME", .help = "kubeconfig context (default: its current-context)." }, \
+	{ .name = "kube-client-qps", .type = CONFIG_DOUBLE,                                  \
+	  .offset = offsetof(cfg_type, member.qps), .flags = CONFIG_SHARED,                  \
+	  .default_value = "200", .min_double = 1, .max_double = 100000,                     \
+	  .env_alias = "KUBE_CLIENT_QPS", .help = "Kubernetes API requests per second." },   \
+	{ .name = "kube-client-burst", .type = CONFIG_UINT,                                  \
+	  .offset = offsetof(cfg_type, member.burst), .flags = CONFIG_SHARED,                \
+	  .default_value = "300", .min = 1, .max = 100000, .env_alias = "KUBE_CLIENT_BURST", \
+	  .help = "Kubernetes API request burst." },                                         \
+	{ .name = "leader-elect", .type = CONFIG_BOOL,                                       \
+	  .offset = offsetof(cfg_type, member.leader_elect), .default_value = "true",        \
+	  .help = "Hold a Lease while working so a standby can take over; disable for "      \
+		  "local runs." },                                                           \
+	{ .name = "leader-election-namespace", .type = CONFIG_STRING,                        \
+	  .offset = offsetof(cfg_type, member.leader_namespace), .flags = CONFIG_SHARED,     \
+	  .default_value = "kube-system", .metavar = "NS",                                   \
+	  .help = "Namespace of the leader election Leases." },                              \
+	{ .name = "lease-duration", .type = CONFIG_DURATION,                                 \
+	  .offset = offsetof(cfg_type, member.lease_duration_usec), .flags = CONFIG_SHARED,  \
+	  .default_value = "15s", .min = 3000000, .max = 300000000,                          \
+	  .help = "How long a silent leader keeps its Lease before a standby takes over." }
+
+#endif
