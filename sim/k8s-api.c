@@ -223,6 +223,33 @@ static int handle_delete(struct k8s_api *api, const struct k8s_request *req,
 	return k8s_reply_json(resp, 200, obj);
 }
 
+static int handle_delete_collection(struct k8s_api *api, const struct k8s_request *req,
+				    const struct k8s_route *route, struct k8s_response *resp)
+{
+	struct k8s_selector *labels = NULL, *fields = NULL;
+	struct k8s_delete_options opts;
+	struct k8s_list_options selected = {};
+	struct k8s_error err = {};
+	json_t *body = NULL;
+	int r;
+
+	r = delete_options(req, &body, &opts, &err);
+	if (r >= 0)
+		r = parse_selectors(req, &labels, &fields, &err);
+	if (r >= 0) {
+		selected.labels = labels;
+		selected.fields = fields;
+		r = k8s_store_delete_collection(api->store, route->res, route->ns, &selected,
+						&opts, &err);
+	}
+	k8s_selector_free(labels);
+	k8s_selector_free(fields);
+	json_decref(body);
+	if (r < 0)
+		return k8s_reply_error(resp, &err);
+	return k8s_reply_json(resp, 200, k8s_status_new(NULL));
+}
+
 struct patch_ctx {
 	enum k8s_patch_type type;
 	json_t *patch;
@@ -362,6 +389,8 @@ static int handle_collection(struct k8s_api *api, const struct k8s_request *req,
 
 	if (streq(req->method, "GET"))
 		return handle_list(api, req, route, resp);
+	if (streq(req->method, "DELETE"))
+		return handle_delete_collection(api, req, route, resp);
 	if (!streq(req->method, "POST")) {
 		k8s_error_set(&err, 405, "MethodNotAllowed",
 			      "the server does not allow this method on the requested resource");
@@ -395,6 +424,11 @@ int k8s_api_handle(struct k8s_api *api, const struct k8s_request *req,
 	if (route.res && route.res->namespaced && !route.ns[0] &&
 	    route.kind == K8S_ROUTE_OBJECT) {
 		k8s_error_set(&err, 404, "NotFound", "the server could not find the requested resource");
+		return k8s_reply_error(resp, &err);
+	}
+	if (!streq(req->method, "GET") && req->arg && req->arg(req->arg_cls, "dryRun")) {
+		/* Refused rather than silently applied. */
+		k8s_error_set(&err, 400, "BadRequest", "kanna-sim does not support dryRun");
 		return k8s_reply_error(resp, &err);
 	}
 	switch (route.kind) {

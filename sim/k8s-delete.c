@@ -60,8 +60,9 @@ struct collect {
 	struct victims *vs;
 	struct k8s_resource *res;
 	const char *owner_uid; /* dependents of this uid, or */
-	const char *ns;        /* everything in this namespace */
-	bool pods_due;         /* graceful deletions that are due */
+	const char *ns;        /* everything in this namespace, or */
+	bool pods_due;         /* graceful deletions that are due, or */
+	const struct k8s_list_options *selected; /* what selectors select */
 	uint64_t now_ms;
 };
 
@@ -78,6 +79,8 @@ static void collect_one(struct k8s_object *o, void *userdata)
 	else if (c->pods_due)
 		hit = o->delete_at_ms && o->delete_at_ms <= c->now_ms &&
 		      o->n_finalizers == 0;
+	else if (c->selected)
+		hit = k8s_object_matches(o, NULL, c->selected->labels, c->selected->fields);
 	if (hit)
 		victims_add(c->vs, c->res, o);
 }
@@ -294,6 +297,28 @@ int k8s_store_sweep(struct k8s_store *store, uint64_t now_ms)
 						   K8S_PROPAGATE_BACKGROUND) >= 0)
 			n++;
 		json_decref(obj);
+	}
+	victims_clear(&vs);
+	k8s_store_unlock(store);
+	return n;
+}
+
+int k8s_store_delete_collection(struct k8s_store *store, const struct k8s_resource *res,
+				const char *ns, const struct k8s_list_options *selected,
+				const struct k8s_delete_options *opts, struct k8s_error *err)
+{
+	struct victims vs = {};
+	struct collect c = { .vs = &vs, .res = (struct k8s_resource *)res, .selected = selected };
+	int n = 0;
+
+	k8s_store_lock(store);
+	k8s_store_foreach(store, res, ns, collect_one, &c);
+	for (size_t i = 0; i < vs.n; i++) {
+		struct k8s_error e = {};
+
+		if (k8s_store_delete(store, vs.v[i].res, vs.v[i].ns, vs.v[i].name, opts, NULL, &e) >= 0)
+			n++;
+		k8s_error_clear(&e);
 	}
 	victims_clear(&vs);
 	k8s_store_unlock(store);

@@ -156,6 +156,11 @@ struct k8s_list_options {
 	const char *continue_token;
 };
 
+/* DELETE on a collection: deletes what the selectors select; returns how many. */
+int k8s_store_delete_collection(struct k8s_store *store, const struct k8s_resource *res,
+				const char *ns, const struct k8s_list_options *selected,
+				const struct k8s_delete_options *opts, struct k8s_error *err);
+
 /* Serializes a List object ("PodList") into *body (malloc'ed). */
 int k8s_store_list(struct k8s_store *store, const struct k8s_resource *res,
 		   const char *ns, const struct k8s_list_options *opts,

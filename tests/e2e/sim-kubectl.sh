@@ -223,6 +223,16 @@ expect_eq "watch from a compacted rv is 410" \
 	"$(code --max-time 10 "$server/api/v1/namespaces/default/pods?watch=1&resourceVersion=$rv")" 410
 expect_match "410 reason is Expired" "$(cat "$tmp/body")" '"reason":"Expired"'
 
+# --- deletecollection and dryRun
+expect_eq "DELETE on a collection with a field selector" \
+	"$(code -X DELETE "$server/api/v1/namespaces/default/configmaps?fieldSelector=metadata.name%3Dcm-0")" 200
+expect_match "only the selected object went" "$(kubectl get configmap cm-0 2>&1 || true)" "NotFound"
+expect_match "the others stay" "$(kubectl get configmap cm-1 -o name)" "configmap/cm-1"
+expect_eq "DELETE on a whole collection" "$(code -X DELETE "$server/api/v1/namespaces/default/configmaps")" 200
+expect_eq "the collection is empty" "$(kubectl get configmaps -o name | wc -l)" 0
+expect_eq "dryRun is refused, never applied" \
+	"$(post '/api/v1/namespaces/default/configmaps?dryRun=All' '{"metadata":{"name":"dry"}}')" 400
+
 # --- finalizers hold deletion
 post /api/v1/namespaces/default/configmaps \
 	'{"metadata":{"name":"held","finalizers":["example.com/hold"]}}' >/dev/null

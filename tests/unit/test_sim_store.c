@@ -406,3 +406,25 @@ Test(sim_store, filtered_watch_sees_objects_leave_and_enter_the_selection)
 	k8s_watch_free(w);
 	json_decref(relabel);
 }
+
+Test(sim_store, delete_collection_deletes_only_what_the_selector_selects)
+{
+	struct k8s_delete_options opts = default_delete();
+	struct k8s_selector *sel = NULL;
+	struct k8s_list_options selected = {};
+	struct k8s_error err = {};
+	json_t *l;
+	char msg[64];
+
+	json_decref(create(pods, "default", "{\"metadata\":{\"name\":\"a\",\"labels\":{\"app\":\"x\"}}}"));
+	json_decref(create(pods, "default", "{\"metadata\":{\"name\":\"b\",\"labels\":{\"app\":\"y\"}}}"));
+	json_decref(create(pods, "default", "{\"metadata\":{\"name\":\"c\",\"labels\":{\"app\":\"x\"}}}"));
+	cr_assert_eq(k8s_label_selector_parse("app=x", &sel, msg, sizeof(msg)), 0);
+	selected.labels = sel;
+	cr_assert_eq(k8s_store_delete_collection(store, pods, "default", &selected, &opts, &err), 2);
+	l = list("default", NULL, 0, NULL);
+	cr_assert_eq(json_array_size(json_object_get(l, "items")), 1);
+	cr_assert_str_eq(meta_str(json_array_get(json_object_get(l, "items"), 0), "name"), "b");
+	json_decref(l);
+	k8s_selector_free(sel);
+}
