@@ -63,6 +63,7 @@ EXTRA_DIST += \
 	tests/scheduling/s5-inflate-nodeselector.yaml \
 	tests/scheduling/taints-and-tolerations.yaml \
 	tests/scheduling/topology-spread-counts-existing.yaml \
+	tests/scheduling/topology-spread-nodepool-zones.yaml \
 	tests/scheduling/topology-spread-zone.yaml \
 	tests/scheduling/inflight-nodeclaim.yaml \
 	tests/scheduling/invalid/bad-operator.yaml \

@@ -81,6 +81,8 @@ struct solver {
 	struct shape **shapes;     /* open-addressing table */
 	uint32_t n_shapes, cap_shapes;
 	struct group_state *gs;
+	uint64_t pool_zones;       /* zones and capacity types some NodePool allows: */
+	unsigned pool_cts;         /* the topology domains new capacity can add */
 	uint32_t **matched;        /* per pod: groups whose selector counts it */
 	uint32_t *n_matched;
 	uint32_t *np_order;        /* NodePools by weight desc, name */

@@ -25,6 +25,23 @@ int topology_init(struct solver *s)
 	s->n_matched = calloc(c->n_pods ? c->n_pods : 1, sizeof(*s->n_matched));
 	if (!s->gs || !s->matched || !s->n_matched)
 		return -ENOMEM;
+	/* Zones (capacity types) where some NodePool has an offering. */
+	for (uint32_t i = 0; i < c->n_nodepools; i++) {
+		uint64_t zones = catalog_zone_mask(s->cat, &c->nodepools[i].reqs);
+		unsigned cts = catalog_ct_mask(&c->nodepools[i].reqs, s->st);
+		catalog_filter(s->cat, &c->nodepools[i].reqs, s->scratch);
+		for (uint32_t z = 0; z < s->cat->n_zones; z++)
+			for (unsigned ct = 0; ct < CT_N; ct++) {
+				if (!(zones >> z & 1) || !(cts >> ct & 1))
+					continue;
+				memcpy(s->scratch2, s->scratch, s->words * 8);
+				bits_and(s->scratch2, s->cat->offer[z * CT_N + ct], s->words);
+				if (bits_any(s->scratch2, s->words)) {
+					s->pool_zones |= 1ULL << z;
+					s->pool_cts |= 1u << ct;
+				}
+			}
+	}
 	if (!c->n_groups)
 		return 0;
 	for (uint32_t p = 0; p < c->n_pods; p++) {
@@ -193,14 +210,18 @@ static uint32_t domains(struct solver *s, const struct requirements *reqs, uint3
 	uint32_t key = c->groups[g].key, n = 0;
 	const struct requirement *r = requirements_get(reqs, key);
 
+	/* Domains are what NodePools can launch into (Karpenter builds them from
+	 * every NodePool's requirements) plus what existing nodes have. */
 	if (key == K_ZONE) {
-		uint64_t m = catalog_zone_mask(s->cat, reqs);
+		uint64_t m = catalog_zone_mask(s->cat, reqs) & s->pool_zones;
 		for (uint32_t z = 0; z < s->cat->n_zones; z++)
 			if (m >> z & 1)
 				add_domain(d, &n, s->cat->zones[z]);
 	} else if (key == K_CAPACITY_TYPE) {
-		add_domain(d, &n, V_SPOT);
-		add_domain(d, &n, V_ON_DEMAND);
+		if (s->pool_cts & 1u << CT_SPOT)
+			add_domain(d, &n, V_SPOT);
+		if (s->pool_cts & 1u << CT_ON_DEMAND)
+			add_domain(d, &n, V_ON_DEMAND);
 	} else {
 		for (uint32_t p = 0; p < c->n_nodepools; p++) {
 			const struct requirement *q = requirements_get(&c->nodepools[p].reqs, key);

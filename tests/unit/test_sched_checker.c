@@ -14,7 +14,7 @@
 
 #include "scheduler/solver.h"
 
-#define CASES 2500
+#define CASES 5000
 #define N_TYPES 40
 #define MAX_POOLS 3
 #define MAX_NODES 3
@@ -355,12 +355,45 @@ static const struct spec_deploy *dep_of(const struct spec *sp, const struct clus
 	return &sp->dep[atoi(strtab_str(&c->st, c->pods[p].name)) / 100];
 }
 
+static void dump_sel(const struct sel *s)
+{
+	if (s->op)
+		fprintf(stderr, " %s op%d %s %s", s->key, s->op, s->v[0], s->n > 1 ? s->v[1] : "");
+}
+
+/* CHECKER_DUMP=seed prints that case (to debug a failure). */
+static void dump(uint64_t seed, const struct spec *sp)
+{
+	const char *want = getenv("CHECKER_DUMP");
+	if (!want || strtoull(want, NULL, 10) != seed)
+		return;
+	for (int i = 0; i < sp->n_pools; i++) {
+		fprintf(stderr, "pool %s w%d team=%s taint=%s limit=%lld:", sp->pools[i].name, sp->pools[i].weight,
+			sp->pools[i].team ? sp->pools[i].team : "-", sp->pools[i].taint ? sp->pools[i].taint : "-",
+			(long long)sp->pools[i].cpu_limit);
+		dump_sel(&sp->pools[i].req[0]);
+		dump_sel(&sp->pools[i].req[1]);
+		fprintf(stderr, "\n");
+	}
+	for (int i = 0; i < sp->n_nodes; i++)
+		fprintf(stderr, "node %s %s team=%s cpu=%lld\n", sp->nodes[i].name, sp->nodes[i].zone,
+			sp->nodes[i].team ? sp->nodes[i].team : "-", (long long)sp->nodes[i].cpu);
+	for (int i = 0; i < sp->n_dep; i++) {
+		fprintf(stderr, "dep %s x%d cpu=%lld term=%d skew=%d bound=%d tol=%s:", sp->dep[i].app,
+			sp->dep[i].replicas, (long long)sp->dep[i].cpu, sp->dep[i].term, sp->dep[i].skew,
+			sp->dep[i].bound_node, sp->dep[i].tolerate ? sp->dep[i].tolerate : "-");
+		dump_sel(&sp->dep[i].sel);
+		fprintf(stderr, "\n");
+	}
+}
+
 static void check_case(uint64_t seed)
 {
 	struct spec sp;
 	struct sched_result *res;
 	rs = seed * 2654435761ULL + 1;
 	random_spec(&sp);
+	dump(seed, &sp);
 	struct cluster *c = build(&sp);
 	int sr = sched_solve(c, &res);
 	cr_assert_eq(sr, 0, "seed %llu: solve returned %d", (unsigned long long)seed, sr);
@@ -492,13 +525,41 @@ static void check_case(uint64_t seed)
 			cr_assert_leq((per_zone[0] > 0) + (per_zone[1] > 0) + (per_zone[2] > 0), 1,
 				      "seed %llu: zonal affinity", (unsigned long long)seed);
 		if (d->term == T_ZONE_SPREAD) {
-			/* Domains: zones the pod's own selection allows. */
+			/* Domains: zones the pod's own selection allows where some pool
+			 * can launch (spot is offered in zones 1-2 only) or a node is. */
 			int lo = 1 << 30, hi = 0;
 			for (int z = 0; z < 3; z++) {
 				struct place zp = { .zones = { zones[z] }, .n_zones = 1 };
 				bool allowed = strcmp(d->sel.key ? d->sel.key : "", "topology.kubernetes.io/zone") ||
 					       sel_ok(&d->sel, &zp);
-				if (!allowed)
+				bool reachable = false;
+				for (int q = 0; q < sp.n_pools; q++) {
+					bool zone_ok = true, spot = true, od = true;
+					for (int k = 0; k < 2; k++) {
+						const struct sel *ps = &sp.pools[q].req[k];
+						if (!ps->op)
+							continue;
+						if (!strcmp(ps->key, "topology.kubernetes.io/zone"))
+							zone_ok &= one_value_ok(ps, zones[z]);
+						if (!strcmp(ps->key, "karpenter.sh/capacity-type")) {
+							spot &= one_value_ok(ps, "spot");
+							od &= one_value_ok(ps, "on-demand");
+						}
+					}
+					bool any_type = false; /* instance-cpu bounds may exclude all */
+					for (int t = 1; t <= N_TYPES; t++) {
+						bool ok = true;
+						for (int k = 0; k < 2; k++)
+							if (sp.pools[q].req[k].op &&
+							    !strcmp(sp.pools[q].req[k].key, "karpenter.k8s.aws/instance-cpu"))
+								ok &= one_value_ok(&sp.pools[q].req[k], itoa_static(t));
+						any_type |= ok;
+					}
+					reachable |= any_type && zone_ok && (od || (spot && z < 2));
+				}
+				for (int n = 0; n < sp.n_nodes; n++)
+					reachable |= !strcmp(sp.nodes[n].zone, zones[z]);
+				if (!allowed || !reachable)
 					continue;
 				lo = MIN(lo, per_zone[z]);
 				hi = MAX(hi, per_zone[z]);
