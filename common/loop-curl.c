@@ -202,6 +202,8 @@ static int curl_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
 	if (what & CURL_POLL_OUT)
 		events |= EPOLLOUT;
 	r = loop_curl_sock_watch(c, fd, events, cs);
+	if (r == -ESTALE)
+		return 0; /* the loop has finished: transfers are being torn down */
 	if (r < 0) {
 		log_error_errno(r, "Failed to watch an HTTP connection: %m");
 		return -1; /* curl fails this transfer */
@@ -231,6 +233,8 @@ static int curl_timer_cb(CURLM *multi, long timeout_ms, void *userp)
 		if (r >= 0)
 			r = sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
 	}
+	if (r == -ESTALE)
+		return 0; /* the loop has finished: transfers are being torn down */
 	if (r < 0) {
 		log_error_errno(r, "Failed to arm the HTTP timer: %m");
 		return -1;

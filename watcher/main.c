@@ -30,6 +30,8 @@
 
 struct watcher {
 	struct watcher_config cfg;
+	int argc;
+	char **argv; /* kept for SIGHUP: a reload reads the same command line */
 	struct loop *loop;
 	struct sock_ctx *socks;
 	struct metrics_registry *metrics;
@@ -241,6 +243,45 @@ static int watcher_start(struct watcher *w)
 	return 0;
 }
 
+/* SIGHUP: read everything again; apply all of it or none (config_reload). */
+static int on_reload(struct loop *loop, void *userdata)
+{
+	struct watcher *w = userdata;
+	struct config_source src = { w->argc, w->argv, NULL };
+	struct config_result res = { 0 };
+	struct watcher_config fresh = { 0 };
+	bool announce_changed;
+	int r;
+
+	r = config_reload(&watcher_schema, &w->cfg, &fresh, &src, &res);
+	if (r < 0) {
+		log_error("%s; keeping the running configuration", res.error);
+		config_result_done(&res);
+		return 0;
+	}
+	announce_changed = fresh.announce_interval_usec != w->cfg.announce_interval_usec;
+	config_free(&watcher_schema, &w->cfg);
+	w->cfg = fresh;
+	config_setup_logging(&watcher_schema, &w->cfg);
+	if (announce_changed && w->pending) {
+		loop_remove_periodic(loop, "announce-pending");
+		loop_add_periodic(loop, "announce-pending", w->cfg.announce_interval_usec, on_announce, w);
+	}
+	log_info("reloaded configuration%s%s", res.changed[0] ? ": changed " : " (no change)",
+		 res.changed);
+	config_result_done(&res);
+	return 0;
+}
+
+/* SIGTERM: nothing is in flight that the API does not already hold. */
+static int on_shutdown(struct loop *loop, void *userdata)
+{
+	(void)loop;
+	(void)userdata;
+	log_info("stopping");
+	return 0;
+}
+
 static void watcher_stop(struct watcher *w)
 {
 	lease_free(w->lease);
@@ -266,7 +307,11 @@ int main(int argc, char **argv)
 
 	if (config_handle_command_line(&watcher_schema, &w.cfg, argc, argv, &exit_code))
 		return exit_code;
+	w.argc = argc;
+	w.argv = argv;
 	r = watcher_start(&w);
+	if (r >= 0)
+		loop_set_hooks(w.loop, &(struct loop_hooks){ on_shutdown, on_reload, &w });
 	if (r >= 0)
 		r = loop_run(w.loop);
 	watcher_stop(&w);
