@@ -168,7 +168,8 @@ int ec2_describe_instance_types(struct sim_aws *aws, const struct aws_request *r
 	const struct aws_catalog *c = aws->catalog;
 	_cleanup_free_ const struct aws_instance_type **sel = NULL;
 	struct aws_filters f = { 0 };
-	size_t n_sel = 0, start, limit, n_named;
+	struct aws_list named = { 0 };
+	size_t n_sel = 0, start, limit;
 	bool handled;
 	struct xml x;
 	int r;
@@ -180,32 +181,25 @@ int ec2_describe_instance_types(struct sim_aws *aws, const struct aws_request *r
 	if (r < 0 || handled)
 		return r;
 	sel = calloc(c->n_types + 1, sizeof(*sel));
-	if (!sel) {
+	if (!sel || aws_params_list(req->params, "InstanceType", &named) < 0) {
 		aws_filters_clear(&f);
 		return -ENOMEM;
 	}
-	n_named = aws_params_count(req->params, "InstanceType");
-	for (size_t i = 0; i < n_named; i++) {
-		const char *name = aws_params_getf(req->params, "InstanceType.%zu", i + 1);
-		const struct aws_instance_type *t = aws_catalog_type(c, name);
-
-		if (!t) {
+	for (size_t i = 0; i < named.n; i++)
+		if (!aws_catalog_type(c, named.v[i])) {
+			r = aws_error(resp, req, 400, "InvalidInstanceType",
+				      "The following supplied instance types do not exist: [%s]",
+				      named.v[i] ? named.v[i] : "");
 			aws_filters_clear(&f);
-			return aws_error(resp, req, 400, "InvalidInstanceType",
-					 "The following supplied instance types do not exist: [%s]",
-					 name ? name : "");
+			aws_list_clear(&named);
+			return r;
 		}
-	}
-	for (size_t i = 0; i < c->n_types; i++) {
-		bool named = n_named == 0;
-
-		for (size_t k = 0; !named && k < n_named; k++)
-			named = streq_ptr(aws_params_getf(req->params, "InstanceType.%zu", k + 1),
-					  c->types[i].name);
-		if (named && type_matches(&c->types[i], &f))
+	for (size_t i = 0; i < c->n_types; i++)
+		if ((named.n == 0 || aws_list_has(&named, c->types[i].name)) &&
+		    type_matches(&c->types[i], &f))
 			sel[n_sel++] = &c->types[i];
-	}
 	aws_filters_clear(&f);
+	aws_list_clear(&named);
 
 	r = xml_begin(&x, "DescribeInstanceTypesResponse", EC2_XMLNS);
 	if (r < 0)
@@ -289,16 +283,13 @@ static const char *const spot_filters[] = {
 };
 
 static bool spot_wanted(const struct aws_request *req, const struct aws_filters *f,
-			const struct aws_instance_type *t, const struct aws_zone *z)
+			const struct aws_list *named, const struct aws_instance_type *t,
+			const struct aws_zone *z)
 {
 	const char *az = aws_params_get(req->params, "AvailabilityZone");
 	const struct aws_filter *flt;
-	size_t n = aws_params_count(req->params, "InstanceType");
-	bool named = n == 0;
 
-	for (size_t k = 0; !named && k < n; k++)
-		named = streq_ptr(aws_params_getf(req->params, "InstanceType.%zu", k + 1), t->name);
-	if (!named || (az && !streq(az, z->name)))
+	if ((named->n && !aws_list_has(named, t->name)) || (az && !streq(az, z->name)))
 		return false;
 	flt = aws_filters_find(f, "instance-type");
 	if (flt && !aws_filter_matches(flt, t->name))
@@ -307,15 +298,59 @@ static bool spot_wanted(const struct aws_request *req, const struct aws_filters 
 	return !flt || aws_filter_matches(flt, z->name);
 }
 
-int ec2_describe_spot_price_history(struct sim_aws *aws, const struct aws_request *req,
-				    struct aws_response *resp)
+/* Only Linux/UNIX is simulated; other product descriptions have no prices. */
+static bool spot_linux_wanted(const struct aws_list *pds, const struct aws_filters *f)
+{
+	const struct aws_filter *flt = aws_filters_find(f, "product-description");
+	bool wanted = pds->n == 0;
+
+	for (size_t k = 0; k < pds->n; k++)
+		wanted |= pds->v[k] && strncmp(pds->v[k], "Linux/UNIX", 10) == 0;
+	return wanted && (!flt || aws_filter_matches(flt, "Linux/UNIX"));
+}
+
+static void write_spot_prices(struct xml *x, struct sim_aws *aws, const struct aws_request *req,
+			      const struct aws_filters *f, const struct aws_list *named,
+			      size_t start, size_t limit)
 {
 	const struct aws_region *reg = aws_catalog_region(aws->catalog, req->region);
 	uint64_t hour = aws_now_ms() / 3600000 * 3600000;
-	struct aws_filters f = { 0 };
-	size_t start, limit, n = 0;
-	bool handled, linux_wanted = true;
+	size_t n = 0;
 	char ts[32];
+
+	format_iso8601(hour, ts);
+	xml_open(x, "spotPriceHistorySet");
+	for (size_t i = 0; i < aws->catalog->n_types; i++) {
+		const struct aws_instance_type *t = &aws->catalog->types[i];
+
+		for (size_t z = 0; aws_type_offered(t) && z < SIM_AWS_ZONES_PER_REGION; z++) {
+			if (!spot_wanted(req, f, named, t, &reg->zones[z]))
+				continue;
+			if (n >= start && n - start < limit) {
+				xml_open(x, "item");
+				xml_leaf(x, "instanceType", t->name);
+				xml_leaf(x, "productDescription", "Linux/UNIX");
+				xml_leaff(x, "spotPrice", "%.6f",
+					  aws_catalog_price(reg, &reg->zones[z], t, true));
+				xml_leaf(x, "timestamp", ts);
+				xml_leaf(x, "availabilityZone", reg->zones[z].name);
+				xml_close(x, "item");
+			}
+			n++;
+		}
+	}
+	xml_close(x, "spotPriceHistorySet");
+	if (start + limit < n)
+		aws_page_next_token(x, start + limit);
+}
+
+int ec2_describe_spot_price_history(struct sim_aws *aws, const struct aws_request *req,
+				    struct aws_response *resp)
+{
+	struct aws_list named = { 0 }, pds = { 0 };
+	struct aws_filters f = { 0 };
+	size_t start, limit;
+	bool handled;
 	struct xml x;
 	int r;
 
@@ -325,48 +360,21 @@ int ec2_describe_spot_price_history(struct sim_aws *aws, const struct aws_reques
 	r = ec2_filters_load(req, resp, spot_filters, false, &f, &handled);
 	if (r < 0 || handled)
 		return r;
-	/* Only Linux/UNIX is simulated; other product descriptions have no prices. */
-	if (aws_params_count(req->params, "ProductDescription") > 0) {
-		linux_wanted = false;
-		for (size_t k = 0; k < aws_params_count(req->params, "ProductDescription"); k++) {
-			const char *pd = aws_params_getf(req->params, "ProductDescription.%zu", k + 1);
-
-			linux_wanted |= pd && strncmp(pd, "Linux/UNIX", 10) == 0;
-		}
+	r = aws_params_list(req->params, "InstanceType", &named);
+	if (r >= 0)
+		r = aws_params_list(req->params, "ProductDescription", &pds);
+	if (r >= 0)
+		r = xml_begin(&x, "DescribeSpotPriceHistoryResponse", EC2_XMLNS);
+	if (r >= 0) {
+		xml_leaf(&x, "requestId", req->request_id);
+		if (spot_linux_wanted(&pds, &f))
+			write_spot_prices(&x, aws, req, &f, &named, start, limit);
+		else
+			xml_empty(&x, "spotPriceHistorySet");
+		r = xml_finish(&x, "DescribeSpotPriceHistoryResponse", resp);
 	}
-	if (aws_filters_find(&f, "product-description") &&
-	    !aws_filter_matches(aws_filters_find(&f, "product-description"), "Linux/UNIX"))
-		linux_wanted = false;
-	format_iso8601(hour, ts);
-	r = xml_begin(&x, "DescribeSpotPriceHistoryResponse", EC2_XMLNS);
-	if (r < 0) {
-		aws_filters_clear(&f);
-		return r;
-	}
-	xml_leaf(&x, "requestId", req->request_id);
-	xml_open(&x, "spotPriceHistorySet");
-	for (size_t i = 0; linux_wanted && i < aws->catalog->n_types; i++) {
-		const struct aws_instance_type *t = &aws->catalog->types[i];
-
-		for (size_t z = 0; aws_type_offered(t) && z < SIM_AWS_ZONES_PER_REGION; z++) {
-			if (!spot_wanted(req, &f, t, &reg->zones[z]))
-				continue;
-			if (n >= start && n < start + limit) {
-				xml_open(&x, "item");
-				xml_leaf(&x, "instanceType", t->name);
-				xml_leaf(&x, "productDescription", "Linux/UNIX");
-				xml_leaff(&x, "spotPrice", "%.6f",
-					  aws_catalog_price(reg, &reg->zones[z], t, true));
-				xml_leaf(&x, "timestamp", ts);
-				xml_leaf(&x, "availabilityZone", reg->zones[z].name);
-				xml_close(&x, "item");
-			}
-			n++;
-		}
-	}
-	xml_close(&x, "spotPriceHistorySet");
-	if (start + limit < n)
-		aws_page_next_token(&x, start + limit);
 	aws_filters_clear(&f);
-	return xml_finish(&x, "DescribeSpotPriceHistoryResponse", resp);
+	aws_list_clear(&named);
+	aws_list_clear(&pds);
+	return r;
 }

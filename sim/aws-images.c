@@ -122,21 +122,17 @@ static const char *const image_filters[] = {
 	"image-type", "is-public", "root-device-type", "virtualization-type", NULL,
 };
 
-static bool image_matches(const struct aws_image *im, const struct aws_request *req,
+/* Owner.N: every simulated AMI belongs to Amazon's EKS account. */
+static bool owners_include_amazon(const struct aws_list *owners)
+{
+	return owners->n == 0 || aws_list_has(owners, "amazon") ||
+	       aws_list_has(owners, SIM_AWS_AMI_OWNER_ID);
+}
+
+static bool image_matches(const struct aws_image *im, const struct aws_list *ids,
 			  const struct aws_filters *f)
 {
-	size_t n_own = aws_params_count(req->params, "Owner");
-	size_t n_ids = aws_params_count(req->params, "ImageId");
-	bool owned = n_own == 0, listed = n_ids == 0;
-
-	for (size_t k = 0; !owned && k < n_own; k++) {
-		const char *o = aws_params_getf(req->params, "Owner.%zu", k + 1);
-
-		owned = streq_ptr(o, "amazon") || streq_ptr(o, SIM_AWS_AMI_OWNER_ID);
-	}
-	for (size_t k = 0; !listed && k < n_ids; k++)
-		listed = streq_ptr(aws_params_getf(req->params, "ImageId.%zu", k + 1), im->id);
-	if (!owned || !listed)
+	if (ids->n && !aws_list_has(ids, im->id))
 		return false;
 	for (size_t i = 0; i < f->n; i++) {
 		const char *n = f->v[i].name;
@@ -194,28 +190,35 @@ static void write_image(struct xml *x, const struct aws_image *im)
 int ec2_describe_images(struct sim_aws *aws, const struct aws_request *req,
 			struct aws_response *resp)
 {
+	struct aws_list ids = { 0 }, owners = { 0 };
 	struct aws_filters f = { 0 };
 	size_t start, limit, n = 0;
-	bool handled;
+	bool handled, owned;
 	struct xml x;
 	int r;
 
-	for (size_t k = 0; k < aws_params_count(req->params, "ImageId"); k++) {
-		const char *id = aws_params_getf(req->params, "ImageId.%zu", k + 1);
-
-		if (!aws_image_by_id(aws, req->region, id))
-			return aws_error(resp, req, 400, "InvalidAMIID.NotFound",
-					 "The image id '[%s]' does not exist", id ? id : "");
+	if (aws_params_list(req->params, "ImageId", &ids) < 0 ||
+	    aws_params_list(req->params, "Owner", &owners) < 0) {
+		aws_list_clear(&ids);
+		return -ENOMEM;
 	}
+	owned = owners_include_amazon(&owners);
+	aws_list_clear(&owners);
+	for (size_t k = 0; k < ids.n; k++)
+		if (!aws_image_by_id(aws, req->region, ids.v[k])) {
+			r = aws_error(resp, req, 400, "InvalidAMIID.NotFound",
+				      "The image id '[%s]' does not exist", ids.v[k] ? ids.v[k] : "");
+			aws_list_clear(&ids);
+			return r;
+		}
 	r = aws_page_parse(req, resp, PAGE_IMAGES, &start, &limit, &handled);
-	if (r < 0 || handled)
-		return r;
-	r = ec2_filters_load(req, resp, image_filters, true, &f, &handled);
-	if (r < 0 || handled)
-		return r;
-	r = xml_begin(&x, "DescribeImagesResponse", EC2_XMLNS);
-	if (r < 0) {
+	if (r >= 0 && !handled)
+		r = ec2_filters_load(req, resp, image_filters, true, &f, &handled);
+	if (r >= 0 && !handled)
+		r = xml_begin(&x, "DescribeImagesResponse", EC2_XMLNS);
+	if (r < 0 || handled) {
 		aws_filters_clear(&f);
+		aws_list_clear(&ids);
 		return r;
 	}
 	xml_leaf(&x, "requestId", req->request_id);
@@ -223,7 +226,7 @@ int ec2_describe_images(struct sim_aws *aws, const struct aws_request *req,
 	for (size_t i = 0; i < aws->n_images; i++) {
 		const struct aws_image *im = &aws->images[i];
 
-		if (!streq(im->region, req->region) || !image_matches(im, req, &f))
+		if (!owned || !streq(im->region, req->region) || !image_matches(im, &ids, &f))
 			continue;
 		if (n >= start && n - start < limit)
 			write_image(&x, im);
@@ -233,5 +236,6 @@ int ec2_describe_images(struct sim_aws *aws, const struct aws_request *req,
 	if (limit != PAGE_ALL && start + limit < n)
 		aws_page_next_token(&x, start + limit);
 	aws_filters_clear(&f);
+	aws_list_clear(&ids);
 	return xml_finish(&x, "DescribeImagesResponse", resp);
 }

@@ -204,19 +204,13 @@ static int instance_ids_check(struct sim_aws *aws, const struct aws_request *req
 	return 0;
 }
 
-static bool instance_listed(const struct aws_request *req, size_t n, const char *id)
-{
-	for (size_t k = 0; k < n; k++)
-		if (streq_ptr(aws_params_getf(req->params, "InstanceId.%zu", k + 1), id))
-			return true;
-	return n == 0;
-}
 
 int ec2_describe_instances(struct sim_aws *aws, const struct aws_request *req,
 			   struct aws_response *resp)
 {
 	size_t n_ids = aws_params_count(req->params, "InstanceId"), start, limit, n = 0;
 	struct aws_filters f = { 0 };
+	struct aws_list ids = { 0 };
 	bool handled;
 	struct xml x;
 	int r;
@@ -233,9 +227,12 @@ int ec2_describe_instances(struct sim_aws *aws, const struct aws_request *req,
 	r = ec2_filters_load(req, resp, instance_filters, true, &f, &handled);
 	if (r < 0 || handled)
 		return r;
-	r = xml_begin(&x, "DescribeInstancesResponse", EC2_XMLNS);
+	r = aws_params_list(req->params, "InstanceId", &ids);
+	if (r >= 0)
+		r = xml_begin(&x, "DescribeInstancesResponse", EC2_XMLNS);
 	if (r < 0) {
 		aws_filters_clear(&f);
+		aws_list_clear(&ids);
 		return r;
 	}
 	xml_leaf(&x, "requestId", req->request_id);
@@ -243,7 +240,7 @@ int ec2_describe_instances(struct sim_aws *aws, const struct aws_request *req,
 	for (size_t k = 0; k < aws->n_instances; k++) {
 		const struct aws_instance *i = aws->instances[k];
 
-		if (!streq(i->region->name, req->region) || !instance_listed(req, n_ids, i->id) ||
+		if (!streq(i->region->name, req->region) || (ids.n && !aws_list_has(&ids, i->id)) ||
 		    !instance_matches(i, &f))
 			continue;
 		if (n >= start && n - start < limit) {
@@ -262,6 +259,7 @@ int ec2_describe_instances(struct sim_aws *aws, const struct aws_request *req,
 	if (limit != PAGE_ALL && start + limit < n)
 		aws_page_next_token(&x, start + limit);
 	aws_filters_clear(&f);
+	aws_list_clear(&ids);
 	return xml_finish(&x, "DescribeInstancesResponse", resp);
 }
 
@@ -334,12 +332,44 @@ static int tag_targets(struct sim_aws *aws, const struct aws_request *req,
 	return 0;
 }
 
+/* Tags that would exceed EC2_TAGS_MAX user tags on a resource (+2 for the
+ * aws: tags the sim sets itself); checked before anything changes. */
+static bool tags_would_overflow(const struct aws_tags *t, const char **keys, size_t n_keys)
+{
+	size_t added = 0;
+
+	for (size_t i = 0; i < n_keys; i++)
+		added += !aws_tags_get(t, keys[i]);
+	return t->n + added > EC2_TAGS_MAX + 2;
+}
+
+static int tags_apply(struct sim_aws *aws, const struct aws_request *req,
+		      struct aws_response *resp, struct aws_tags **targets, size_t n,
+		      const char **keys, const char **values, size_t n_tags)
+{
+	int r;
+
+	for (size_t k = 0; k < n; k++)
+		if (tags_would_overflow(targets[k], keys, n_tags))
+			return aws_error(resp, req, 400, "TagLimitExceeded",
+					 "The maximum number of Tags for a resource has been reached.");
+	for (size_t k = 0; k < n; k++)
+		for (size_t t = 0; t < n_tags; t++) {
+			r = aws_tags_set(targets[k], keys[t], values[t]);
+			if (r < 0)
+				return r;
+		}
+	aws_timeline_add(aws, "create-tags", "%zu resource(s), %zu tag(s)", n, n_tags);
+	return 1;
+}
+
 int ec2_create_tags(struct sim_aws *aws, const struct aws_request *req,
 		    struct aws_response *resp)
 {
 	size_t n = aws_params_count(req->params, "ResourceId");
 	size_t n_tags = aws_params_count(req->params, "Tag");
 	_cleanup_free_ struct aws_tags **targets = NULL;
+	_cleanup_free_ const char **keys = NULL, **values = NULL;
 	bool handled;
 	struct xml x;
 	int r;
@@ -348,34 +378,25 @@ int ec2_create_tags(struct sim_aws *aws, const struct aws_request *req,
 		return aws_error_missing(resp, req, "ResourceId");
 	if (n_tags == 0)
 		return aws_error_missing(resp, req, "Tag");
+	keys = calloc(n_tags, sizeof(*keys));
+	values = calloc(n_tags, sizeof(*values));
+	targets = calloc(n, sizeof(*targets));
+	if (!keys || !values || !targets)
+		return -ENOMEM;
 	for (size_t t = 0; t < n_tags; t++) {
-		const char *key = aws_params_getf(req->params, "Tag.%zu.Key", t + 1);
-
-		if (!key || !*key || strncmp(key, "aws:", 4) == 0)
+		keys[t] = aws_params_getf(req->params, "Tag.%zu.Key", t + 1);
+		values[t] = aws_params_getf(req->params, "Tag.%zu.Value", t + 1);
+		if (!keys[t] || !*keys[t] || strncmp(keys[t], "aws:", 4) == 0)
 			return aws_error(resp, req, 400, "InvalidParameterValue",
 					 "Value (%s) for parameter Tag.%zu.Key is invalid. Tag keys starting with 'aws:' are reserved for internal use",
-					 key ? key : "", t + 1);
+					 keys[t] ? keys[t] : "", t + 1);
 	}
-	targets = calloc(n, sizeof(*targets));
-	if (!targets)
-		return -ENOMEM;
 	r = tag_targets(aws, req, resp, n, targets, &handled);
 	if (r < 0 || handled)
 		return r;
-	for (size_t k = 0; k < n; k++) {
-		for (size_t t = 0; t < n_tags; t++) {
-			const char *key = aws_params_getf(req->params, "Tag.%zu.Key", t + 1);
-
-			if (!aws_tags_get(targets[k], key) && targets[k]->n >= EC2_TAGS_MAX + 2)
-				return aws_error(resp, req, 400, "TagLimitExceeded",
-						 "The maximum number of Tags for a resource has been reached.");
-			r = aws_tags_set(targets[k], key,
-					 aws_params_getf(req->params, "Tag.%zu.Value", t + 1));
-			if (r < 0)
-				return r;
-		}
-	}
-	aws_timeline_add(aws, "create-tags", "%zu resource(s), %zu tag(s)", n, n_tags);
+	r = tags_apply(aws, req, resp, targets, n, keys, values, n_tags);
+	if (r <= 0)
+		return r;
 	r = xml_begin(&x, "CreateTagsResponse", EC2_XMLNS);
 	if (r < 0)
 		return r;

@@ -142,6 +142,15 @@ const char *aws_params_getf(const struct aws_params *p, const char *fmt, ...) _p
 void aws_params_clear(struct aws_params *p);
 /* Number of consecutive "<prefix>.N..." indexes present from 1. */
 size_t aws_params_count(const struct aws_params *p, const char *prefix);
+/* The values of "<prefix>.1".."<prefix>.N" (entries NULL where only
+ * "<prefix>.K.Sub" exists); pointers into p. */
+struct aws_list {
+	const char **v;
+	size_t n;
+};
+int aws_params_list(const struct aws_params *p, const char *prefix, struct aws_list *ret);
+bool aws_list_has(const struct aws_list *l, const char *s);
+void aws_list_clear(struct aws_list *l);
 int aws_parse_uint(const char *s, unsigned long max, unsigned long *ret);
 
 /* An EC2 Filter.N: name and values (pointers into the params). */

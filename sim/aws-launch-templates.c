@@ -119,18 +119,13 @@ int ec2_create_launch_template(struct sim_aws *aws, const struct aws_request *re
 
 static const char *const lt_filters[] = { "launch-template-name", "create-time", NULL };
 
-static bool lt_selected(const struct aws_launch_template *lt, const struct aws_request *req,
-			const struct aws_filters *f)
+static bool lt_selected(const struct aws_launch_template *lt, const struct aws_list *ids,
+			const struct aws_list *names, const struct aws_filters *f)
 {
-	size_t n_ids = aws_params_count(req->params, "LaunchTemplateId");
-	size_t n_names = aws_params_count(req->params, "LaunchTemplateName");
 	const struct aws_filter *fn = aws_filters_find(f, "launch-template-name");
-	bool ok = n_ids == 0 && n_names == 0;
+	bool ok = (ids->n == 0 && names->n == 0) || aws_list_has(ids, lt->id) ||
+		  aws_list_has(names, lt->name);
 
-	for (size_t k = 0; !ok && k < n_ids; k++)
-		ok = streq_ptr(aws_params_getf(req->params, "LaunchTemplateId.%zu", k + 1), lt->id);
-	for (size_t k = 0; !ok && k < n_names; k++)
-		ok = streq_ptr(aws_params_getf(req->params, "LaunchTemplateName.%zu", k + 1), lt->name);
 	return ok && (!fn || aws_filter_matches(fn, lt->name)) &&
 	       aws_tags_match_filters(&lt->tags, f);
 }
@@ -162,6 +157,7 @@ static int lt_check_named(struct sim_aws *aws, const struct aws_request *req,
 int ec2_describe_launch_templates(struct sim_aws *aws, const struct aws_request *req,
 				  struct aws_response *resp)
 {
+	struct aws_list ids = { 0 }, names = { 0 };
 	struct aws_filters f = { 0 };
 	size_t start, limit, n = 0;
 	bool handled;
@@ -177,9 +173,15 @@ int ec2_describe_launch_templates(struct sim_aws *aws, const struct aws_request 
 	r = ec2_filters_load(req, resp, lt_filters, true, &f, &handled);
 	if (r < 0 || handled)
 		return r;
-	r = xml_begin(&x, "DescribeLaunchTemplatesResponse", EC2_XMLNS);
+	r = aws_params_list(req->params, "LaunchTemplateId", &ids);
+	if (r >= 0)
+		r = aws_params_list(req->params, "LaunchTemplateName", &names);
+	if (r >= 0)
+		r = xml_begin(&x, "DescribeLaunchTemplatesResponse", EC2_XMLNS);
 	if (r < 0) {
 		aws_filters_clear(&f);
+		aws_list_clear(&ids);
+		aws_list_clear(&names);
 		return r;
 	}
 	xml_leaf(&x, "requestId", req->request_id);
@@ -187,7 +189,7 @@ int ec2_describe_launch_templates(struct sim_aws *aws, const struct aws_request 
 	for (size_t i = 0; i < aws->n_templates; i++) {
 		const struct aws_launch_template *lt = aws->templates[i];
 
-		if (!streq(lt->region, req->region) || !lt_selected(lt, req, &f))
+		if (!streq(lt->region, req->region) || !lt_selected(lt, &ids, &names, &f))
 			continue;
 		if (n >= start && n < start + limit)
 			write_template(&x, lt, "item");
@@ -197,6 +199,8 @@ int ec2_describe_launch_templates(struct sim_aws *aws, const struct aws_request 
 	if (start + limit < n)
 		aws_page_next_token(&x, start + limit);
 	aws_filters_clear(&f);
+	aws_list_clear(&ids);
+	aws_list_clear(&names);
 	return xml_finish(&x, "DescribeLaunchTemplatesResponse", resp);
 }
 

@@ -85,28 +85,71 @@ void aws_params_clear(struct aws_params *p)
 	*p = (struct aws_params){ 0 };
 }
 
-/* "Prefix.N" or "Prefix.N.<anything>" for the given N. */
-static bool params_have_index(const struct aws_params *p, const char *prefix, size_t n)
+/* N of a "Prefix.N" or "Prefix.N.<anything>" name, or 0. */
+static size_t param_index(const char *name, const char *prefix, size_t prefix_len)
 {
-	char key[256];
-	int k = snprintf(key, sizeof(key), "%s.%zu", prefix, n);
+	unsigned long v = 0;
+	const char *s;
 
-	if (k < 0 || (size_t)k >= sizeof(key) || !p)
-		return false;
-	for (size_t i = 0; i < p->n; i++)
-		if (strncmp(p->v[i].name, key, (size_t)k) == 0 &&
-		    (p->v[i].name[k] == '\0' || p->v[i].name[k] == '.'))
+	if (strncmp(name, prefix, prefix_len) != 0 || name[prefix_len] != '.')
+		return 0;
+	s = name + prefix_len + 1;
+	if (*s < '1' || *s > '9')
+		return 0;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		v = v * 10 + (unsigned long)(*s - '0');
+		if (v > SIM_AWS_LIST_MAX)
+			return 0;
+	}
+	return *s == '\0' || *s == '.' ? v : 0;
+}
+
+/* One pass over the parameters: which indexes 1..SIM_AWS_LIST_MAX occur. */
+size_t aws_params_count(const struct aws_params *p, const char *prefix)
+{
+	bool seen[SIM_AWS_LIST_MAX + 1] = { false };
+	size_t len = strlen(prefix), n = 0;
+
+	for (size_t i = 0; p && i < p->n; i++)
+		seen[param_index(p->v[i].name, prefix, len)] = true;
+	while (n < SIM_AWS_LIST_MAX && seen[n + 1])
+		n++;
+	return n;
+}
+
+int aws_params_list(const struct aws_params *p, const char *prefix, struct aws_list *ret)
+{
+	size_t n = aws_params_count(p, prefix), len = strlen(prefix);
+
+	*ret = (struct aws_list){ 0 };
+	if (n == 0)
+		return 0;
+	ret->v = calloc(n, sizeof(*ret->v));
+	if (!ret->v)
+		return -ENOMEM;
+	ret->n = n;
+	for (size_t i = 0; i < p->n; i++) {
+		size_t k = param_index(p->v[i].name, prefix, len);
+
+		/* Only "Prefix.N" itself, not "Prefix.N.Key". */
+		if (k >= 1 && k <= n && !strchr(p->v[i].name + len + 1, '.'))
+			ret->v[k - 1] = p->v[i].value;
+	}
+	return 0;
+}
+
+bool aws_list_has(const struct aws_list *l, const char *s)
+{
+	for (size_t i = 0; s && i < l->n; i++)
+		if (streq_ptr(l->v[i], s))
 			return true;
 	return false;
 }
 
-size_t aws_params_count(const struct aws_params *p, const char *prefix)
+void aws_list_clear(struct aws_list *l)
 {
-	size_t n = 0;
-
-	while (n < SIM_AWS_LIST_MAX && params_have_index(p, prefix, n + 1))
-		n++;
-	return n;
+	free(l->v);
+	*l = (struct aws_list){ 0 };
 }
 
 int aws_parse_uint(const char *s, unsigned long max, unsigned long *ret)
