@@ -163,7 +163,7 @@ static int handle_list(struct k8s_api *api, const struct k8s_request *req,
 		return k8s_reply_error(resp, &err);
 	opts.labels = labels;
 	opts.fields = fields;
-	opts.limit = limit ? strtol(limit, NULL, 10) : 0;
+	opts.limit = limit ? MAX(strtol(limit, NULL, 10), 0L) : 0;
 	r = k8s_store_list(api->store, route->res, route->ns, &opts, &resp->body,
 			   &resp->len, &err);
 	k8s_selector_free(labels);

@@ -61,6 +61,7 @@ static void resource_clear(struct k8s_resource *r)
 	free(r->singular);
 	free(r->short_names);
 	free(r->categories);
+	free(r->qualified);
 }
 
 struct k8s_registry *k8s_registry_free(struct k8s_registry *reg)
@@ -93,11 +94,16 @@ static int registry_add(struct k8s_registry *reg, const struct builtin *b,
 	r->singular = strdup(b->singular);
 	r->short_names = strdup(b->short_names);
 	r->categories = strdup(b->categories);
+	if (*b->group) {
+		if (asprintf(&r->qualified, "%s.%s", b->plural, b->group) < 0)
+			r->qualified = NULL;
+	} else
+		r->qualified = strdup(b->plural);
 	r->namespaced = b->namespaced;
 	r->subresources = b->subresources;
 	r->custom = custom;
 	if (!r->group || !r->version || !r->kind || !r->plural || !r->singular ||
-	    !r->short_names || !r->categories) {
+	    !r->short_names || !r->categories || !r->qualified) {
 		resource_clear(r);
 		return -ENOMEM;
 	}

@@ -26,6 +26,7 @@ struct k8s_resource {
 	char *singular;
 	char *short_names; /* comma-separated, may be empty */
 	char *categories;  /* comma-separated, may be empty */
+	char *qualified;   /* "pods", "deployments.apps": as in error messages */
 	bool namespaced;
 	unsigned subresources;
 	bool custom; /* served from a CRD */

@@ -322,12 +322,7 @@ int k8s_store_get(struct k8s_store *store, const struct k8s_resource *res,
 
 const char *k8s_resource_qualified(const struct k8s_resource *res)
 {
-	static __thread char buf[256];
-
-	if (!*res->group)
-		return res->plural;
-	snprintf(buf, sizeof(buf), "%s.%s", res->plural, res->group);
-	return buf;
+	return res->qualified;
 }
 
 int k8s_store_seed(struct k8s_store *store)

@@ -75,7 +75,7 @@ int k8s_watch_new(struct k8s_store *store, const struct k8s_resource *res,
 	struct k8s_watch *w = calloc(1, sizeof(*w));
 	const char *rvs = opts->resource_version;
 	uint64_t now = k8s_now_ms(), rv = 0;
-	long timeout = opts->timeout_seconds > 0 ? opts->timeout_seconds
+	long timeout = opts->timeout_seconds > 0 ? MIN(opts->timeout_seconds, K8S_WATCH_MAX_TIMEOUT_S)
 						 : K8S_WATCH_DEFAULT_TIMEOUT_S;
 	char *end;
 	int r = 0;

@@ -17,6 +17,8 @@
 #define K8S_WATCH_BOOKMARK_MS 5000
 /* Watches without timeoutSeconds end after this, as --min-request-timeout. */
 #define K8S_WATCH_DEFAULT_TIMEOUT_S 1800
+/* Longer timeoutSeconds are cut to this, so no stream lives forever. */
+#define K8S_WATCH_MAX_TIMEOUT_S (24 * 3600)
 /* Events formatted per wake-up, so a slow client never holds the lock long. */
 #define K8S_WATCH_BATCH 256
 
