@@ -216,3 +216,171 @@ Test(solver, min_values_opens_another_nodeclaim_rather_than_narrowing_below_it)
 	for (uint32_t k = 0; k < res->n_claims; k++)
 		cr_assert_geq(res->claims[k].n_types, 3);
 }
+
+Test(solver, hostname_spread_allows_max_skew_pods_per_node)
+{
+	c = fx_cluster(20);
+	fx_nodepool(c, "default", 0);
+	for (int i = 0; i < 6; i++) {
+		struct pod *p = fx_pod(c, "h", 100, 100);
+		fx_label(c, p, "app", "web");
+		fx_topo(c, p, TOPO_SPREAD, "kubernetes.io/hostname", "app", "web", 2, false, 0);
+	}
+	solve();
+	cr_assert_eq(res->n_claims, 3);
+	for (uint32_t k = 0; k < res->n_claims; k++)
+		cr_assert_eq(res->claims[k].n_pods, 2);
+}
+
+Test(solver, capacity_type_spread_uses_both_capacity_types)
+{
+	c = fx_cluster(20);
+	struct nodepool *np = fx_nodepool(c, "default", 0);
+	fx_req(c, &np->reqs, "karpenter.sh/capacity-type", REQ_IN, "spot", "on-demand");
+	for (int i = 0; i < 4; i++) {
+		struct pod *p = fx_pod(c, "ct", 1000, 100);
+		fx_label(c, p, "app", "x");
+		fx_topo(c, p, TOPO_SPREAD, "karpenter.sh/capacity-type", "app", "x", 1, false, 0);
+	}
+	solve();
+	int spot = 0, od = 0;
+	for (uint32_t k = 0; k < res->n_claims; k++) {
+		cr_assert_eq(__builtin_popcount(res->claims[k].capacity_types), 1);
+		if (res->claims[k].capacity_types == 1u << CT_SPOT)
+			spot += (int)res->claims[k].n_pods;
+		else
+			od += (int)res->claims[k].n_pods;
+	}
+	cr_assert_eq(spot, 2);
+	cr_assert_eq(od, 2);
+}
+
+Test(solver, spread_on_a_custom_nodepool_label_pins_its_values)
+{
+	c = fx_cluster(20);
+	struct nodepool *np = fx_nodepool(c, "default", 0);
+	fx_req(c, &np->reqs, "rack", REQ_IN, "r1", "r2");
+	for (int i = 0; i < 4; i++) {
+		struct pod *p = fx_pod(c, "r", 1000, 100);
+		fx_label(c, p, "app", "x");
+		fx_topo(c, p, TOPO_SPREAD, "rack", "app", "x", 1, false, 0);
+	}
+	solve();
+	int per[2] = { 0 };
+	for (uint32_t k = 0; k < res->n_claims; k++) {
+		const struct requirement *q = requirements_get(&res->claims[k].reqs, fx_s(c, "rack"));
+		cr_assert(q && !q->complement && q->n_values == 1);
+		per[q->values[0] == fx_s(c, "r2")] += (int)res->claims[k].n_pods;
+	}
+	cr_assert_eq(per[0], 2);
+	cr_assert_eq(per[1], 2);
+}
+
+static struct node *fx_node(const char *name, const char *zone, int64_t cpu_m)
+{
+	struct node *n = cluster_add_node(c);
+	n->name = fx_s(c, name);
+	n->labels = arena_alloc(&c->arena, sizeof(*n->labels));
+	n->labels[0] = (struct label){ K_ZONE, fx_s(c, zone) };
+	n->n_labels = 1;
+	n->allocatable.v[RES_CPU] = cpu_m;
+	n->allocatable.v[RES_MEMORY] = 64LL << 30;
+	n->allocatable.v[RES_PODS] = 100;
+	n->capacity = n->allocatable;
+	return n;
+}
+
+Test(solver, existing_nodes_are_filled_first_unless_tainted)
+{
+	c = fx_cluster(20);
+	fx_nodepool(c, "default", 0);
+	struct node *tainted = fx_node("tainted", "test-zone-1", 64000);
+	tainted->taints = arena_alloc(&c->arena, sizeof(struct taint));
+	tainted->taints[0] = (struct taint){ fx_s(c, "karpenter.sh/disrupted"), STR_NONE, TAINT_NO_SCHEDULE };
+	tainted->n_taints = 1;
+	fx_node("free", "test-zone-2", 2000);
+	for (int i = 0; i < 3; i++)
+		fx_pod(c, "p", 1000, 100);
+	solve();
+	int on_free = 0, on_tainted = 0;
+	for (uint32_t p = 0; p < c->n_pods; p++) {
+		on_tainted += res->pod_bin[p] == 0;
+		on_free += res->pod_bin[p] == 1;
+	}
+	cr_assert_eq(on_tainted, 0);
+	cr_assert_eq(on_free, 2);
+	cr_assert_eq(res->n_claims, 1);
+}
+
+Test(solver, inverse_anti_affinity_keeps_matching_pods_out_of_the_zone)
+{
+	c = fx_cluster(20);
+	fx_nodepool(c, "default", 0);
+	fx_node("n1", "test-zone-1", 64000);
+	struct pod *owner = fx_pod(c, "owner", 100, 100);
+	owner->node = fx_s(c, "n1");
+	fx_topo(c, owner, TOPO_ANTI_AFFINITY, "topology.kubernetes.io/zone", "app", "victim", 0, false, 0);
+	struct pod *v = fx_pod(c, "victim", 100, 100);
+	fx_label(c, v, "app", "victim");
+	solve();
+	cr_assert_eq(res->n_unschedulable, 0);
+	cr_assert_geq(res->pod_bin[1], 1); /* not on n1 (bin 0) */
+	cr_assert_eq(res->claims[0].zones & 1, 0, "the claim must avoid test-zone-1");
+}
+
+Test(solver, required_node_affinity_uses_the_first_satisfiable_term)
+{
+	c = fx_cluster(20);
+	fx_nodepool(c, "default", 0);
+	struct pod *p = fx_pod(c, "p", 100, 100);
+	p->terms = calloc(2, sizeof(*p->terms));
+	p->n_terms = 2;
+	fx_req(c, &p->terms[0], "node.kubernetes.io/instance-type", REQ_IN, "no-such-type", NULL);
+	fx_req(c, &p->terms[1], "node.kubernetes.io/instance-type", REQ_IN, "fake-it-7", NULL);
+	solve();
+	cr_assert_eq(res->n_unschedulable, 0);
+	cr_assert_str_eq(claim_type(0), "fake-it-7");
+	cr_assert_eq(res->claims[0].n_types, 1);
+}
+
+Test(solver, satisfiable_preferred_node_affinity_is_honoured)
+{
+	c = fx_cluster(20);
+	fx_nodepool(c, "default", 0);
+	struct pod *p = fx_pod(c, "p", 100, 100);
+	p->prefs = calloc(1, sizeof(*p->prefs));
+	p->n_prefs = 1;
+	p->prefs[0].weight = 10;
+	fx_req(c, &p->prefs[0].reqs, "topology.kubernetes.io/zone", REQ_IN, "test-zone-3", NULL);
+	solve();
+	cr_assert_eq(res->claims[0].zones, 1ULL << 2);
+	cr_assert_eq(res->claims[0].capacity_types, 1u << CT_ON_DEMAND); /* no spot in zone 3 */
+}
+
+Test(solver, daemonset_overhead_is_reserved_on_new_nodeclaims)
+{
+	c = fx_cluster(20);
+	fx_nodepool(c, "default", 0);
+	struct pod *ds = cluster_add_daemonset(c);
+	ds->req.v[RES_CPU] = 1000;
+	ds->req.v[RES_PODS] = 1;
+	fx_pod(c, "p", 1500, 100);
+	solve();
+	/* 1.5 + 1 cpu + 100m reserved: 3 vCPU (fake-it-2) is the smallest. */
+	cr_assert_str_eq(claim_type(0), "fake-it-2");
+	cr_assert_eq(res->claims[0].requests.v[RES_CPU], 2500);
+}
+
+Test(solver, host_ports_never_collide_on_a_node)
+{
+	c = fx_cluster(20);
+	fx_nodepool(c, "default", 0);
+	static uint16_t port = 8080;
+	for (int i = 0; i < 3; i++) {
+		struct pod *p = fx_pod(c, "hp", 100, 100);
+		p->host_ports = &port;
+		p->n_host_ports = 1;
+	}
+	solve();
+	cr_assert_eq(res->n_claims, 3);
+}
