@@ -49,6 +49,7 @@ EXTRA_DIST += \
 	tests/scheduling/host-ports.yaml \
 	tests/scheduling/min-values.yaml \
 	tests/scheduling/node-affinity-terms-and-preferences.yaml \
+	tests/scheduling/nodepool-node-limit.yaml \
 	tests/scheduling/nodepool-weights.yaml \
 	tests/scheduling/pod-anti-affinity-hostname.yaml \
 	tests/scheduling/s1-provisioner-scale-to-5.yaml \
