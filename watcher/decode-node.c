@@ -51,12 +51,7 @@ int decode_node(struct decoder *d, const json_t *obj, struct proto_node *n)
 			goto fail;
 	return 0;
 fail:
-	if (r == -EINVAL) {
-		char msg[DECODE_ERROR_MAX];
-		snprintf(msg, sizeof(msg), "%s", d->error);
-		decode_fail(d, "node %s: %s", m.name, msg);
-	}
-	return r;
+	return decode_prefix(d, "node", NULL, m.name, r);
 }
 
 int decode_object(struct decoder *d, const char *kind, const json_t *obj,

@@ -20,16 +20,10 @@ static int selector_terms(struct decoder *d, const json_t *arr, const char *wher
 	size_t i;
 	int r;
 
-	*ret = NULL;
+	r = decode_list(d, arr, where, PROTO_MAX_SELECTOR_TERMS, "terms", sizeof(**ret), (void **)ret);
 	*n = 0;
-	if (!arr || json_is_null(arr))
-		return 0;
-	if (!json_is_array(arr) || json_array_size(arr) > PROTO_MAX_SELECTOR_TERMS)
-		return decode_fail(d, "%s: expected a list of at most %u terms", where,
-				   PROTO_MAX_SELECTOR_TERMS);
-	*ret = arena_calloc(d->arena, json_array_size(arr) + 1, sizeof(**ret));
-	if (!*ret)
-		return -ENOMEM;
+	if (r <= 0)
+		return r;
 	json_array_foreach(arr, i, e) {
 		struct proto_selector_term *t = &(*ret)[i];
 		decode_path(at, sizeof(at), "%s[%zu]", where, i);
@@ -303,10 +297,5 @@ int decode_nodeclass(struct decoder *d, const json_t *obj, struct proto_nodeclas
 		}
 	return 0;
 fail:
-	if (r == -EINVAL) {
-		char msg[DECODE_ERROR_MAX];
-		snprintf(msg, sizeof(msg), "%s", d->error);
-		decode_fail(d, "%s %s: %s", kind ? kind : "EC2NodeClass", m.name, msg);
-	}
-	return r;
+	return decode_prefix(d, kind ? kind : "EC2NodeClass", NULL, m.name, r);
 }

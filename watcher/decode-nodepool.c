@@ -334,11 +334,7 @@ int decode_nodepool(struct decoder *d, const json_t *obj, struct proto_nodepool 
 		r = provisioner_v1alpha5(d, spec, np);
 	else
 		r = nodepool_v1(d, spec, streq_ptr(api, "karpenter.sh/v1beta1"), np);
-	if (r == -EINVAL) {
-		char msg[DECODE_ERROR_MAX];
-		snprintf(msg, sizeof(msg), "%s", d->error);
-		decode_fail(d, "%s %s: %s", provisioner ? "provisioner" : "nodepool", m.name, msg);
-	}
+	r = decode_prefix(d, provisioner ? "provisioner" : "nodepool", NULL, m.name, r);
 	if (r < 0)
 		return r;
 	np->weight = (int32_t)json_integer_value(json_object_get(spec, "weight"));
@@ -430,10 +426,5 @@ int decode_nodeclaim(struct decoder *d, const json_t *obj, struct proto_nodeclai
 	}
 	return 0;
 fail:
-	if (r == -EINVAL) {
-		char msg[DECODE_ERROR_MAX];
-		snprintf(msg, sizeof(msg), "%s", d->error);
-		decode_fail(d, "nodeclaim %s: %s", m.name, msg);
-	}
-	return r;
+	return decode_prefix(d, "nodeclaim", NULL, m.name, r);
 }

@@ -146,16 +146,10 @@ static int affinity_terms(struct decoder *d, const json_t *arr, const char *wher
 	size_t i;
 	int r;
 
-	*ret = NULL;
+	r = decode_list(d, arr, where, PROTO_MAX_AFFINITY_TERMS, "terms", sizeof(**ret), (void **)ret);
 	*n = 0;
-	if (!arr || json_is_null(arr))
-		return 0;
-	if (!json_is_array(arr) || json_array_size(arr) > PROTO_MAX_AFFINITY_TERMS)
-		return decode_fail(d, "%s: expected a list of at most %u terms", where,
-				   PROTO_MAX_AFFINITY_TERMS);
-	*ret = arena_calloc(d->arena, json_array_size(arr) + 1, sizeof(**ret));
-	if (!*ret)
-		return -ENOMEM;
+	if (r <= 0)
+		return r;
 	json_array_foreach(arr, i, e) {
 		struct proto_pod_affinity_term *t = &(*ret)[i];
 		const json_t *nss = json_object_get(e, "namespaceSelector");
@@ -196,16 +190,10 @@ static int weighted_terms(struct decoder *d, const json_t *arr, const char *wher
 	size_t i;
 	int r;
 
-	*ret = NULL;
+	r = decode_list(d, arr, where, PROTO_MAX_AFFINITY_TERMS, "terms", sizeof(**ret), (void **)ret);
 	*n = 0;
-	if (!arr || json_is_null(arr))
-		return 0;
-	if (!json_is_array(arr) || json_array_size(arr) > PROTO_MAX_AFFINITY_TERMS)
-		return decode_fail(d, "%s: expected a list of at most %u terms", where,
-				   PROTO_MAX_AFFINITY_TERMS);
-	*ret = arena_calloc(d->arena, json_array_size(arr) + 1, sizeof(**ret));
-	if (!*ret)
-		return -ENOMEM;
+	if (r <= 0)
+		return r;
 	json_array_foreach(arr, i, e) {
 		struct proto_pod_affinity_term *one;
 		uint32_t k;
@@ -238,15 +226,10 @@ static int spread_constraints(struct decoder *d, const json_t *arr, const char *
 	size_t i;
 	int r;
 
-	if (!arr || json_is_null(arr))
-		return 0;
-	if (!json_is_array(arr) || json_array_size(arr) > PROTO_MAX_SPREAD)
-		return decode_fail(d, "%s: expected a list of at most %u constraints", where,
-				   PROTO_MAX_SPREAD);
-	p->topology_spread = arena_calloc(d->arena, json_array_size(arr) + 1,
-					  sizeof(*p->topology_spread));
-	if (!p->topology_spread)
-		return -ENOMEM;
+	r = decode_list(d, arr, where, PROTO_MAX_SPREAD, "constraints", sizeof(*p->topology_spread),
+			(void **)&p->topology_spread);
+	if (r <= 0)
+		return r;
 	json_array_foreach(arr, i, e) {
 		struct proto_spread_constraint *c = &p->topology_spread[i];
 		const char *when = json_string_value(json_object_get(e, "whenUnsatisfiable"));
@@ -499,12 +482,7 @@ int decode_pod(struct decoder *d, const json_t *obj, struct proto_pod *p)
 	}
 	return 0;
 fail:
-	if (r == -EINVAL) {
-		char msg[DECODE_ERROR_MAX];
-		snprintf(msg, sizeof(msg), "%s", d->error);
-		decode_fail(d, "pod %s/%s: %s", m.ns, m.name, msg);
-	}
-	return r;
+	return decode_prefix(d, "pod", m.ns, m.name, r);
 }
 
 int decode_daemonset(struct decoder *d, const json_t *obj, struct proto_daemonset *ds)
@@ -530,14 +508,8 @@ int decode_daemonset(struct decoder *d, const json_t *obj, struct proto_daemonse
 		r = decode_tolerations(d, json_object_get(spec, "tolerations"),
 				       "spec.template.spec.tolerations", &ds->tolerations,
 				       &ds->n_tolerations);
-	if (r < 0) {
-		if (r == -EINVAL) {
-			char msg[DECODE_ERROR_MAX];
-			snprintf(msg, sizeof(msg), "%s", d->error);
-			decode_fail(d, "daemonset %s/%s: %s", m.ns, m.name, msg);
-		}
-		return r;
-	}
+	if (r < 0)
+		return decode_prefix(d, "daemonset", m.ns, m.name, r);
 	ds->ns = m.ns;
 	ds->name = m.name;
 	ds->uid = m.uid;

@@ -14,16 +14,6 @@
 #define LABEL_ZONE "topology.kubernetes.io/zone"
 #define LABEL_ZONE_BETA "failure-domain.beta.kubernetes.io/zone"
 
-static int rewrap(struct decoder *d, const char *what, const char *ns, const char *name, int r)
-{
-	if (r == -EINVAL) {
-		char msg[DECODE_ERROR_MAX];
-		snprintf(msg, sizeof(msg), "%s", d->error);
-		decode_fail(d, "%s %s%s%s: %s", what, ns ? ns : "", ns ? "/" : "", name, msg);
-	}
-	return r;
-}
-
 int decode_pvc(struct decoder *d, const json_t *obj, struct proto_pvc *p)
 {
 	const json_t *spec = json_object_get(obj, "spec");
@@ -43,9 +33,9 @@ int decode_pvc(struct decoder *d, const json_t *obj, struct proto_pvc *p)
 	    (r = decode_string(d, spec, "volumeName", "spec", &p->volume_name)) < 0 ||
 	    (r = decode_string(d, m.annotations, ANNOTATION_SELECTED_NODE, "metadata.annotations",
 			       &p->selected_node)) < 0)
-		return rewrap(d, "persistentvolumeclaim", m.ns, m.name, r);
+		return decode_prefix(d, "persistentvolumeclaim", m.ns, m.name, r);
 	if (storage && quantity_parse(storage, false, &p->storage_bytes) < 0)
-		return rewrap(d, "persistentvolumeclaim", m.ns, m.name,
+		return decode_prefix(d, "persistentvolumeclaim", m.ns, m.name,
 			      decode_fail(d, "spec.resources.requests.storage: '%s' is not a quantity",
 					  storage));
 	p->phase = phase && streq(phase, "Bound") ? PROTO_PVC_BOUND :
@@ -90,7 +80,7 @@ int decode_pv(struct decoder *d, const json_t *obj, struct proto_pv *p)
 	    (r = decode_string(d, spec, "storageClassName", "spec", &p->storage_class)) < 0 ||
 	    (r = decode_string(d, claim, "namespace", "spec.claimRef", &p->claim_ns)) < 0 ||
 	    (r = decode_string(d, claim, "name", "spec.claimRef", &p->claim_name)) < 0)
-		return rewrap(d, "persistentvolume", NULL, m.name, r);
+		return decode_prefix(d, "persistentvolume", NULL, m.name, r);
 	zone = json_string_value(json_object_get(m.labels, LABEL_ZONE));
 	if (!zone)
 		zone = json_string_value(json_object_get(m.labels, LABEL_ZONE_BETA));
@@ -117,13 +107,13 @@ int decode_storageclass(struct decoder *d, const json_t *obj, struct proto_stora
 	sc->uid = m.uid;
 	sc->resource_version = m.resource_version;
 	if ((r = decode_string(d, obj, "provisioner", "", &sc->provisioner)) < 0)
-		return rewrap(d, "storageclass", NULL, m.name, r);
+		return decode_prefix(d, "storageclass", NULL, m.name, r);
 	sc->binding_mode = mode && streq(mode, "WaitForFirstConsumer") ?
 				   PROTO_BINDING_WAIT_FOR_FIRST_CONSUMER : PROTO_BINDING_IMMEDIATE;
 	if (!json_is_array(topo))
 		return 0;
 	if (json_array_size(topo) > PROTO_MAX_TERMS)
-		return rewrap(d, "storageclass", NULL, m.name,
+		return decode_prefix(d, "storageclass", NULL, m.name,
 			      decode_fail(d, "allowedTopologies: more than %u terms", PROTO_MAX_TERMS));
 	sc->allowed_topologies = arena_calloc(d->arena, json_array_size(topo) + 1,
 					      sizeof(*sc->allowed_topologies));
@@ -144,9 +134,9 @@ int decode_storageclass(struct decoder *d, const json_t *obj, struct proto_stora
 			if ((r = decode_string(d, e, "key", at, &q->key)) < 0 ||
 			    (r = decode_strings(d, json_object_get(e, "values"), at, &q->values,
 						&q->n_values)) < 0)
-				return rewrap(d, "storageclass", NULL, m.name, r);
+				return decode_prefix(d, "storageclass", NULL, m.name, r);
 			if (!q->key)
-				return rewrap(d, "storageclass", NULL, m.name,
+				return decode_prefix(d, "storageclass", NULL, m.name,
 					      decode_fail(d, "%s.key: is required", at));
 			q->op = PROTO_OP_IN;
 		}
@@ -206,7 +196,7 @@ int decode_pdb(struct decoder *d, const json_t *obj, struct proto_pdb *p)
 				&p->min_available)) < 0 ||
 	    (r = int_or_percent(d, json_object_get(spec, "maxUnavailable"), "spec.maxUnavailable",
 				&p->max_unavailable)) < 0)
-		return rewrap(d, "poddisruptionbudget", m.ns, m.name, r);
+		return decode_prefix(d, "poddisruptionbudget", m.ns, m.name, r);
 	p->disruptions_allowed =
 		(int32_t)json_integer_value(json_path(obj, "status.disruptionsAllowed"));
 	return 0;

@@ -24,6 +24,18 @@ int decode_fail(struct decoder *d, const char *fmt, ...)
 	return -EINVAL;
 }
 
+int decode_prefix(struct decoder *d, const char *what, const char *ns, const char *name, int r)
+{
+	char msg[DECODE_ERROR_MAX];
+
+	if (r != -EINVAL)
+		return r;
+	snprintf(msg, sizeof(msg), "%s", d->error);
+	decode_fail(d, "%s %s%s%s: %s", what, ns && *ns ? ns : "", ns && *ns ? "/" : "",
+		    name ? name : "", msg);
+	return r;
+}
+
 void decode_path(char *buf, size_t size, const char *fmt, ...)
 {
 	va_list ap;
@@ -49,6 +61,25 @@ const json_t *json_path(const json_t *o, const char *dotted)
 			dotted++;
 	}
 	return o;
+}
+
+int decode_list(struct decoder *d, const json_t *arr, const char *where, size_t max,
+		const char *what, size_t elem_size, void **ret)
+{
+	size_t n;
+
+	*ret = NULL;
+	if (!arr || json_is_null(arr))
+		return 0;
+	if (!json_is_array(arr))
+		return decode_fail(d, "%s: expected a list of %s", where, what);
+	n = json_array_size(arr);
+	if (n > max)
+		return decode_fail(d, "%s: %zu %s exceed the limit of %zu", where, n, what, max);
+	if (n == 0)
+		return 0;
+	*ret = arena_calloc(d->arena, n, elem_size);
+	return *ret ? (int)n : -ENOMEM;
 }
 
 int decode_string(struct decoder *d, const json_t *o, const char *key, const char *where,
@@ -198,18 +229,11 @@ int decode_requirements(struct decoder *d, const json_t *arr, const char *where,
 	size_t i;
 	int r;
 
-	*ret = NULL;
+	r = decode_list(d, arr, where, PROTO_MAX_REQUIREMENTS, "requirements", sizeof(**ret),
+			(void **)ret);
 	*n = 0;
-	if (!arr || json_is_null(arr))
-		return 0;
-	if (!json_is_array(arr))
-		return decode_fail(d, "%s: expected a list of requirements", where);
-	if (json_array_size(arr) > PROTO_MAX_REQUIREMENTS)
-		return decode_fail(d, "%s: %zu requirements exceed the limit of %u", where,
-				   json_array_size(arr), PROTO_MAX_REQUIREMENTS);
-	*ret = arena_calloc(d->arena, json_array_size(arr) + 1, sizeof(**ret));
-	if (!*ret)
-		return -ENOMEM;
+	if (r <= 0)
+		return r;
 	json_array_foreach(arr, i, e) {
 		struct proto_requirement *q = &(*ret)[i];
 		const char *op = json_string_value(json_object_get(e, "operator"));
@@ -252,15 +276,10 @@ int decode_node_selector_terms(struct decoder *d, const json_t *arr, const char 
 	size_t i;
 	int r;
 
-	*ret = NULL;
+	r = decode_list(d, arr, where, PROTO_MAX_TERMS, "terms", sizeof(**ret), (void **)ret);
 	*n = 0;
-	if (!arr || json_is_null(arr))
-		return 0;
-	if (!json_is_array(arr) || json_array_size(arr) > PROTO_MAX_TERMS)
-		return decode_fail(d, "%s: expected a list of at most %u terms", where, PROTO_MAX_TERMS);
-	*ret = arena_calloc(d->arena, json_array_size(arr) + 1, sizeof(**ret));
-	if (!*ret)
-		return -ENOMEM;
+	if (r <= 0)
+		return r;
 	json_array_foreach(arr, i, e) {
 		decode_path(at, sizeof(at), "%s[%zu].matchExpressions", where, i);
 		r = decode_requirements(d, json_object_get(e, "matchExpressions"), at,
@@ -331,16 +350,10 @@ int decode_tolerations(struct decoder *d, const json_t *arr, const char *where,
 	size_t i;
 	int r;
 
-	*ret = NULL;
+	r = decode_list(d, arr, where, PROTO_MAX_TOLERATIONS, "tolerations", sizeof(**ret), (void **)ret);
 	*n = 0;
-	if (!arr || json_is_null(arr))
-		return 0;
-	if (!json_is_array(arr) || json_array_size(arr) > PROTO_MAX_TOLERATIONS)
-		return decode_fail(d, "%s: expected a list of at most %u tolerations", where,
-				   PROTO_MAX_TOLERATIONS);
-	*ret = arena_calloc(d->arena, json_array_size(arr) + 1, sizeof(**ret));
-	if (!*ret)
-		return -ENOMEM;
+	if (r <= 0)
+		return r;
 	json_array_foreach(arr, i, e) {
 		struct proto_toleration *t = &(*ret)[i];
 		const char *op = json_string_value(json_object_get(e, "operator"));
@@ -379,16 +392,10 @@ int decode_taints(struct decoder *d, const json_t *arr, const char *where,
 	size_t i;
 	int r;
 
-	*ret = NULL;
+	r = decode_list(d, arr, where, PROTO_MAX_TAINTS, "taints", sizeof(**ret), (void **)ret);
 	*n = 0;
-	if (!arr || json_is_null(arr))
-		return 0;
-	if (!json_is_array(arr) || json_array_size(arr) > PROTO_MAX_TAINTS)
-		return decode_fail(d, "%s: expected a list of at most %u taints", where,
-				   PROTO_MAX_TAINTS);
-	*ret = arena_calloc(d->arena, json_array_size(arr) + 1, sizeof(**ret));
-	if (!*ret)
-		return -ENOMEM;
+	if (r <= 0)
+		return r;
 	json_array_foreach(arr, i, e) {
 		struct proto_taint *t = &(*ret)[i];
 		const char *effect = json_string_value(json_object_get(e, "effect"));

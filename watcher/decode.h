@@ -56,8 +56,17 @@ int decode_object(struct decoder *d, const char *kind, const json_t *obj,
 /* ---- helpers shared by the decode-*.c files ---- */
 
 int decode_fail(struct decoder *d, const char *fmt, ...) _printf_(2, 3);
+/* Prefixes d->error with "<what> <ns>/<name>: " when r is -EINVAL; returns r. */
+int decode_prefix(struct decoder *d, const char *what, const char *ns, const char *name, int r);
 /* Formats a field path for messages; a path too long is cut, not an error. */
 void decode_path(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);
+/*
+ * An optional JSON list (absent or null: none) of at most max entries:
+ * allocates its elements zeroed and returns how many, or a negative errno
+ * with "<where>: expected a list of <what>" or the limit in d->error.
+ */
+int decode_list(struct decoder *d, const json_t *arr, const char *where, size_t max,
+		const char *what, size_t elem_size, void **ret);
 /* Optional string at key; -EINVAL when present but not a string. */
 int decode_string(struct decoder *d, const json_t *o, const char *key, const char *where,
 		  char **ret);
