@@ -5,6 +5,7 @@
  * one sixth each generic, zonal spread, hostname spread, hostname pod
  * affinity, zonal pod affinity, hostname anti-affinity, remainder generic;
  * cpu from {100m,250m,500m,1,1.5}, memory from {100Mi..4Gi}, seeded).
+ * "diverse5 N" is that mix without hostname pod affinity, one fifth each.
  * "real N" packs N plain pods of 50 deployments onto the shipped catalog
  * (every type × 3 zones × 2 capacity types); real-selector (half arm64,
  * half zone-pinned), real-spread (zonal spread per deployment), real-anti
@@ -149,7 +150,9 @@ static void add_preference(struct cluster *c, struct pod *p, bool satisfiable)
 		die("add a preference", -12);
 }
 
-static struct cluster *karpenter_cluster(uint32_t n, bool diverse)
+/* kinds: 0 generic only, 6 Karpenter's makeDiversePods, 5 the same mix
+ * without hostname pod affinity (one fifth each). */
+static struct cluster *karpenter_cluster(uint32_t n, int kinds)
 {
 	struct cluster *c;
 	uint32_t next = 0, id;
@@ -165,16 +168,17 @@ static struct cluster *karpenter_cluster(uint32_t n, bool diverse)
 	if (requirements_add(&np->reqs, &c->st, K_NODEPOOL, REQ_IN, &id, 1, 0) < 0)
 		die("add a requirement", -12);
 	rng_state = BENCH_SEED;
-	if (!diverse) {
+	if (!kinds) {
 		make_pods(c, n, GENERIC, &next);
 		return c;
 	}
-	make_pods(c, n / 6, GENERIC, &next);
-	make_pods(c, n / 6, SPREAD_ZONE, &next);
-	make_pods(c, n / 6, SPREAD_HOST, &next);
-	make_pods(c, n / 6, AFFINITY_HOST, &next);
-	make_pods(c, n / 6, AFFINITY_ZONE, &next);
-	make_pods(c, n / 6, ANTI_HOST, &next);
+	make_pods(c, n / kinds, GENERIC, &next);
+	make_pods(c, n / kinds, SPREAD_ZONE, &next);
+	make_pods(c, n / kinds, SPREAD_HOST, &next);
+	if (kinds == 6)
+		make_pods(c, n / kinds, AFFINITY_HOST, &next);
+	make_pods(c, n / kinds, AFFINITY_ZONE, &next);
+	make_pods(c, n / kinds, ANTI_HOST, &next);
 	make_pods(c, n - next, GENERIC, &next);
 	return c;
 }
@@ -257,15 +261,17 @@ int main(int argc, char **argv)
 	for (int i = 0; argc == 3 && i < (int)ARRAY_SIZE(real_kinds); i++)
 		if (streq(argv[1], real_kinds[i]))
 			real = i;
-	if (argc != 3 || (real < 0 && strcmp(argv[1], "diverse") && strcmp(argv[1], "generic") &&
+	if (argc != 3 || (real < 0 && strcmp(argv[1], "diverse") && strcmp(argv[1], "diverse5") &&
+			  strcmp(argv[1], "generic") &&
 			  strcmp(argv[1], "pref-sat") && strcmp(argv[1], "pref-unsat"))) {
-		fprintf(stderr, "usage: %s diverse|generic|pref-sat|pref-unsat|real|real-selector|real-spread|real-anti|real-gpu PODS\n",
+		fprintf(stderr, "usage: %s diverse|diverse5|generic|pref-sat|pref-unsat|real|real-selector|real-spread|real-anti|real-gpu PODS\n",
 			argv[0]);
 		return 2;
 	}
 	n = (uint32_t)strtoul(argv[2], NULL, 10);
 	bool pref = !strncmp(argv[1], "pref-", 5);
-	c = real >= 0 ? real_cluster(n, (enum real_kind)real) : karpenter_cluster(n, streq(argv[1], "diverse"));
+	c = real >= 0 ? real_cluster(n, (enum real_kind)real)
+		      : karpenter_cluster(n, streq(argv[1], "diverse") ? 6 : streq(argv[1], "diverse5") ? 5 : 0);
 	for (uint32_t i = 0; pref && i < c->n_pods; i++)
 		add_preference(c, &c->pods[i], streq(argv[1], "pref-sat"));
 	int repeats = getenv("BENCH_REPEATS") ? atoi(getenv("BENCH_REPEATS")) : BENCH_REPEATS;

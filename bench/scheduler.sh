@@ -23,6 +23,11 @@ for n in 1 100 1000 5000 10000 20000; do
 	row "karpenter diverse $n pods: throughput" "$pps" "pods/s" - -
 	row "karpenter diverse $n pods: nodeclaims" "$claims ($unsched unsched.)" "count" - -
 done
+for n in 10000 20000; do
+	read -r _ _ ms pps claims unsched _ < <("$bin" diverse5 "$n")
+	row "diverse5 (no hostname affinity) $n pods: solve" "$ms" "ms" - -
+	row "diverse5 $n pods: nodeclaims" "$claims ($unsched unsched.)" "count" - -
+done
 for n in 20000 100000; do
 	read -r _ _ ms pps claims _ _ < <("$bin" generic "$n")
 	row "karpenter generic $n pods: throughput" "$pps" "pods/s" 2000000 "$(ratio "$pps" 2000000)"
