@@ -34,10 +34,14 @@ struct raw_request {
 static const char *vector_root(void)
 {
 	static char path[4096];
+	const char *shared = getenv("KANNA_SHARED_DIR");
 	const char *src = getenv("KANNA_SRCDIR");
 	struct stat st;
 
-	snprintf(path, sizeof(path), "%s/../shared/data/sigv4", src ? src : KANNA_SRCDIR);
+	if (shared && *shared)
+		snprintf(path, sizeof(path), "%s/data/sigv4", shared);
+	else
+		snprintf(path, sizeof(path), "%s/../shared/data/sigv4", src ? src : KANNA_SRCDIR);
 	cr_assert(stat(path, &st) == 0 && S_ISDIR(st.st_mode),
 		  "SigV4 vectors missing at %s", path);
 	return path;
