@@ -10,11 +10,24 @@ libkanna_simaws_a_SOURCES = \
 	sim/aws-ssm.c sim/aws-sts.c sim/aws-sqs.c sim/aws-pricing.c
 SIMAWS_LIBS = libkanna-simaws.a $(LDADD) -lpthread
 
-check_PROGRAMS += tests/unit/test_sim_aws
-TESTS += tests/unit/test_sim_aws
-tests_unit_test_sim_aws_SOURCES = tests/unit/test_sim_aws.c
+# Over real HTTP: EC2, auth, faults/admin, SSM/STS/SQS/Pricing.
+SIMAWS_HTTP_TEST = tests/unit/test_sim_aws_http.h tests/unit/test_sim_aws_http.c
+check_PROGRAMS += tests/unit/test_sim_aws tests/unit/test_sim_aws_auth \
+	tests/unit/test_sim_aws_faults tests/unit/test_sim_aws_services
+TESTS += tests/unit/test_sim_aws tests/unit/test_sim_aws_auth \
+	tests/unit/test_sim_aws_faults tests/unit/test_sim_aws_services
+tests_unit_test_sim_aws_SOURCES = tests/unit/test_sim_aws.c $(SIMAWS_HTTP_TEST)
 tests_unit_test_sim_aws_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sim_aws_LDADD = $(SIMAWS_LIBS) $(TEST_LIBS)
+tests_unit_test_sim_aws_auth_SOURCES = tests/unit/test_sim_aws_auth.c $(SIMAWS_HTTP_TEST)
+tests_unit_test_sim_aws_auth_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sim_aws_auth_LDADD = $(SIMAWS_LIBS) $(TEST_LIBS)
+tests_unit_test_sim_aws_faults_SOURCES = tests/unit/test_sim_aws_faults.c $(SIMAWS_HTTP_TEST)
+tests_unit_test_sim_aws_faults_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sim_aws_faults_LDADD = $(SIMAWS_LIBS) $(TEST_LIBS)
+tests_unit_test_sim_aws_services_SOURCES = tests/unit/test_sim_aws_services.c $(SIMAWS_HTTP_TEST)
+tests_unit_test_sim_aws_services_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sim_aws_services_LDADD = $(SIMAWS_LIBS) $(TEST_LIBS)
 
 FUZZ_PROGS += tests/fuzz/fuzz_sim_aws
 tests_fuzz_fuzz_sim_aws_SOURCES = tests/fuzz/fuzz_sim_aws.c tests/fuzz/standalone.c
