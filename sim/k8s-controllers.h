@@ -1,9 +1,9 @@
 /*
- * kanna-sim's lite controllers: a Deployment controller (replicas ↔ pods)
- * and a kube-scheduler-lite (binds pending pods to Ready, schedulable nodes
- * that fit, or marks them PodScheduled=False reason Unschedulable). One
- * thread runs both whenever the store changed; passes are callable directly
- * for tests.
+ * kanna-sim's lite controllers: Deployment and StatefulSet controllers
+ * (replicas ↔ pods, claims from volumeClaimTemplates) and a
+ * kube-scheduler-lite (binds pending pods to Ready, schedulable nodes that
+ * fit, or marks them PodScheduled=False reason Unschedulable). One thread
+ * runs them whenever the store changed; passes are callable for tests.
  */
 #ifndef KANNA_SIM_K8S_CONTROLLERS_H
 #define KANNA_SIM_K8S_CONTROLLERS_H
@@ -23,6 +23,7 @@ struct k8s_controllers *k8s_controllers_free(struct k8s_controllers *c);
 /* One reconcile pass each; return how many objects they wrote, or -errno. */
 int k8s_deployments_reconcile(struct k8s_store *store);
 int k8s_scheduler_reconcile(struct k8s_store *store);
+int k8s_statefulsets_reconcile(struct k8s_store *store);
 
 /* Parsed copies of every object of group/v1/plural, taken under the lock. */
 json_t *k8s_controller_snapshot(struct k8s_store *store, const char *group,

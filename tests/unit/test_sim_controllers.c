@@ -184,3 +184,48 @@ Test(sim_controllers, deployment_controller_follows_replicas)
 	cr_assert_eq(count_pods(), 1);
 	json_decref(d);
 }
+
+static size_t count_named(const char *plural, const char *name)
+{
+	json_t *all = k8s_controller_snapshot(store, "", plural);
+	size_t n = 0, i;
+	json_t *o;
+
+	json_array_foreach(all, i, o)
+		n += strcmp(json_string_value(json_object_get(json_object_get(o, "metadata"), "name")),
+			    name) == 0;
+	json_decref(all);
+	return n;
+}
+
+static json_t *ready(const json_t *cur, void *userdata, struct k8s_error *err)
+{
+	json_t *out = json_deep_copy(cur);
+
+	json_object_set_new(out, "status", json_pack("{s:s, s:[{s:s, s:s}]}", "phase", "Running",
+						     "conditions", "type", "Ready", "status", "True"));
+	return out;
+}
+
+Test(sim_controllers, statefulset_creates_ordered_pods_with_claims)
+{
+	struct k8s_resource *sets = k8s_registry_find(reg, "apps", "v1", "statefulsets");
+	struct k8s_error err = {};
+
+	create(sets, "default",
+	       "{\"metadata\":{\"name\":\"db\"},\"spec\":{\"replicas\":2,\"serviceName\":\"db\","
+	       "\"selector\":{\"matchLabels\":{\"app\":\"db\"}},\"template\":{\"metadata\":{\"labels\":"
+	       "{\"app\":\"db\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}},"
+	       "\"volumeClaimTemplates\":[{\"metadata\":{\"name\":\"data\"},\"spec\":{\"accessModes\":"
+	       "[\"ReadWriteOnce\"],\"storageClassName\":\"wffc\",\"resources\":{\"requests\":"
+	       "{\"storage\":\"1Gi\"}}}}]}}");
+	k8s_statefulsets_reconcile(store);
+	cr_assert_eq(count_named("pods", "db-0"), 1);
+	cr_assert_eq(count_named("persistentvolumeclaims", "data-db-0"), 1);
+	cr_assert_eq(count_named("pods", "db-1"), 0, "OrderedReady waits for db-0 to be Ready");
+	cr_assert_eq(k8s_store_mutate(store, pods, "default", "db-0", K8S_WRITE_ALL, ready, NULL,
+				      NULL, &err), 0);
+	k8s_statefulsets_reconcile(store);
+	cr_assert_eq(count_named("pods", "db-1"), 1);
+	cr_assert_eq(count_named("persistentvolumeclaims", "data-db-1"), 1);
+}
