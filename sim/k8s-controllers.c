@@ -240,6 +240,7 @@ static void *controllers_main(void *userdata)
 			seen = rv;
 			(void)k8s_deployments_reconcile(c->store);
 			(void)k8s_statefulsets_reconcile(c->store);
+			(void)k8s_daemonsets_reconcile(c->store);
 			(void)k8s_scheduler_reconcile(c->store);
 		}
 		pthread_mutex_lock(&c->lock);

@@ -1,6 +1,7 @@
 /*
  * kanna-sim's lite controllers: Deployment and StatefulSet controllers
- * (replicas ↔ pods, claims from volumeClaimTemplates) and a
+ * (replicas ↔ pods, claims from volumeClaimTemplates), a DaemonSet
+ * controller (a pod per selected node) and a
  * kube-scheduler-lite (binds pending pods to Ready, schedulable nodes that
  * fit, or marks them PodScheduled=False reason Unschedulable). One thread
  * runs them whenever the store changed; passes are callable for tests.
@@ -8,6 +9,7 @@
 #ifndef KANNA_SIM_K8S_CONTROLLERS_H
 #define KANNA_SIM_K8S_CONTROLLERS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "sim/k8s-store.h"
@@ -24,6 +26,11 @@ struct k8s_controllers *k8s_controllers_free(struct k8s_controllers *c);
 int k8s_deployments_reconcile(struct k8s_store *store);
 int k8s_scheduler_reconcile(struct k8s_store *store);
 int k8s_statefulsets_reconcile(struct k8s_store *store);
+int k8s_daemonsets_reconcile(struct k8s_store *store);
+
+/* Scheduling predicates shared by the scheduler and the DaemonSet controller. */
+bool k8s_pod_selects_node(const json_t *pod, const json_t *node); /* nodeSelector, affinity */
+bool k8s_pod_tolerates_node(const json_t *pod, const json_t *node); /* NoSchedule/NoExecute */
 
 /* Parsed copies of every object of group/v1/plural, taken under the lock. */
 json_t *k8s_controller_snapshot(struct k8s_store *store, const char *group,

@@ -141,7 +141,7 @@ static bool tolerates(const json_t *pod, const json_t *taint)
 	return false;
 }
 
-static bool taints_tolerated(const json_t *pod, const json_t *node)
+bool k8s_pod_tolerates_node(const json_t *pod, const json_t *node)
 {
 	const json_t *taint;
 	size_t i;
@@ -184,7 +184,7 @@ static bool expression_matches(const json_t *e, const json_t *labels)
 	return false;
 }
 
-static bool selector_matches(const json_t *pod, const json_t *node)
+bool k8s_pod_selects_node(const json_t *pod, const json_t *node)
 {
 	const json_t *spec = json_object_get(pod, "spec");
 	const json_t *labels = json_object_get(json_object_get(node, "metadata"), "labels");
@@ -220,9 +220,9 @@ static int node_misfit(const json_t *pod, const struct node_fit *n, struct reque
 		return MISFIT_NOT_READY;
 	if (json_is_true(json_object_get(json_object_get(n->node, "spec"), "unschedulable")))
 		return MISFIT_UNSCHEDULABLE;
-	if (!selector_matches(pod, n->node))
+	if (!k8s_pod_selects_node(pod, n->node))
 		return MISFIT_SELECTOR;
-	if (!taints_tolerated(pod, n->node))
+	if (!k8s_pod_tolerates_node(pod, n->node))
 		return MISFIT_TAINT;
 	if (req.cpu > n->free_cpu)
 		return MISFIT_CPU;

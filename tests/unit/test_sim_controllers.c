@@ -229,3 +229,52 @@ Test(sim_controllers, statefulset_creates_ordered_pods_with_claims)
 	cr_assert_eq(count_named("pods", "db-1"), 1);
 	cr_assert_eq(count_named("persistentvolumeclaims", "data-db-1"), 1);
 }
+
+static const char *node_of(const char *generate_prefix, size_t *count)
+{
+	static char node[64];
+	json_t *all = k8s_controller_snapshot(store, "", "pods");
+	json_t *p;
+	size_t i;
+
+	*count = 0;
+	node[0] = '\0';
+	json_array_foreach(all, i, p) {
+		const char *name = json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
+
+		if (strncmp(name, generate_prefix, strlen(generate_prefix)) != 0 ||
+		    json_object_get(json_object_get(p, "metadata"), "deletionTimestamp"))
+			continue;
+		(*count)++;
+		snprintf(node, sizeof(node), "%s",
+			 json_string_value(json_object_get(json_object_get(p, "spec"), "nodeName")));
+	}
+	json_decref(all);
+	return node;
+}
+
+Test(sim_controllers, daemonset_runs_one_pod_per_selected_node_even_when_cordoned)
+{
+	struct k8s_resource *sets = k8s_registry_find(reg, "apps", "v1", "daemonsets");
+	struct k8s_delete_options opts;
+	struct k8s_error err = {};
+	size_t n;
+
+	create(nodes, NULL, NODE("picked", "\"unschedulable\":true"));
+	create(nodes, NULL, "{\"metadata\":{\"name\":\"other\",\"labels\":{\"zone\":\"b\"}},\"spec\":{}}");
+	create(sets, "default",
+	       "{\"metadata\":{\"name\":\"agent\"},\"spec\":{\"selector\":{\"matchLabels\":{\"app\":\"agent\"}},"
+	       "\"template\":{\"metadata\":{\"labels\":{\"app\":\"agent\"}},\"spec\":{\"nodeSelector\":"
+	       "{\"zone\":\"a\"},\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}");
+	k8s_daemonsets_reconcile(store);
+	cr_assert_str_eq(node_of("agent-", &n), "picked");
+	cr_assert_eq(n, 1);
+	k8s_daemonsets_reconcile(store);
+	node_of("agent-", &n);
+	cr_assert_eq(n, 1, "a second pass changes nothing");
+	k8s_delete_options_init(&opts);
+	cr_assert_eq(k8s_store_delete(store, nodes, NULL, "picked", &opts, NULL, &err), 0);
+	k8s_daemonsets_reconcile(store);
+	node_of("agent-", &n);
+	cr_assert_eq(n, 0, "the pod goes with its node");
+}
