@@ -38,6 +38,9 @@ struct group_state {
 	uint32_t cap_bins;
 	uint32_t *hit_bins; /* hostname keys: bins holding a matching pod, in order of arrival */
 	uint32_t n_hit, cap_hit;
+	uint32_t *static_dom; /* domains NodePools and nodes offer (topology.c) */
+	uint32_t n_static;
+	bool static_done;
 	uint64_t total;
 };
 

@@ -16,9 +16,141 @@
 /* Distinct values a topology key may take that we consider as domains. */
 #define TOPO_MAX_DOMAINS 256
 
+/* Groups indexed by one (key, value) their selector requires, so that a
+ * pod is tested only against groups that can select it. */
+struct group_index {
+	uint64_t *keys;      /* key << 32 | value; 0 = empty slot (ids are < 2^32 - 1) */
+	uint32_t *start, *count;
+	uint32_t cap;
+	uint32_t *ids;       /* group ids, bucket after bucket */
+	uint32_t *unindexed; /* groups without an In requirement: tried on every pod */
+	uint32_t n_unindexed;
+};
+
+static uint64_t gi_key(uint32_t key, uint32_t value)
+{
+	return ((uint64_t)key << 32 | value) + 1;
+}
+
+static uint32_t gi_slot(const struct group_index *gi, uint64_t k)
+{
+	uint32_t h = (uint32_t)((k * 0x9e3779b97f4a7c15ULL) >> 32) & (gi->cap - 1);
+
+	while (gi->keys[h] && gi->keys[h] != k)
+		h = (h + 1) & (gi->cap - 1);
+	return h;
+}
+
+static const struct requirement *anchor(const struct topo_group *g)
+{
+	for (uint32_t i = 0; i < g->selector.n; i++)
+		if (!g->selector.v[i].complement && g->selector.v[i].n_values)
+			return &g->selector.v[i];
+	return NULL;
+}
+
+static void group_index_free(struct group_index *gi)
+{
+	free(gi->keys);
+	free(gi->start);
+	free(gi->count);
+	free(gi->ids);
+	free(gi->unindexed);
+}
+
+static int group_index_build(const struct cluster *c, struct group_index *gi)
+{
+	uint32_t n_entries = 0, off = 0;
+
+	for (uint32_t g = 0; g < c->n_groups; g++) {
+		const struct requirement *a = anchor(&c->groups[g]);
+		n_entries += a ? a->n_values : 0;
+	}
+	gi->cap = 16;
+	while (gi->cap < n_entries * 2)
+		gi->cap *= 2;
+	gi->keys = calloc(gi->cap, sizeof(*gi->keys));
+	gi->start = calloc(gi->cap, sizeof(*gi->start));
+	gi->count = calloc(gi->cap, sizeof(*gi->count));
+	gi->ids = malloc((n_entries ? n_entries : 1) * sizeof(*gi->ids));
+	gi->unindexed = malloc((c->n_groups ? c->n_groups : 1) * sizeof(*gi->unindexed));
+	if (!gi->keys || !gi->start || !gi->count || !gi->ids || !gi->unindexed)
+		return -ENOMEM;
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t g = 0; g < c->n_groups; g++) {
+			const struct requirement *a = anchor(&c->groups[g]);
+			if (!a) {
+				if (pass)
+					gi->unindexed[gi->n_unindexed++] = g;
+				continue;
+			}
+			for (uint32_t v = 0; v < a->n_values; v++) {
+				uint64_t k = gi_key(a->key, a->values[v]);
+				uint32_t h = gi_slot(gi, k);
+				gi->keys[h] = k;
+				if (pass)
+					gi->ids[gi->start[h] + gi->count[h]++] = g;
+				else
+					gi->count[h]++;
+			}
+		}
+		if (pass)
+			break;
+		for (uint32_t h = 0; h < gi->cap; h++) {
+			gi->start[h] = off;
+			off += gi->count[h];
+			gi->count[h] = 0;
+		}
+	}
+	return 0;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The groups that count pod p, ascending. */
+static int pod_matches_compute(struct solver *s, const struct group_index *gi, uint32_t p,
+			       uint32_t *buf)
+{
+	const struct cluster *c = s->c;
+	const struct pod *pod = &c->pods[p];
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < gi->n_unindexed; i++)
+		if (topo_group_selects(c, &c->groups[gi->unindexed[i]], pod))
+			buf[n++] = gi->unindexed[i];
+	for (uint32_t l = 0; l < pod->n_labels; l++) {
+		uint32_t h = gi_slot(gi, gi_key(pod->labels[l].key, pod->labels[l].value));
+		if (!gi->keys[h])
+			continue;
+		for (uint32_t i = 0; i < gi->count[h]; i++) {
+			uint32_t g = gi->ids[gi->start[h] + i];
+			if (topo_group_selects(c, &c->groups[g], pod))
+				buf[n++] = g;
+		}
+	}
+	if (!n)
+		return 0;
+	if (n > 1)
+		qsort(buf, n, sizeof(*buf), u32_cmp);
+	s->matched[p] = malloc(n * sizeof(*buf));
+	if (!s->matched[p])
+		return -ENOMEM;
+	memcpy(s->matched[p], buf, n * sizeof(*buf));
+	s->n_matched[p] = n;
+	return 0;
+}
+
 int topology_init(struct solver *s)
 {
 	struct cluster *c = s->c;
+	struct group_index gi = { 0 };
+	uint32_t *buf;
+	int r = 0;
 
 	s->gs = calloc(c->n_groups ? c->n_groups : 1, sizeof(*s->gs));
 	s->matched = calloc(c->n_pods ? c->n_pods : 1, sizeof(*s->matched));
@@ -44,37 +176,13 @@ int topology_init(struct solver *s)
 	}
 	if (!c->n_groups)
 		return 0;
-	for (uint32_t p = 0; p < c->n_pods; p++) {
-		uint32_t n = 0, buf[64];
-		uint32_t *dyn = NULL;
-
-		for (uint32_t g = 0; g < c->n_groups; g++) {
-			if (!topo_group_selects(c, &c->groups[g], &c->pods[p]))
-				continue;
-			if (n < ARRAY_SIZE(buf) && !dyn) {
-				buf[n++] = g;
-				continue;
-			}
-			if (!dyn) {
-				dyn = malloc(c->n_groups * sizeof(*dyn));
-				if (!dyn)
-					return -ENOMEM;
-				memcpy(dyn, buf, n * sizeof(*dyn));
-			}
-			dyn[n++] = g;
-		}
-		if (!n)
-			continue;
-		if (!dyn) {
-			dyn = malloc(n * sizeof(*dyn));
-			if (!dyn)
-				return -ENOMEM;
-			memcpy(dyn, buf, n * sizeof(*dyn));
-		}
-		s->matched[p] = dyn;
-		s->n_matched[p] = n;
-	}
-	return 0;
+	buf = malloc(c->n_groups * sizeof(*buf));
+	r = buf ? group_index_build(c, &gi) : -ENOMEM;
+	for (uint32_t p = 0; r >= 0 && p < c->n_pods; p++)
+		r = pod_matches_compute(s, &gi, p, buf);
+	free(buf);
+	group_index_free(&gi);
+	return r;
 }
 
 void topology_done(struct solver *s)
@@ -86,6 +194,7 @@ void topology_done(struct solver *s)
 		free(s->gs[g].bin_count);
 		free(s->gs[g].bin_owners);
 		free(s->gs[g].hit_bins);
+		free(s->gs[g].static_dom);
 	}
 	free(s->gs);
 	for (uint32_t p = 0; s->matched && p < s->c->n_pods; p++)
@@ -202,20 +311,21 @@ static void add_domain(uint32_t *d, uint32_t *n, uint32_t v)
 		d[(*n)++] = v;
 }
 
-/* The domains a pod with these requirements could land in, for key. */
-static uint32_t domains(struct solver *s, const struct requirements *reqs, uint32_t g,
-			uint32_t *d)
+/* The domains new capacity or existing nodes offer for the group's key:
+ * what NodePools can launch into (Karpenter builds them from every
+ * NodePool's requirements and offerings) plus existing nodes' labels.
+ * Computed once per group and solve. */
+static int static_domains(struct solver *s, uint32_t g)
 {
 	const struct cluster *c = s->c;
-	uint32_t key = c->groups[g].key, n = 0;
-	const struct requirement *r = requirements_get(reqs, key);
+	struct group_state *gs = &s->gs[g];
+	uint32_t key = c->groups[g].key, d[TOPO_MAX_DOMAINS], n = 0;
 
-	/* Domains are what NodePools can launch into (Karpenter builds them from
-	 * every NodePool's requirements) plus what existing nodes have. */
+	if (gs->static_done)
+		return 0;
 	if (key == K_ZONE) {
-		uint64_t m = catalog_zone_mask(s->cat, reqs) & s->pool_zones;
 		for (uint32_t z = 0; z < s->cat->n_zones; z++)
-			if (m >> z & 1)
+			if (s->pool_zones >> z & 1)
 				add_domain(d, &n, s->cat->zones[z]);
 	} else if (key == K_CAPACITY_TYPE) {
 		if (s->pool_cts & 1u << CT_SPOT)
@@ -234,10 +344,28 @@ static uint32_t domains(struct solver *s, const struct requirements *reqs, uint3
 		if (v != STR_NONE)
 			add_domain(d, &n, v);
 	}
-	for (uint32_t i = 0; i < s->gs[g].n_dom; i++)
-		add_domain(d, &n, s->gs[g].dom[i]);
+	gs->static_dom = malloc((n ? n : 1) * sizeof(*gs->static_dom));
+	if (!gs->static_dom)
+		return -ENOMEM;
+	memcpy(gs->static_dom, d, n * sizeof(*d));
+	gs->n_static = n;
+	gs->static_done = true;
+	return 0;
+}
+
+/* The domains a pod with these requirements could land in, for key. */
+static uint32_t domains(struct solver *s, const struct requirements *reqs, uint32_t g,
+			uint32_t *d)
+{
+	const struct group_state *gs = &s->gs[g];
+	const struct requirement *r = requirements_get(reqs, s->c->groups[g].key);
+	uint32_t n = 0, k = 0;
+
+	memcpy(d, gs->static_dom, gs->n_static * sizeof(*d));
+	n = gs->n_static;
+	for (uint32_t i = 0; i < gs->n_dom; i++)
+		add_domain(d, &n, gs->dom[i]);
 	/* Only domains the pod's own node selection allows (nodeAffinityPolicy: Honor). */
-	uint32_t k = 0;
 	for (uint32_t i = 0; i < n; i++)
 		if (!r || requirement_allows(r, s->st, d[i]))
 			d[k++] = d[i];
@@ -249,10 +377,14 @@ static int allowed_for_group(struct solver *s, uint32_t pi, const struct shape *
 {
 	const struct topo_group *tg = &s->c->groups[g];
 	const struct group_state *gs = &s->gs[g];
-	uint32_t d[TOPO_MAX_DOMAINS], ok[TOPO_MAX_DOMAINS], n = domains(s, &sh->reqs, g, d), k = 0;
+	uint32_t d[TOPO_MAX_DOMAINS], ok[TOPO_MAX_DOMAINS], n, k = 0;
 	uint32_t self = pod_matches(s, pi, g), min = UINT32_MAX;
 	const char *key = strtab_str(s->st, tg->key);
+	int r = static_domains(s, g);
 
+	if (r < 0)
+		return r;
+	n = domains(s, &sh->reqs, g, d);
 	switch (tg->kind) {
 	case TOPO_SPREAD:
 		for (uint32_t i = 0; i < n; i++)
@@ -283,7 +415,7 @@ static int allowed_for_group(struct solver *s, uint32_t pi, const struct shape *
 	}
 	if (!k)
 		return 0;
-	int r = requirements_add(dyn, s->st, tg->key, REQ_IN, ok, k, 0);
+	r = requirements_add(dyn, s->st, tg->key, REQ_IN, ok, k, 0);
 	return r < 0 ? r : 1;
 }
 
