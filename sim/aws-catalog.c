@@ -83,7 +83,8 @@ static void type_clear(struct aws_instance_type *t)
 	char **strs[] = { &t->name, &t->family, &t->category, &t->size, &t->arch,
 			  &t->hypervisor, &t->cpu_manufacturer, &t->gpu_name,
 			  &t->gpu_manufacturer, &t->network_performance,
-			  &t->alloc_ephemeral_storage };
+			  &t->alloc_ephemeral_storage, &t->accelerator_name,
+			  &t->accelerator_manufacturer };
 
 	for (size_t i = 0; i < ARRAY_SIZE(strs); i++)
 		free(*strs[i]);
@@ -122,7 +123,8 @@ enum column {
 	COL_BARE_METAL, COL_NET_MBPS, COL_PRICE, COL_CPU_MANUFACTURER, COL_CPU_CLOCK,
 	COL_EBS_MBPS, COL_NVME, COL_EIT, COL_GPU_MANUFACTURER, COL_GPU_MEMORY, COL_EFA,
 	COL_ENI_MAX, COL_ENI_DEFAULT, COL_NET_CARDS, COL_IPV4, COL_ALLOC_CPU,
-	COL_ALLOC_MEM, COL_ALLOC_EPH, COL_NET_TEXT, _COL_MAX,
+	COL_ALLOC_MEM, COL_ALLOC_EPH, COL_NET_TEXT, COL_ACC_COUNT, COL_ACC_NAME,
+	COL_ACC_MANUFACTURER, _COL_MAX,
 };
 
 static const char *const column_names[_COL_MAX] = {
@@ -133,7 +135,8 @@ static const char *const column_names[_COL_MAX] = {
 	"encryption_in_transit", "gpu_manufacturer", "gpu_memory_mib", "efa",
 	"eni_max_interfaces", "eni_default_card_max_interfaces", "network_cards",
 	"eni_ipv4_per_interface", "alloc_cpu_millicores", "alloc_memory_mib",
-	"alloc_ephemeral_storage", "network_performance_text",
+	"alloc_ephemeral_storage", "network_performance_text", "accelerator_count",
+	"accelerator_name", "accelerator_manufacturer",
 };
 
 static unsigned col_uint(char **cols, const int *idx, enum column c)
@@ -159,9 +162,12 @@ static int type_from_columns(struct aws_instance_type *t, char **cols, const int
 	t->gpu_manufacturer = strdup(cols[idx[COL_GPU_MANUFACTURER]]);
 	t->network_performance = strdup(cols[idx[COL_NET_TEXT]]);
 	t->alloc_ephemeral_storage = strdup(cols[idx[COL_ALLOC_EPH]]);
+	t->accelerator_name = strdup(cols[idx[COL_ACC_NAME]]);
+	t->accelerator_manufacturer = strdup(cols[idx[COL_ACC_MANUFACTURER]]);
 	if (!t->name || !t->family || !t->category || !t->size || !t->arch ||
 	    !t->hypervisor || !t->cpu_manufacturer || !t->gpu_name ||
-	    !t->gpu_manufacturer || !t->network_performance || !t->alloc_ephemeral_storage)
+	    !t->gpu_manufacturer || !t->network_performance || !t->alloc_ephemeral_storage ||
+	    !t->accelerator_name || !t->accelerator_manufacturer)
 		return -ENOMEM;
 	if (!*t->name || (!streq(t->arch, "amd64") && !streq(t->arch, "arm64")))
 		return -EINVAL;
@@ -183,7 +189,8 @@ static int type_from_columns(struct aws_instance_type *t, char **cols, const int
 	t->alloc_memory_mib = col_uint(cols, idx, COL_ALLOC_MEM);
 	t->bare_metal = streq(cols[idx[COL_BARE_METAL]], "true");
 	t->encryption_in_transit = streq(cols[idx[COL_EIT]], "true");
-	t->efa = streq(cols[idx[COL_EFA]], "true");
+	t->efa_interfaces = col_uint(cols, idx, COL_EFA);
+	t->accelerators = col_uint(cols, idx, COL_ACC_COUNT);
 	t->od_price_us_east_1 = -1;
 	if (*cols[idx[COL_PRICE]]) {
 		t->od_price_us_east_1 = strtod(cols[idx[COL_PRICE]], &end);

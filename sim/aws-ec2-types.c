@@ -75,7 +75,12 @@ static void write_network(struct xml *x, const struct aws_instance_type *t)
 	xml_leaff(x, "ipv6AddressesPerInterface", "%u", t->ipv4_per_eni);
 	xml_leaf_bool(x, "ipv6Supported", true);
 	xml_leaf(x, "enaSupport", streq(t->hypervisor, "xen") ? "supported" : "required");
-	xml_leaf_bool(x, "efaSupported", t->efa);
+	xml_leaf_bool(x, "efaSupported", t->efa_interfaces > 0);
+	if (t->efa_interfaces) {
+		xml_open(x, "efaInfo");
+		xml_leaff(x, "maximumEfaInterfaces", "%u", t->efa_interfaces);
+		xml_close(x, "efaInfo");
+	}
 	xml_leaf_bool(x, "encryptionInTransitSupported", t->encryption_in_transit);
 	xml_close(x, "networkInfo");
 }
@@ -98,6 +103,21 @@ static void write_gpus(struct xml *x, const struct aws_instance_type *t)
 	xml_close(x, "gpus");
 	xml_leaff(x, "totalGpuMemoryInMiB", "%llu", (unsigned long long)(t->gpu_memory_mib * t->gpus));
 	xml_close(x, "gpuInfo");
+}
+
+/* Inferentia and Trainium devices (Karpenter's aws.amazon.com/neuron). */
+static void write_neuron(struct xml *x, const struct aws_instance_type *t)
+{
+	if (t->accelerators == 0 || !streq(t->accelerator_manufacturer, "aws"))
+		return;
+	xml_open(x, "neuronInfo");
+	xml_open(x, "neuronDevices");
+	xml_open(x, "item");
+	xml_leaff(x, "count", "%u", t->accelerators);
+	xml_leaf(x, "name", t->accelerator_name);
+	xml_close(x, "item");
+	xml_close(x, "neuronDevices");
+	xml_close(x, "neuronInfo");
 }
 
 static void write_type(struct xml *x, const struct aws_instance_type *t)
@@ -158,6 +178,7 @@ static void write_type(struct xml *x, const struct aws_instance_type *t)
 	xml_close(x, "ebsInfo");
 	write_network(x, t);
 	write_gpus(x, t);
+	write_neuron(x, t);
 	xml_leaf_bool(x, "burstablePerformanceSupported", t->category[0] == 't');
 	xml_close(x, "item");
 }

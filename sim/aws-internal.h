@@ -54,12 +54,14 @@ struct aws_instance_type {
 	char *arch; /* Kubernetes name: amd64 | arm64 */
 	char *hypervisor, *cpu_manufacturer, *gpu_name, *gpu_manufacturer;
 	char *network_performance, *alloc_ephemeral_storage;
+	char *accelerator_name, *accelerator_manufacturer; /* Neuron: "inferentia2", "aws" */
+	unsigned accelerators, efa_interfaces;
 	unsigned generation, vcpu, gpus, max_pods, cpu_clock_mhz;
 	uint64_t memory_mib, gpu_memory_mib, alloc_memory_mib;
 	unsigned network_mbps, ebs_mbps, local_nvme_gib;
 	unsigned eni_max, eni_default_card_max, network_cards, ipv4_per_eni;
 	unsigned alloc_cpu_millicores;
-	bool bare_metal, encryption_in_transit, efa;
+	bool bare_metal, encryption_in_transit;
 	double od_price_us_east_1; /* < 0: no published price (not offered) */
 };
 

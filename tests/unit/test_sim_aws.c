@@ -283,6 +283,10 @@ Test(sim_aws, describe_instance_types_reports_catalog_values)
 	cr_assert(strstr(r.body, "<item>arm64</item>"));
 	cr_assert_str_eq(xml_nth(r.body, "maximumNetworkInterfaces", 0, buf, sizeof(buf)), "3");
 	free(r.body);
+	r = ec2("Action=DescribeInstanceTypes&InstanceType.1=inf2.xlarge&InstanceType.2=p5.48xlarge");
+	cr_assert(strstr(r.body, "<neuronInfo><neuronDevices><item><count>1</count><name>inferentia2</name>"), "%s", r.body);
+	cr_assert(strstr(r.body, "<efaSupported>true</efaSupported><efaInfo><maximumEfaInterfaces>"), "%s", r.body);
+	free(r.body);
 	r = ec2("Action=DescribeInstanceTypes&MaxResults=100");
 	cr_assert_eq(xml_count(r.body, "<instanceType>"), 100);
 	cr_assert_str_eq(xml_nth(r.body, "nextToken", 0, buf, sizeof(buf)), "sim-100");

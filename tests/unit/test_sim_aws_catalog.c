@@ -37,6 +37,10 @@ Test(sim_aws_catalog, loads_every_type_with_its_facts)
 	t = aws_catalog_type(catalog, "p5.48xlarge");
 	cr_assert_eq(t->gpus, 8);
 	cr_assert_str_eq(t->gpu_name, "h100");
+	cr_assert_gt(t->efa_interfaces, 0);
+	t = aws_catalog_type(catalog, "inf2.xlarge");
+	cr_assert_eq(t->accelerators, 1);
+	cr_assert_str_eq(t->accelerator_name, "inferentia2");
 	cr_assert_null(aws_catalog_type(catalog, "m5.huge"));
 }
 
