@@ -171,6 +171,19 @@ out:
 	return r;
 }
 
+static int bin_reserve(struct bin *b)
+{
+	if (b->n_pods == b->cap_pods) {
+		uint32_t cap = b->cap_pods ? b->cap_pods * 2 : 8;
+		uint32_t *v = realloc(b->pods, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		b->pods = v;
+		b->cap_pods = cap;
+	}
+	return 0;
+}
+
 /* Existing nodes become the first bins, holding their bound pods. */
 static int add_nodes(struct solver *s)
 {
@@ -193,38 +206,62 @@ static int add_nodes(struct solver *s)
 		if (topology_grow_bins(s) < 0)
 			return -ENOMEM;
 	}
+	return 0;
+}
+
+/* Bound pods occupy their nodes: requests, host ports, topology counts. */
+static int bind_existing_pods(struct solver *s)
+{
+	struct cluster *c = s->c;
+	/* Node name → index, so that binding pods costs O(pods). */
+	uint32_t cap = 16;
+	while (cap < c->n_nodes * 2)
+		cap *= 2;
+	uint32_t *slot = malloc(cap * sizeof(*slot)); /* index + 1, 0 empty */
+	if (!slot)
+		return -ENOMEM;
+	memset(slot, 0, cap * sizeof(*slot));
+	for (uint32_t n = 0; n < c->n_nodes; n++) {
+		uint32_t h = (c->nodes[n].name * 2654435761u) & (cap - 1);
+		while (slot[h] && c->nodes[slot[h] - 1].name != c->nodes[n].name)
+			h = (h + 1) & (cap - 1);
+		if (!slot[h])
+			slot[h] = n + 1;
+	}
 	for (uint32_t p = 0; p < c->n_pods; p++) {
 		const struct pod *pod = &c->pods[p];
+		uint32_t h, n;
 		if (pod->node == STR_NONE)
 			continue;
-		for (uint32_t n = 0; n < c->n_nodes; n++) {
-			if (c->nodes[n].name != pod->node)
-				continue;
-			struct bin *b = &s->bins[n];
-			if (b->n_pods == b->cap_pods) {
-				uint32_t cap = b->cap_pods ? b->cap_pods * 2 : 8;
-				uint32_t *v = realloc(b->pods, cap * sizeof(*v));
-				if (!v)
-					return -ENOMEM;
-				b->pods = v;
-				b->cap_pods = cap;
-			}
-			b->pods[b->n_pods++] = p;
-			for (uint32_t i = 0; i < pod->n_host_ports; i++) {
-				uint16_t *v = realloc(b->ports, (b->n_ports + 1) * sizeof(*v));
-				if (!v)
-					return -ENOMEM;
-				b->ports = v;
-				b->ports[b->n_ports++] = pod->host_ports[i];
-				b->cap_ports = b->n_ports;
-			}
-			resources_add(&b->used, &pod->req, s->n_res);
-			s->pod_bin[p] = (int32_t)n;
-			if (topology_record(s, p, n) < 0)
+		for (h = (pod->node * 2654435761u) & (cap - 1); slot[h] && c->nodes[slot[h] - 1].name != pod->node;)
+			h = (h + 1) & (cap - 1);
+		if (!slot[h])
+			continue; /* bound to a node not in the input: uses nothing we know */
+		n = slot[h] - 1;
+		struct bin *b = &s->bins[n];
+		if (bin_reserve(b) < 0) {
+			free(slot);
+			return -ENOMEM;
+		}
+		b->pods[b->n_pods++] = p;
+		for (uint32_t i = 0; i < pod->n_host_ports; i++) {
+			uint16_t *v = realloc(b->ports, (b->n_ports + 1) * sizeof(*v));
+			if (!v) {
+				free(slot);
 				return -ENOMEM;
-			break;
+			}
+			b->ports = v;
+			b->ports[b->n_ports++] = pod->host_ports[i];
+			b->cap_ports = b->n_ports;
+		}
+		resources_add(&b->used, &pod->req, s->n_res);
+		s->pod_bin[p] = (int32_t)n;
+		if (topology_record(s, p, n) < 0) {
+			free(slot);
+			return -ENOMEM;
 		}
 	}
+	free(slot);
 	return 0;
 }
 
@@ -238,6 +275,8 @@ int sched_solve(struct cluster *c, struct sched_result **ret)
 	if (r < 0)
 		goto out;
 	r = add_nodes(&s);
+	if (r >= 0)
+		r = bind_existing_pods(&s);
 	if (r < 0)
 		goto out;
 	for (uint32_t i = 0; i < c->n_nodepools; i++)
