@@ -19,22 +19,48 @@ static void pod_name(const struct cluster *c, uint32_t p, char *buf, size_t size
 	snprintf(buf, size, "%s/%s", S(c, c->pods[p].ns), S(c, c->pods[p].name));
 }
 
-/* Pods this solve put on existing node n. */
-static uint32_t placed_on(const struct cluster *c, const struct sched_result *res, uint32_t n,
-			  uint32_t *out)
-{
-	uint32_t k = 0;
+/* Pods this solve put on existing nodes, grouped by node in one pass:
+ * node n's are list[start[n] .. start[n + 1]). */
+struct placements {
+	uint32_t *start, *list;
+};
 
+static int placements_build(const struct cluster *c, const struct sched_result *res,
+			    struct placements *pl)
+{
+	pl->start = calloc(c->n_nodes + 2, sizeof(*pl->start));
+	pl->list = malloc((c->n_pods ? c->n_pods : 1) * sizeof(*pl->list));
+	if (!pl->start || !pl->list)
+		return -ENOMEM;
 	for (uint32_t p = 0; p < c->n_pods; p++)
-		if (c->pods[p].node == STR_NONE && res->pod_bin[p] == (int32_t)n)
-			out[k++] = p;
-	return k;
+		if (c->pods[p].node == STR_NONE && res->pod_bin[p] >= 0 && (uint32_t)res->pod_bin[p] < c->n_nodes)
+			pl->start[res->pod_bin[p] + 2]++;
+	for (uint32_t n = 0; n < c->n_nodes; n++)
+		pl->start[n + 2] += pl->start[n + 1];
+	for (uint32_t p = 0; p < c->n_pods; p++)
+		if (c->pods[p].node == STR_NONE && res->pod_bin[p] >= 0 && (uint32_t)res->pod_bin[p] < c->n_nodes)
+			pl->list[pl->start[res->pod_bin[p] + 1]++] = p;
+	return 0;
+}
+
+static void placements_free(struct placements *pl)
+{
+	free(pl->start);
+	free(pl->list);
+}
+
+static uint32_t placed_on(const struct placements *pl, uint32_t n, const uint32_t **pods)
+{
+	*pods = pl->list + pl->start[n];
+	return pl->start[n + 1] - pl->start[n];
 }
 
 void simulate_print_table(FILE *out, const struct cluster *c, const struct sched_result *res)
 {
 	char name[600];
-	uint32_t *pods = malloc((c->n_pods ? c->n_pods : 1) * sizeof(*pods));
+	struct placements pl = { 0 };
+	const uint32_t *pods;
+	bool have_pl = placements_build(c, res, &pl) >= 0;
 
 	fprintf(out, "NODECLAIMS (%u)\n", res->n_claims);
 	fprintf(out, "%-4s %-16s %-20s %10s %6s %-30s %-18s %s\n", "#", "NODEPOOL", "CHEAPEST TYPE",
@@ -59,8 +85,8 @@ void simulate_print_table(FILE *out, const struct cluster *c, const struct sched
 			fprintf(out, "       %s\n", name);
 		}
 	}
-	for (uint32_t n = 0; pods && n < c->n_nodes; n++) {
-		uint32_t k = placed_on(c, res, n, pods);
+	for (uint32_t n = 0; have_pl && n < c->n_nodes; n++) {
+		uint32_t k = placed_on(&pl, n, &pods);
 		if (!k)
 			continue;
 		fprintf(out, "%s %s: %u pod(s)\n", c->nodes[n].in_flight ? "IN-FLIGHT NODECLAIM" : "EXISTING NODE",
@@ -75,7 +101,7 @@ void simulate_print_table(FILE *out, const struct cluster *c, const struct sched
 		pod_name(c, res->unschedulable[u].pod, name, sizeof(name));
 		fprintf(out, "       %s: %s\n", name, res->unschedulable[u].reason);
 	}
-	free(pods);
+	placements_free(&pl);
 }
 
 static int add_pods(json_t *arr, const struct cluster *c, const uint32_t *pods, uint32_t n)
@@ -128,18 +154,19 @@ static json_t *claim_json(const struct cluster *c, const struct sched_claim *cl)
 static json_t *result_json(const struct cluster *c, const struct sched_result *res)
 {
 	json_t *root = json_object(), *claims = json_array(), *nodes = json_array(), *un = json_array();
-	uint32_t *pods = malloc((c->n_pods ? c->n_pods : 1) * sizeof(*pods));
+	struct placements pl = { 0 };
+	const uint32_t *pods;
 	char name[600];
 	int r = 0;
 
-	if (!root || !claims || !nodes || !un || !pods)
+	if (!root || !claims || !nodes || !un || placements_build(c, res, &pl) < 0)
 		r = -1;
 	for (uint32_t k = 0; !r && k < res->n_claims; k++) {
 		json_t *o = claim_json(c, &res->claims[k]);
 		r = o ? json_array_append_new(claims, o) : -1;
 	}
 	for (uint32_t n = 0; !r && n < c->n_nodes; n++) {
-		uint32_t k = placed_on(c, res, n, pods);
+		uint32_t k = placed_on(&pl, n, &pods);
 		if (!k)
 			continue;
 		json_t *o = json_object(), *arr = json_array();
@@ -164,7 +191,7 @@ static json_t *result_json(const struct cluster *c, const struct sched_result *r
 	json_decref(claims);
 	json_decref(nodes);
 	json_decref(un);
-	free(pods);
+	placements_free(&pl);
 	if (r) {
 		json_decref(root);
 		return NULL;
