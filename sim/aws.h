@@ -42,7 +42,7 @@ struct sim_aws_config {
 	const char *region;            /* default region: "us-west-2" */
 	const char *cluster_name;      /* discovery tag value: "kanna" */
 	const char *catalog_path;      /* NULL: <pkgdatadir or srcdir>/instance-types.tsv */
-	uint64_t seed;                 /* every id, price and fault draw derives from it */
+	uint64_t seed;                 /* ids, default credentials, fault draws (not prices) */
 	unsigned pending_ms;           /* pending -> running */
 	unsigned shutdown_ms;          /* shutting-down -> terminated */
 	unsigned interruption_ms;      /* spot interruption warning -> terminated */
