@@ -335,6 +335,7 @@ static enum MHD_Result serve_aws(struct sim_aws *aws, struct MHD_Connection *con
 	const char *target;
 	unsigned latency_ms = 0;
 	enum MHD_Result ret;
+	bool go_on;
 	int r;
 
 	if (!path)
@@ -351,13 +352,20 @@ static enum MHD_Result serve_aws(struct sim_aws *aws, struct MHD_Connection *con
 		r = json_body(c, &req, &resp);
 	} else if (r > 0)
 		req.action = aws_params_get(&c->params, "Action");
-	if (r > 0) {
+	/* r > 0: authenticated and parsed; 0: resp holds the error already. */
+	go_on = r > 0;
+	if (go_on) {
+		pthread_mutex_lock(&aws->lock);
+		r = aws_faults_apply(aws, &req, &resp, &latency_ms);
+		pthread_mutex_unlock(&aws->lock);
+		go_on = r == 0;
+	}
+	/* Faults answer at once; only a request that goes on may long-poll. */
+	if (go_on) {
 		if (req.service == AWS_SERVICE_SQS && streq_ptr(req.action, "ReceiveMessage"))
 			aws_sqs_wait(aws, &req);
 		pthread_mutex_lock(&aws->lock);
-		r = aws_faults_apply(aws, &req, &resp, &latency_ms);
-		if (r == 0)
-			r = aws_dispatch(aws, &req, &resp);
+		r = aws_dispatch(aws, &req, &resp);
 		pthread_mutex_unlock(&aws->lock);
 	}
 	json_decref(req.json);
