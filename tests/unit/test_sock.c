@@ -87,6 +87,7 @@ struct bulk {
 	uint32_t sent, received;
 	bool out_of_order;
 	bool peer_seen; /* PUB/SUB: the subscription has reached the PUB */
+	bool lossy;     /* PUB drops past the HWM instead of blocking */
 };
 
 static int bulk_on_readable(struct sock *s, void *userdata)
@@ -122,6 +123,10 @@ static int bulk_send_burst(struct loop *l, void *userdata)
 		(void)sock_send(b->tx, "hello", 5, ZMQ_DONTWAIT);
 		return 0;
 	}
+	/* A PUB never pushes back: keep what is in flight well under the HWM,
+	 * as a real publisher must, so a drop means a bug, not a full pipe. */
+	if (b->lossy && b->sent - b->received >= SOCK_HWM / 2)
+		return 0;
 	for (int i = 0; i < BURST && b->sent < N_MESSAGES; i++) {
 		int r = sock_send(b->tx, &b->sent, sizeof(b->sent), ZMQ_DONTWAIT);
 
@@ -157,7 +162,7 @@ Test(sock, push_pull_delivers_every_message_in_bursts_beyond_the_drain_bound)
 
 Test(sock, pub_sub_delivers_every_message_in_bursts_beyond_the_drain_bound)
 {
-	struct bulk b = { 0 };
+	struct bulk b = { .lossy = true };
 
 	b.tx = test_sock(ZMQ_PUB, "state.pub");
 	cr_assert_eq(sock_bind(b.tx, "state"), 0);
