@@ -17,6 +17,8 @@
 
 struct k8s_controllers {
 	struct k8s_store *store;
+	k8s_controller_fn extra;
+	void *extra_userdata;
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -225,7 +227,7 @@ int k8s_deployments_reconcile(struct k8s_store *store)
 static void *controllers_main(void *userdata)
 {
 	struct k8s_controllers *c = userdata;
-	uint64_t seen = 0;
+	uint64_t seen = 0, last_pass = 0;
 
 	pthread_mutex_lock(&c->lock);
 	while (!c->stop) {
@@ -236,12 +238,15 @@ static void *controllers_main(void *userdata)
 		k8s_store_lock(c->store);
 		rv = c->store->rv;
 		k8s_store_unlock(c->store);
-		if (rv != seen) {
+		if (rv != seen || k8s_now_ms() - last_pass >= K8S_CONTROLLER_TICK_MS) {
 			seen = rv;
+			last_pass = k8s_now_ms();
 			(void)k8s_deployments_reconcile(c->store);
 			(void)k8s_statefulsets_reconcile(c->store);
 			(void)k8s_daemonsets_reconcile(c->store);
 			(void)k8s_scheduler_reconcile(c->store);
+			if (c->extra)
+				c->extra(c->extra_userdata);
 		}
 		pthread_mutex_lock(&c->lock);
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -257,13 +262,16 @@ static void *controllers_main(void *userdata)
 	return NULL;
 }
 
-int k8s_controllers_start(struct k8s_store *store, struct k8s_controllers **ret)
+int k8s_controllers_start(struct k8s_store *store, k8s_controller_fn extra,
+			  void *extra_userdata, struct k8s_controllers **ret)
 {
 	struct k8s_controllers *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return -ENOMEM;
 	c->store = store;
+	c->extra = extra;
+	c->extra_userdata = extra_userdata;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	if (pthread_create(&c->thread, NULL, controllers_main, c) != 0) {

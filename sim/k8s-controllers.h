@@ -16,10 +16,19 @@
 
 /* How often the controller thread looks for a changed resourceVersion. */
 #define K8S_CONTROLLER_INTERVAL_MS 100
+/* Time-driven work (boot delays) runs at least this often without changes. */
+#define K8S_CONTROLLER_TICK_MS 500
 
 struct k8s_controllers;
 
-int k8s_controllers_start(struct k8s_store *store, struct k8s_controllers **ret);
+/*
+ * extra (may be NULL) runs after the built-in controllers on every pass and
+ * at least every K8S_CONTROLLER_TICK_MS: kanna-sim's kubelet-lite, which
+ * lives with the AWS side, hooks in here.
+ */
+typedef void (*k8s_controller_fn)(void *userdata);
+int k8s_controllers_start(struct k8s_store *store, k8s_controller_fn extra,
+			  void *extra_userdata, struct k8s_controllers **ret);
 struct k8s_controllers *k8s_controllers_free(struct k8s_controllers *c);
 
 /* One reconcile pass each; return how many objects they wrote, or -errno. */

@@ -17,9 +17,14 @@ libkanna_simk8s_a_SOURCES = \
 SIM_K8S_LIBS = libkanna-simk8s.a $(LDADD) -lpthread
 
 check_PROGRAMS += tests/unit/test_sim_selector tests/unit/test_sim_patch \
-	tests/unit/test_sim_store tests/unit/test_sim_controllers
+	tests/unit/test_sim_store tests/unit/test_sim_controllers \
+	tests/unit/test_sim_kubelet
 TESTS += tests/unit/test_sim_selector tests/unit/test_sim_patch \
-	tests/unit/test_sim_store tests/unit/test_sim_controllers
+	tests/unit/test_sim_store tests/unit/test_sim_controllers \
+	tests/unit/test_sim_kubelet
+tests_unit_test_sim_kubelet_SOURCES = tests/unit/test_sim_kubelet.c sim/kubelet.h sim/kubelet.c
+tests_unit_test_sim_kubelet_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sim_kubelet_LDADD = libkanna-simk8s.a $(SIMAWS_LIBS) $(TEST_LIBS)
 tests_unit_test_sim_controllers_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sim_controllers_LDADD = $(SIM_K8S_LIBS) $(TEST_LIBS)
 tests_unit_test_sim_selector_CFLAGS = $(TEST_CFLAGS)
@@ -30,7 +35,7 @@ tests_unit_test_sim_store_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sim_store_LDADD = $(SIM_K8S_LIBS) $(TEST_LIBS)
 
 bin_PROGRAMS += sim/kanna-sim
-sim_kanna_sim_SOURCES = sim/main.c
+sim_kanna_sim_SOURCES = sim/main.c sim/kubelet.h sim/kubelet.c
 sim_kanna_sim_LDADD = libkanna-simk8s.a $(SIMAWS_LIBS)
 dist_man_MANS += sim/kanna-sim.1
 

@@ -22,6 +22,7 @@
 #include "sim/aws.h"
 #include "sim/k8s-controllers.h"
 #include "sim/k8s-server.h"
+#include "sim/kubelet.h"
 #include "sim/tls.h"
 
 /* Random bytes in the bearer token (hex-encoded: twice as many characters). */
@@ -35,6 +36,7 @@ struct sim_options {
 	uint16_t port;
 	uint16_t aws_port;
 	size_t watch_window;
+	unsigned kubelet_boot_ms;
 	const char *cluster_name;
 	const char *region;
 	char *aws_faults; /* JSON */
@@ -48,6 +50,7 @@ struct sim {
 	struct k8s_api api;
 	struct k8s_server *server;
 	struct k8s_controllers *controllers;
+	struct sim_kubelet *kubelet;
 	struct sim_aws *aws;
 	struct sim_tls tls;
 	char token[SIM_TOKEN_BYTES * 2 + 1];
@@ -74,7 +77,8 @@ static int parse_port(const char *s, uint16_t *ret)
 	return 0;
 }
 
-/* The YAML config: watch-window-events, cluster-name, region, aws-faults. */
+/* The YAML config: watch-window-events, kubelet-boot-ms, cluster-name,
+ * region, aws-faults. */
 static int load_config(struct sim_options *o)
 {
 	struct yaml_docs *docs = NULL;
@@ -94,6 +98,9 @@ static int load_config(struct sim_options *o)
 	json_object_foreach(doc, key, v) {
 		if (streq(key, "watch-window-events") && json_integer_value(v) > 0)
 			o->watch_window = (size_t)json_integer_value(v);
+		else if (streq(key, "kubelet-boot-ms") && json_is_integer(v) &&
+			 json_integer_value(v) >= 0 && json_integer_value(v) <= 3600000)
+			o->kubelet_boot_ms = (unsigned)json_integer_value(v);
 		else if (streq(key, "cluster-name") && json_is_string(v))
 			o->cluster_name = json_string_value(v);
 		else if (streq(key, "region") && json_is_string(v))
@@ -292,11 +299,6 @@ static int start_k8s(struct sim *sim)
 			return log_error_errno(r, "Failed to generate TLS certificates: %m");
 		cfg.tls = &sim->tls;
 	}
-	if (!sim->opt.no_controllers) {
-		r = k8s_controllers_start(sim->store, &sim->controllers);
-		if (r < 0)
-			return log_error_errno(r, "Failed to start the controllers: %m");
-	}
 	sim->api.reg = sim->reg;
 	sim->api.store = sim->store;
 	r = k8s_server_start(&sim->api, &cfg, &sim->server);
@@ -307,10 +309,27 @@ static int start_k8s(struct sim *sim)
 	return 0;
 }
 
+/* After the AWS side: the kubelet-lite reads its instances. */
+static int start_controllers(struct sim *sim)
+{
+	int r;
+
+	if (sim->opt.no_controllers)
+		return 0;
+	r = sim_kubelet_new(sim->store, sim->aws, sim->opt.kubelet_boot_ms, &sim->kubelet);
+	if (r >= 0)
+		r = k8s_controllers_start(sim->store, sim_kubelet_tick, sim->kubelet,
+					  &sim->controllers);
+	if (r < 0)
+		return log_error_errno(r, "Failed to start the controllers: %m");
+	return 0;
+}
+
 static void sim_stop(struct sim *sim)
 {
 	sim->server = k8s_server_free(sim->server);
 	sim->controllers = k8s_controllers_free(sim->controllers);
+	sim->kubelet = sim_kubelet_free(sim->kubelet);
 	sim->aws = sim_aws_free(sim->aws);
 	sim->store = k8s_store_free(sim->store);
 	sim->reg = k8s_registry_free(sim->reg);
@@ -331,6 +350,8 @@ static int run(struct sim *sim, const sigset_t *signals)
 	r = start_k8s(sim);
 	if (r >= 0)
 		r = start_aws(sim);
+	if (r >= 0)
+		r = start_controllers(sim);
 	if (r >= 0)
 		r = write_state(sim);
 	if (r < 0)
@@ -355,7 +376,8 @@ static int run(struct sim *sim, const sigset_t *signals)
 
 int main(int argc, char **argv)
 {
-	struct sim sim = { .opt = { .watch_window = K8S_WATCH_WINDOW_DEFAULT } };
+	struct sim sim = { .opt = { .watch_window = K8S_WATCH_WINDOW_DEFAULT,
+				    .kubelet_boot_ms = SIM_KUBELET_BOOT_MS_DEFAULT } };
 	sigset_t signals;
 	int r;
 

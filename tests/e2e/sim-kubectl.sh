@@ -145,6 +145,10 @@ EOF
 kubectl apply -f "$tmp/node.yaml" >/dev/null
 wait_for "the scheduler binds the pending pods to the new Ready node" \
 	"inflate_pods '{range .items[*]}{.spec.nodeName} {end}'" "node-1 node-1 node-1 node-1 node-1 "
+wait_for "the kubelet-lite runs the bound pods" \
+	"inflate_pods '{range .items[*]}{.status.phase} {end}'" "Running Running Running Running Running "
+wait_for "the Deployment reports 5 ready replicas" \
+	"kubectl get deployment inflate -o jsonpath='{.status.readyReplicas}'" 5
 expect_eq "the manually scheduled pod is left alone" "$(kubectl get pod web -o jsonpath='{.spec.nodeName}')" ""
 kubectl cordon node-1 >/dev/null
 expect_eq "cordon sets spec.unschedulable" "$(kubectl get node node-1 -o jsonpath='{.spec.unschedulable}')" true
@@ -255,6 +259,32 @@ uid=$(kubectl get deployment inflate -o jsonpath='{.metadata.uid}')
 post /api/v1/namespaces/default/pods "{\"metadata\":{\"name\":\"owned\",\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"inflate\",\"uid\":\"$uid\"}]},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}" >/dev/null
 kubectl delete deployment inflate >/dev/null
 expect_match "garbage collector removes dependents" "$(kubectl get pod owned 2>&1 || true)" "NotFound"
+
+# --- kubelet-lite: an EC2 instance (CreateFleet, SigV4-signed by curl) boots
+# into a Ready Node; terminating it makes the Node NotReady.
+if curl --help all 2>/dev/null | grep -q -- --aws-sigv4; then
+	. "$tmp/state/aws.env"
+	ec2() {
+		curl -sS --aws-sigv4 "aws:amz:$AWS_REGION:ec2" \
+			--user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" "$AWS_ENDPOINT_URL_EC2/" \
+			-d "Version=2016-11-15&$1"
+	}
+	xml_first() { sed -n "s/.*<$1>\([^<]*\)<.*/\1/p" | head -n 1; }
+	ami=$(ec2 'Action=DescribeImages' | sed 's/></>\n</g' | xml_first imageId)
+	subnet=$(ec2 'Action=DescribeSubnets' | sed 's/></>\n</g' | xml_first subnetId)
+	[ -n "$ami" ] && [ -n "$subnet" ] || fail "no image or subnet from the AWS side"
+	ec2 "Action=CreateLaunchTemplate&LaunchTemplateName=e2e&LaunchTemplateData.ImageId=$ami" >/dev/null
+	ec2 "Action=CreateFleet&Type=instant&TargetCapacitySpecification.TotalTargetCapacity=1&TargetCapacitySpecification.DefaultTargetCapacityType=on-demand&LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateName=e2e&LaunchTemplateConfigs.1.LaunchTemplateSpecification.Version=%24Latest&LaunchTemplateConfigs.1.Overrides.1.InstanceType=m5.large&LaunchTemplateConfigs.1.Overrides.1.SubnetId=$subnet" >/dev/null
+	id=$(ec2 'Action=DescribeInstances' | sed 's/></>\n</g' | xml_first instanceId)
+	[ -n "$id" ] || fail "CreateFleet launched nothing"
+	wait_for "a launched instance registers a Ready Node" \
+		"kubectl get nodes -l node.kubernetes.io/instance-type=m5.large -o jsonpath='{range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{end}'" True
+	ec2 "Action=TerminateInstances&InstanceId.1=$id" >/dev/null
+	wait_for "a terminated instance's Node goes NotReady" \
+		"kubectl get nodes -l node.kubernetes.io/instance-type=m5.large -o jsonpath='{range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{end}'" False
+else
+	echo "skip - curl without --aws-sigv4: kubelet-lite instance checks"
+fi
 
 # --- clean shutdown
 kill "$pid"

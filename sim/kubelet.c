@@ -1,0 +1,305 @@
+/*
+ * kubelet-lite for kanna-sim (see kubelet.h). Instances are read through
+ * sim_aws_foreach_instance() into plain copies first, then the store is
+ * written with the store API only, so the two locks never nest. Node names
+ * are the instances' private DNS names, as on EKS.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "sim/k8s-controllers.h"
+#include "sim/k8s-store-internal.h"
+#include "sim/kubelet.h"
+
+/* The kubelet version Nodes report. */
+#define SIM_KUBELET_VERSION "v1.32.0-kanna-sim"
+
+struct sim_kubelet {
+	struct k8s_store *store;
+	struct sim_aws *aws;
+	unsigned boot_ms;
+};
+
+int sim_kubelet_new(struct k8s_store *store, struct sim_aws *aws, unsigned boot_ms,
+		    struct sim_kubelet **ret)
+{
+	struct sim_kubelet *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return -ENOMEM;
+	k->store = store;
+	k->aws = aws;
+	k->boot_ms = boot_ms;
+	*ret = k;
+	return 0;
+}
+
+struct sim_kubelet *sim_kubelet_free(struct sim_kubelet *k)
+{
+	free(k);
+	return NULL;
+}
+
+static const char *tag(const struct sim_aws_instance_info *i, const char *key)
+{
+	for (size_t t = 0; t < i->n_tags; t++)
+		if (streq(i->tags[t].key, key))
+			return i->tags[t].value;
+	return NULL;
+}
+
+/* One instance as JSON: what the Node needs, copied out of the AWS lock. */
+static int copy_instance(const struct sim_aws_instance_info *i, void *userdata)
+{
+	char provider[256];
+	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
+				   "node.kubernetes.io/instance-type", i->instance_type,
+				   "topology.kubernetes.io/zone", i->zone,
+				   "topology.kubernetes.io/region", i->region,
+				   "kubernetes.io/arch", i->arch, "kubernetes.io/os", "linux",
+				   "kubernetes.io/hostname", i->private_dns_name,
+				   "karpenter.sh/capacity-type", i->capacity_type);
+	const char *pool = tag(i, "karpenter.sh/nodepool");
+
+	if (!labels)
+		return -ENOMEM;
+	if (pool)
+		json_object_set_new(labels, "karpenter.sh/nodepool", json_string(pool));
+	snprintf(provider, sizeof(provider), "aws:///%s/%s", i->zone, i->id);
+	return json_array_append_new(userdata, json_pack(
+		"{s:s, s:s, s:s, s:s, s:I, s:o, s:I, s:I, s:I, s:I, s:I}", "providerID", provider,
+		"state", i->state, "name", i->private_dns_name, "ip", i->private_ip,
+		"launch_ms", (json_int_t)i->launch_time_ms, "labels", labels, "cpu", (json_int_t)i->vcpu,
+		"memory_mib", (json_int_t)i->memory_mib, "alloc_cpu_m", (json_int_t)i->alloc_cpu_millicores,
+		"alloc_memory_mib", (json_int_t)i->alloc_memory_mib, "pods", (json_int_t)i->max_pods)) < 0 ?
+		       -ENOMEM : 0;
+}
+
+static json_t *node_status(const json_t *inst, bool ready)
+{
+	char cpu[32], mem[32], acpu[32], amem[32], pods[32], now[32];
+
+	snprintf(cpu, sizeof(cpu), "%lld", (long long)json_integer_value(json_object_get(inst, "cpu")));
+	snprintf(mem, sizeof(mem), "%lldMi", (long long)json_integer_value(json_object_get(inst, "memory_mib")));
+	snprintf(acpu, sizeof(acpu), "%lldm", (long long)json_integer_value(json_object_get(inst, "alloc_cpu_m")));
+	snprintf(amem, sizeof(amem), "%lldMi",
+		 (long long)json_integer_value(json_object_get(inst, "alloc_memory_mib")));
+	snprintf(pods, sizeof(pods), "%lld", (long long)json_integer_value(json_object_get(inst, "pods")));
+	k8s_timestamp(now, 0);
+	return json_pack("{s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, s:[{s:s, s:s, s:s, s:s, s:s, s:s}],"
+			 " s:[{s:s, s:O}, {s:s, s:O}], s:{s:s, s:s, s:s, s:s}}",
+			 "capacity", "cpu", cpu, "memory", mem, "pods", pods,
+			 "allocatable", "cpu", acpu, "memory", amem, "pods", pods,
+			 "conditions", "type", "Ready", "status", ready ? "True" : "False",
+			 "reason", ready ? "KubeletReady" : "KubeletNotReady", "message",
+			 ready ? "kubelet is posting ready status" : "instance is not running",
+			 "lastHeartbeatTime", now, "lastTransitionTime", now,
+			 "addresses", "type", "InternalIP", "address", json_object_get(inst, "ip"),
+			 "type", "Hostname", "address", json_object_get(inst, "name"),
+			 "nodeInfo", "kubeletVersion", SIM_KUBELET_VERSION, "operatingSystem", "linux",
+			 "architecture", json_string_value(json_object_get(json_object_get(inst, "labels"),
+									   "kubernetes.io/arch")) ?: "amd64",
+			 "containerRuntimeVersion", "containerd://1.7.0");
+}
+
+static bool condition_true(const json_t *obj, const char *type)
+{
+	const json_t *c;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(obj, "status"), "conditions"), i, c)
+		if (streq_ptr(json_string_value(json_object_get(c, "type")), type))
+			return streq_ptr(json_string_value(json_object_get(c, "status")), "True");
+	return false;
+}
+
+struct node_update {
+	const json_t *inst;
+	bool ready;
+};
+
+/* Keeps the Node's labels, taints and other conditions; sets Ready. */
+static json_t *adopt(const json_t *cur, void *userdata, struct k8s_error *err)
+{
+	const struct node_update *u = userdata;
+	json_t *out = json_deep_copy(cur), *status = node_status(u->inst, u->ready), *conds;
+	const json_t *c;
+	size_t i;
+
+	conds = json_object_get(status, "conditions");
+	json_array_foreach(json_object_get(json_object_get(cur, "status"), "conditions"), i, c)
+		if (!streq_ptr(json_string_value(json_object_get(c, "type")), "Ready"))
+			json_array_append(conds, (json_t *)c);
+	json_object_set_new(out, "status", status);
+	return out;
+}
+
+static int register_node(struct sim_kubelet *k, const struct k8s_resource *nodes, const json_t *inst)
+{
+	struct k8s_error err = {};
+	json_t *node = json_pack("{s:s, s:s, s:{s:O, s:O}, s:{s:O}, s:o}", "apiVersion", "v1",
+				 "kind", "Node", "metadata", "name", json_object_get(inst, "name"),
+				 "labels", json_object_get(inst, "labels"), "spec", "providerID",
+				 json_object_get(inst, "providerID"), "status", node_status(inst, true));
+	int r = node ? k8s_store_create(k->store, nodes, NULL, node, NULL, &err) : -ENOMEM;
+
+	if (r < 0 && err.code != 409)
+		log_warn("Failed to register node %s: %s", json_string_value(json_object_get(inst, "name")),
+			 err.message);
+	k8s_error_clear(&err);
+	json_decref(node);
+	return r >= 0;
+}
+
+static const json_t *node_by_provider(const json_t *nodes, const char *provider)
+{
+	const json_t *n;
+	size_t i;
+
+	json_array_foreach(nodes, i, n)
+		if (streq_ptr(json_string_value(json_object_get(json_object_get(n, "spec"), "providerID")),
+			      provider))
+			return n;
+	return NULL;
+}
+
+static int reconcile_nodes(struct sim_kubelet *k, const json_t *insts, const json_t *nodes,
+			   uint64_t now_ms)
+{
+	const struct k8s_resource *res = k8s_registry_find(k->store->reg, "", "v1", "nodes");
+	const json_t *inst;
+	int writes = 0;
+	size_t i;
+
+	json_array_foreach(insts, i, inst) {
+		const char *state = json_string_value(json_object_get(inst, "state"));
+		const json_t *node = node_by_provider(nodes, json_string_value(json_object_get(inst, "providerID")));
+		bool booted = streq_ptr(state, "running") &&
+			      (uint64_t)json_integer_value(json_object_get(inst, "launch_ms")) + k->boot_ms <= now_ms;
+		struct node_update u = { .inst = inst, .ready = booted };
+		struct k8s_error err = {};
+
+		if (!node) {
+			if (booted)
+				writes += register_node(k, res, inst);
+			continue;
+		}
+		if (condition_true(node, "Ready") == booted ||
+		    (!booted && streq_ptr(state, "pending")))
+			continue;
+		if (k8s_store_mutate(k->store, res, NULL, json_string_value(json_object_get(
+					     json_object_get(node, "metadata"), "name")),
+				     K8S_WRITE_ALL, adopt, &u, NULL, &err) >= 0)
+			writes++;
+		k8s_error_clear(&err);
+	}
+	return writes;
+}
+
+static json_t *run_pod(const json_t *cur, void *userdata, struct k8s_error *err)
+{
+	json_t *out = json_deep_copy(cur), *status, *statuses;
+	const json_t *c;
+	char now[32];
+	size_t i;
+
+	/* Someone else may have moved it on since the scan. */
+	if (!json_object_get(json_object_get(cur, "spec"), "nodeName") ||
+	    !streq_ptr(json_string_value(json_object_get(json_object_get(cur, "status"), "phase")),
+		       "Pending"))
+		return out;
+	statuses = json_array();
+	k8s_timestamp(now, 0);
+	json_array_foreach(json_object_get(json_object_get(cur, "spec"), "containers"), i, c)
+		json_array_append_new(statuses, json_pack("{s:O?, s:O?, s:b, s:b, s:i, s:{s:{s:s}}}",
+			"name", json_object_get(c, "name"), "image", json_object_get(c, "image"),
+			"ready", 1, "started", 1, "restartCount", 0, "state", "running", "startedAt", now));
+	status = json_pack("{s:s, s:s, s:s, s:o, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s},"
+			   " {s:s, s:s, s:s}, {s:s, s:s, s:s}]}",
+			   "phase", "Running", "startTime", now, "podIP", userdata ? (const char *)userdata : "",
+			   "containerStatuses", statuses, "conditions",
+			   "type", "PodScheduled", "status", "True", "lastTransitionTime", now,
+			   "type", "Initialized", "status", "True", "lastTransitionTime", now,
+			   "type", "ContainersReady", "status", "True", "lastTransitionTime", now,
+			   "type", "Ready", "status", "True", "lastTransitionTime", now);
+	json_object_set_new(out, "status", status);
+	return out;
+}
+
+struct pending_scan {
+	const json_t *ready_nodes; /* name → true */
+	json_t *names;             /* "ns/name" of pods to start */
+};
+
+static void find_startable(struct k8s_object *o, void *userdata)
+{
+	struct pending_scan *s = userdata;
+
+	if (o->node_name && !o->deleting && streq_ptr(o->phase, "Pending") &&
+	    json_object_get(s->ready_nodes, o->node_name))
+		json_array_append_new(s->names, json_pack("[s, s]", o->ns, o->name));
+}
+
+static int start_pods(struct sim_kubelet *k, const json_t *nodes)
+{
+	const struct k8s_resource *pods = k8s_registry_find(k->store->reg, "", "v1", "pods");
+	struct pending_scan s = { .ready_nodes = json_object(), .names = json_array() };
+	const json_t *n, *p;
+	int writes = 0;
+	size_t i;
+
+	json_array_foreach(nodes, i, n)
+		if (condition_true(n, "Ready"))
+			json_object_set_new((json_t *)s.ready_nodes, json_string_value(json_object_get(
+						    json_object_get(n, "metadata"), "name")) ?: "", json_true());
+	k8s_store_foreach(k->store, pods, NULL, find_startable, &s);
+	json_array_foreach(s.names, i, p) {
+		struct k8s_error err = {};
+		char ip[32];
+
+		snprintf(ip, sizeof(ip), "10.1.%zu.%zu", (i / 250) % 250, i % 250 + 2);
+		if (k8s_store_mutate(k->store, pods, json_string_value(json_array_get(p, 0)),
+				     json_string_value(json_array_get(p, 1)), K8S_WRITE_ALL, run_pod, ip,
+				     NULL, &err) >= 0)
+			writes++;
+		k8s_error_clear(&err);
+	}
+	json_decref((json_t *)s.ready_nodes);
+	json_decref(s.names);
+	return writes;
+}
+
+int sim_kubelet_reconcile(struct sim_kubelet *k, uint64_t now_ms)
+{
+	json_t *insts = json_array(), *nodes;
+	int writes;
+
+	if (!insts)
+		return -ENOMEM;
+	if (k->aws && sim_aws_foreach_instance(k->aws, copy_instance, insts) < 0) {
+		json_decref(insts);
+		return -ENOMEM;
+	}
+	nodes = k8s_controller_snapshot(k->store, "", "nodes");
+	writes = nodes ? reconcile_nodes(k, insts, nodes, now_ms) : 0;
+	json_decref(nodes);
+	nodes = k8s_controller_snapshot(k->store, "", "nodes");
+	if (nodes)
+		writes += start_pods(k, nodes);
+	json_decref(nodes);
+	json_decref(insts);
+	return writes;
+}
+
+void sim_kubelet_tick(void *userdata)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	(void)sim_kubelet_reconcile(userdata, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
+}
