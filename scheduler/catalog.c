@@ -269,9 +269,14 @@ int catalog_finalize(struct catalog *cat)
 	for (uint32_t i = 0; i < cat->n_zones * CT_N; i++)
 		if (!(cat->offer[i] = bits_new(cat)))
 			return -ENOMEM;
+	cat->prefix_max = arena_alloc(&cat->arena, (cat->n_types ? cat->n_types : 1) * sizeof(*cat->prefix_max));
+	if (!cat->prefix_max)
+		return -ENOMEM;
 	for (uint32_t t = 0; t < cat->n_types; t++) {
 		const struct instance_type *it = &cat->types[t];
 
+		for (uint32_t r = 0; r < SCHED_MAX_RESOURCES; r++)
+			cat->prefix_max[t].v[r] = MAX(t ? cat->prefix_max[t - 1].v[r] : 0, it->allocatable.v[r]);
 		bit_set(cat->all, t);
 		if (it->metal)
 			bit_set(cat->metal, t);

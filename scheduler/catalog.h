@@ -102,6 +102,7 @@ struct catalog {
 	uint32_t words;
 	uint64_t *all, *metal;
 	uint64_t *offer[SCHED_MAX_ZONES * CT_N]; /* types with an available offering */
+	struct resources *prefix_max; /* [i]: per resource, max allocatable of types 0..i */
 	struct label_index *index;
 	uint32_t n_index;
 };

@@ -53,14 +53,16 @@ static void offers(const struct solver *s, uint64_t zones, unsigned cts, uint64_
 				bits_or(out, s->cat->offer[z * CT_N + c], s->words);
 }
 
+/* An upper bound of what any candidate type can hold: the running maximum
+ * of the catalog (sorted by size) up to the largest candidate. O(words). */
 static void bin_max_alloc(struct solver *s, struct bin *b)
 {
 	memset(&b->max_alloc, 0, sizeof(b->max_alloc));
-	for (uint32_t w = 0; w < s->words; w++)
-		for (uint64_t x = b->cands[w]; x; x &= x - 1) {
-			const struct resources *a = type_alloc(s, w * 64 + (uint32_t)__builtin_ctzll(x));
-			for (uint32_t r = 0; r < s->n_res; r++)
-				b->max_alloc.v[r] = MAX(b->max_alloc.v[r], a->v[r]);
+	for (int32_t w = (int32_t)s->words - 1; w >= 0; w--)
+		if (b->cands[w]) {
+			uint32_t top = (uint32_t)w * 64 + 63 - (uint32_t)__builtin_clzll(b->cands[w]);
+			b->max_alloc = s->cat->prefix_max[top];
+			return;
 		}
 }
 
@@ -280,13 +282,9 @@ static int claim_commit(struct solver *s, uint32_t bi, uint32_t pi, const struct
 	memcpy(b->cands, s->scratch, s->words * 8);
 	b->zones = pl->zones;
 	b->cts = pl->cts;
-	/* max_alloc only has to stay an upper bound: recompute it when other
-	 * types went away; when only larger ones did, tighten cpu (types are
-	 * sorted by cpu) and keep the other bounds. */
-	if (narrowed)
+	/* max_alloc only has to stay an upper bound; recomputing is O(words). */
+	if (narrowed || dropped)
 		bin_max_alloc(s, b);
-	else if (dropped)
-		b->max_alloc.v[RES_CPU] = type_alloc(s, (uint32_t)pl->fit)->v[RES_CPU];
 	return 0;
 }
 
