@@ -156,29 +156,36 @@ static int register_node(struct sim_kubelet *k, const struct k8s_resource *nodes
 	return r >= 0;
 }
 
-static const json_t *node_by_provider(const json_t *nodes, const char *provider)
+/* providerID → Node, so that matching is linear in instances + nodes. */
+static json_t *nodes_by_provider(const json_t *nodes)
 {
+	json_t *map = json_object();
 	const json_t *n;
 	size_t i;
 
-	json_array_foreach(nodes, i, n)
-		if (streq_ptr(json_string_value(json_object_get(json_object_get(n, "spec"), "providerID")),
-			      provider))
-			return n;
-	return NULL;
+	json_array_foreach(nodes, i, n) {
+		const char *p = json_string_value(json_object_get(json_object_get(n, "spec"), "providerID"));
+
+		if (map && p)
+			json_object_set(map, p, (json_t *)n);
+	}
+	return map;
 }
 
 static int reconcile_nodes(struct sim_kubelet *k, const json_t *insts, const json_t *nodes,
 			   uint64_t now_ms)
 {
 	const struct k8s_resource *res = k8s_registry_find(k->store->reg, "", "v1", "nodes");
+	json_t *by_provider = nodes_by_provider(nodes);
 	const json_t *inst;
 	int writes = 0;
 	size_t i;
 
+	if (!by_provider)
+		return 0;
 	json_array_foreach(insts, i, inst) {
 		const char *state = json_string_value(json_object_get(inst, "state"));
-		const json_t *node = node_by_provider(nodes, json_string_value(json_object_get(inst, "providerID")));
+		const json_t *node = json_object_get(by_provider, json_string_value(json_object_get(inst, "providerID")) ?: "");
 		bool booted = streq_ptr(state, "running") &&
 			      (uint64_t)json_integer_value(json_object_get(inst, "launch_ms")) + k->boot_ms <= now_ms;
 		struct node_update u = { .inst = inst, .ready = booted };
@@ -198,6 +205,7 @@ static int reconcile_nodes(struct sim_kubelet *k, const json_t *insts, const jso
 			writes++;
 		k8s_error_clear(&err);
 	}
+	json_decref(by_provider);
 	return writes;
 }
 
@@ -232,17 +240,30 @@ static json_t *run_pod(const json_t *cur, void *userdata, struct k8s_error *err)
 }
 
 struct pending_scan {
-	const json_t *ready_nodes; /* name → true */
-	json_t *names;             /* "ns/name" of pods to start */
+	const json_t *ready_nodes; /* name → true; NULL: only count */
+	json_t *names;             /* [ns, name] of pods to start */
+	size_t n_bound_pending;
 };
 
 static void find_startable(struct k8s_object *o, void *userdata)
 {
 	struct pending_scan *s = userdata;
 
-	if (o->node_name && !o->deleting && streq_ptr(o->phase, "Pending") &&
-	    json_object_get(s->ready_nodes, o->node_name))
+	if (!o->node_name || o->deleting || !streq_ptr(o->phase, "Pending"))
+		return;
+	s->n_bound_pending++;
+	if (s->ready_nodes && json_object_get(s->ready_nodes, o->node_name))
 		json_array_append_new(s->names, json_pack("[s, s]", o->ns, o->name));
+}
+
+/* Bound pods still Pending: the common case at scale is none. */
+static size_t count_bound_pending(struct sim_kubelet *k)
+{
+	const struct k8s_resource *pods = k8s_registry_find(k->store->reg, "", "v1", "pods");
+	struct pending_scan s = {};
+
+	k8s_store_foreach(k->store, pods, NULL, find_startable, &s);
+	return s.n_bound_pending;
 }
 
 static int start_pods(struct sim_kubelet *k, const json_t *nodes)
@@ -285,13 +306,17 @@ int sim_kubelet_reconcile(struct sim_kubelet *k, uint64_t now_ms)
 		json_decref(insts);
 		return -ENOMEM;
 	}
-	nodes = k8s_controller_snapshot(k->store, "", "nodes");
-	writes = nodes ? reconcile_nodes(k, insts, nodes, now_ms) : 0;
-	json_decref(nodes);
-	nodes = k8s_controller_snapshot(k->store, "", "nodes");
-	if (nodes)
-		writes += start_pods(k, nodes);
-	json_decref(nodes);
+	writes = 0;
+	if (json_array_size(insts) > 0) {
+		nodes = k8s_controller_snapshot(k->store, "", "nodes");
+		writes += nodes ? reconcile_nodes(k, insts, nodes, now_ms) : 0;
+		json_decref(nodes);
+	}
+	if (count_bound_pending(k) > 0) {
+		nodes = k8s_controller_snapshot(k->store, "", "nodes");
+		writes += nodes ? start_pods(k, nodes) : 0;
+		json_decref(nodes);
+	}
 	json_decref(insts);
 	return writes;
 }
