@@ -339,6 +339,8 @@ int yresources(struct yctx *y, const yaml_node_t *map, struct resources *ret)
 			return r;
 		if (!name || streq(name, "nodes"))
 			continue; /* NodePool limit on node count: read by the caller */
+		if (!strncmp(name, "attachable-volumes-", 19))
+			continue; /* node status only; no pod requests it */
 		slot = catalog_resource(&y->c->cat, name, true);
 		if (slot == -E2BIG)
 			return yerr(y, k, "too many distinct resources (at most %d)", SCHED_MAX_RESOURCES);
