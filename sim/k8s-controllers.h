@@ -40,6 +40,17 @@ int k8s_daemonsets_reconcile(struct k8s_store *store);
 /* Scheduling predicates shared by the scheduler and the DaemonSet controller. */
 bool k8s_pod_selects_node(const json_t *pod, const json_t *node); /* nodeSelector, affinity */
 bool k8s_pod_tolerates_node(const json_t *pod, const json_t *node); /* NoSchedule/NoExecute */
+bool k8s_node_matches_terms(const json_t *terms, const json_t *node); /* nodeSelectorTerms */
+
+/*
+ * Volumes (k8s-volumes.c): the nodeSelectorTerms of every bound PV a pod's
+ * claims use (one array per PV); NULL with why filled when a claim is
+ * missing. After a binding, claims without a volume get one provisioned in
+ * the node's zone (WaitForFirstConsumer); returns how many it bound.
+ */
+json_t *k8s_pod_volume_terms(struct k8s_store *store, const json_t *pod, char *why,
+			     size_t whylen);
+int k8s_volumes_bind_for_pod(struct k8s_store *store, const json_t *pod, const json_t *node);
 
 /* Parsed copies of every object of group/v1/plural, taken under the lock. */
 json_t *k8s_controller_snapshot(struct k8s_store *store, const char *group,

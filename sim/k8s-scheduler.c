@@ -92,6 +92,7 @@ enum misfit {
 	MISFIT_CPU,
 	MISFIT_MEMORY,
 	MISFIT_PODS,
+	MISFIT_VOLUME,
 	_MISFIT_MAX,
 };
 
@@ -103,6 +104,7 @@ static const char *const misfit_text[] = {
 	[MISFIT_CPU] = "Insufficient cpu",
 	[MISFIT_MEMORY] = "Insufficient memory",
 	[MISFIT_PODS] = "Too many pods",
+	[MISFIT_VOLUME] = "node(s) had volume node affinity conflict",
 };
 
 static bool node_ready(const json_t *node)
@@ -184,21 +186,12 @@ static bool expression_matches(const json_t *e, const json_t *labels)
 	return false;
 }
 
-bool k8s_pod_selects_node(const json_t *pod, const json_t *node)
+bool k8s_node_matches_terms(const json_t *terms, const json_t *node)
 {
-	const json_t *spec = json_object_get(pod, "spec");
 	const json_t *labels = json_object_get(json_object_get(node, "metadata"), "labels");
-	const json_t *terms, *v, *term;
-	const char *key;
+	const json_t *term;
 	size_t i;
 
-	json_object_foreach((json_t *)json_object_get(spec, "nodeSelector"), key, v)
-		if (!streq_ptr(json_string_value(json_object_get(labels, key)), json_string_value(v)))
-			return false;
-	terms = json_object_get(json_object_get(json_object_get(json_object_get(spec, "affinity"),
-							       "nodeAffinity"),
-						"requiredDuringSchedulingIgnoredDuringExecution"),
-				"nodeSelectorTerms");
 	if (json_array_size(terms) == 0)
 		return true;
 	json_array_foreach(terms, i, term) {
@@ -214,7 +207,26 @@ bool k8s_pod_selects_node(const json_t *pod, const json_t *node)
 	return false;
 }
 
-static int node_misfit(const json_t *pod, const struct node_fit *n, struct requests req)
+bool k8s_pod_selects_node(const json_t *pod, const json_t *node)
+{
+	const json_t *spec = json_object_get(pod, "spec");
+	const json_t *labels = json_object_get(json_object_get(node, "metadata"), "labels");
+	const json_t *v;
+	const char *key;
+
+	json_object_foreach((json_t *)json_object_get(spec, "nodeSelector"), key, v)
+		if (!streq_ptr(json_string_value(json_object_get(labels, key)), json_string_value(v)))
+			return false;
+	return k8s_node_matches_terms(
+		json_object_get(json_object_get(json_object_get(json_object_get(spec, "affinity"),
+								 "nodeAffinity"),
+						 "requiredDuringSchedulingIgnoredDuringExecution"),
+				"nodeSelectorTerms"),
+		node);
+}
+
+static int node_misfit(const json_t *pod, const struct node_fit *n, struct requests req,
+		       const json_t *volume_terms)
 {
 	if (!node_ready(n->node))
 		return MISFIT_NOT_READY;
@@ -230,6 +242,9 @@ static int node_misfit(const json_t *pod, const struct node_fit *n, struct reque
 		return MISFIT_MEMORY;
 	if (n->free_pods < 1000)
 		return MISFIT_PODS;
+	for (size_t i = 0; i < json_array_size(volume_terms); i++)
+		if (!k8s_node_matches_terms(json_array_get(volume_terms, i), n->node))
+			return MISFIT_VOLUME;
 	return -1;
 }
 
@@ -369,11 +384,15 @@ static int schedule_one(struct k8s_store *store, const json_t *pod, struct node_
 	struct requests req = pod_requests(pod);
 	unsigned counts[_MISFIT_MAX] = {};
 	struct k8s_error err = {};
+	json_t *volume_terms;
 	char msg[512];
 	int r;
 
+	volume_terms = k8s_pod_volume_terms(store, pod, msg, sizeof(msg));
+	if (!volume_terms)
+		goto unschedulable;
 	for (size_t i = 0; i < n; i++) {
-		int m = node_misfit(pod, &fits[i], req);
+		int m = node_misfit(pod, &fits[i], req, volume_terms);
 
 		if (m >= 0) {
 			counts[m]++;
@@ -382,14 +401,17 @@ static int schedule_one(struct k8s_store *store, const json_t *pod, struct node_
 		r = k8s_store_mutate(store, pods, ns, name, K8S_WRITE_ALL, k8s_pod_bind,
 				     (void *)fits[i].name, NULL, &err);
 		k8s_error_clear(&err);
+		json_decref(volume_terms);
 		if (r < 0)
 			return 0;
 		fits[i].free_cpu -= req.cpu;
 		fits[i].free_memory -= req.memory;
 		fits[i].free_pods -= 1000;
-		return 1;
+		return 1 + k8s_volumes_bind_for_pod(store, pod, fits[i].node);
 	}
+	json_decref(volume_terms);
 	unschedulable_message(msg, sizeof(msg), n, counts);
+unschedulable:
 	r = k8s_store_mutate(store, pods, ns, name, K8S_WRITE_STATUS, mark_unschedulable, msg,
 			     NULL, &err);
 	k8s_error_clear(&err);

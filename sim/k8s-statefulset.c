@@ -4,7 +4,8 @@
  * <template>-<set>-<ordinal> per volumeClaimTemplate (claims outlive their
  * pods, as upstream). OrderedReady creates the next ordinal only once every
  * lower one is Ready; Parallel creates them all. Scale-down removes the
- * highest ordinals first. Claims stay Pending: no volume provisioner runs.
+ * highest ordinals first. Claims are bound by k8s-volumes.c when the
+ * scheduler places their first consumer.
  */
 #include <errno.h>
 #include <stdio.h>

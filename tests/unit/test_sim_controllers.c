@@ -278,3 +278,46 @@ Test(sim_controllers, daemonset_runs_one_pod_per_selected_node_even_when_cordone
 	node_of("agent-", &n);
 	cr_assert_eq(n, 0, "the pod goes with its node");
 }
+
+Test(sim_controllers, first_consumer_binds_a_claim_in_its_zone_and_later_pods_follow_it)
+{
+	struct k8s_resource *pvcs = k8s_registry_find(reg, "", "v1", "persistentvolumeclaims");
+	struct k8s_resource *pvs = k8s_registry_find(reg, "", "v1", "persistentvolumes");
+	struct k8s_delete_options opts;
+	struct k8s_error err = {};
+	json_t *pvc = NULL, *pv = NULL, *p;
+
+	create(nodes, NULL, "{\"metadata\":{\"name\":\"n1\",\"labels\":{\"topology.kubernetes.io/zone\":\"a\"}},"
+			    "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}],"
+			    "\"allocatable\":{\"cpu\":\"2\",\"memory\":\"4Gi\",\"pods\":\"10\"}}}");
+	create(pvcs, "default", "{\"metadata\":{\"name\":\"data\"},\"spec\":{\"accessModes\":"
+				"[\"ReadWriteOnce\"],\"storageClassName\":\"wffc\",\"resources\":"
+				"{\"requests\":{\"storage\":\"1Gi\"}}}}");
+	create(pods, "default", POD("first", "100m", "\"volumes\":[{\"name\":\"d\","
+				    "\"persistentVolumeClaim\":{\"claimName\":\"data\"}}],"));
+	k8s_scheduler_reconcile(store);
+	cr_assert_eq(k8s_store_get(store, pvcs, "default", "data", &pvc, &err), 0);
+	cr_assert_str_eq(field(pvc, "status", "phase"), "Bound");
+	cr_assert_eq(k8s_store_get(store, pvs, NULL, field(pvc, "spec", "volumeName"), &pv, &err), 0);
+	cr_assert_str_eq(json_string_value(json_array_get(json_object_get(json_array_get(json_object_get(
+				 json_array_get(json_object_get(json_object_get(json_object_get(
+					 json_object_get(pv, "spec"), "nodeAffinity"), "required"),
+							       "nodeSelectorTerms"), 0),
+				 "matchExpressions"), 0), "values"), 0)), "a");
+	/* The zone-a node goes; a zone-b node cannot take the claim's next user. */
+	k8s_delete_options_init(&opts);
+	cr_assert_eq(k8s_store_delete(store, nodes, NULL, "n1", &opts, NULL, &err), 0);
+	create(nodes, NULL, "{\"metadata\":{\"name\":\"n2\",\"labels\":{\"topology.kubernetes.io/zone\":\"b\"}},"
+			    "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}],"
+			    "\"allocatable\":{\"cpu\":\"2\",\"memory\":\"4Gi\",\"pods\":\"10\"}}}");
+	create(pods, "default", POD("second", "100m", "\"volumes\":[{\"name\":\"d\","
+				    "\"persistentVolumeClaim\":{\"claimName\":\"data\"}}],"));
+	k8s_scheduler_reconcile(store);
+	p = get_pod("second");
+	cr_assert_null(field(p, "spec", "nodeName"));
+	cr_assert_str_eq(condition(p, "message"),
+			 "0/1 nodes are available: 1 node(s) had volume node affinity conflict.");
+	json_decref(p);
+	json_decref(pv);
+	json_decref(pvc);
+}
