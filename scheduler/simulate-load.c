@@ -7,6 +7,7 @@
  * PodDisruptionBudget and other kinds are accepted and ignored. Called by
  * scheduler/main.c and the fuzz target; reads no file but the catalog.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -447,16 +448,30 @@ static int load_document(struct yctx *y, const yaml_node_t *root, int pass)
 	return 0;
 }
 
+/*
+ * An AWS zone name: <2 letters>-[gov-]<word>-<digits><letter>, e.g.
+ * us-east-1a, eu-west-1b, ap-northeast-1c, us-gov-west-1a. Strict, so that
+ * names that merely end in a digit and a letter (pod names) do not count.
+ */
 static bool zone_like(const char *s, size_t *region_len)
 {
-	/* us-east-1a, eu-west-1b, ap-northeast-1c, us-gov-west-1a */
+	const char *p = s;
 	size_t n = strlen(s);
-	if (n < 6 || s[n - 1] < 'a' || s[n - 1] > 'z' || s[n - 2] < '0' || s[n - 2] > '9')
+
+	if (n < 7 || !islower((unsigned char)p[0]) || !islower((unsigned char)p[1]) || p[2] != '-')
 		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-			return false;
-	if (!strchr(s, '-') || strchr(s, '-') == s)
+	p += 3;
+	if (strncmp(p, "gov-", 4) == 0)
+		p += 4;
+	if (!islower((unsigned char)*p))
+		return false;
+	while (islower((unsigned char)*p))
+		p++;
+	if (*p++ != '-' || !isdigit((unsigned char)*p))
+		return false;
+	while (isdigit((unsigned char)*p))
+		p++;
+	if (!islower((unsigned char)p[0]) || p[1] != '\0')
 		return false;
 	*region_len = n - 1;
 	return true;
