@@ -7,7 +7,7 @@ libkanna_common_a_SOURCES += \
 	common/kube-client.h common/kube-client-internal.h common/kube-client.c \
 	common/kube-watch.c \
 	common/kube-events.h common/kube-events.c \
-	common/arena.h common/arena.c common/quantity.h \
+	common/arena.h common/arena.c common/quantity.h common/quantity.c \
 	common/hashmap.h common/hashmap.c \
 	common/lease.h common/lease.c common/kube-settings.h
 

@@ -119,7 +119,7 @@ int catalog_resource(struct catalog *cat, const char *name, bool create)
 void catalog_done(struct catalog *cat)
 {
 	free(cat->types);
-	arena_free(&cat->arena);
+	arena_done(&cat->arena);
 	memset(cat, 0, sizeof(*cat));
 }
 

@@ -59,7 +59,7 @@ void cluster_free(struct cluster *c)
 	free(c->daemonsets);
 	free(c->groups);
 	catalog_done(&c->cat);
-	arena_free(&c->arena);
+	arena_done(&c->arena);
 	strtab_done(&c->st);
 	free(c);
 }

@@ -4,7 +4,7 @@
 noinst_LIBRARIES += libkanna-sched.a
 libkanna_sched_a_SOURCES = \
 	scheduler/model.h scheduler/model.c \
-	scheduler/requirements.c scheduler/quantity.c \
+	scheduler/requirements.c \
 	scheduler/catalog.h scheduler/catalog.c scheduler/catalog-tsv.c scheduler/catalog-fake.c \
 	scheduler/cluster.h scheduler/cluster.c \
 	scheduler/solver.h scheduler/solver-internal.h scheduler/solver.c \

@@ -1,8 +1,8 @@
 /*
- * Storage primitives of the solver model: the bump arena that owns every
- * load-time object, the string table that turns label keys and values into
- * small integer ids, bitset counting and label arrays. Used by every other
- * scheduler/ file; keeps no global state.
+ * Storage primitives of the solver model: the string table that turns
+ * label keys and values into small integer ids, bitset counting, label
+ * arrays and resource vectors. Used by every other scheduler/ file; keeps
+ * no global state.
  */
 #include <errno.h>
 #include <limits.h>
@@ -11,57 +11,8 @@
 
 #include "scheduler/model.h"
 
-/* Chunks of 64 KiB keep the allocator's overhead negligible per object. */
-#define ARENA_CHUNK_SIZE (64u << 10)
 /* The string table doubles its slot array when it is half full. */
 #define STRTAB_INITIAL_SLOTS 1024u
-
-struct arena_chunk {
-	struct arena_chunk *next;
-	size_t used, size;
-	_Alignas(16) unsigned char data[];
-};
-
-void *arena_alloc(struct arena *a, size_t size)
-{
-	struct arena_chunk *c = a->head;
-
-	size = (size + 15) & ~(size_t)15;
-	if (!c || c->size - c->used < size) {
-		size_t cs = size > ARENA_CHUNK_SIZE ? size : ARENA_CHUNK_SIZE;
-
-		c = malloc(sizeof(*c) + cs);
-		if (!c)
-			return NULL;
-		c->used = 0;
-		c->size = cs;
-		c->next = a->head;
-		a->head = c;
-	}
-	void *p = c->data + c->used;
-	c->used += size;
-	memset(p, 0, size);
-	return p;
-}
-
-void *arena_memdup(struct arena *a, const void *p, size_t size)
-{
-	void *d = arena_alloc(a, size ? size : 1);
-
-	if (d && size)
-		memcpy(d, p, size);
-	return d;
-}
-
-void arena_free(struct arena *a)
-{
-	while (a->head) {
-		struct arena_chunk *n = a->head->next;
-
-		free(a->head);
-		a->head = n;
-	}
-}
 
 static uint32_t hash_bytes(const char *s, size_t len)
 {
@@ -88,7 +39,7 @@ void strtab_done(struct strtab *t)
 	free(t->num);
 	free(t->is_num);
 	free(t->slots);
-	arena_free(&t->arena);
+	arena_done(&t->arena);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -238,4 +189,10 @@ uint32_t labels_get(const struct label *labels, uint32_t n, uint32_t key)
 			hi = mid;
 	}
 	return STR_NONE;
+}
+
+void resources_add(struct resources *a, const struct resources *b, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		a->v[i] += b->v[i];
 }

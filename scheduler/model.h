@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/arena.h"
+#include "common/quantity.h"
 #include "common/util.h"
 
 /* Resource slots: the built-in ones, then extended names interned at load. */
@@ -59,14 +61,7 @@ struct resources {
 	int64_t v[SCHED_MAX_RESOURCES];
 };
 
-/* ---- arena: every load-time object lives until model_free() ---- */
-struct arena_chunk;
-struct arena {
-	struct arena_chunk *head;
-};
-void *arena_alloc(struct arena *a, size_t size);
-void *arena_memdup(struct arena *a, const void *p, size_t size);
-void arena_free(struct arena *a);
+/* Every load-time object lives in an arena (common/arena.h) until model_free(). */
 
 /* ---- string table ---- */
 struct strtab {
@@ -188,11 +183,6 @@ int requirement_format(const struct requirement *req, const struct strtab *st, c
 		       size_t size);
 
 /* ---- quantities ---- */
-/* Kubernetes resource.Quantity: "500m", "1.5Gi", "2e3", "1k"... scaled by
- * 1000 when milli (cpu). Rounds up like Quantity.MilliValue()/Value(). */
-int quantity_parse(const char *s, bool milli, int64_t *ret);
-/* "96", "1.5", "512Mi", "2Gi" */
-void quantity_format(int64_t v, bool milli, bool binary, char *buf, size_t size);
 /* Hot path of the solver: cpu and memory decide almost every call. */
 static inline bool resources_fit(const struct resources *need, const struct resources *have,
 				 uint32_t n)

@@ -7,10 +7,7 @@ libkanna_watcher_a_SOURCES = \
 	watcher/publish.h watcher/publish.c \
 	watcher/informer.h watcher/informer.c watcher/pending.h watcher/pending.c \
 	watcher/config.h watcher/config.c
-# quantity_parse() still lives in the scheduler library: common comes first
-# so that the scheduler's own arena is not pulled in beside common's.
-WATCHER_LIBS = libkanna-watcher.a libkanna-state.a libkanna-proto.a $(COMMON_LIBS) \
-	libkanna-sched.a $(COMMON_LIBS) -lm
+WATCHER_LIBS = libkanna-watcher.a libkanna-state.a libkanna-proto.a $(COMMON_LIBS)
 
 check_PROGRAMS += tests/unit/test_watcher_decode
 TESTS += tests/unit/test_watcher_decode

@@ -1,15 +1,16 @@
 /*
  * Kubernetes resource quantities ("500m", "1.5Gi", "2e3", "1k") parsed to
  * integers exactly as resource.Quantity's Value()/MilliValue() would (rounding
- * up), plus resource-vector helpers. Called by the loaders and the solver;
- * pure functions, no allocation.
+ * up). Called by the watcher's decoders and the scheduler's loaders; pure
+ * functions, no allocation.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "scheduler/model.h"
+#include "common/quantity.h"
+#include "common/util.h"
 
 /* Mantissa digits beyond this would overflow 128-bit arithmetic. */
 #define QUANTITY_MAX_DIGITS 30
@@ -132,10 +133,4 @@ void quantity_format(int64_t v, bool milli, bool binary, char *buf, size_t size)
 		return;
 	}
 	snprintf(buf, size, "%" PRId64, v);
-}
-
-void resources_add(struct resources *a, const struct resources *b, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++)
-		a->v[i] += b->v[i];
 }
