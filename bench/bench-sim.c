@@ -205,8 +205,7 @@ int main(void)
 	populate(store);
 	load = now_s() - t0;
 	rss = rss_mb();
-	api.reg = reg;
-	api.store = store;
+	k8s_api_init(&api, reg, store);
 	if (k8s_server_start(&api, &cfg, &server) < 0)
 		return EXIT_FAILURE;
 	for (int i = 0; i < BENCH_LIST_RUNS; i++) {
@@ -232,6 +231,7 @@ int main(void)
 	/* Target: one pass fits in the controllers' 100 ms interval. */
 	row("controller pass over 100,000 pods", (now_s() - t0) * 1000, "ms", K8S_CONTROLLER_INTERVAL_MS, true);
 	k8s_server_free(server);
+	k8s_api_done(&api);
 	k8s_store_free(store);
 	k8s_registry_free(reg);
 	curl_global_cleanup();

@@ -134,6 +134,7 @@ static int handle_watch(struct k8s_api *api, const struct k8s_request *req,
 
 	if (t)
 		opts.timeout_seconds = strtol(t, NULL, 10);
+	opts.max_events = k8s_faults_watch_cut(api);
 	if (k8s_accepts_table(req->accept)) {
 		opts.transform = table_of_one;
 		opts.transform_cls = api;
@@ -411,11 +412,14 @@ int k8s_api_handle(struct k8s_api *api, const struct k8s_request *req,
 {
 	struct k8s_route route;
 	struct k8s_error err = {};
+	int r;
 
 	memset(resp, 0, sizeof(*resp));
+	r = k8s_faults_apply(api, req, resp);
+	if (r != 0)
+		return r < 0 ? r : 0;
 	if (req->path && streq(req->method, "GET")) {
-		int r = k8s_openapi_handle(api, req->path, resp);
-
+		r = k8s_openapi_handle(api, req->path, resp);
 		if (r != 0)
 			return r < 0 ? r : 0;
 	}

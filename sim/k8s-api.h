@@ -7,8 +7,10 @@
 #ifndef KANNA_SIM_K8S_API_H
 #define KANNA_SIM_K8S_API_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "sim/k8s-resource.h"
 #include "sim/k8s-store.h"
@@ -44,11 +46,35 @@ struct k8s_route {
 int k8s_route_parse(const struct k8s_registry *reg, const char *path,
 		    struct k8s_route *ret, struct k8s_error *err);
 
+/*
+ * Faults the Kubernetes side injects (GET/POST /_sim/faults, or the
+ * config's k8s-faults), so that clients' retry paths can be tested.
+ */
+struct k8s_faults {
+	double error_5xx_rate;    /* share of requests answered 500 */
+	double throttle_rate;     /* share answered 429 TooManyRequests */
+	unsigned latency_ms;      /* added before every answer */
+	unsigned watch_cut_after; /* events per watch stream, 0: never cut */
+	unsigned watch_gone;      /* the next N resumed watches get 410 */
+};
+
+/* Largest added latency, so a typo cannot hang every client. */
+#define K8S_FAULT_MAX_LATENCY_MS 60000
+
 struct k8s_api {
 	struct k8s_registry *reg;
 	struct k8s_store *store;
 	char server_address[64]; /* "127.0.0.1:6443" for discovery */
+	pthread_mutex_t faults_lock;
+	struct k8s_faults faults;
+	uint64_t fault_rng; /* xorshift64 state; fixed seed: runs repeat */
 };
+
+int k8s_faults_from_json(const json_t *j, struct k8s_faults *ret, char *err, size_t errlen);
+json_t *k8s_faults_to_json(const struct k8s_faults *f);
+/* Sets up the lock and the generator; k8s_api_done() releases them. */
+void k8s_api_init(struct k8s_api *api, struct k8s_registry *reg, struct k8s_store *store);
+void k8s_api_done(struct k8s_api *api);
 
 struct k8s_request {
 	const char *method;
@@ -64,6 +90,7 @@ struct k8s_request {
 
 struct k8s_response {
 	int status;
+	unsigned retry_after; /* seconds, for a Retry-After header; 0: none */
 	char *body; /* JSON, malloc'ed */
 	size_t len;
 	struct k8s_watch *watch; /* instead of body: stream this */
@@ -79,6 +106,12 @@ int k8s_reply_json(struct k8s_response *resp, int status, json_t *obj);
 int k8s_reply_error(struct k8s_response *resp, struct k8s_error *err);
 int k8s_discovery_handle(struct k8s_api *api, const struct k8s_route *route,
 			 struct k8s_response *resp);
+/* Fault injection (k8s-faults.c): 1 when the request was answered. */
+int k8s_faults_apply(struct k8s_api *api, const struct k8s_request *req,
+		     struct k8s_response *resp);
+/* Events after which a new watch stream is cut, 0: never. */
+unsigned k8s_faults_watch_cut(struct k8s_api *api);
+
 /* Server-side printing (k8s-table.c). */
 bool k8s_accepts_table(const char *accept);
 json_t *k8s_table_new(const struct k8s_api *api, const struct k8s_resource *res,

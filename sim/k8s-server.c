@@ -74,6 +74,12 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
 		return MHD_NO;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
+	if (resp->retry_after) {
+		char secs[16];
+
+		snprintf(secs, sizeof(secs), "%u", resp->retry_after);
+		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, secs);
+	}
 	ret = MHD_queue_response(conn, (unsigned)resp->status, r);
 	MHD_destroy_response(r);
 	return ret;

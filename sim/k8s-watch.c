@@ -31,6 +31,7 @@ struct k8s_watch {
 	char *buf;
 	size_t len, off;
 	bool ended;
+	unsigned max_events, sent;
 };
 
 struct k8s_watch *k8s_watch_free(struct k8s_watch *w)
@@ -92,6 +93,7 @@ int k8s_watch_new(struct k8s_store *store, const struct k8s_resource *res,
 	w->fields = fields;
 	w->bookmarks = opts->bookmarks;
 	w->transform = opts->transform;
+	w->max_events = opts->max_events;
 	w->transform_cls = opts->transform_cls;
 	w->deadline_ms = now + (uint64_t)timeout * 1000;
 	w->next_bookmark_ms = now + K8S_WATCH_BOOKMARK_MS;
@@ -204,7 +206,8 @@ static bool fill(struct k8s_watch *w, FILE *f, uint64_t now)
 	struct k8s_store *store = w->store;
 	size_t n = 0;
 
-	if (store->closing || now >= w->deadline_ms)
+	if (store->closing || now >= w->deadline_ms ||
+	    (w->max_events && w->sent >= w->max_events))
 		return false;
 	while (w->i_initial < w->n_initial && n < K8S_WATCH_BATCH) {
 		struct k8s_object *o = w->initial[w->i_initial++];
@@ -212,6 +215,8 @@ static bool fill(struct k8s_watch *w, FILE *f, uint64_t now)
 		emit_object(w, f, "ADDED", o);
 		k8s_object_unref(o);
 		n++;
+		if (w->max_events && ++w->sent >= w->max_events)
+			return true;
 	}
 	if (w->i_initial < w->n_initial)
 		return true;
@@ -240,6 +245,8 @@ static bool fill(struct k8s_watch *w, FILE *f, uint64_t now)
 			continue;
 		emit_object(w, f, type, ev->obj);
 		n++;
+		if (w->max_events && ++w->sent >= w->max_events)
+			return true;
 	}
 	if (w->bookmarks && now >= w->next_bookmark_ms) {
 		w->next_bookmark_ms = now + K8S_WATCH_BOOKMARK_MS;

@@ -34,6 +34,7 @@ struct k8s_watch_options {
 	const char *resource_version; /* NULL or "0": current objects first */
 	bool bookmarks;
 	bool send_initial_events;
+	unsigned max_events; /* end the stream after this many, 0: no limit */
 	long timeout_seconds; /* 0: K8S_WATCH_DEFAULT_TIMEOUT_S */
 };
 

@@ -40,6 +40,7 @@ struct sim_options {
 	const char *cluster_name;
 	const char *region;
 	char *aws_faults; /* JSON */
+	struct k8s_faults k8s_faults;
 	json_t *config_doc;
 };
 
@@ -78,7 +79,7 @@ static int parse_port(const char *s, uint16_t *ret)
 }
 
 /* The YAML config: watch-window-events, kubelet-boot-ms, cluster-name,
- * region, aws-faults. */
+ * region, aws-faults, k8s-faults. */
 static int load_config(struct sim_options *o)
 {
 	struct yaml_docs *docs = NULL;
@@ -107,6 +108,11 @@ static int load_config(struct sim_options *o)
 			o->region = json_string_value(v);
 		else if (streq(key, "aws-faults") && json_is_object(v))
 			o->aws_faults = json_dumps(v, JSON_COMPACT);
+		else if (streq(key, "k8s-faults")) {
+			if (k8s_faults_from_json(v, &o->k8s_faults, err, sizeof(err)) < 0)
+				return log_error_errno(-EINVAL, "Failed to load config %s: k8s-faults: %s",
+						       o->config, err);
+		}
 		else
 			return log_error_errno(-EINVAL, "Failed to load config %s: invalid key or value \"%s\"",
 					       o->config, key);
@@ -299,8 +305,8 @@ static int start_k8s(struct sim *sim)
 			return log_error_errno(r, "Failed to generate TLS certificates: %m");
 		cfg.tls = &sim->tls;
 	}
-	sim->api.reg = sim->reg;
-	sim->api.store = sim->store;
+	k8s_api_init(&sim->api, sim->reg, sim->store);
+	sim->api.faults = sim->opt.k8s_faults;
 	r = k8s_server_start(&sim->api, &cfg, &sim->server);
 	if (r < 0)
 		return r;
@@ -331,6 +337,8 @@ static void sim_stop(struct sim *sim)
 	sim->controllers = k8s_controllers_free(sim->controllers);
 	sim->kubelet = sim_kubelet_free(sim->kubelet);
 	sim->aws = sim_aws_free(sim->aws);
+	if (sim->api.store)
+		k8s_api_done(&sim->api);
 	sim->store = k8s_store_free(sim->store);
 	sim->reg = k8s_registry_free(sim->reg);
 	sim_tls_clear(&sim->tls);

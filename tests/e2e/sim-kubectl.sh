@@ -260,6 +260,23 @@ post /api/v1/namespaces/default/pods "{\"metadata\":{\"name\":\"owned\",\"ownerR
 kubectl delete deployment inflate >/dev/null
 expect_match "garbage collector removes dependents" "$(kubectl get pod owned 2>&1 || true)" "NotFound"
 
+# --- injected faults (GET/POST /_sim/faults)
+faults() { post /_sim/faults "$1"; }
+expect_eq "faults are set at run time" "$(faults '{"watchCutAfterEvents":2}')" 200
+expect_eq "a watch is cut after N events" \
+	"$(c --max-time 10 "$server/api/v1/namespaces?watch=1&timeoutSeconds=8" | wc -l)" 2
+faults '{"watchGone":1}' >/dev/null
+rv=$(c "$server/api/v1/namespaces/default/pods" | sed -n 's/^{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"\([0-9]*\)".*/\1/p')
+expect_eq "the next resumed watch gets 410" \
+	"$(code --max-time 5 "$server/api/v1/namespaces/default/pods?watch=1&resourceVersion=$rv&timeoutSeconds=1")" 410
+expect_eq "only the next one" \
+	"$(code --max-time 5 "$server/api/v1/namespaces/default/pods?watch=1&resourceVersion=$rv&timeoutSeconds=1")" 200
+faults '{"throttleRate":1}' >/dev/null
+expect_match "throttling answers 429 with Retry-After" \
+	"$(c -i "$server/api/v1/namespaces/default/pods" | tr -d '\r')" "Retry-After: 1"
+expect_eq "faults clear" "$(faults '{}')" 200
+expect_eq "requests succeed again" "$(code "$server/api/v1/namespaces/default/pods")" 200
+
 # --- kubelet-lite: an EC2 instance (CreateFleet, SigV4-signed by curl) boots
 # into a Ready Node; terminating it makes the Node NotReady.
 if curl --help all 2>/dev/null | grep -q -- --aws-sigv4; then

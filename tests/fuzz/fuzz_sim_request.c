@@ -114,7 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct k8s_registry *reg;
 	static struct k8s_store *store;
 	static unsigned runs;
-	struct k8s_api api = { .server_address = "127.0.0.1:6443" };
+	struct k8s_api api;
 	char *text;
 
 	if (!store || ++runs % FUZZ_STORE_RESET_RUNS == 0) {
@@ -124,14 +124,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!reg || k8s_store_new(reg, 1024, &store) < 0 || k8s_store_seed(store) < 0)
 			abort();
 	}
-	api.reg = reg;
-	api.store = store;
+	k8s_api_init(&api, reg, store);
+	snprintf(api.server_address, sizeof(api.server_address), "127.0.0.1:6443");
 	text = malloc(size + 1);
 	if (!text)
 		return 0;
 	memcpy(text, data, size);
 	text[size] = '\0';
 	run_request(&api, text, size);
+	k8s_api_done(&api);
 	free(text);
 	return 0;
 }
