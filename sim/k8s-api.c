@@ -61,8 +61,18 @@ static bool arg_true(const struct k8s_request *req, const char *name)
 static int parse_body(const struct k8s_request *req, json_t **ret,
 		      struct k8s_error *err)
 {
+	const char *ct = req->content_type;
 	json_error_t jerr;
 
+	/* Protobuf and CBOR bodies are not decoded (kubectl's generator
+	 * subcommands such as `create namespace` send protobuf): say so. */
+	if (ct && (strstr(ct, "protobuf") || strstr(ct, "cbor"))) {
+		*ret = NULL;
+		k8s_error_set(err, 415, "UnsupportedMediaType",
+			      "kanna-sim accepts JSON bodies only (media type %.64s): use kubectl create -f or kubectl apply -f",
+			      ct);
+		return -EINVAL;
+	}
 	*ret = json_loadb(req->body ? req->body : "", req->body_len,
 			  JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
 	if (!*ret) {
