@@ -42,6 +42,18 @@ bool k8s_pod_selects_node(const json_t *pod, const json_t *node); /* nodeSelecto
 bool k8s_pod_tolerates_node(const json_t *pod, const json_t *node); /* NoSchedule/NoExecute */
 bool k8s_node_matches_terms(const json_t *terms, const json_t *node); /* nodeSelectorTerms */
 
+/* Required inter-pod (anti-)affinity (k8s-podaffinity.c). */
+struct k8s_pod_affinity;
+enum {
+	K8S_AFFINITY_MISFIT = 1,
+	K8S_AFFINITY_ANTI_MISFIT = 2,
+};
+int k8s_pod_affinity_new(struct k8s_store *store, const json_t *pod, const json_t *nodes_by_name,
+			 struct k8s_pod_affinity **ret);
+/* 0 when node fits every term, else K8S_AFFINITY_*MISFIT. */
+int k8s_pod_affinity_check(const struct k8s_pod_affinity *a, const json_t *node);
+struct k8s_pod_affinity *k8s_pod_affinity_free(struct k8s_pod_affinity *a);
+
 /*
  * Volumes (k8s-volumes.c): the nodeSelectorTerms of every bound PV a pod's
  * claims use (one array per PV); NULL with why filled when a claim is

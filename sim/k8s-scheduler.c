@@ -93,6 +93,8 @@ enum misfit {
 	MISFIT_MEMORY,
 	MISFIT_PODS,
 	MISFIT_VOLUME,
+	MISFIT_POD_AFFINITY,
+	MISFIT_POD_ANTI_AFFINITY,
 	_MISFIT_MAX,
 };
 
@@ -105,6 +107,8 @@ static const char *const misfit_text[] = {
 	[MISFIT_MEMORY] = "Insufficient memory",
 	[MISFIT_PODS] = "Too many pods",
 	[MISFIT_VOLUME] = "node(s) had volume node affinity conflict",
+	[MISFIT_POD_AFFINITY] = "node(s) didn't match pod affinity rules",
+	[MISFIT_POD_ANTI_AFFINITY] = "node(s) didn't match pod anti-affinity rules",
 };
 
 static bool node_ready(const json_t *node)
@@ -226,8 +230,10 @@ bool k8s_pod_selects_node(const json_t *pod, const json_t *node)
 }
 
 static int node_misfit(const json_t *pod, const struct node_fit *n, struct requests req,
-		       const json_t *volume_terms)
+		       const json_t *volume_terms, const struct k8s_pod_affinity *affinity)
 {
+	int a;
+
 	if (!node_ready(n->node))
 		return MISFIT_NOT_READY;
 	if (json_is_true(json_object_get(json_object_get(n->node, "spec"), "unschedulable")))
@@ -245,6 +251,11 @@ static int node_misfit(const json_t *pod, const struct node_fit *n, struct reque
 	for (size_t i = 0; i < json_array_size(volume_terms); i++)
 		if (!k8s_node_matches_terms(json_array_get(volume_terms, i), n->node))
 			return MISFIT_VOLUME;
+	a = k8s_pod_affinity_check(affinity, n->node);
+	if (a == K8S_AFFINITY_MISFIT)
+		return MISFIT_POD_AFFINITY;
+	if (a == K8S_AFFINITY_ANTI_MISFIT)
+		return MISFIT_POD_ANTI_AFFINITY;
 	return -1;
 }
 
@@ -375,8 +386,9 @@ static void unschedulable_message(char *buf, size_t len, size_t n_nodes,
 }
 
 static int schedule_one(struct k8s_store *store, const json_t *pod, struct node_fit *fits,
-			size_t n)
+			size_t n, const json_t *nodes_by_name)
 {
+	struct k8s_pod_affinity *affinity = NULL;
 	const struct k8s_resource *pods = k8s_registry_find(store->reg, "", "v1", "pods");
 	const json_t *meta = json_object_get(pod, "metadata");
 	const char *ns = json_string_value(json_object_get(meta, "namespace"));
@@ -391,8 +403,12 @@ static int schedule_one(struct k8s_store *store, const json_t *pod, struct node_
 	volume_terms = k8s_pod_volume_terms(store, pod, msg, sizeof(msg));
 	if (!volume_terms)
 		goto unschedulable;
+	if (k8s_pod_affinity_new(store, pod, nodes_by_name, &affinity) < 0) {
+		json_decref(volume_terms);
+		return 0;
+	}
 	for (size_t i = 0; i < n; i++) {
-		int m = node_misfit(pod, &fits[i], req, volume_terms);
+		int m = node_misfit(pod, &fits[i], req, volume_terms, affinity);
 
 		if (m >= 0) {
 			counts[m]++;
@@ -402,6 +418,7 @@ static int schedule_one(struct k8s_store *store, const json_t *pod, struct node_
 				     (void *)fits[i].name, NULL, &err);
 		k8s_error_clear(&err);
 		json_decref(volume_terms);
+		k8s_pod_affinity_free(affinity);
 		if (r < 0)
 			return 0;
 		fits[i].free_cpu -= req.cpu;
@@ -410,6 +427,7 @@ static int schedule_one(struct k8s_store *store, const json_t *pod, struct node_
 		return 1 + k8s_volumes_bind_for_pod(store, pod, fits[i].node);
 	}
 	json_decref(volume_terms);
+	k8s_pod_affinity_free(affinity);
 	unschedulable_message(msg, sizeof(msg), n, counts);
 unschedulable:
 	r = k8s_store_mutate(store, pods, ns, name, K8S_WRITE_STATUS, mark_unschedulable, msg,
@@ -422,7 +440,7 @@ int k8s_scheduler_reconcile(struct k8s_store *store)
 {
 	const struct k8s_resource *pods = k8s_registry_find(store->reg, "", "v1", "pods");
 	struct pod_scan scan = {};
-	json_t *nodes = NULL;
+	json_t *nodes = NULL, *by_name = NULL;
 	int writes = 0;
 
 	k8s_store_foreach(store, pods, NULL, scan_pod, &scan);
@@ -435,13 +453,18 @@ int k8s_scheduler_reconcile(struct k8s_store *store)
 		goto out;
 	}
 	k8s_store_foreach(store, pods, NULL, scan_pod, &scan);
-	for (size_t i = 0; i < scan.n_pending; i++) {
+	by_name = json_object();
+	for (size_t i = 0; by_name && i < scan.n_fits; i++)
+		if (scan.fits[i].name)
+			json_object_set(by_name, scan.fits[i].name, (json_t *)scan.fits[i].node);
+	for (size_t i = 0; by_name && i < scan.n_pending; i++) {
 		json_t *pod = k8s_object_parse(scan.pending[i]);
 
 		if (pod && is_pending(pod))
-			writes += schedule_one(store, pod, scan.fits, scan.n_fits);
+			writes += schedule_one(store, pod, scan.fits, scan.n_fits, by_name);
 		json_decref(pod);
 	}
+	json_decref(by_name);
 out:
 	for (size_t i = 0; i < scan.n_pending; i++)
 		k8s_object_unref(scan.pending[i]);

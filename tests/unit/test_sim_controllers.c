@@ -321,3 +321,36 @@ Test(sim_controllers, first_consumer_binds_a_claim_in_its_zone_and_later_pods_fo
 	json_decref(pv);
 	json_decref(pvc);
 }
+
+#define ZONE_NODE(name, zone) \
+	"{\"metadata\":{\"name\":\"" name "\",\"labels\":{\"topology.kubernetes.io/zone\":\"" zone "\"}}," \
+	"\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]," \
+	"\"allocatable\":{\"cpu\":\"4\",\"memory\":\"8Gi\",\"pods\":\"10\"}}}"
+#define TERM(kind, app) \
+	"\"affinity\":{\"" kind "\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"labelSelector\":" \
+	"{\"matchLabels\":{\"app\":\"" app "\"}},\"topologyKey\":\"topology.kubernetes.io/zone\"}]}},"
+
+Test(sim_controllers, required_pod_affinity_and_anti_affinity_pick_the_zone)
+{
+	json_t *p;
+
+	create(nodes, NULL, ZONE_NODE("a1", "za"));
+	create(nodes, NULL, ZONE_NODE("b1", "zb"));
+	create(pods, "default", "{\"metadata\":{\"name\":\"leader\",\"labels\":{\"app\":\"leader\"}},"
+				"\"spec\":{\"nodeName\":\"b1\",\"containers\":[{\"name\":\"c\"}]}}");
+	create(pods, "default", POD("follower", "100m", TERM("podAffinity", "leader")));
+	create(pods, "default", POD("loner", "100m", TERM("podAntiAffinity", "leader")));
+	create(pods, "default", POD("stray", "100m", TERM("podAffinity", "nobody")));
+	k8s_scheduler_reconcile(store);
+	p = get_pod("follower");
+	cr_assert_str_eq(field(p, "spec", "nodeName"), "b1", "follows the leader's zone");
+	json_decref(p);
+	p = get_pod("loner");
+	cr_assert_str_eq(field(p, "spec", "nodeName"), "a1", "avoids the leader's zone");
+	json_decref(p);
+	p = get_pod("stray");
+	cr_assert_null(field(p, "spec", "nodeName"), "nothing to be near");
+	cr_assert_str_eq(condition(p, "message"),
+			 "0/2 nodes are available: 2 node(s) didn't match pod affinity rules.");
+	json_decref(p);
+}
