@@ -23,6 +23,7 @@ struct sim_kubelet {
 	struct k8s_store *store;
 	struct sim_aws *aws;
 	unsigned boot_ms;
+	uint32_t next_pod_ip; /* pod IPs are handed out from 10.1.0.0/16 */
 };
 
 int sim_kubelet_new(struct k8s_store *store, struct sim_aws *aws, unsigned boot_ms,
@@ -283,7 +284,8 @@ static int start_pods(struct sim_kubelet *k, const json_t *nodes)
 		struct k8s_error err = {};
 		char ip[32];
 
-		snprintf(ip, sizeof(ip), "10.1.%zu.%zu", (i / 250) % 250, i % 250 + 2);
+		k->next_pod_ip = (k->next_pod_ip + 1) % (250 * 250);
+		snprintf(ip, sizeof(ip), "10.1.%u.%u", k->next_pod_ip / 250, k->next_pod_ip % 250 + 2);
 		if (k8s_store_mutate(k->store, pods, json_string_value(json_array_get(p, 0)),
 				     json_string_value(json_array_get(p, 1)), K8S_WRITE_ALL, run_pod, ip,
 				     NULL, &err) >= 0)
