@@ -167,7 +167,7 @@ static int run_replica(struct bench *b, const char *dir, size_t expect, unsigned
 
 	b->lat = calloc(LATENCY_MAX_SAMPLES, sizeof(double));
 	if (!b->lat || sock_ctx_new(&ctx, b->loop, "bench", dir) < 0 ||
-	    replica_new(&r, ctx, b->loop, PROTO_PROCESS_TOOL, STATE_PUB_SOCKET, STATE_SYNC_SOCKET,
+	    replica_new(&r, ctx, b->loop, PROTO_PROCESS_TOOL, ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC,
 			&h) < 0)
 		return 1;
 	while (now_usec() - start < 120000000u) {

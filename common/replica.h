@@ -9,6 +9,7 @@
 #ifndef KANNA_COMMON_REPLICA_H
 #define KANNA_COMMON_REPLICA_H
 
+#include "common/endpoints.h"
 #include "common/msg.h"
 #include "common/state-store.h"
 

@@ -223,3 +223,10 @@ void state_store_done(struct state_store *s)
 {
 	state_store_clear(s);
 }
+
+bool state_pod_is_unschedulable(const struct proto_pod *p)
+{
+	return p->phase == PROTO_PHASE_PENDING && p->scheduled == PROTO_COND_FALSE &&
+	       streq_ptr(p->scheduled_reason, "Unschedulable") && (!p->node_name || !*p->node_name) &&
+	       p->deletion_time == 0 && !p->daemonset_owned && !p->mirror;
+}

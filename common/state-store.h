@@ -58,4 +58,12 @@ const struct state_pod_set *state_store_pods_on(const struct state_store *s, con
 /* Removes everything (a replica about to load a snapshot). */
 void state_store_clear(struct state_store *s);
 
+/*
+ * A pod kanna should find capacity for: the Kubernetes scheduler marked it
+ * PodScheduled=False/Unschedulable, it is unbound, alive, and neither a
+ * DaemonSet's nor a mirror pod. (Whether an in-flight NodeClaim already has
+ * it planned is the watcher's separate check.)
+ */
+bool state_pod_is_unschedulable(const struct proto_pod *p);
+
 #endif

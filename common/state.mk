@@ -3,7 +3,7 @@
 # sit above libkanna-proto, which sits above libkanna-common.
 noinst_LIBRARIES += libkanna-state.a
 libkanna_state_a_SOURCES = \
-	common/msg.h common/msg.c \
+	common/endpoints.h common/msg.h common/msg.c \
 	common/state-store.h common/state-store.c \
 	common/replica.h common/replica.c
 STATE_LIBS = libkanna-state.a libkanna-proto.a $(COMMON_LIBS)

@@ -211,3 +211,59 @@ void cluster_compute_daemon_overhead(struct cluster *c)
 					      c->cat.n_resources);
 	}
 }
+
+/* After the catalog is loaded: drop in-flight NodeClaims whose Node is
+ * known, size the others from their instance type, and order them after
+ * the Nodes (existing nodes are tried first). */
+int cluster_settle_in_flight(struct cluster *c)
+{
+	struct node *sorted = malloc((c->n_nodes ? c->n_nodes : 1) * sizeof(*sorted));
+	uint32_t k = 0;
+
+	if (!sorted)
+		return -ENOMEM;
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t i = 0; i < c->n_nodes; i++) {
+			struct node *n = &c->nodes[i];
+			bool seen = false;
+			if (n->in_flight != (pass == 1))
+				continue;
+			for (uint32_t j = 0; n->in_flight && n->launched_as != STR_NONE && j < c->n_nodes; j++)
+				seen |= !c->nodes[j].in_flight && c->nodes[j].name == n->launched_as;
+			if (seen)
+				continue;
+			if (n->in_flight && !n->allocatable.v[RES_CPU]) {
+				uint32_t type = labels_get(n->labels, n->n_labels, K_INSTANCE_TYPE);
+				for (uint32_t t = 0; type != STR_NONE && t < c->cat.n_types; t++)
+					if (c->cat.types[t].name == type) {
+						n->allocatable = c->cat.types[t].allocatable;
+						n->capacity = c->cat.types[t].capacity;
+					}
+			}
+			if (n->in_flight && !n->allocatable.v[RES_CPU])
+				continue; /* nothing known about its size: holds nothing */
+			sorted[k++] = *n;
+		}
+	free(c->nodes);
+	c->nodes = sorted;
+	c->n_nodes = c->cap_nodes = k;
+	return 0;
+}
+
+/* Which NodePool each node belongs to (karpenter.sh/nodepool or the v1alpha5
+ * provisioner-name label), and what each pool already has in use. */
+void cluster_assign_nodepools(struct cluster *c)
+{
+	for (uint32_t i = 0; i < c->n_nodes; i++) {
+		struct node *n = &c->nodes[i];
+		uint32_t pool = labels_get(n->labels, n->n_labels, K_NODEPOOL);
+		if (pool == STR_NONE)
+			pool = labels_get(n->labels, n->n_labels, K_PROVISIONER_NAME);
+		for (uint32_t p = 0; pool != STR_NONE && p < c->n_nodepools; p++)
+			if (c->nodepools[p].name == pool) {
+				n->nodepool = (int32_t)p;
+				resources_add(&c->nodepools[p].in_use, &n->capacity, c->cat.n_resources);
+				c->nodepools[p].nodes_in_use++;
+			}
+	}
+}

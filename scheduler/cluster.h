@@ -139,6 +139,14 @@ bool tolerates(const struct toleration *tols, uint32_t n_tols, const struct tain
 /* Does the group count this pod (namespace and label selector)? */
 bool topo_group_selects(const struct cluster *c, const struct topo_group *g,
 			const struct pod *p);
+/*
+ * After the catalog is final: in-flight NodeClaims (nodes with in_flight)
+ * whose Node is known are dropped, the rest sized from their instance type
+ * and ordered after the real nodes, which the solver tries first.
+ */
+int cluster_settle_in_flight(struct cluster *c);
+/* Sets node->nodepool from its labels and adds up each pool's usage. */
+void cluster_assign_nodepools(struct cluster *c);
 /* Sum of DaemonSet requests that would run on nodes of this NodePool. */
 void cluster_compute_daemon_overhead(struct cluster *c);
 

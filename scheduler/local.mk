@@ -1,6 +1,6 @@
-# scheduler/: the solver library (libkanna-sched.a), the kanna-scheduler CLI
-# (--simulate only this session; the daemon is not built yet), its unit and
-# scenario tests, the --simulate YAML fuzz target and the benchmark.
+# scheduler/: the solver library (libkanna-sched.a), kanna-scheduler (the
+# daemon, and --simulate), its unit and scenario tests, the --simulate YAML
+# fuzz target and the benchmark.
 noinst_LIBRARIES += libkanna-sched.a
 libkanna_sched_a_SOURCES = \
 	scheduler/model.h scheduler/model.c \
@@ -10,12 +10,15 @@ libkanna_sched_a_SOURCES = \
 	scheduler/solver.h scheduler/solver-internal.h scheduler/solver.c \
 	scheduler/shape.c scheduler/topology.c scheduler/solve.c scheduler/finish.c \
 	scheduler/simulate.h scheduler/simulate-internal.h scheduler/simulate-yaml.c \
-	scheduler/simulate-pod.c scheduler/simulate-load.c scheduler/simulate-workloads.c scheduler/simulate-output.c
+	scheduler/simulate-pod.c scheduler/simulate-load.c scheduler/simulate-workloads.c scheduler/simulate-output.c \
+	scheduler/from-state.h scheduler/from-state.c scheduler/plan.h scheduler/plan.c \
+	scheduler/batch.h scheduler/batch.c
 
 bin_PROGRAMS += scheduler/kanna-scheduler
-scheduler_kanna_scheduler_SOURCES = scheduler/main.c
-scheduler_kanna_scheduler_LDADD = $(SCHED_LIBS)
-SCHED_LIBS = libkanna-sched.a $(COMMON_LIBS) -lm
+scheduler_kanna_scheduler_SOURCES = scheduler/main.c scheduler/simulate-main.c \
+	scheduler/daemon.h scheduler/daemon.c scheduler/config.h scheduler/config.c
+scheduler_kanna_scheduler_LDADD = libkanna-sched.a $(STATE_LIBS) -lm
+SCHED_LIBS = libkanna-sched.a libkanna-state.a libkanna-proto.a $(COMMON_LIBS) -lm
 
 check_PROGRAMS += tests/unit/test_requirements
 TESTS += tests/unit/test_requirements
@@ -97,3 +100,7 @@ EXTRA_DIST += \
 	tests/fuzz/corpus/simulate_yaml/s5-inflate-nodeselector.yaml \
 	tests/fuzz/corpus/simulate_yaml/taints-and-tolerations.yaml \
 	tests/fuzz/corpus/simulate_yaml/topology-spread-counts-existing.yaml
+
+# End-to-end: kanna-sim → kanna-watcher → kanna-scheduler (kanna-probe is the launcher).
+TESTS += tests/e2e/scheduler.sh
+EXTRA_DIST += tests/e2e/scheduler.sh

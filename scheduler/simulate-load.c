@@ -165,45 +165,6 @@ out:
 	return r;
 }
 
-/* After the catalog is loaded: drop in-flight NodeClaims whose Node is in
- * the dump, size the others from their instance type, and order them after
- * the Nodes (existing nodes are tried first). */
-static int settle_nodeclaims(struct yctx *y)
-{
-	struct cluster *c = y->c;
-	struct node *sorted = malloc((c->n_nodes ? c->n_nodes : 1) * sizeof(*sorted));
-	uint32_t k = 0;
-
-	if (!sorted)
-		return -ENOMEM;
-	for (int pass = 0; pass < 2; pass++)
-		for (uint32_t i = 0; i < c->n_nodes; i++) {
-			struct node *n = &c->nodes[i];
-			bool seen = false;
-			if (n->in_flight != (pass == 1))
-				continue;
-			for (uint32_t j = 0; n->in_flight && n->launched_as != STR_NONE && j < c->n_nodes; j++)
-				seen |= !c->nodes[j].in_flight && c->nodes[j].name == n->launched_as;
-			if (seen)
-				continue;
-			if (n->in_flight && !n->allocatable.v[RES_CPU]) {
-				uint32_t type = labels_get(n->labels, n->n_labels, K_INSTANCE_TYPE);
-				for (uint32_t t = 0; type != STR_NONE && t < c->cat.n_types; t++)
-					if (c->cat.types[t].name == type) {
-						n->allocatable = c->cat.types[t].allocatable;
-						n->capacity = c->cat.types[t].capacity;
-					}
-			}
-			if (n->in_flight && !n->allocatable.v[RES_CPU])
-				continue; /* nothing known about its size: holds nothing */
-			sorted[k++] = *n;
-		}
-	free(c->nodes);
-	c->nodes = sorted;
-	c->n_nodes = c->cap_nodes = k;
-	return 0;
-}
-
 static int grow_array(void **v, uint32_t *n, uint32_t *cap, size_t size)
 {
 	if (*n == *cap) {
@@ -525,21 +486,6 @@ static int load_shipped_catalog(struct yctx *y, const struct simulate_options *o
 	return r;
 }
 
-static void node_pools(struct cluster *c)
-{
-	for (uint32_t i = 0; i < c->n_nodes; i++) {
-		struct node *n = &c->nodes[i];
-		uint32_t pool = labels_get(n->labels, n->n_labels, K_NODEPOOL);
-		if (pool == STR_NONE)
-			pool = labels_get(n->labels, n->n_labels, K_PROVISIONER_NAME);
-		for (uint32_t p = 0; pool != STR_NONE && p < c->n_nodepools; p++)
-			if (c->nodepools[p].name == pool) {
-				n->nodepool = (int32_t)p;
-				resources_add(&c->nodepools[p].in_use, &n->capacity, c->cat.n_resources);
-				c->nodepools[p].nodes_in_use++;
-			}
-	}
-}
 
 static int load_all(struct yctx *y, yaml_parser_t *parser, yaml_document_t **docsp, size_t *n_docs)
 {
@@ -610,9 +556,9 @@ int simulate_load(const char *file, const char *data, size_t size,
 	if (r >= 0)
 		r = catalog_finalize(&y.c->cat);
 	if (r >= 0)
-		r = settle_nodeclaims(&y);
+		r = cluster_settle_in_flight(y.c);
 	if (r >= 0) {
-		node_pools(y.c);
+		cluster_assign_nodepools(y.c);
 		cluster_compute_daemon_overhead(y.c);
 	}
 	for (size_t i = 0; i < n_docs; i++)

@@ -29,4 +29,7 @@ void simulate_print_table(FILE *out, const struct cluster *c, const struct sched
 /* {"nodeClaims":[...],"existingNodes":[...],"unschedulable":[...]} */
 int simulate_print_json(FILE *out, const struct cluster *c, const struct sched_result *res);
 
+/* The --simulate command line (main.c dispatches to it). */
+int simulate_main(int argc, char **argv);
+
 #endif

@@ -138,7 +138,7 @@ static int watcher_work(struct watcher *w)
 	if ((r = sock_ctx_new(&w->socks, w->loop, "watcher", w->cfg.common.runtime_dir)) < 0)
 		return log_error_errno(r, "Failed to open sockets in %s: %m", w->cfg.common.runtime_dir);
 	if ((r = msg_io_init(&w->io, PROTO_PROCESS_WATCHER, 0)) < 0 ||
-	    (r = publisher_new(&w->pub, w->socks, w->loop, STATE_PUB_SOCKET, STATE_SYNC_SOCKET)) < 0 ||
+	    (r = publisher_new(&w->pub, w->socks, w->loop, ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC)) < 0 ||
 	    (r = pending_router_new(&w->pending, w->socks, (unsigned)w->cfg.shards)) < 0)
 		return log_error_errno(r, "Failed to bind the watcher's sockets in %s: %m",
 				       sock_ctx_runtime_dir(w->socks));

@@ -35,7 +35,7 @@ int pending_router_new(struct pending_router **ret, struct sock_ctx *ctx, unsign
 		return -ENOMEM;
 	}
 	for (unsigned i = 0; i < pr->n_shards; i++) {
-		snprintf(name, sizeof(name), PENDING_SOCKET_PREFIX ".%u", i);
+		snprintf(name, sizeof(name), ENDPOINT_PENDING_PREFIX ".%u", i);
 		if ((r = sock_new(&pr->shards[i], ctx, ZMQ_PUSH, name)) < 0 ||
 		    (r = sock_bind(pr->shards[i], name)) < 0) {
 			pending_router_free(pr);
@@ -57,12 +57,6 @@ struct pending_router *pending_router_free(struct pending_router *pr)
 	return NULL;
 }
 
-bool pod_is_unschedulable(const struct proto_pod *p)
-{
-	return p->phase == PROTO_PHASE_PENDING && p->scheduled == PROTO_COND_FALSE &&
-	       streq_ptr(p->scheduled_reason, "Unschedulable") && (!p->node_name || !*p->node_name) &&
-	       p->deletion_time == 0 && !p->daemonset_owned && !p->mirror;
-}
 
 static const char *label_of(const struct proto_pod *p, const char *key)
 {
@@ -250,7 +244,7 @@ int pending_router_announce(struct pending_router *pr, struct msg_io *io,
 		goto out;
 	while ((e = state_store_next(s, &it))) {
 		const struct proto_pod *p;
-		if (e->obj.kind != PROTO_OBJECT_POD || !pod_is_unschedulable(e->obj.pod))
+		if (e->obj.kind != PROTO_OBJECT_POD || !state_pod_is_unschedulable(e->obj.pod))
 			continue;
 		p = e->obj.pod;
 		snprintf(key, sizeof(key), "%s/%s", p->ns, p->name);

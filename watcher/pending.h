@@ -12,20 +12,16 @@
 #ifndef KANNA_WATCHER_PENDING_H
 #define KANNA_WATCHER_PENDING_H
 
+#include "common/endpoints.h"
 #include "common/msg.h"
 #include "common/state-store.h"
 
-/* Endpoint name of shard i: "pending.<i>". */
-#define PENDING_SOCKET_PREFIX "pending"
 
 struct pending_router;
 
 int pending_router_new(struct pending_router **ret, struct sock_ctx *ctx, unsigned n_shards);
 struct pending_router *pending_router_free(struct pending_router *pr);
 
-/* Unschedulable, unbound, alive, not a DaemonSet's or mirror pod (see
- * above; whether a NodeClaim has it planned is checked separately). */
-bool pod_is_unschedulable(const struct proto_pod *p);
 
 /*
  * The shard of every pending pod: out[i] for pods[i]. Exposed for tests.

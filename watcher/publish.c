@@ -212,8 +212,8 @@ int publisher_new(struct publisher **ret, struct sock_ctx *ctx, struct loop *loo
 	state_store_init(&p->store);
 	p->store.seq = now_usec_realtime();
 	if ((r = msg_io_init(&p->io, PROTO_PROCESS_WATCHER, 0)) < 0 ||
-	    (r = sock_new(&p->pub, ctx, ZMQ_PUB, STATE_PUB_SOCKET)) < 0 ||
-	    (r = sock_new(&p->sync, ctx, ZMQ_ROUTER, STATE_SYNC_SOCKET)) < 0)
+	    (r = sock_new(&p->pub, ctx, ZMQ_PUB, ENDPOINT_STATE_PUB)) < 0 ||
+	    (r = sock_new(&p->sync, ctx, ZMQ_ROUTER, ENDPOINT_STATE_SYNC)) < 0)
 		goto fail;
 	/* Report unroutable replies instead of dropping them silently. */
 	zmq_setsockopt(sock_zsock(p->sync), ZMQ_ROUTER_MANDATORY, &one, sizeof(one));

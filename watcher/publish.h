@@ -11,11 +11,10 @@
 #ifndef KANNA_WATCHER_PUBLISH_H
 #define KANNA_WATCHER_PUBLISH_H
 
+#include "common/endpoints.h"
 #include "common/msg.h"
 #include "common/state-store.h"
 
-#define STATE_PUB_SOCKET "state.pub"
-#define STATE_SYNC_SOCKET "state.sync"
 /* Snapshot items sent per loop turn, so probes and deltas are not starved. */
 #define PUBLISH_SNAPSHOT_SLICE 2000
 /* Heartbeats carry the latest seq so quiet replicas still notice gaps. */

@@ -6,6 +6,9 @@
  *       per object ({"key":…, "object":{…}}) sorted by key, exits 0.
  *   kanna-probe pending --runtime-dir D [--shard N] [--timeout S]
  *       receives one pending_pods message and prints its pods' keys.
+ *   kanna-probe plan --runtime-dir D [--timeout S]
+ *       binds the launcher's "plans" socket, receives one launch plan and
+ *       prints a line per NodeClaim: nodepool, pods, candidates, cheapest.
  */
 #include <getopt.h>
 #include <jansson.h>
@@ -15,8 +18,7 @@
 
 #include "common/log.h"
 #include "common/replica.h"
-#include "watcher/pending.h"
-#include "watcher/publish.h"
+#include "common/endpoints.h"
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -31,7 +33,7 @@ static int probe_replica(struct sock_ctx *ctx, struct loop *loop, unsigned timeo
 	char **lines;
 	int k;
 
-	k = replica_new(&r, ctx, loop, PROTO_PROCESS_TOOL, STATE_PUB_SOCKET, STATE_SYNC_SOCKET, NULL);
+	k = replica_new(&r, ctx, loop, PROTO_PROCESS_TOOL, ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC, NULL);
 	if (k < 0)
 		return log_error_errno(k, "Failed to join state replication: %m");
 	for (unsigned i = 0; i < timeout * 100 && !replica_synced(r); i++)
@@ -78,13 +80,16 @@ static int probe_pending(struct sock_ctx *ctx, unsigned shard, unsigned timeout)
 	size_t size;
 	const void *body;
 
-	snprintf(name, sizeof(name), PENDING_SOCKET_PREFIX ".%u", shard);
+	snprintf(name, sizeof(name), ENDPOINT_PENDING_PREFIX ".%u", shard);
 	if ((k = sock_new(&s, ctx, ZMQ_PULL, name)) < 0 || (k = sock_connect(s, name)) < 0)
 		return log_error_errno(k, "Failed to connect to %s: %m", name);
 	zmq_setsockopt(sock_zsock(s), ZMQ_RCVTIMEO, &ms, sizeof(ms));
 	k = sock_recv(s, &msg, 0);
-	if (k < 0)
+	if (k < 0) {
+		sock_free(s); /* the context cannot close with a socket open */
+		proto_decoder_free(d);
 		return log_error_errno(k, "Failed to receive pending pods on %s: %m", name);
+	}
 	body = sock_msg_body(&msg, &size);
 	k = proto_decode(d, body, size, &m, &err);
 	if (k < 0 || m->env.type != PROTO_MSG_PENDING_PODS) {
@@ -93,6 +98,47 @@ static int probe_pending(struct sock_ctx *ctx, unsigned shard, unsigned timeout)
 	}
 	for (uint32_t i = 0; i < m->body.pending_pods.n_pods; i++)
 		printf("%s/%s\n", m->body.pending_pods.pods[i].ns, m->body.pending_pods.pods[i].name);
+	sock_msg_close(&msg);
+	sock_free(s);
+	proto_decoder_free(d);
+	return 0;
+}
+
+static int probe_plan(struct sock_ctx *ctx, unsigned timeout)
+{
+	struct proto_decoder *d = proto_decoder_new();
+	const struct proto_msg *m;
+	struct proto_error err;
+	struct sock *s;
+	struct sock_msg msg;
+	int k, ms = (int)timeout * 1000;
+	size_t size;
+	const void *body;
+
+	if ((k = sock_new(&s, ctx, ZMQ_PULL, ENDPOINT_PLANS)) < 0 ||
+	    (k = sock_bind(s, ENDPOINT_PLANS)) < 0)
+		return log_error_errno(k, "Failed to bind %s: %m", ENDPOINT_PLANS);
+	zmq_setsockopt(sock_zsock(s), ZMQ_RCVTIMEO, &ms, sizeof(ms));
+	k = sock_recv(s, &msg, 0);
+	if (k < 0) {
+		sock_free(s); /* the context cannot close with a socket open */
+		proto_decoder_free(d);
+		return log_error_errno(k, "Failed to receive a launch plan: %m");
+	}
+	body = sock_msg_body(&msg, &size);
+	k = proto_decode(d, body, size, &m, &err);
+	if (k < 0 || m->env.type != PROTO_MSG_LAUNCH_PLAN) {
+		log_error("Failed to decode a launch plan: %s", k < 0 ? err.text : "wrong type");
+		return -EBADMSG;
+	}
+	for (uint32_t i = 0; i < m->body.launch_plan.n_nodeclaims; i++) {
+		const struct proto_planned_nodeclaim *nc = &m->body.launch_plan.nodeclaims[i];
+		printf("nodeclaim %s nodepool=%s nodeclass=%s pods=%u candidates=%u cheapest=%s\n", nc->id,
+		       nc->nodepool, nc->nodeclass ? nc->nodeclass : "-", nc->n_pods,
+		       nc->n_instance_types, nc->n_instance_types ? nc->instance_types[0].name : "-");
+		for (uint32_t p = 0; p < nc->n_pods; p++)
+			printf("  pod %s\n", nc->pods[p]);
+	}
 	sock_msg_close(&msg);
 	sock_free(s);
 	proto_decoder_free(d);
@@ -125,7 +171,7 @@ int main(int argc, char **argv)
 			return 2;
 	}
 	if (optind >= argc || !dir) {
-		fprintf(stderr, "usage: kanna-probe replica|pending --runtime-dir DIR [--shard N] [--timeout S]\n");
+		fprintf(stderr, "usage: kanna-probe replica|pending|plan --runtime-dir DIR [--shard N] [--timeout S]\n");
 		return 2;
 	}
 	if (loop_new(&loop, "kanna-probe") < 0 || sock_ctx_new(&ctx, NULL, "probe", dir) < 0)
@@ -137,6 +183,8 @@ int main(int argc, char **argv)
 		r = probe_replica(ctx, loop, timeout);
 	} else if (strcmp(argv[optind], "pending") == 0) {
 		r = probe_pending(ctx, shard, timeout);
+	} else if (strcmp(argv[optind], "plan") == 0) {
+		r = probe_plan(ctx, timeout);
 	} else {
 		fprintf(stderr, "kanna-probe: unknown command %s\n", argv[optind]);
 		r = -EINVAL;

@@ -106,15 +106,15 @@ Test(replica, early_and_late_replicas_equal_the_publisher_after_churn)
 	struct proto_rng rng = { 42 };
 	struct goal g = { 0 };
 	struct replica_stats st;
-	cr_assert_eq(publisher_new(&g.p, ctx, loop, STATE_PUB_SOCKET, STATE_SYNC_SOCKET), 0);
-	cr_assert_eq(replica_new(&g.r[0], ctx, loop, PROTO_PROCESS_SCHEDULER, STATE_PUB_SOCKET,
-				 STATE_SYNC_SOCKET, NULL), 0);
+	cr_assert_eq(publisher_new(&g.p, ctx, loop, ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC), 0);
+	cr_assert_eq(replica_new(&g.r[0], ctx, loop, PROTO_PROCESS_SCHEDULER, ENDPOINT_STATE_PUB,
+				 ENDPOINT_STATE_SYNC, NULL), 0);
 	g.n = 1;
 	churn(g.p, &rng, 2000);
 	run_until_converged(&g);
 	churn(g.p, &rng, 1000); /* while replica 0 is live */
-	cr_assert_eq(replica_new(&g.r[1], ctx, loop, PROTO_PROCESS_REAPER, STATE_PUB_SOCKET,
-				 STATE_SYNC_SOCKET, NULL), 0);
+	cr_assert_eq(replica_new(&g.r[1], ctx, loop, PROTO_PROCESS_REAPER, ENDPOINT_STATE_PUB,
+				 ENDPOINT_STATE_SYNC, NULL), 0);
 	g.n = 2;
 	run_until_converged(&g);
 	churn(g.p, &rng, 1000);
@@ -132,16 +132,16 @@ Test(replica, a_restarted_publisher_is_noticed_and_replicas_resync_to_its_state)
 	struct proto_rng rng = { 7 };
 	struct goal g = { 0 };
 	struct replica_stats st;
-	cr_assert_eq(publisher_new(&g.p, ctx, loop, STATE_PUB_SOCKET, STATE_SYNC_SOCKET), 0);
-	cr_assert_eq(replica_new(&g.r[0], ctx, loop, PROTO_PROCESS_LAUNCHER, STATE_PUB_SOCKET,
-				 STATE_SYNC_SOCKET, NULL), 0);
+	cr_assert_eq(publisher_new(&g.p, ctx, loop, ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC), 0);
+	cr_assert_eq(replica_new(&g.r[0], ctx, loop, PROTO_PROCESS_LAUNCHER, ENDPOINT_STATE_PUB,
+				 ENDPOINT_STATE_SYNC, NULL), 0);
 	g.n = 1;
 	churn(g.p, &rng, 500);
 	run_until_converged(&g);
 	/* The watcher dies and comes back with a different picture. */
 	publisher_free(g.p);
 	usleep(2000); /* a new start time, so a new sequence origin */
-	cr_assert_eq(publisher_new(&g.p, ctx, loop, STATE_PUB_SOCKET, STATE_SYNC_SOCKET), 0);
+	cr_assert_eq(publisher_new(&g.p, ctx, loop, ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC), 0);
 	churn(g.p, &rng, 300);
 	run_until_converged(&g);
 	replica_get_stats(g.r[0], &st);
@@ -182,9 +182,9 @@ Test(replica, consumers_see_each_live_change_once)
 	struct goal g = { 0 };
 	struct counter c = { 0 };
 	struct replica_handlers h = { on_change, on_synced, &c };
-	cr_assert_eq(publisher_new(&g.p, ctx, loop, STATE_PUB_SOCKET, STATE_SYNC_SOCKET), 0);
-	cr_assert_eq(replica_new(&g.r[0], ctx, loop, PROTO_PROCESS_SCHEDULER, STATE_PUB_SOCKET,
-				 STATE_SYNC_SOCKET, &h), 0);
+	cr_assert_eq(publisher_new(&g.p, ctx, loop, ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC), 0);
+	cr_assert_eq(replica_new(&g.r[0], ctx, loop, PROTO_PROCESS_SCHEDULER, ENDPOINT_STATE_PUB,
+				 ENDPOINT_STATE_SYNC, &h), 0);
 	g.n = 1;
 	run_until_converged(&g);
 	cr_assert_eq(c.synced, 1);

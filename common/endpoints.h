@@ -1,0 +1,20 @@
+/*
+ * The names of every socket between the kanna daemons, in one place (the
+ * runtime directory holds <name>.sock): who binds, who connects, and what
+ * flows over it. Messages themselves are in proto/proto.h.
+ */
+#ifndef KANNA_COMMON_ENDPOINTS_H
+#define KANNA_COMMON_ENDPOINTS_H
+
+/* watcher binds PUB; every replica connects SUB: state deltas, heartbeats. */
+#define ENDPOINT_STATE_PUB "state.pub"
+/* watcher binds ROUTER; replicas connect DEALER: snapshot requests/replies. */
+#define ENDPOINT_STATE_SYNC "state.sync"
+/* watcher binds PUSH "pending.<shard>"; scheduler shard <shard> connects PULL. */
+#define ENDPOINT_PENDING_PREFIX "pending"
+/* launcher binds PULL; schedulers (and the reaper) connect PUSH: launch plans. */
+#define ENDPOINT_PLANS "plans"
+/* launcher binds PUB; schedulers connect SUB: launch results, unavailable offerings. */
+#define ENDPOINT_RESULTS "results"
+
+#endif

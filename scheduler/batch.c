@@ -1,0 +1,108 @@
+/*
+ * Batching of pending pods (see batch.h). The watcher re-announces every
+ * pending pod periodically, so "new" means a pod not already in the batch:
+ * re-announcements refresh a pod's copy without extending the idle window.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "scheduler/batch.h"
+
+void batch_init(struct batch *b, uint64_t idle_usec, uint64_t max_usec)
+{
+	*b = (struct batch){ .idle_usec = idle_usec, .max_usec = max_usec };
+}
+
+void batch_done(struct batch *b)
+{
+	size_t it = 0;
+	void *v;
+
+	while (hashmap_next(&b->pods, &it, NULL, &v))
+		free(v);
+	hashmap_done(&b->pods);
+	hashmap_done(&b->held);
+}
+
+int batch_add(struct batch *b, const struct proto_pod *p, uint64_t now_usec)
+{
+	char key[2 * PROTO_MAX_NAME_LEN + 2];
+	struct proto_pod *copy;
+	void *old = NULL;
+	int r;
+
+	snprintf(key, sizeof(key), "%s/%s", p->ns, p->name);
+	if (hashmap_get(&b->held, key))
+		return 0;
+	copy = proto_pod_dup(p);
+	if (!copy)
+		return -ENOMEM;
+	r = hashmap_put(&b->pods, key, copy, &old);
+	if (r < 0) {
+		free(copy);
+		return r;
+	}
+	if (old) {
+		free(old);
+		return 0;
+	}
+	if (b->pods.n == 1)
+		b->first_usec = now_usec;
+	b->last_new_usec = now_usec;
+	return 1;
+}
+
+bool batch_due(const struct batch *b, uint64_t now_usec)
+{
+	return b->pods.n > 0 && (now_usec - b->last_new_usec >= b->idle_usec ||
+				 now_usec - b->first_usec >= b->max_usec);
+}
+
+int batch_take(struct batch *b, struct proto_pod ***ret, size_t *n)
+{
+	struct proto_pod **pods = calloc(b->pods.n + 1, sizeof(*pods));
+	size_t it = 0, k = 0;
+	void *v;
+
+	if (!pods)
+		return -ENOMEM;
+	while (hashmap_next(&b->pods, &it, NULL, &v))
+		pods[k++] = v;
+	hashmap_done(&b->pods);
+	*ret = pods;
+	*n = k;
+	return 0;
+}
+
+int batch_hold(struct batch *b, const char *key, uint64_t until_usec)
+{
+	return hashmap_put(&b->held, key, (void *)(uintptr_t)until_usec, NULL);
+}
+
+void batch_release(struct batch *b, const char *key)
+{
+	hashmap_remove(&b->held, key);
+}
+
+size_t batch_expire(struct batch *b, uint64_t now_usec)
+{
+	char **gone = calloc(b->held.n + 1, sizeof(char *));
+	size_t it = 0, n = 0;
+	const char *key;
+	void *v;
+
+	if (!gone)
+		return 0;
+	while (hashmap_next(&b->held, &it, &key, &v))
+		if ((uint64_t)(uintptr_t)v <= now_usec && (gone[n] = strdup(key)))
+			n++;
+	for (size_t i = 0; i < n; i++) {
+		hashmap_remove(&b->held, gone[i]);
+		free(gone[i]);
+	}
+	free(gone);
+	return n;
+}

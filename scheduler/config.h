@@ -1,0 +1,27 @@
+/*
+ * kanna-scheduler's configuration table (daemon mode; --simulate has its
+ * own few options): common keys, Kubernetes client keys, batching, shard.
+ */
+#ifndef KANNA_SCHEDULER_CONFIG_H
+#define KANNA_SCHEDULER_CONFIG_H
+
+#include "common/config.h"
+#include "common/kube-settings.h"
+
+struct scheduler_config {
+	struct config_common common;
+	struct kube_settings kube;
+	char *shard;              /* "I/N" */
+	uint64_t batch_idle_usec;
+	uint64_t batch_max_usec;
+	uint64_t plan_timeout_usec;
+	char *region;
+	char *catalog;
+};
+
+extern const struct config_schema scheduler_schema;
+
+/* "2/4" → 2, 4. -EINVAL unless 0 ≤ I < N ≤ 64. */
+int scheduler_parse_shard(const char *s, unsigned *shard, unsigned *n_shards);
+
+#endif

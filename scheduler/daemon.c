@@ -1,0 +1,428 @@
+/*
+ * kanna-scheduler as a daemon: pending pods from the watcher (PULL on
+ * pending.<shard>) are batched; a due batch is modelled from the state
+ * replica, solved, and sent to the launcher as a launch plan (PUSH to
+ * "plans"). Launch results (SUB on "results") release pods whose launch
+ * failed and mark offerings without capacity. Pods that cannot be placed
+ * get a FailedScheduling Event naming the reason. One shard works only
+ * while it holds its Lease.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/health.h"
+#include "common/kube-events.h"
+#include "common/lease.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/endpoints.h"
+#include "common/replica.h"
+#include "scheduler/batch.h"
+#include "scheduler/daemon.h"
+#include "scheduler/from-state.h"
+#include "scheduler/plan.h"
+
+/* How often the batcher looks at its windows and expires holds. */
+#define SCHEDULER_TICK_USEC (100ULL * 1000)
+/* Offerings a launcher reported without capacity that we remember. */
+#define SCHEDULER_MAX_UNAVAILABLE 4096
+
+struct scheduler {
+	struct scheduler_config *cfg;
+	unsigned shard, n_shards;
+	char process[32];
+	struct loop *loop;
+	struct sock_ctx *socks;
+	struct metrics_registry *metrics;
+	struct health_server *health;
+	struct kube_client *kube;
+	struct kube_events *events;
+	struct lease *lease;
+	struct replica *replica;
+	struct sock *pending_rx, *plans_tx, *results_rx;
+	struct msg_io io;
+	struct batch batch;
+	struct arena plan_arena;
+	struct unavailable_offering *unavailable;
+	size_t n_unavailable;
+	uint64_t batch_id;
+	struct metrics_histogram *solve_seconds;
+	struct metrics_gauge *queue_depth, *unschedulable;
+	struct metrics_counter *plans_sent;
+};
+
+static uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static int64_t now_ms_realtime(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *nodeclass_of(const char *nodepool, void *userdata)
+{
+	struct scheduler *s = userdata;
+	const struct state_entry *e = state_store_get(replica_store(s->replica),
+						      PROTO_OBJECT_NODEPOOL, "", nodepool);
+
+	return e ? e->obj.nodepool->nodeclass_ref.name : NULL;
+}
+
+/* Still unschedulable in the replica? (It may have been bound or deleted.) */
+static bool still_pending(struct scheduler *s, const struct proto_pod *p)
+{
+	const struct state_entry *e = state_store_get(replica_store(s->replica), PROTO_OBJECT_POD,
+						      p->ns, p->name);
+
+	return e && state_pod_is_unschedulable(e->obj.pod);
+}
+
+static void report_unschedulable(struct scheduler *s, const struct cluster *c,
+				 const struct sched_result *res, struct proto_pod **pods)
+{
+	for (uint32_t i = 0; i < res->n_unschedulable; i++) {
+		const struct proto_pod *p = pods[res->unschedulable[i].pod];
+		struct kube_object_ref ref = { "v1", "Pod", p->ns, p->name, p->uid };
+		const char *why = res->unschedulable[i].reason;
+
+		(void)c;
+		log_warn_kv(LOG_KV({ "pod", p->name }, { "namespace", p->ns }),
+			    "could not schedule pod: %s", why);
+		kube_event_record(s->events, &ref, KUBE_EVENT_WARNING, "FailedScheduling",
+				  "Failed to schedule pod, %s", why);
+	}
+	metrics_gauge_set(s->unschedulable, res->n_unschedulable, NULL);
+}
+
+static int send_plan(struct scheduler *s, const struct cluster *c, const struct sched_result *res,
+		     struct proto_pod **pods)
+{
+	struct plan_context ctx = { .shard = s->shard, .batch_id = ++s->batch_id,
+				    .state_seq = replica_store(s->replica)->seq,
+				    .nonce = ((uint64_t)now_ms_realtime() << 16) ^ (uint64_t)getpid(),
+				    .nodeclass_of = nodeclass_of, .userdata = s };
+	struct proto_msg m = { .env.type = PROTO_MSG_LAUNCH_PLAN };
+	uint64_t until = now_usec() + s->cfg->plan_timeout_usec;
+	int r;
+
+	if (res->n_claims == 0)
+		return 0;
+	r = plan_build(&s->plan_arena, c, res, &ctx, &m.body.launch_plan);
+	if (r < 0)
+		return log_error_errno(r, "Failed to build a launch plan: %m");
+	r = msg_send(&s->io, s->plans_tx, &m, ZMQ_DONTWAIT);
+	if (r < 0) {
+		/* No launcher connected: the watcher announces the pods again. */
+		log_warn_errno(r, "Failed to send launch plan %s (is kanna-launcher running?): %m",
+			       m.body.launch_plan.plan_id);
+		return 0;
+	}
+	metrics_counter_add(s->plans_sent, 1, NULL);
+	for (uint32_t k = 0; k < m.body.launch_plan.n_nodeclaims; k++) {
+		const struct proto_planned_nodeclaim *nc = &m.body.launch_plan.nodeclaims[k];
+		log_info_kv(LOG_KV({ "nodeclaim", nc->id }, { "nodepool", nc->nodepool }),
+			    "computed packing of %u pod(s) for nodeclaim %s with %u instance type "
+			    "option(s) (cheapest %s)", nc->n_pods, nc->id, nc->n_instance_types,
+			    nc->n_instance_types ? nc->instance_types[0].name : "-");
+		for (uint32_t i = 0; i < nc->n_pods; i++)
+			batch_hold(&s->batch, nc->pods[i], until);
+	}
+	(void)pods;
+	return 0;
+}
+
+static int solve_batch(struct scheduler *s)
+{
+	struct proto_pod **pods = NULL, **keep;
+	struct cluster *c = NULL;
+	struct sched_result *res = NULL;
+	struct from_state_options fo = { .region = s->cfg->region, .catalog_path = s->cfg->catalog,
+					 .unavailable = s->unavailable,
+					 .n_unavailable = s->n_unavailable,
+					 .now_ms = now_ms_realtime() };
+	char err[512];
+	size_t n = 0, k = 0;
+	uint64_t t0 = now_usec();
+	uint32_t placed = 0;
+	int r;
+
+	r = batch_take(&s->batch, &pods, &n);
+	if (r < 0)
+		return r;
+	keep = pods;
+	for (size_t i = 0; i < n; i++) {
+		if (still_pending(s, pods[i]))
+			keep[k++] = pods[i];
+		else
+			free(pods[i]);
+	}
+	metrics_gauge_set(s->queue_depth, 0, NULL);
+	if (k == 0)
+		goto out;
+	log_info_kv(LOG_KV({ "shard", s->process }), "found %zu provisionable pod(s)", k);
+	r = cluster_from_state(replica_store(s->replica), (const struct proto_pod *const *)keep, k,
+			       &fo, &c, err, sizeof(err));
+	if (r < 0) {
+		log_error("%s", err);
+		goto out;
+	}
+	r = sched_solve(c, &res);
+	if (r < 0) {
+		log_error_errno(r, "Failed to solve a batch of %zu pod(s): %m", k);
+		goto out;
+	}
+	metrics_histogram_observe(s->solve_seconds, (double)(now_usec() - t0) / 1e6, NULL);
+	for (uint32_t i = 0; i < res->n_claims; i++)
+		placed += res->claims[i].n_pods;
+	log_info("computed new nodeclaim(s) to fit pod(s): %u "
+		    "nodeclaim(s) for %u pod(s) in %.1f ms", res->n_claims, placed,
+		    (double)(now_usec() - t0) / 1000.0);
+	report_unschedulable(s, c, res, keep);
+	r = send_plan(s, c, res, keep);
+out:
+	for (size_t i = 0; i < k; i++)
+		free(keep[i]);
+	free(pods);
+	sched_result_free(res);
+	cluster_free(c);
+	arena_reset(&s->plan_arena);
+	return r < 0 ? r : 0;
+}
+
+static int on_tick(struct loop *loop, void *userdata)
+{
+	struct scheduler *s = userdata;
+	uint64_t now = now_usec();
+
+	(void)loop;
+	batch_expire(&s->batch, now);
+	if (!replica_synced(s->replica) || !batch_due(&s->batch, now))
+		return 0;
+	return solve_batch(s);
+}
+
+static int on_pending(struct sock *sk, void *userdata)
+{
+	struct scheduler *s = userdata;
+	const struct proto_msg *m;
+	struct sock_msg msg;
+	int r;
+
+	r = sock_recv(sk, &msg, ZMQ_DONTWAIT);
+	if (r < 0)
+		return r == -EAGAIN ? 0 : r;
+	r = msg_decode(&s->io, &msg, &m);
+	if (r < 0) {
+		log_warn("Failed to decode a message on %s: %s", sock_name(sk), s->io.last_error.text);
+	} else if (m->env.type == PROTO_MSG_PENDING_PODS) {
+		for (uint32_t i = 0; i < m->body.pending_pods.n_pods && r >= 0; i++)
+			r = batch_add(&s->batch, &m->body.pending_pods.pods[i], now_usec());
+		metrics_gauge_set(s->queue_depth, (double)s->batch.pods.n, NULL);
+	}
+	sock_msg_close(&msg);
+	return r < 0 ? r : 0;
+}
+
+static void remember_unavailable(struct scheduler *s, const struct proto_offering_unavailable *u)
+{
+	struct unavailable_offering *x;
+
+	if (s->n_unavailable == SCHEDULER_MAX_UNAVAILABLE) {
+		/* Forget the oldest: it expires first anyway. */
+		free(s->unavailable[0].instance_type);
+		free(s->unavailable[0].zone);
+		memmove(s->unavailable, s->unavailable + 1, --s->n_unavailable * sizeof(*x));
+	}
+	x = &s->unavailable[s->n_unavailable];
+	x->instance_type = strdup(u->instance_type);
+	x->zone = strdup(u->zone);
+	x->capacity_type = u->capacity_type;
+	x->until_ms = u->until;
+	if (x->instance_type && x->zone)
+		s->n_unavailable++;
+	log_info("offering %s/%s/%s unavailable until %" PRId64, u->instance_type, u->zone,
+		 u->capacity_type == PROTO_CAPACITY_SPOT ? "spot" : "on-demand", u->until);
+}
+
+static int on_results(struct sock *sk, void *userdata)
+{
+	struct scheduler *s = userdata;
+	const struct proto_msg *m;
+	struct sock_msg msg;
+	int r;
+
+	r = sock_recv(sk, &msg, ZMQ_DONTWAIT);
+	if (r < 0)
+		return r == -EAGAIN ? 0 : r;
+	r = msg_decode(&s->io, &msg, &m);
+	if (r >= 0 && m->env.type == PROTO_MSG_OFFERING_UNAVAILABLE) {
+		remember_unavailable(s, &m->body.offering_unavailable);
+	} else if (r >= 0 && m->env.type == PROTO_MSG_LAUNCH_RESULT) {
+		const struct proto_launch_result *lr = &m->body.launch_result;
+		if (lr->outcome != PROTO_LAUNCH_LAUNCHED && lr->outcome != PROTO_LAUNCH_REGISTERED &&
+		    lr->outcome != PROTO_LAUNCH_BOUND)
+			/* The launch failed: its pods are ours to plan again. */
+			for (uint32_t i = 0; i < lr->n_pods; i++)
+				batch_release(&s->batch, lr->pods[i]);
+	}
+	sock_msg_close(&msg);
+	return 0;
+}
+
+static int scheduler_work(struct scheduler *s)
+{
+	char name[64];
+	int r;
+
+	snprintf(name, sizeof(name), ENDPOINT_PENDING_PREFIX ".%u", s->shard);
+	if ((r = replica_new(&s->replica, s->socks, s->loop, PROTO_PROCESS_SCHEDULER, ENDPOINT_STATE_PUB,
+			     ENDPOINT_STATE_SYNC, NULL)) < 0 ||
+	    (r = sock_new(&s->pending_rx, s->socks, ZMQ_PULL, name)) < 0 ||
+	    (r = sock_connect(s->pending_rx, name)) < 0 ||
+	    (r = sock_watch(s->pending_rx, on_pending, s)) < 0 ||
+	    (r = sock_new(&s->plans_tx, s->socks, ZMQ_PUSH, ENDPOINT_PLANS)) < 0 ||
+	    (r = sock_connect(s->plans_tx, ENDPOINT_PLANS)) < 0 ||
+	    (r = sock_new(&s->results_rx, s->socks, ZMQ_SUB, ENDPOINT_RESULTS)) < 0 ||
+	    (r = sock_subscribe(s->results_rx, "", 0)) < 0 ||
+	    (r = sock_connect(s->results_rx, ENDPOINT_RESULTS)) < 0 ||
+	    (r = sock_watch(s->results_rx, on_results, s)) < 0)
+		return log_error_errno(r, "Failed to connect the scheduler's sockets in %s: %m",
+				       sock_ctx_runtime_dir(s->socks));
+	if ((r = loop_add_periodic(s->loop, "batch", SCHEDULER_TICK_USEC, on_tick, s)) < 0)
+		return log_error_errno(r, "Failed to schedule batching: %m");
+	health_server_set_ready(s->health, true, NULL);
+	loop_notify_ready(s->loop, "scheduling");
+	log_info_kv(LOG_KV({ "shard", s->process }), "scheduling shard %u of %u", s->shard,
+		    s->n_shards);
+	return 0;
+}
+
+static void on_started_leading(void *userdata)
+{
+	struct scheduler *s = userdata;
+
+	if (scheduler_work(s) < 0)
+		loop_exit(s->loop, 1);
+}
+
+static void on_stopped_leading(void *userdata)
+{
+	struct scheduler *s = userdata;
+
+	log_error("Leadership lost, exiting so that the supervisor restarts us as a standby");
+	loop_exit(s->loop, 1);
+}
+
+static int scheduler_metrics(struct scheduler *s)
+{
+	static const double buckets[] = { 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60 };
+	int r;
+
+	if ((r = metrics_registry_new(&s->metrics)) < 0 ||
+	    (r = metrics_histogram_new(s->metrics, &s->solve_seconds,
+				       "karpenter_scheduler_scheduling_duration_seconds",
+				       "Duration of one scheduling simulation (solve).", buckets,
+				       ARRAY_SIZE(buckets), NULL)) < 0 ||
+	    (r = metrics_gauge_new(s->metrics, &s->queue_depth, "karpenter_scheduler_queue_depth",
+				   "Pods waiting in the current batch.", NULL)) < 0 ||
+	    (r = metrics_gauge_new(s->metrics, &s->unschedulable,
+				   "karpenter_scheduler_unschedulable_pods_count",
+				   "Pods the last solve could not place.", NULL)) < 0 ||
+	    (r = metrics_counter_new(s->metrics, &s->plans_sent, "kanna_scheduler_plans_sent_total",
+				     "Launch plans sent to the launcher.", NULL)) < 0)
+		return r;
+	return 0;
+}
+
+int scheduler_run(struct scheduler_config *cfg)
+{
+	struct scheduler s = { .cfg = cfg };
+	struct kube_client_options ko = { .qps = cfg->kube.qps, .burst = (unsigned)cfg->kube.burst,
+					  .user_agent = "kanna-scheduler/" PACKAGE_VERSION };
+	struct kube_config *kcfg = NULL;
+	char err[512], host[256] = "kanna-scheduler", lease_name[96], identity[300];
+	int r;
+
+	if (scheduler_parse_shard(cfg->shard, &s.shard, &s.n_shards) < 0) {
+		log_error("Failed to parse shard '%s': expected I/N with 0 <= I < N <= 64", cfg->shard);
+		return 2;
+	}
+	snprintf(s.process, sizeof(s.process), "scheduler-%u", s.shard);
+	gethostname(host, sizeof(host) - 1);
+	batch_init(&s.batch, cfg->batch_idle_usec, cfg->batch_max_usec);
+	s.unavailable = calloc(SCHEDULER_MAX_UNAVAILABLE, sizeof(*s.unavailable));
+	if (!s.unavailable || (r = loop_new(&s.loop, s.process)) < 0 ||
+	    (r = scheduler_metrics(&s)) < 0 || (r = msg_io_init(&s.io, PROTO_PROCESS_SCHEDULER, s.shard)) < 0) {
+		r = log_error_errno(-ENOMEM, "Failed to start: %m");
+		goto out;
+	}
+	r = health_server_new(s.metrics, (int)cfg->common.metrics_port, (int)cfg->common.health_port, 0,
+			      &s.health);
+	if (r < 0 || (r = health_server_attach_loop(s.health, s.loop)) < 0) {
+		log_error_errno(r, "Failed to serve metrics and health: %m");
+		goto out;
+	}
+	health_server_set_ready(s.health, false, "starting");
+	r = kube_config_resolve(cfg->kube.kubeconfig, cfg->kube.context, &kcfg, err, sizeof(err));
+	if (r < 0) {
+		log_error_errno(r, "Failed to load Kubernetes configuration: %s", err);
+		goto out;
+	}
+	if ((r = kube_client_new(&s.kube, s.loop, kcfg, &ko)) < 0 ||
+	    (r = kube_events_new(&s.events, s.kube, "karpenter", host)) < 0 ||
+	    (r = sock_ctx_new(&s.socks, s.loop, s.process, cfg->common.runtime_dir)) < 0) {
+		log_error_errno(r, "Failed to start the scheduler: %m");
+		goto out;
+	}
+	if (!cfg->kube.leader_elect) {
+		r = scheduler_work(&s);
+	} else {
+		struct lease_options lo = {
+			.name = lease_name, .namespace = cfg->kube.leader_namespace, .identity = identity,
+			.duration_sec = (unsigned)(cfg->kube.lease_duration_usec / 1000000),
+			.renew_deadline_sec = (unsigned)(cfg->kube.lease_duration_usec * 2 / 3 / 1000000),
+			.retry_period_sec = MAX(1u, (unsigned)(cfg->kube.lease_duration_usec * 2 / 15 / 1000000)),
+		};
+		struct lease_handlers lh = { on_started_leading, on_stopped_leading, &s };
+		snprintf(lease_name, sizeof(lease_name), "kanna-scheduler-%u-leader-election", s.shard);
+		snprintf(identity, sizeof(identity), "%s_%d", host, (int)getpid());
+		health_server_set_ready(s.health, false, "waiting for leadership");
+		r = lease_new(&s.lease, s.kube, &lo, &lh);
+	}
+	if (r >= 0)
+		r = loop_run(s.loop);
+out:
+	lease_free(s.lease);
+	replica_free(s.replica);
+	sock_free(s.pending_rx);
+	sock_free(s.plans_tx);
+	sock_free(s.results_rx);
+	sock_ctx_free(s.socks);
+	kube_events_free(s.events);
+	kube_client_free(s.kube);
+	health_server_free(s.health);
+	metrics_registry_free(s.metrics);
+	msg_io_done(&s.io);
+	batch_done(&s.batch);
+	arena_done(&s.plan_arena);
+	for (size_t i = 0; s.unavailable && i < s.n_unavailable; i++) {
+		free(s.unavailable[i].instance_type);
+		free(s.unavailable[i].zone);
+	}
+	free(s.unavailable);
+	loop_free(s.loop);
+	return r < 0 ? 1 : r;
+}

@@ -1,0 +1,556 @@
+/*
+ * Cluster model from replicated state (see from-state.h). Mirrors what
+ * simulate-load.c does for YAML, from proto objects: NodePools with their
+ * labels, taints, limits and defaults; Nodes and in-flight NodeClaims as
+ * capacity; bound pods (they count for spread, affinity and limits);
+ * DaemonSet templates; volume topology from PVCs, PVs and StorageClasses.
+ * Called by the scheduler daemon once per batch; owns no state.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scheduler/from-state.h"
+
+/* Pod (anti-)affinity and spread terms one pod may carry. */
+#define POD_MAX_TOPO_TERMS 64
+
+struct builder {
+	struct cluster *c;
+	const struct state_store *s;
+	char *err;
+	size_t errlen;
+};
+
+static uint32_t intern(struct builder *b, const char *s)
+{
+	return cluster_intern(b->c, s ? s : "");
+}
+
+static int add_requirements(struct builder *b, struct requirements *r,
+			    const struct proto_requirement *q, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t *values = calloc(q[i].n_values + 1, sizeof(*values));
+		int k;
+
+		if (!values)
+			return -ENOMEM;
+		for (uint32_t v = 0; v < q[i].n_values; v++)
+			values[v] = intern(b, q[i].values[v]);
+		/* proto's requirement_op and the solver's req_op share one order. */
+		k = requirements_add(r, &b->c->st, intern(b, q[i].key), (enum req_op)q[i].op, values,
+				     q[i].n_values, q[i].min_values);
+		free(values);
+		if (k < 0)
+			return k;
+	}
+	return 0;
+}
+
+static int kv_requirements(struct builder *b, struct requirements *r, const struct proto_kv *kv,
+			   uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t v = intern(b, kv[i].value);
+		int k = requirements_add(r, &b->c->st, intern(b, kv[i].key), REQ_IN, &v, 1, 0);
+		if (k < 0)
+			return k;
+	}
+	return 0;
+}
+
+static int labels(struct builder *b, const struct proto_kv *kv, uint32_t n, struct label **ret,
+		  uint32_t *n_ret)
+{
+	struct label *l = arena_alloc(&b->c->arena, (n + 1) * sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		l[i] = (struct label){ intern(b, kv[i].key), intern(b, kv[i].value) };
+	labels_sort(l, n);
+	*ret = l;
+	*n_ret = n;
+	return 0;
+}
+
+static int taints(struct builder *b, const struct proto_taint *t, uint32_t n, struct taint **ret,
+		  uint32_t *n_ret)
+{
+	struct taint *o = arena_alloc(&b->c->arena, (n + 1) * sizeof(*o));
+	uint32_t k = 0;
+
+	if (!o)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		if (t[i].effect == PROTO_EFFECT_ANY)
+			continue;
+		/* proto: NoSchedule 1, PreferNoSchedule 2, NoExecute 3; solver: 0, 1, 2. */
+		o[k++] = (struct taint){ intern(b, t[i].key), t[i].value ? intern(b, t[i].value) : STR_NONE,
+					 (uint8_t)(t[i].effect - 1) };
+	}
+	*ret = o;
+	*n_ret = k;
+	return 0;
+}
+
+static int resources(struct builder *b, const struct proto_resource *r, uint32_t n,
+		     struct resources *ret)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		int slot;
+
+		if (streq(r[i].name, "nodes") || !strncmp(r[i].name, "attachable-volumes-", 19))
+			continue;
+		slot = catalog_resource(&b->c->cat, r[i].name, true);
+		if (slot < 0)
+			return slot == -E2BIG ? 0 : slot; /* past the slots: nothing asks for it */
+		ret->v[slot] = r[i].value;
+	}
+	return 0;
+}
+
+static int add_nodepool(struct builder *b, const struct proto_nodepool *p)
+{
+	struct nodepool *np;
+	int r;
+
+	if (p->status == PROTO_NODEPOOL_INVALID)
+		return 0; /* reported by the watcher; never launched into */
+	np = cluster_add_nodepool(b->c);
+	if (!np)
+		return -ENOMEM;
+	np->name = intern(b, p->name);
+	np->weight = p->weight;
+	if ((r = add_requirements(b, &np->reqs, p->requirements, p->n_requirements)) < 0 ||
+	    (r = kv_requirements(b, &np->reqs, p->labels, p->n_labels)) < 0 ||
+	    (r = requirements_add(&np->reqs, &b->c->st, K_NODEPOOL, REQ_IN, &np->name, 1, 0)) < 0)
+		return r;
+	if (p->source_api == PROTO_API_V1ALPHA5 &&
+	    (r = requirements_add(&np->reqs, &b->c->st, K_PROVISIONER_NAME, REQ_IN, &np->name, 1, 0)) < 0)
+		return r;
+	/* Karpenter's AWS defaulting: on-demand unless capacity types are given. */
+	if (!requirements_get(&np->reqs, K_CAPACITY_TYPE)) {
+		uint32_t od = V_ON_DEMAND;
+		if ((r = requirements_add(&np->reqs, &b->c->st, K_CAPACITY_TYPE, REQ_IN, &od, 1, 0)) < 0)
+			return r;
+	}
+	if ((r = taints(b, p->taints, p->n_taints, &np->taints, &np->n_taints)) < 0)
+		return r;
+	for (uint32_t i = 0; i < p->n_limits; i++) {
+		int slot;
+		if (streq(p->limits[i].name, "nodes")) {
+			np->node_limit = p->limits[i].value;
+			continue;
+		}
+		slot = catalog_resource(&b->c->cat, p->limits[i].name, true);
+		if (slot >= 0)
+			np->limits.v[slot] = p->limits[i].value;
+	}
+	return 0;
+}
+
+static int add_node(struct builder *b, const struct proto_node *p)
+{
+	struct node *n = cluster_add_node(b->c);
+	int r;
+
+	if (!n)
+		return -ENOMEM;
+	n->name = intern(b, p->name);
+	if ((r = labels(b, p->labels, p->n_labels, &n->labels, &n->n_labels)) < 0 ||
+	    (r = taints(b, p->taints, p->n_taints, &n->taints, &n->n_taints)) < 0 ||
+	    (r = resources(b, p->allocatable, p->n_allocatable, &n->allocatable)) < 0 ||
+	    (r = resources(b, p->capacity, p->n_capacity, &n->capacity)) < 0)
+		return r;
+	if (!p->n_capacity)
+		n->capacity = n->allocatable;
+	/* A node being deleted or cordoned takes no new pods. */
+	n->unschedulable = p->unschedulable || p->deletion_time != 0;
+	return 0;
+}
+
+/* A NodeClaim without its Node yet: capacity in flight (see cluster.h). */
+static int add_nodeclaim(struct builder *b, const struct proto_nodeclaim *p)
+{
+	struct requirements reqs = { 0 };
+	struct label *l, *all;
+	uint32_t n_l, n = 0;
+	struct node *nd;
+	int r;
+
+	if (p->deletion_time)
+		return 0;
+	if ((r = labels(b, p->labels, p->n_labels, &l, &n_l)) < 0 ||
+	    (r = add_requirements(b, &reqs, p->requirements, p->n_requirements)) < 0)
+		goto out;
+	r = -ENOMEM;
+	if (!(nd = cluster_add_node(b->c)) ||
+	    !(all = arena_alloc(&b->c->arena, (n_l + reqs.n + 1) * sizeof(*all))))
+		goto out;
+	for (uint32_t i = 0; i < reqs.n; i++)
+		if (!reqs.v[i].complement && reqs.v[i].n_values == 1 &&
+		    labels_get(l, n_l, reqs.v[i].key) == STR_NONE)
+			all[n++] = (struct label){ reqs.v[i].key, reqs.v[i].values[0] };
+	memcpy(all + n, l, n_l * sizeof(*l));
+	n += n_l;
+	labels_sort(all, n);
+	nd->name = intern(b, p->name);
+	nd->labels = all;
+	nd->n_labels = n;
+	nd->in_flight = true;
+	nd->launched_as = p->node_name ? intern(b, p->node_name) : STR_NONE;
+	if ((r = taints(b, p->taints, p->n_taints, &nd->taints, &nd->n_taints)) < 0 ||
+	    (r = resources(b, p->allocatable, p->n_allocatable, &nd->allocatable)) < 0 ||
+	    (r = resources(b, p->capacity, p->n_capacity, &nd->capacity)) < 0)
+		goto out;
+	r = 0;
+out:
+	requirements_free(&reqs);
+	return r;
+}
+
+static int selector(struct builder *b, const struct proto_label_selector *sel, struct requirements *r)
+{
+	int k;
+
+	if (!sel->n_match_labels && !sel->n_match_expressions)
+		return requirements_add(r, &b->c->st, K_HOSTNAME, REQ_IN, NULL, 0, 0); /* selects nothing */
+	if ((k = kv_requirements(b, r, sel->match_labels, sel->n_match_labels)) < 0)
+		return k;
+	return add_requirements(b, r, sel->match_expressions, sel->n_match_expressions);
+}
+
+struct term {
+	struct pod_topo t;
+	int order; /* 0 hard, 1 soft affinity, 2 soft anti-affinity, 3 soft spread */
+};
+
+static int topo_group(struct builder *b, struct topo_group *g, const struct pod *p,
+		      char *const *namespaces, uint32_t n_namespaces, bool all_namespaces,
+		      char *const *match_label_keys, uint32_t n_keys)
+{
+	uint32_t *ns = arena_alloc(&b->c->arena, (n_namespaces + 1) * sizeof(*ns));
+	int r;
+
+	if (!ns)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n_namespaces; i++)
+		ns[i] = intern(b, namespaces[i]);
+	if (!n_namespaces)
+		ns[n_namespaces++] = p->ns;
+	g->namespaces = ns;
+	g->n_namespaces = n_namespaces;
+	g->all_namespaces = all_namespaces;
+	for (uint32_t i = 0; i < n_keys; i++) {
+		uint32_t key = intern(b, match_label_keys[i]), v = labels_get(p->labels, p->n_labels, key);
+		if (v != STR_NONE && (r = requirements_add(&g->selector, &b->c->st, key, REQ_IN, &v, 1, 0)) < 0)
+			return r;
+	}
+	return cluster_group(b->c, g);
+}
+
+static int affinity_term(struct builder *b, const struct proto_pod_affinity_term *t,
+			 enum topo_kind kind, bool soft, int32_t weight, const struct pod *p,
+			 struct term *out, uint32_t *n)
+{
+	struct topo_group g = { .kind = kind, .key = intern(b, t->topology_key) };
+	int r;
+
+	if (*n >= POD_MAX_TOPO_TERMS)
+		return 0;
+	if ((r = selector(b, &t->selector, &g.selector)) < 0 ||
+	    (r = topo_group(b, &g, p, t->namespaces, t->n_namespaces, t->has_namespace_selector,
+			    t->match_label_keys, t->n_match_label_keys)) < 0) {
+		requirements_free(&g.selector);
+		return r;
+	}
+	out[(*n)++] = (struct term){ { (uint32_t)r, soft, weight },
+				     soft ? (kind == TOPO_AFFINITY ? 1 : 2) : 0 };
+	return 0;
+}
+
+static int pod_topology(struct builder *b, const struct proto_pod *pp, struct pod *p)
+{
+	struct term terms[POD_MAX_TOPO_TERMS];
+	uint32_t n = 0;
+	int r;
+
+#define TERMS(list, kind, soft, get, w)                                                     \
+	for (uint32_t i = 0; i < pp->n_##list; i++)                                         \
+		if ((r = affinity_term(b, &pp->list[i] get, kind, soft, w, p, terms, &n)) < 0) \
+			return r;
+	TERMS(pod_affinity_required, TOPO_AFFINITY, false, , 0)
+	TERMS(pod_anti_affinity_required, TOPO_ANTI_AFFINITY, false, , 0)
+	TERMS(pod_affinity_preferred, TOPO_AFFINITY, true, .term, pp->pod_affinity_preferred[i].weight)
+	TERMS(pod_anti_affinity_preferred, TOPO_ANTI_AFFINITY, true, .term,
+	      pp->pod_anti_affinity_preferred[i].weight)
+#undef TERMS
+	for (uint32_t i = 0; i < pp->n_topology_spread && n < POD_MAX_TOPO_TERMS; i++) {
+		const struct proto_spread_constraint *sc = &pp->topology_spread[i];
+		struct topo_group g = { .kind = TOPO_SPREAD, .key = intern(b, sc->topology_key),
+					.max_skew = sc->max_skew, .min_domains = sc->min_domains };
+		bool soft = sc->when_unsatisfiable == PROTO_UNSATISFIABLE_SCHEDULE_ANYWAY;
+		if ((r = selector(b, &sc->selector, &g.selector)) < 0 ||
+		    (r = topo_group(b, &g, p, NULL, 0, false, sc->match_label_keys,
+				    sc->n_match_label_keys)) < 0) {
+			requirements_free(&g.selector);
+			return r;
+		}
+		terms[n++] = (struct term){ { (uint32_t)r, soft, 0 }, soft ? 3 : 0 };
+	}
+	if (!n)
+		return 0;
+	/* Hard first; then soft affinity, soft anti-affinity (heaviest first), soft spread. */
+	for (uint32_t i = 1; i < n; i++)
+		for (uint32_t j = i; j > 0; j--) {
+			struct term *x = &terms[j - 1], *y = &terms[j];
+			if (x->order < y->order || (x->order == y->order && x->t.weight >= y->t.weight))
+				break;
+			struct term tmp = *x;
+			*x = *y;
+			*y = tmp;
+		}
+	p->topo = arena_alloc(&b->c->arena, n * sizeof(*p->topo));
+	if (!p->topo)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		p->topo[i] = terms[i].t;
+	p->n_topo = n;
+	return 0;
+}
+
+/* Volume topology: a bound PV's node affinity, or an unbound claim's
+ * WaitForFirstConsumer StorageClass allowed topologies (first term). */
+static int pod_volumes(struct builder *b, const struct proto_pod *pp, struct pod *p)
+{
+	for (uint32_t i = 0; i < pp->n_pvc_names; i++) {
+		const struct state_entry *e = state_store_get(b->s, PROTO_OBJECT_PVC, pp->ns,
+							      pp->pvc_names[i]);
+		const struct proto_pvc *pvc;
+		const struct state_entry *pv, *sc;
+
+		if (!e) {
+			char why[PROTO_MAX_NAME_LEN * 2 + 64];
+			snprintf(why, sizeof(why), "PersistentVolumeClaim %s/%s not found", pp->ns,
+				 pp->pvc_names[i]);
+			p->invalid = arena_strdup(&b->c->arena, why);
+			return p->invalid ? 0 : -ENOMEM;
+		}
+		pvc = e->obj.pvc;
+		pv = pvc->volume_name ? state_store_get(b->s, PROTO_OBJECT_PV, "", pvc->volume_name) : NULL;
+		if (pv && pv->obj.pv->n_node_affinity) {
+			const struct proto_node_selector_term *t = &pv->obj.pv->node_affinity[0];
+			int r = add_requirements(b, &p->reqs, t->requirements, t->n_requirements);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		sc = pvc->storage_class ? state_store_get(b->s, PROTO_OBJECT_STORAGECLASS, "",
+							  pvc->storage_class) : NULL;
+		if (!pv && sc && sc->obj.storageclass->binding_mode == PROTO_BINDING_WAIT_FOR_FIRST_CONSUMER &&
+		    sc->obj.storageclass->n_allowed_topologies) {
+			const struct proto_node_selector_term *t = &sc->obj.storageclass->allowed_topologies[0];
+			int r = add_requirements(b, &p->reqs, t->requirements, t->n_requirements);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+static int pod_spec(struct builder *b, const struct proto_pod *pp, struct pod *p)
+{
+	int r;
+
+	if ((r = labels(b, pp->labels, pp->n_labels, &p->labels, &p->n_labels)) < 0 ||
+	    (r = resources(b, pp->requests, pp->n_requests, &p->req)) < 0 ||
+	    (r = kv_requirements(b, &p->reqs, pp->node_selector, pp->n_node_selector)) < 0)
+		return r;
+	p->req.v[RES_PODS] = 1;
+	if (pp->n_node_affinity_required) {
+		p->terms = calloc(pp->n_node_affinity_required, sizeof(*p->terms));
+		if (!p->terms)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < pp->n_node_affinity_required; i++) {
+			const struct proto_node_selector_term *t = &pp->node_affinity_required[i];
+			if ((r = add_requirements(b, &p->terms[p->n_terms++], t->requirements,
+						  t->n_requirements)) < 0)
+				return r;
+		}
+	}
+	if (pp->n_node_affinity_preferred) {
+		p->prefs = calloc(pp->n_node_affinity_preferred, sizeof(*p->prefs));
+		if (!p->prefs)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < pp->n_node_affinity_preferred; i++) {
+			const struct proto_preferred_term *t = &pp->node_affinity_preferred[i];
+			struct preferred_term *o = &p->prefs[p->n_prefs++];
+			o->weight = t->weight;
+			if ((r = add_requirements(b, &o->reqs, t->term.requirements,
+						  t->term.n_requirements)) < 0)
+				return r;
+		}
+		/* Heaviest first (stable): Karpenter tries them in this order. */
+		for (uint32_t i = 1; i < p->n_prefs; i++)
+			for (uint32_t j = i; j > 0 && p->prefs[j - 1].weight < p->prefs[j].weight; j--) {
+				struct preferred_term x = p->prefs[j];
+				p->prefs[j] = p->prefs[j - 1];
+				p->prefs[j - 1] = x;
+			}
+	}
+	p->tols = arena_alloc(&b->c->arena, (pp->n_tolerations + 1) * sizeof(*p->tols));
+	if (!p->tols)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < pp->n_tolerations; i++) {
+		const struct proto_toleration *t = &pp->tolerations[i];
+		struct toleration *o = &p->tols[p->n_tols++];
+		o->key = t->key && *t->key ? intern(b, t->key) : STR_NONE;
+		o->exists = t->op == PROTO_TOLERATION_EXISTS;
+		o->value = o->exists ? STR_NONE : intern(b, t->value);
+		o->effect = t->effect == PROTO_EFFECT_ANY ? -1 : (int8_t)(t->effect - 1);
+	}
+	if (pp->n_host_ports) {
+		p->host_ports = arena_alloc(&b->c->arena, pp->n_host_ports * sizeof(*p->host_ports));
+		if (!p->host_ports)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < pp->n_host_ports; i++)
+			p->host_ports[p->n_host_ports++] = (uint16_t)pp->host_ports[i].port;
+	}
+	return 0;
+}
+
+static int add_pod(struct builder *b, const struct proto_pod *pp, bool pending)
+{
+	struct pod *p = cluster_add_pod(b->c);
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	p->ns = intern(b, pp->ns);
+	p->name = intern(b, pp->name);
+	p->node = pending || !pp->node_name ? STR_NONE : intern(b, pp->node_name);
+	if ((r = pod_spec(b, pp, p)) < 0 || (r = pod_topology(b, pp, p)) < 0)
+		return r;
+	return pending ? pod_volumes(b, pp, p) : 0;
+}
+
+static int add_daemonset(struct builder *b, const struct proto_daemonset *ds)
+{
+	struct proto_pod tmpl = {
+		.ns = ds->ns, .name = ds->name, .requests = ds->requests, .n_requests = ds->n_requests,
+		.node_selector = ds->node_selector, .n_node_selector = ds->n_node_selector,
+		.node_affinity_required = ds->node_affinity_required,
+		.n_node_affinity_required = ds->n_node_affinity_required,
+		.tolerations = ds->tolerations, .n_tolerations = ds->n_tolerations,
+	};
+	struct pod *p = cluster_add_daemonset(b->c);
+
+	if (!p)
+		return -ENOMEM;
+	p->ns = intern(b, ds->ns);
+	p->name = intern(b, ds->name);
+	p->node = STR_NONE;
+	return pod_spec(b, &tmpl, p);
+}
+
+static int load_catalog(struct builder *b, const struct from_state_options *o)
+{
+	char path[4096], zone_buf[3][64];
+	const char *zones[3];
+	int r;
+
+	for (int i = 0; i < 3; i++) {
+		snprintf(zone_buf[i], sizeof(zone_buf[i]), "%s%c", o->region, 'a' + i);
+		zones[i] = zone_buf[i];
+	}
+	if (o->catalog_path)
+		snprintf(path, sizeof(path), "%s", o->catalog_path);
+	else
+		catalog_default_path(path, sizeof(path));
+	r = catalog_load_tsv(&b->c->cat, path, o->region, zones, 3);
+	if (r < 0) {
+		snprintf(b->err, b->errlen, "Failed to load the instance-type catalog %s: %s", path,
+			 strerror(-r));
+		return r;
+	}
+	/* Offerings the launcher found without capacity are not offered. */
+	for (size_t u = 0; u < o->n_unavailable; u++) {
+		const struct unavailable_offering *x = &o->unavailable[u];
+		uint32_t type = strtab_lookup(&b->c->st, x->instance_type);
+		uint32_t zone = strtab_lookup(&b->c->st, x->zone);
+		uint8_t ct = x->capacity_type == PROTO_CAPACITY_SPOT ? CT_SPOT : CT_ON_DEMAND;
+
+		if (x->until_ms <= o->now_ms || type == STR_NONE || zone == STR_NONE)
+			continue;
+		for (uint32_t t = 0; t < b->c->cat.n_types; t++) {
+			struct instance_type *it = &b->c->cat.types[t];
+			if (it->name != type)
+				continue;
+			for (uint32_t f = 0; f < it->n_offerings; f++)
+				if (b->c->cat.zones[it->offerings[f].zone] == zone &&
+				    it->offerings[f].capacity_type == ct)
+					it->offerings[f].available = false;
+		}
+	}
+	return catalog_finalize(&b->c->cat);
+}
+
+int cluster_from_state(const struct state_store *s, const struct proto_pod *const *pending,
+		       size_t n_pending, const struct from_state_options *opts,
+		       struct cluster **ret, char *err, size_t errlen)
+{
+	struct builder b = { .s = s, .err = err, .errlen = errlen };
+	const struct state_entry *e;
+	size_t it = 0;
+	int r;
+
+	err[0] = '\0';
+	if ((r = cluster_new(&b.c)) < 0)
+		return r;
+	/* Pending pods first, so that c->pods[i] is pending[i]. */
+	for (size_t i = 0; i < n_pending && r >= 0; i++)
+		r = add_pod(&b, pending[i], true);
+	while (r >= 0 && (e = state_store_next(s, &it))) {
+		switch (e->obj.kind) {
+		case PROTO_OBJECT_NODEPOOL:
+			r = add_nodepool(&b, e->obj.nodepool);
+			break;
+		case PROTO_OBJECT_NODE:
+			r = add_node(&b, e->obj.node);
+			break;
+		case PROTO_OBJECT_NODECLAIM:
+			r = add_nodeclaim(&b, e->obj.nodeclaim);
+			break;
+		case PROTO_OBJECT_POD:
+			if (e->obj.pod->node_name && *e->obj.pod->node_name &&
+			    e->obj.pod->phase != PROTO_PHASE_SUCCEEDED &&
+			    e->obj.pod->phase != PROTO_PHASE_FAILED)
+				r = add_pod(&b, e->obj.pod, false);
+			break;
+		case PROTO_OBJECT_DAEMONSET:
+			r = add_daemonset(&b, e->obj.daemonset);
+			break;
+		default:
+			break;
+		}
+	}
+	if (r >= 0)
+		r = load_catalog(&b, opts);
+	if (r >= 0)
+		r = cluster_settle_in_flight(b.c);
+	if (r >= 0) {
+		cluster_assign_nodepools(b.c);
+		cluster_compute_daemon_overhead(b.c);
+	}
+	if (r < 0) {
+		if (!err[0])
+			snprintf(err, errlen, "Failed to build the cluster model: %s", strerror(-r));
+		cluster_free(b.c);
+		return r;
+	}
+	*ret = b.c;
+	return 0;
+}

@@ -1,0 +1,39 @@
+/*
+ * The daemon's way into the solver: a cluster model built from the
+ * replicated cluster state (proto objects kept in step by kanna-watcher)
+ * and the batch of pending pods to place. --simulate builds the same model
+ * from YAML (simulate-load.c); the solver cannot tell them apart.
+ */
+#ifndef KANNA_SCHEDULER_FROM_STATE_H
+#define KANNA_SCHEDULER_FROM_STATE_H
+
+#include "common/state-store.h"
+#include "scheduler/cluster.h"
+
+/* An offering the launcher found without capacity, until a time. */
+struct unavailable_offering {
+	char *instance_type;
+	char *zone;
+	uint8_t capacity_type; /* enum proto_capacity_type */
+	int64_t until_ms;
+};
+
+struct from_state_options {
+	const char *region;       /* catalog region, e.g. us-west-2 */
+	const char *catalog_path; /* NULL: the shipped catalog */
+	const struct unavailable_offering *unavailable;
+	size_t n_unavailable;
+	int64_t now_ms;
+};
+
+/*
+ * Builds a model of NodePools (valid ones), Nodes, NodeClaims still without
+ * their Node (in flight), bound pods, DaemonSets and volumes from s, plus
+ * the pending pods given. Pending pods come first in c->pods (index i is
+ * pending[i]). Returns 0, or a negative errno with err filled.
+ */
+int cluster_from_state(const struct state_store *s, const struct proto_pod *const *pending,
+		       size_t n_pending, const struct from_state_options *opts,
+		       struct cluster **ret, char *err, size_t errlen);
+
+#endif
