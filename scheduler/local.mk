@@ -104,3 +104,8 @@ EXTRA_DIST += \
 # End-to-end: kanna-sim → kanna-watcher → kanna-scheduler (kanna-probe is the launcher).
 TESTS += tests/e2e/scheduler.sh
 EXTRA_DIST += tests/e2e/scheduler.sh
+
+check_PROGRAMS += tests/unit/test_sched_daemon
+TESTS += tests/unit/test_sched_daemon
+tests_unit_test_sched_daemon_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sched_daemon_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
