@@ -109,16 +109,19 @@ static void on_list_page(struct kube_client *c, const struct kube_response *resp
 	}
 	items = json_object_get(resp->body, "items");
 	meta = json_object_get(resp->body, "metadata");
+	cont = json_string_value(json_object_get(meta, "continue"));
+	/* Ask for the next page first: the server prepares it while we decode
+	 * this one (pages still arrive, and are delivered, in order). */
+	if (cont && *cont && watch_list(w, cont) < 0) {
+		watch_retry_later(w);
+		return;
+	}
 	json_array_foreach(items, i, item) {
 		w->stats.events++;
 		w->h.on_event(KUBE_EVENT_ADDED, (json_t *)item, w->h.userdata);
 	}
-	cont = json_string_value(json_object_get(meta, "continue"));
-	if (cont && *cont) {
-		if (watch_list(w, cont) < 0)
-			watch_retry_later(w);
+	if (cont && *cont)
 		return;
-	}
 	if (set_resource_version(w, json_string_value(json_object_get(meta, "resourceVersion"))) < 0 ||
 	    !w->resource_version) {
 		watch_error(w, "Failed to list %s: no resourceVersion in the list", w->collection);
