@@ -108,5 +108,6 @@ EXTRA_DIST += tests/e2e/scheduler.sh
 check_PROGRAMS += tests/unit/test_sched_daemon
 TESTS += tests/unit/test_sched_daemon
 tests_unit_test_sched_daemon_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sched_daemon_SOURCES = tests/unit/test_sched_daemon.c scheduler/config.c
 tests_unit_test_sched_daemon_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
 dist_man_MANS += scheduler/kanna-scheduler.1

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "scheduler/batch.h"
+#include "scheduler/config.h"
 #include "scheduler/from-state.h"
 #include "scheduler/plan.h"
 
@@ -185,4 +186,19 @@ Test(sched_from_state, offerings_reported_unavailable_are_not_planned)
 	sched_result_free(res);
 	cluster_free(c);
 	state_store_done(&s);
+}
+
+Test(sched_config, the_table_passes_the_schema_check_and_shards_parse)
+{
+	struct config_result res = { 0 };
+	unsigned i, n;
+	cr_assert_eq(config_schema_check(&scheduler_schema, &res), 0, "%s", res.error);
+	config_result_done(&res);
+	cr_assert_eq(scheduler_parse_shard("2/4", &i, &n), 0);
+	cr_assert_eq(i, 2);
+	cr_assert_eq(n, 4);
+	cr_assert_eq(scheduler_parse_shard("4/4", &i, &n), -EINVAL);
+	cr_assert_eq(scheduler_parse_shard("0/0", &i, &n), -EINVAL);
+	cr_assert_eq(scheduler_parse_shard("1", &i, &n), -EINVAL);
+	cr_assert_eq(scheduler_parse_shard("0/65", &i, &n), -EINVAL);
 }
