@@ -392,5 +392,6 @@ Test(scenarios, cli_exit_status_is_0_when_solved_and_2_on_invalid_input)
 	snprintf(args, sizeof(args), "--simulate %s/tests/scheduling/invalid/bad-operator.yaml", srcdir());
 	cr_assert_eq(run_cli(args), 2);
 	cr_assert_eq(run_cli("--help"), 0);
-	cr_assert_eq(run_cli(""), 2);
+	cr_assert_eq(run_cli("--simulate"), 2, "--simulate needs a file");
+	cr_assert_eq(run_cli("--no-such-option"), 2, "the daemon refuses unknown options");
 }
