@@ -267,3 +267,51 @@ void cluster_assign_nodepools(struct cluster *c)
 			}
 	}
 }
+
+int cluster_pod_set_topology(struct cluster *c, struct pod *p, struct topo_term *terms, uint32_t n)
+{
+	if (!n)
+		return 0;
+	for (uint32_t i = 1; i < n; i++)
+		for (uint32_t j = i; j > 0; j--) {
+			struct topo_term *a = &terms[j - 1], *b = &terms[j];
+			if (a->order < b->order || (a->order == b->order && a->t.weight >= b->t.weight))
+				break;
+			struct topo_term x = *a;
+			*a = *b;
+			*b = x;
+		}
+	p->topo = arena_alloc(&c->arena, n * sizeof(*p->topo));
+	if (!p->topo)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		p->topo[i] = terms[i].t;
+	p->n_topo = n;
+	return 0;
+}
+
+struct node *cluster_add_in_flight(struct cluster *c, uint32_t name, const struct label *labels,
+				   uint32_t n_labels, const struct requirements *reqs,
+				   uint32_t launched_as)
+{
+	struct label *all = arena_alloc(&c->arena, (n_labels + reqs->n + 1) * sizeof(*all));
+	struct node *nd;
+	uint32_t n = 0;
+
+	if (!all || !(nd = cluster_add_node(c)))
+		return NULL;
+	for (uint32_t i = 0; i < reqs->n; i++)
+		if (!reqs->v[i].complement && reqs->v[i].n_values == 1 &&
+		    labels_get(labels, n_labels, reqs->v[i].key) == STR_NONE)
+			all[n++] = (struct label){ reqs->v[i].key, reqs->v[i].values[0] };
+	if (n_labels)
+		memcpy(all + n, labels, n_labels * sizeof(*labels));
+	n += n_labels;
+	labels_sort(all, n);
+	nd->name = name;
+	nd->labels = all;
+	nd->n_labels = n;
+	nd->in_flight = true;
+	nd->launched_as = launched_as;
+	return nd;
+}

@@ -119,6 +119,12 @@ struct cluster {
 	uint32_t n_groups, cap_groups;
 };
 
+/* A pod's topology term before ordering (see cluster_pod_set_topology). */
+struct topo_term {
+	struct pod_topo t;
+	int order; /* 0 hard, 1 soft affinity, 2 soft anti-affinity, 3 soft spread */
+};
+
 int cluster_new(struct cluster **ret);
 void cluster_free(struct cluster *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct cluster *, cluster_free);
@@ -139,6 +145,20 @@ bool tolerates(const struct toleration *tols, uint32_t n_tols, const struct tain
 /* Does the group count this pod (namespace and label selector)? */
 bool topo_group_selects(const struct cluster *c, const struct topo_group *g,
 			const struct pod *p);
+/*
+ * Orders a pod's terms as Karpenter tries them — hard first, then soft
+ * affinity, soft anti-affinity (heaviest first), soft spread — and stores
+ * them on the pod. terms is reordered in place.
+ */
+int cluster_pod_set_topology(struct cluster *c, struct pod *p, struct topo_term *terms, uint32_t n);
+/*
+ * Adds a NodeClaim that has no Node yet as in-flight capacity: its labels
+ * are its own plus its single-valued requirements (taints and size are the
+ * caller's to fill). launched_as: the Node name it reports, or STR_NONE.
+ */
+struct node *cluster_add_in_flight(struct cluster *c, uint32_t name, const struct label *labels,
+				   uint32_t n_labels, const struct requirements *reqs,
+				   uint32_t launched_as);
 /*
  * After the catalog is final: in-flight NodeClaims (nodes with in_flight)
  * whose Node is known are dropped, the rest sized from their instance type

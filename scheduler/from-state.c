@@ -176,8 +176,8 @@ static int add_node(struct builder *b, const struct proto_node *p)
 static int add_nodeclaim(struct builder *b, const struct proto_nodeclaim *p)
 {
 	struct requirements reqs = { 0 };
-	struct label *l, *all;
-	uint32_t n_l, n = 0;
+	struct label *l;
+	uint32_t n_l;
 	struct node *nd;
 	int r;
 
@@ -187,21 +187,10 @@ static int add_nodeclaim(struct builder *b, const struct proto_nodeclaim *p)
 	    (r = add_requirements(b, &reqs, p->requirements, p->n_requirements)) < 0)
 		goto out;
 	r = -ENOMEM;
-	if (!(nd = cluster_add_node(b->c)) ||
-	    !(all = arena_alloc(&b->c->arena, (n_l + reqs.n + 1) * sizeof(*all))))
+	nd = cluster_add_in_flight(b->c, intern(b, p->name), l, n_l, &reqs,
+				   p->node_name ? intern(b, p->node_name) : STR_NONE);
+	if (!nd)
 		goto out;
-	for (uint32_t i = 0; i < reqs.n; i++)
-		if (!reqs.v[i].complement && reqs.v[i].n_values == 1 &&
-		    labels_get(l, n_l, reqs.v[i].key) == STR_NONE)
-			all[n++] = (struct label){ reqs.v[i].key, reqs.v[i].values[0] };
-	memcpy(all + n, l, n_l * sizeof(*l));
-	n += n_l;
-	labels_sort(all, n);
-	nd->name = intern(b, p->name);
-	nd->labels = all;
-	nd->n_labels = n;
-	nd->in_flight = true;
-	nd->launched_as = p->node_name ? intern(b, p->node_name) : STR_NONE;
 	if ((r = taints(b, p->taints, p->n_taints, &nd->taints, &nd->n_taints)) < 0 ||
 	    (r = resources(b, p->allocatable, p->n_allocatable, &nd->allocatable)) < 0 ||
 	    (r = resources(b, p->capacity, p->n_capacity, &nd->capacity)) < 0)
@@ -222,11 +211,6 @@ static int selector(struct builder *b, const struct proto_label_selector *sel, s
 		return k;
 	return add_requirements(b, r, sel->match_expressions, sel->n_match_expressions);
 }
-
-struct term {
-	struct pod_topo t;
-	int order; /* 0 hard, 1 soft affinity, 2 soft anti-affinity, 3 soft spread */
-};
 
 static int topo_group(struct builder *b, struct topo_group *g, const struct pod *p,
 		      char *const *namespaces, uint32_t n_namespaces, bool all_namespaces,
@@ -254,7 +238,7 @@ static int topo_group(struct builder *b, struct topo_group *g, const struct pod 
 
 static int affinity_term(struct builder *b, const struct proto_pod_affinity_term *t,
 			 enum topo_kind kind, bool soft, int32_t weight, const struct pod *p,
-			 struct term *out, uint32_t *n)
+			 struct topo_term *out, uint32_t *n)
 {
 	struct topo_group g = { .kind = kind, .key = intern(b, t->topology_key) };
 	int r;
@@ -267,14 +251,14 @@ static int affinity_term(struct builder *b, const struct proto_pod_affinity_term
 		requirements_free(&g.selector);
 		return r;
 	}
-	out[(*n)++] = (struct term){ { (uint32_t)r, soft, weight },
+	out[(*n)++] = (struct topo_term){ { (uint32_t)r, soft, weight },
 				     soft ? (kind == TOPO_AFFINITY ? 1 : 2) : 0 };
 	return 0;
 }
 
 static int pod_topology(struct builder *b, const struct proto_pod *pp, struct pod *p)
 {
-	struct term terms[POD_MAX_TOPO_TERMS];
+	struct topo_term terms[POD_MAX_TOPO_TERMS];
 	uint32_t n = 0;
 	int r;
 
@@ -299,27 +283,9 @@ static int pod_topology(struct builder *b, const struct proto_pod *pp, struct po
 			requirements_free(&g.selector);
 			return r;
 		}
-		terms[n++] = (struct term){ { (uint32_t)r, soft, 0 }, soft ? 3 : 0 };
+		terms[n++] = (struct topo_term){ { (uint32_t)r, soft, 0 }, soft ? 3 : 0 };
 	}
-	if (!n)
-		return 0;
-	/* Hard first; then soft affinity, soft anti-affinity (heaviest first), soft spread. */
-	for (uint32_t i = 1; i < n; i++)
-		for (uint32_t j = i; j > 0; j--) {
-			struct term *x = &terms[j - 1], *y = &terms[j];
-			if (x->order < y->order || (x->order == y->order && x->t.weight >= y->t.weight))
-				break;
-			struct term tmp = *x;
-			*x = *y;
-			*y = tmp;
-		}
-	p->topo = arena_alloc(&b->c->arena, n * sizeof(*p->topo));
-	if (!p->topo)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++)
-		p->topo[i] = terms[i].t;
-	p->n_topo = n;
-	return 0;
+	return cluster_pod_set_topology(b->c, p, terms, n);
 }
 
 /* Volume topology: a bound PV's node affinity, or an unbound claim's

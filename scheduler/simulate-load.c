@@ -129,9 +129,9 @@ static int load_nodeclaim(struct yctx *y, const yaml_node_t *obj, const char *na
 	const yaml_node_t *meta = yget(y, obj, "metadata"), *spec = yget(y, obj, "spec");
 	const yaml_node_t *status = yget(y, obj, "status");
 	struct requirements reqs = { 0 };
-	struct label *l, *all;
+	struct label *l;
 	const char *node_name = NULL;
-	uint32_t n_l, n = 0;
+	uint32_t n_l;
 	struct node *nd;
 	int r;
 
@@ -140,21 +140,10 @@ static int load_nodeclaim(struct yctx *y, const yaml_node_t *obj, const char *na
 	    (r = ystr(y, yget(y, status, "nodeName"), &node_name)) < 0)
 		goto out;
 	r = -ENOMEM;
-	if (!(nd = cluster_add_node(y->c)) ||
-	    !(all = arena_alloc(&y->c->arena, (n_l + reqs.n + 1) * sizeof(*all))))
+	nd = cluster_add_in_flight(y->c, yintern(y, name), l, n_l, &reqs,
+				   node_name ? yintern(y, node_name) : STR_NONE);
+	if (!nd)
 		goto out;
-	for (uint32_t i = 0; i < reqs.n; i++)
-		if (!reqs.v[i].complement && reqs.v[i].n_values == 1 &&
-		    labels_get(l, n_l, reqs.v[i].key) == STR_NONE)
-			all[n++] = (struct label){ reqs.v[i].key, reqs.v[i].values[0] };
-	memcpy(all + n, l, n_l * sizeof(*l));
-	n += n_l;
-	labels_sort(all, n);
-	nd->name = yintern(y, name);
-	nd->labels = all;
-	nd->n_labels = n;
-	nd->in_flight = true;
-	nd->launched_as = node_name ? yintern(y, node_name) : STR_NONE;
 	if ((r = ytaints(y, yget(y, spec, "taints"), &nd->taints, &nd->n_taints)) < 0 ||
 	    (r = yresources(y, yget(y, status, "capacity"), &nd->capacity)) < 0 ||
 	    (r = yresources(y, yget(y, status, "allocatable"), &nd->allocatable)) < 0)

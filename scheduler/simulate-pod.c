@@ -137,11 +137,6 @@ static int pod_node_affinity(struct yctx *y, const yaml_node_t *na, struct pod *
 	return 0;
 }
 
-struct term {
-	struct pod_topo t;
-	int order; /* 0 hard, 1 soft affinity, 2 soft anti-affinity, 3 soft spread */
-};
-
 static int add_group(struct yctx *y, const yaml_node_t *at, struct topo_group *g, uint32_t ns,
 		     const struct pod *p, const yaml_node_t *match_label_keys)
 {
@@ -186,7 +181,7 @@ static int add_group(struct yctx *y, const yaml_node_t *at, struct topo_group *g
 }
 
 static int affinity_terms(struct yctx *y, const yaml_node_t *pa, enum topo_kind kind, uint32_t ns,
-			  const struct pod *p, struct term *out, uint32_t *n)
+			  const struct pod *p, struct topo_term *out, uint32_t *n)
 {
 	const char *which[2] = { "requiredDuringSchedulingIgnoredDuringExecution",
 				 "preferredDuringSchedulingIgnoredDuringExecution" };
@@ -220,7 +215,7 @@ static int affinity_terms(struct yctx *y, const yaml_node_t *pa, enum topo_kind 
 				return r;
 			if (*n >= POD_MAX_TERMS)
 				return yerr(y, t, "more than %d pod affinity terms", POD_MAX_TERMS);
-			out[(*n)++] = (struct term){ { (uint32_t)r, soft, (int32_t)w },
+			out[(*n)++] = (struct topo_term){ { (uint32_t)r, soft, (int32_t)w },
 						     soft ? (kind == TOPO_AFFINITY ? 1 : 2) : 0 };
 		}
 	}
@@ -228,7 +223,7 @@ static int affinity_terms(struct yctx *y, const yaml_node_t *pa, enum topo_kind 
 }
 
 static int spread_terms(struct yctx *y, const yaml_node_t *list, uint32_t ns, const struct pod *p,
-			struct term *out, uint32_t *n)
+			struct topo_term *out, uint32_t *n)
 {
 	yaml_node_t *t;
 	int r;
@@ -264,7 +259,7 @@ static int spread_terms(struct yctx *y, const yaml_node_t *list, uint32_t ns, co
 		bool soft = when && streq(when, "ScheduleAnyway");
 		if (*n >= POD_MAX_TERMS)
 			return yerr(y, t, "more than %d topology spread constraints", POD_MAX_TERMS);
-		out[(*n)++] = (struct term){ { (uint32_t)r, soft, 0 }, soft ? 3 : 0 };
+		out[(*n)++] = (struct topo_term){ { (uint32_t)r, soft, 0 }, soft ? 3 : 0 };
 	}
 	return 0;
 }
@@ -272,7 +267,7 @@ static int spread_terms(struct yctx *y, const yaml_node_t *list, uint32_t ns, co
 static int pod_topology(struct yctx *y, const yaml_node_t *spec, uint32_t ns, struct pod *p)
 {
 	const yaml_node_t *aff = yget(y, spec, "affinity"), *tsc = yget(y, spec, "topologySpreadConstraints");
-	struct term terms[POD_MAX_TERMS * 3];
+	struct topo_term terms[POD_MAX_TERMS * 3];
 	uint32_t n = 0;
 	int r;
 
@@ -283,25 +278,7 @@ static int pod_topology(struct yctx *y, const yaml_node_t *spec, uint32_t ns, st
 		return r;
 	if (tsc && (r = spread_terms(y, tsc, ns, p, terms, &n)) < 0)
 		return r;
-	if (!n)
-		return 0;
-	/* Hard first; then soft affinity, soft anti-affinity (heaviest first), soft spread. */
-	for (uint32_t i = 1; i < n; i++)
-		for (uint32_t j = i; j > 0; j--) {
-			struct term *a = &terms[j - 1], *b = &terms[j];
-			if (a->order < b->order || (a->order == b->order && a->t.weight >= b->t.weight))
-				break;
-			struct term x = *a;
-			*a = *b;
-			*b = x;
-		}
-	p->topo = arena_alloc(&y->c->arena, n * sizeof(*p->topo));
-	if (!p->topo)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++)
-		p->topo[i] = terms[i].t;
-	p->n_topo = n;
-	return 0;
+	return cluster_pod_set_topology(y->c, p, terms, n);
 }
 
 static int pod_tolerations(struct yctx *y, const yaml_node_t *list, struct pod *p)
