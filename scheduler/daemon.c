@@ -214,6 +214,26 @@ static int on_tick(struct loop *loop, void *userdata)
 	return solve_batch(s);
 }
 
+/*
+ * Receives and decodes one message: 1 with *m (close msg afterwards), 0
+ * when there was none or it was undecodable (logged, dropped), < 0 on error.
+ */
+static int recv_message(struct scheduler *s, struct sock *sk, struct sock_msg *msg,
+			const struct proto_msg **m)
+{
+	int r = sock_recv(sk, msg, ZMQ_DONTWAIT);
+
+	if (r < 0)
+		return r == -EAGAIN ? 0 : r;
+	r = msg_decode(&s->io, msg, m);
+	if (r < 0) {
+		log_warn("Failed to decode a message on %s: %s", sock_name(sk), s->io.last_error.text);
+		sock_msg_close(msg);
+		return 0;
+	}
+	return 1;
+}
+
 static int on_pending(struct sock *sk, void *userdata)
 {
 	struct scheduler *s = userdata;
@@ -221,13 +241,10 @@ static int on_pending(struct sock *sk, void *userdata)
 	struct sock_msg msg;
 	int r;
 
-	r = sock_recv(sk, &msg, ZMQ_DONTWAIT);
-	if (r < 0)
-		return r == -EAGAIN ? 0 : r;
-	r = msg_decode(&s->io, &msg, &m);
-	if (r < 0) {
-		log_warn("Failed to decode a message on %s: %s", sock_name(sk), s->io.last_error.text);
-	} else if (m->env.type == PROTO_MSG_PENDING_PODS) {
+	r = recv_message(s, sk, &msg, &m);
+	if (r <= 0)
+		return r;
+	if (m->env.type == PROTO_MSG_PENDING_PODS) {
 		for (uint32_t i = 0; i < m->body.pending_pods.n_pods && r >= 0; i++)
 			r = batch_add(&s->batch, &m->body.pending_pods.pods[i], now_usec());
 		metrics_gauge_set(s->queue_depth, (double)s->batch.pods.n, NULL);
@@ -264,13 +281,12 @@ static int on_results(struct sock *sk, void *userdata)
 	struct sock_msg msg;
 	int r;
 
-	r = sock_recv(sk, &msg, ZMQ_DONTWAIT);
-	if (r < 0)
-		return r == -EAGAIN ? 0 : r;
-	r = msg_decode(&s->io, &msg, &m);
-	if (r >= 0 && m->env.type == PROTO_MSG_OFFERING_UNAVAILABLE) {
+	r = recv_message(s, sk, &msg, &m);
+	if (r <= 0)
+		return r;
+	if (m->env.type == PROTO_MSG_OFFERING_UNAVAILABLE) {
 		remember_unavailable(s, &m->body.offering_unavailable);
-	} else if (r >= 0 && m->env.type == PROTO_MSG_LAUNCH_RESULT) {
+	} else if (m->env.type == PROTO_MSG_LAUNCH_RESULT) {
 		const struct proto_launch_result *lr = &m->body.launch_result;
 		if (lr->outcome != PROTO_LAUNCH_LAUNCHED && lr->outcome != PROTO_LAUNCH_REGISTERED &&
 		    lr->outcome != PROTO_LAUNCH_BOUND)
