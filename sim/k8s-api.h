@@ -103,6 +103,9 @@ void k8s_response_clear(struct k8s_response *resp);
 
 /* Helpers shared by the handler files. */
 int k8s_reply_json(struct k8s_response *resp, int status, json_t *obj);
+/* GET /_sim/status: nodes and pods now (sim/k8s-admin.c). */
+int k8s_admin_status(struct k8s_api *api, const struct k8s_request *req,
+		     struct k8s_response *resp);
 int k8s_reply_error(struct k8s_response *resp, struct k8s_error *err);
 int k8s_discovery_handle(struct k8s_api *api, const struct k8s_route *route,
 			 struct k8s_response *resp);

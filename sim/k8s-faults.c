@@ -147,6 +147,8 @@ int k8s_faults_apply(struct k8s_api *api, const struct k8s_request *req,
 
 	if (req->path && streq(req->path, "/_sim/faults"))
 		return admin(api, req, resp) < 0 ? -ENOMEM : 1;
+	if (req->path && streq(req->path, "/_sim/status"))
+		return k8s_admin_status(api, req, resp) < 0 ? -ENOMEM : 1;
 	pthread_mutex_lock(&api->faults_lock);
 	latency = api->faults.latency_ms;
 	if (api->faults.watch_gone > 0 && is_resumed_watch(req)) {

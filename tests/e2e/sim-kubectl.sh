@@ -260,6 +260,11 @@ post /api/v1/namespaces/default/pods "{\"metadata\":{\"name\":\"owned\",\"ownerR
 kubectl delete deployment inflate >/dev/null
 expect_match "garbage collector removes dependents" "$(kubectl get pod owned 2>&1 || true)" "NotFound"
 
+# --- the admin status: nodes and pods as they are now
+status=$(c "$server/_sim/status")
+expect_match "/_sim/status lists nodes" "$status" '"nodes":\[{"name":'
+expect_match "/_sim/status lists pods" "$status" '"pods":\['
+
 # --- injected faults (GET/POST /_sim/faults)
 faults() { post /_sim/faults "$1"; }
 expect_eq "faults are set at run time" "$(faults '{"watchCutAfterEvents":2}')" 200
