@@ -111,3 +111,5 @@ tests_unit_test_sched_daemon_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sched_daemon_SOURCES = tests/unit/test_sched_daemon.c scheduler/config.c
 tests_unit_test_sched_daemon_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
 dist_man_MANS += scheduler/kanna-scheduler.1
+TESTS += tests/e2e/shards.sh
+EXTRA_DIST += tests/e2e/shards.sh

@@ -6,9 +6,10 @@
  *       per object ({"key":…, "object":{…}}) sorted by key, exits 0.
  *   kanna-probe pending --runtime-dir D [--shard N] [--timeout S]
  *       receives one pending_pods message and prints its pods' keys.
- *   kanna-probe plan --runtime-dir D [--timeout S]
- *       binds the launcher's "plans" socket, receives one launch plan and
- *       prints a line per NodeClaim: nodepool, pods, candidates, cheapest.
+ *   kanna-probe plan --runtime-dir D [--timeout S] [--count N]
+ *       binds the launcher's "plans" socket, receives N launch plans (1) and
+ *       prints a line per plan and per NodeClaim: nodepool, pods,
+ *       candidates, cheapest.
  */
 #include <getopt.h>
 #include <jansson.h>
@@ -104,7 +105,7 @@ static int probe_pending(struct sock_ctx *ctx, unsigned shard, unsigned timeout)
 	return 0;
 }
 
-static int probe_plan(struct sock_ctx *ctx, unsigned timeout)
+static int probe_plan(struct sock_ctx *ctx, unsigned timeout, unsigned count)
 {
 	struct proto_decoder *d = proto_decoder_new();
 	const struct proto_msg *m;
@@ -119,27 +120,35 @@ static int probe_plan(struct sock_ctx *ctx, unsigned timeout)
 	    (k = sock_bind(s, ENDPOINT_PLANS)) < 0)
 		return log_error_errno(k, "Failed to bind %s: %m", ENDPOINT_PLANS);
 	zmq_setsockopt(sock_zsock(s), ZMQ_RCVTIMEO, &ms, sizeof(ms));
-	k = sock_recv(s, &msg, 0);
-	if (k < 0) {
-		sock_free(s); /* the context cannot close with a socket open */
-		proto_decoder_free(d);
-		return log_error_errno(k, "Failed to receive a launch plan: %m");
+	for (unsigned n = 0; n < count; n++) {
+		k = sock_recv(s, &msg, 0);
+		if (k < 0) {
+			sock_free(s); /* the context cannot close with a socket open */
+			proto_decoder_free(d);
+			return log_error_errno(k, "Failed to receive a launch plan: %m");
+		}
+		body = sock_msg_body(&msg, &size);
+		k = proto_decode(d, body, size, &m, &err);
+		if (k < 0 || m->env.type != PROTO_MSG_LAUNCH_PLAN) {
+			log_error("Failed to decode a launch plan: %s", k < 0 ? err.text : "wrong type");
+			sock_msg_close(&msg);
+			sock_free(s);
+			proto_decoder_free(d);
+			return -EBADMSG;
+		}
+		printf("plan %s shard=%u\n", m->body.launch_plan.plan_id, m->body.launch_plan.shard);
+		for (uint32_t i = 0; i < m->body.launch_plan.n_nodeclaims; i++) {
+			const struct proto_planned_nodeclaim *nc = &m->body.launch_plan.nodeclaims[i];
+			printf("nodeclaim %s nodepool=%s nodeclass=%s pods=%u candidates=%u cheapest=%s\n",
+			       nc->id, nc->nodepool, nc->nodeclass ? nc->nodeclass : "-", nc->n_pods,
+			       nc->n_instance_types,
+			       nc->n_instance_types ? nc->instance_types[0].name : "-");
+			for (uint32_t p = 0; p < nc->n_pods; p++)
+				printf("  pod %s\n", nc->pods[p]);
+		}
+		fflush(stdout);
+		sock_msg_close(&msg);
 	}
-	body = sock_msg_body(&msg, &size);
-	k = proto_decode(d, body, size, &m, &err);
-	if (k < 0 || m->env.type != PROTO_MSG_LAUNCH_PLAN) {
-		log_error("Failed to decode a launch plan: %s", k < 0 ? err.text : "wrong type");
-		return -EBADMSG;
-	}
-	for (uint32_t i = 0; i < m->body.launch_plan.n_nodeclaims; i++) {
-		const struct proto_planned_nodeclaim *nc = &m->body.launch_plan.nodeclaims[i];
-		printf("nodeclaim %s nodepool=%s nodeclass=%s pods=%u candidates=%u cheapest=%s\n", nc->id,
-		       nc->nodepool, nc->nodeclass ? nc->nodeclass : "-", nc->n_pods,
-		       nc->n_instance_types, nc->n_instance_types ? nc->instance_types[0].name : "-");
-		for (uint32_t p = 0; p < nc->n_pods; p++)
-			printf("  pod %s\n", nc->pods[p]);
-	}
-	sock_msg_close(&msg);
 	sock_free(s);
 	proto_decoder_free(d);
 	return 0;
@@ -151,10 +160,11 @@ int main(int argc, char **argv)
 		{ "runtime-dir", required_argument, NULL, 'r' },
 		{ "shard", required_argument, NULL, 's' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "count", required_argument, NULL, 'n' },
 		{ 0 },
 	};
 	const char *dir = NULL;
-	unsigned shard = 0, timeout = 30;
+	unsigned shard = 0, timeout = 30, count = 1;
 	struct loop *loop;
 	struct sock_ctx *ctx;
 	int c, r;
@@ -167,6 +177,8 @@ int main(int argc, char **argv)
 			shard = (unsigned)atoi(optarg);
 		else if (c == 't')
 			timeout = (unsigned)atoi(optarg);
+		else if (c == 'n')
+			count = (unsigned)atoi(optarg);
 		else
 			return 2;
 	}
@@ -184,7 +196,7 @@ int main(int argc, char **argv)
 	} else if (strcmp(argv[optind], "pending") == 0) {
 		r = probe_pending(ctx, shard, timeout);
 	} else if (strcmp(argv[optind], "plan") == 0) {
-		r = probe_plan(ctx, timeout);
+		r = probe_plan(ctx, timeout, count);
 	} else {
 		fprintf(stderr, "kanna-probe: unknown command %s\n", argv[optind]);
 		r = -EINVAL;
