@@ -1,5 +1,6 @@
 # launcher/: kanna-launcher — so far only the pure CreateFleet request parts
-# (ClientToken derivation, overrides list); the daemon itself is not written.
+# (ClientToken derivation, overrides list) and the NodePool limits re-check;
+# the daemon itself is not written.
 noinst_LIBRARIES += libkanna-launcher.a
 libkanna_launcher_a_SOURCES = launcher/fleet-request.h launcher/fleet-request.c
 LAUNCHER_LIBS = libkanna-launcher.a $(COMMON_LIBS)
@@ -8,3 +9,9 @@ check_PROGRAMS += tests/unit/test_launcher_fleet
 TESTS += tests/unit/test_launcher_fleet
 tests_unit_test_launcher_fleet_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_launcher_fleet_LDADD = $(LAUNCHER_LIBS) $(LDADD) $(TEST_LIBS)
+
+libkanna_launcher_a_SOURCES += launcher/limits.h launcher/limits.c
+check_PROGRAMS += tests/unit/test_launcher_limits
+TESTS += tests/unit/test_launcher_limits
+tests_unit_test_launcher_limits_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_launcher_limits_LDADD = $(LAUNCHER_LIBS) $(LDADD) $(TEST_LIBS)
