@@ -1,5 +1,6 @@
 # launcher/: kanna-launcher — so far only the pure CreateFleet request parts
-# (ClientToken derivation, overrides list) and the NodePool limits re-check;
+# (ClientToken derivation, overrides list), the NodePool limits re-check and
+# the Node well-known label set;
 # the daemon itself is not written.
 noinst_LIBRARIES += libkanna-launcher.a
 libkanna_launcher_a_SOURCES = launcher/fleet-request.h launcher/fleet-request.c
@@ -15,3 +16,9 @@ check_PROGRAMS += tests/unit/test_launcher_limits
 TESTS += tests/unit/test_launcher_limits
 tests_unit_test_launcher_limits_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_launcher_limits_LDADD = $(LAUNCHER_LIBS) $(LDADD) $(TEST_LIBS)
+
+libkanna_launcher_a_SOURCES += launcher/node-labels.h launcher/node-labels.c
+check_PROGRAMS += tests/unit/test_launcher_node_labels
+TESTS += tests/unit/test_launcher_node_labels
+tests_unit_test_launcher_node_labels_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_launcher_node_labels_LDADD = $(LAUNCHER_LIBS) $(LDADD) $(TEST_LIBS)
