@@ -22,3 +22,9 @@ check_PROGRAMS += tests/unit/test_launcher_node_labels
 TESTS += tests/unit/test_launcher_node_labels
 tests_unit_test_launcher_node_labels_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_launcher_node_labels_LDADD = $(LAUNCHER_LIBS) $(LDADD) $(TEST_LIBS)
+
+libkanna_launcher_a_SOURCES += launcher/fleet-response.h launcher/fleet-response.c
+check_PROGRAMS += tests/unit/test_launcher_fleet_response
+TESTS += tests/unit/test_launcher_fleet_response
+tests_unit_test_launcher_fleet_response_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_launcher_fleet_response_LDADD = $(LAUNCHER_LIBS) $(LDADD) $(TEST_LIBS)

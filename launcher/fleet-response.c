@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/* Parses a CreateFleet (type instant) response body into the launched
+ * instance (id, type, zone, capacity type) and the per-offering errors
+ * (InsufficientInstanceCapacity etc.) the launcher publishes as unavailable.
+ * Pure; called by the fleet code on a 200 response; must never trust the body
+ * (outside bytes): missing fields are -EBADMSG, never a guessed value. */
+#include <errno.h>
+#include <string.h>
+
+#include "common/aws.h"
+#include "launcher/fleet-response.h"
+
+static int copy_text(char *dst, size_t size, const char *src) {
+        size_t n;
+
+        if (!src || !*src)
+                return -EBADMSG;
+        n = strlen(src);
+        if (n >= size)
+                return -EBADMSG;
+        memcpy(dst, src, n + 1);
+        return 0;
+}
+
+static void parse_errors(const struct aws_xml_node *set, fleet_result *ret) {
+        for (const struct aws_xml_node *i = aws_xml_first(set, "item"); i; i = aws_xml_next(i)) {
+                fleet_error *e;
+
+                if (ret->n_errors >= FLEET_ERROR_MAX)
+                        return;
+                e = &ret->errors[ret->n_errors];
+                if (copy_text(e->code, sizeof(e->code), aws_xml_text(i, "errorCode")) < 0)
+                        continue;
+                (void) copy_text(e->instance_type, sizeof(e->instance_type),
+                                 aws_xml_text(i, "launchTemplateAndOverrides/overrides/instanceType"));
+                (void) copy_text(e->zone, sizeof(e->zone),
+                                 aws_xml_text(i, "launchTemplateAndOverrides/overrides/availabilityZone"));
+                ret->n_errors++;
+        }
+}
+
+static int parse_launched(const struct aws_xml_node *item, fleet_launched *l) {
+        int r;
+
+        r = copy_text(l->instance_id, sizeof(l->instance_id), aws_xml_text(item, "instanceIds/item"));
+        if (r >= 0)
+                r = copy_text(l->instance_type, sizeof(l->instance_type), aws_xml_text(item, "instanceType"));
+        if (r >= 0)
+                r = copy_text(l->zone, sizeof(l->zone),
+                              aws_xml_text(item, "launchTemplateAndOverrides/overrides/availabilityZone"));
+        if (r >= 0)
+                r = copy_text(l->capacity_type, sizeof(l->capacity_type), aws_xml_text(item, "lifecycle"));
+        return r;
+}
+
+int fleet_response_parse(const char *body, size_t len, fleet_result *ret) {
+        struct aws_xml_node *root = NULL;
+        const struct aws_xml_node *set, *item;
+        int r;
+
+        if (!body || !ret)
+                return -EINVAL;
+        memset(ret, 0, sizeof(*ret));
+        r = aws_xml_parse(body, len, &root);
+        if (r < 0)
+                return r;
+        set = aws_xml_child(root, "errorSet");
+        if (set)
+                parse_errors(set, ret);
+        set = aws_xml_child(root, "fleetInstanceSet");
+        item = set ? aws_xml_first(set, "item") : NULL;
+        if (item) {
+                r = parse_launched(item, &ret->launched);
+                if (r < 0)
+                        goto finish;
+                ret->launched_ok = 1;
+        }
+        r = 0;
+finish:
+        aws_xml_free(root);
+        return r;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+#include <stddef.h>
+
+/* Sizes of EC2 identifiers and codes we keep from a CreateFleet response. */
+#define FLEET_ID_MAX 64
+#define FLEET_ERROR_MAX 8  /* errors kept per response; the rest are counted only */
+
+typedef struct fleet_launched {
+        char instance_id[FLEET_ID_MAX];
+        char instance_type[FLEET_ID_MAX];
+        char zone[FLEET_ID_MAX];
+        char capacity_type[16];  /* "spot" or "on-demand" */
+} fleet_launched;
+
+typedef struct fleet_error {
+        char code[FLEET_ID_MAX];
+        char instance_type[FLEET_ID_MAX];
+        char zone[FLEET_ID_MAX];
+} fleet_error;
+
+typedef struct fleet_result {
+        int launched_ok;  /* 1 when one instance was launched */
+        fleet_launched launched;
+        fleet_error errors[FLEET_ERROR_MAX];
+        size_t n_errors;
+} fleet_result;
+
+int fleet_response_parse(const char *body, size_t len, fleet_result *ret);

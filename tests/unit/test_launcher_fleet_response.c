@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests for launcher/fleet-response.c: CreateFleet response shape. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "launcher/fleet-response.h"
+
+#define OK_BODY \
+        "<CreateFleetResponse xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\">" \
+        "<fleetId>fleet-1</fleetId><errorSet><item>" \
+        "<launchTemplateAndOverrides><overrides><instanceType>m5.large</instanceType>" \
+        "<availabilityZone>us-west-2a</availabilityZone></overrides></launchTemplateAndOverrides>" \
+        "<lifecycle>spot</lifecycle><errorCode>InsufficientInstanceCapacity</errorCode>" \
+        "</item></errorSet><fleetInstanceSet><item>" \
+        "<launchTemplateAndOverrides><overrides><instanceType>m5.xlarge</instanceType>" \
+        "<availabilityZone>us-west-2b</availabilityZone></overrides></launchTemplateAndOverrides>" \
+        "<lifecycle>spot</lifecycle><instanceIds><item>i-0abc</item></instanceIds>" \
+        "<instanceType>m5.xlarge</instanceType></item></fleetInstanceSet></CreateFleetResponse>"
+
+Test(launcher_fleet_response, parses_launched_instance_and_ice_error) {
+        fleet_result r;
+
+        cr_assert_eq(fleet_response_parse(OK_BODY, strlen(OK_BODY), &r), 0);
+        cr_assert_eq(r.launched_ok, 1);
+        cr_assert_str_eq(r.launched.instance_id, "i-0abc");
+        cr_assert_str_eq(r.launched.instance_type, "m5.xlarge");
+        cr_assert_str_eq(r.launched.zone, "us-west-2b");
+        cr_assert_str_eq(r.launched.capacity_type, "spot");
+        cr_assert_eq(r.n_errors, 1);
+        cr_assert_str_eq(r.errors[0].code, "InsufficientInstanceCapacity");
+        cr_assert_str_eq(r.errors[0].instance_type, "m5.large");
+        cr_assert_str_eq(r.errors[0].zone, "us-west-2a");
+}
+
+Test(launcher_fleet_response, no_instance_is_not_launched) {
+        const char *b = "<CreateFleetResponse><fleetId>f</fleetId><fleetInstanceSet/></CreateFleetResponse>";
+        fleet_result r;
+
+        cr_assert_eq(fleet_response_parse(b, strlen(b), &r), 0);
+        cr_assert_eq(r.launched_ok, 0);
+}
+
+Test(launcher_fleet_response, instance_without_zone_is_rejected) {
+        const char *b = "<CreateFleetResponse><fleetInstanceSet><item><instanceIds><item>i-1</item>"
+                        "</instanceIds><instanceType>m5.large</instanceType><lifecycle>spot</lifecycle>"
+                        "</item></fleetInstanceSet></CreateFleetResponse>";
+        fleet_result r;
+
+        cr_assert_eq(fleet_response_parse(b, strlen(b), &r), -EBADMSG);
+}
+
+Test(launcher_fleet_response, malformed_xml_is_rejected) {
+        fleet_result r;
+
+        cr_assert_lt(fleet_response_parse("<a><b></a>", 10, &r), 0);
+}
