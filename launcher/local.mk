@@ -28,3 +28,11 @@ check_PROGRAMS += tests/unit/test_launcher_fleet_response
 TESTS += tests/unit/test_launcher_fleet_response
 tests_unit_test_launcher_fleet_response_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_launcher_fleet_response_LDADD = $(LAUNCHER_LIBS) $(LDADD) $(TEST_LIBS)
+
+FUZZ_PROGS += tests/fuzz/fuzz_fleet_response
+tests_fuzz_fuzz_fleet_response_SOURCES = tests/fuzz/fuzz_fleet_response.c tests/fuzz/standalone.c
+tests_fuzz_fuzz_fleet_response_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/fuzz/corpus/fleet_response\"
+tests_fuzz_fuzz_fleet_response_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_fleet_response_LDADD = $(LAUNCHER_LIBS) $(LDADD)
+EXTRA_DIST += tests/fuzz/corpus/fleet_response/launched-with-ice.xml \
+	tests/fuzz/corpus/fleet_response/empty.xml
