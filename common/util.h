@@ -63,6 +63,11 @@ static inline bool streq_ptr(const char *a, const char *b)
 	return strcmp(a, b) == 0;
 }
 
+static inline bool startswith(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 

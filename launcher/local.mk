@@ -1,10 +1,10 @@
-# launcher/: kanna-launcher — so far only the pure CreateFleet request parts
-# (ClientToken derivation, overrides list), the NodePool limits re-check and
-# the Node well-known label set;
-# the daemon itself is not written.
+# launcher/: kanna-launcher. libkanna-launcher.a holds the parts that are
+# unit-tested alone (CreateFleet request and response, limits arithmetic,
+# labels, the objects' JSON, catalog, EC2NodeClass resolution); the daemon
+# (plans → NodeClaim → CreateFleet → Node → bindings) is the program.
 noinst_LIBRARIES += libkanna-launcher.a
 libkanna_launcher_a_SOURCES = launcher/fleet-request.h launcher/fleet-request.c
-LAUNCHER_LIBS = libkanna-launcher.a $(COMMON_LIBS)
+LAUNCHER_LIBS = libkanna-launcher.a libkanna-sched.a $(STATE_LIBS) -lm
 
 check_PROGRAMS += tests/unit/test_launcher_fleet
 TESTS += tests/unit/test_launcher_fleet
@@ -36,3 +36,12 @@ tests_fuzz_fuzz_fleet_response_LDFLAGS = $(FUZZ_LDFLAGS)
 tests_fuzz_fuzz_fleet_response_LDADD = $(LAUNCHER_LIBS) $(LDADD)
 EXTRA_DIST += tests/fuzz/corpus/fleet_response/launched-with-ice.xml \
 	tests/fuzz/corpus/fleet_response/empty.xml
+
+libkanna_launcher_a_SOURCES += launcher/objects.h launcher/objects.c \
+	launcher/fleet.h launcher/fleet.c
+
+
+check_PROGRAMS += tests/unit/test_launcher_objects
+TESTS += tests/unit/test_launcher_objects
+tests_unit_test_launcher_objects_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_launcher_objects_LDADD = $(LAUNCHER_LIBS) $(LDADD) $(TEST_LIBS)

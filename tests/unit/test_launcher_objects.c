@@ -1,0 +1,327 @@
+/*
+ * Unit tests for launcher/objects.c and launcher/fleet.c: the NodeClaim,
+ * Node and Binding JSON, providerIDs, label precedence, the CreateFleet
+ * query (capacity type, overrides per zone and architecture, tags, token)
+ * and the DescribeInstances reader.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/aws.h"
+#include "launcher/fleet.h"
+#include "launcher/objects.h"
+
+static struct proto_offering offs_m5[] = {
+	{ .zone = "us-west-2a", .capacity_type = PROTO_CAPACITY_SPOT, .price = 0.04, .available = true },
+	{ .zone = "us-west-2b", .capacity_type = PROTO_CAPACITY_ON_DEMAND, .price = 0.096, .available = true },
+	{ .zone = "us-west-2c", .capacity_type = PROTO_CAPACITY_SPOT, .price = 0.05, .available = true },
+};
+static struct proto_offering offs_m6g[] = {
+	{ .zone = "us-west-2a", .capacity_type = PROTO_CAPACITY_ON_DEMAND, .price = 0.077, .available = true },
+};
+static struct proto_candidate cands[] = {
+	{ .name = "m5.large", .offerings = offs_m5, .n_offerings = 3 },
+	{ .name = "m6g.large", .offerings = offs_m6g, .n_offerings = 1 },
+};
+static char *ct_values[] = { "spot", "on-demand" };
+static char *od_only[] = { "on-demand" };
+static struct proto_requirement reqs[] = {
+	{ .key = "karpenter.sh/capacity-type", .op = PROTO_OP_IN, .values = ct_values, .n_values = 2 },
+	{ .key = "intent", .op = PROTO_OP_IN, .values = (char *[]){ "apps" }, .n_values = 1 },
+	{ .key = "node.kubernetes.io/instance-type", .op = PROTO_OP_IN,
+	  .values = (char *[]){ "m5.large", "m6g.large", "c5.large" }, .n_values = 3 },
+};
+static struct proto_resource requests[] = { { "cpu", 1500 }, { "memory", 1610612736 }, { "pods", 5 } };
+static char *pods[] = { "default/inflate-1", "default/inflate-2" };
+
+static struct proto_planned_nodeclaim planned(void)
+{
+	return (struct proto_planned_nodeclaim){
+		.id = "default-abcde", .nodepool = "default", .nodeclass = "default",
+		.requirements = reqs, .n_requirements = 3, .instance_types = cands,
+		.n_instance_types = 2, .requests = requests, .n_requests = 3, .pods = pods, .n_pods = 2,
+	};
+}
+
+static struct proto_kv pool_labels[] = { { "intent", "apps" } };
+static struct proto_taint pool_taints[] = { { .key = "dedicated", .value = "apps", .effect = PROTO_EFFECT_NO_SCHEDULE } };
+static struct proto_taint startup[] = { { .key = "node.cilium.io/agent-not-ready", .effect = PROTO_EFFECT_NO_EXECUTE } };
+
+static struct proto_nodepool pool(void)
+{
+	return (struct proto_nodepool){
+		.name = "default", .uid = "11111111-2222-3333-4444-555555555555",
+		.labels = pool_labels, .n_labels = 1, .taints = pool_taints, .n_taints = 1,
+		.startup_taints = startup, .n_startup_taints = 1,
+		.nodeclass_ref = { .group = "karpenter.k8s.aws", .kind = "EC2NodeClass", .name = "default" },
+		.expire_after_s = 720 * 3600, .nodepool_hash = "123",
+	};
+}
+
+static const json_t *find_requirement(const json_t *claim, const char *key)
+{
+	const json_t *r;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(claim, "spec"), "requirements"), i, r)
+		if (!strcmp(json_string_value(json_object_get(r, "key")), key))
+			return r;
+	return NULL;
+}
+
+Test(launcher_objects, nodeclaim_records_candidates_pods_owner_and_finalizer)
+{
+	struct proto_planned_nodeclaim p = planned();
+	struct proto_nodepool np = pool();
+	json_t *o = nodeclaim_json(&p, "plan-0-1-ab", &np, NULL);
+	const json_t *meta = json_object_get(o, "metadata"), *spec = json_object_get(o, "spec");
+	const json_t *it;
+
+	cr_assert_not_null(o);
+	cr_assert_str_eq(json_string_value(json_object_get(o, "apiVersion")), "karpenter.sh/v1");
+	cr_assert_str_eq(json_string_value(json_object_get(meta, "name")), "default-abcde");
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(meta, "labels"),
+							   "karpenter.sh/nodepool")), "default");
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(meta, "annotations"),
+							   KANNA_PLANNED_PODS_ANNOTATION)),
+			 "[\"default/inflate-1\",\"default/inflate-2\"]");
+	cr_assert_str_eq(json_string_value(json_array_get(json_object_get(meta, "finalizers"), 0)),
+			 KARPENTER_TERMINATION_FINALIZER);
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(
+				 json_object_get(meta, "ownerReferences"), 0), "uid")), np.uid);
+	/* The instance-type requirement is the candidate list, not the plan's wider one. */
+	it = find_requirement(o, "node.kubernetes.io/instance-type");
+	cr_assert_not_null(it);
+	cr_assert_eq(json_array_size(json_object_get(it, "values")), 2);
+	cr_assert_str_eq(json_string_value(json_array_get(json_object_get(it, "values"), 1)), "m6g.large");
+	cr_assert_str_eq(json_string_value(json_object_get(find_requirement(o, "intent"), "operator")), "In");
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(spec,
+				 "resources"), "requests"), "cpu")), "1500m");
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(spec,
+				 "resources"), "requests"), "memory")), "1536Mi");
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(spec, "nodeClassRef"), "name")),
+			 "default");
+	cr_assert_str_eq(json_string_value(json_object_get(spec, "expireAfter")), "2592000s");
+	cr_assert_eq(json_array_size(json_object_get(spec, "startupTaints")), 1);
+	json_decref(o);
+}
+
+Test(launcher_objects, provider_id_round_trips_and_rejects_garbage)
+{
+	char buf[128], zone[32], id[32];
+
+	cr_assert_eq(provider_id_format("us-west-2a", "i-0123", buf, sizeof(buf)), 0);
+	cr_assert_str_eq(buf, "aws:///us-west-2a/i-0123");
+	cr_assert_eq(provider_id_parse(buf, zone, sizeof(zone), id, sizeof(id)), 0);
+	cr_assert_str_eq(zone, "us-west-2a");
+	cr_assert_str_eq(id, "i-0123");
+	cr_assert_eq(provider_id_parse("kind://x/y", zone, sizeof(zone), id, sizeof(id)), -EINVAL);
+	cr_assert_eq(provider_id_parse("aws:///us-west-2a/", zone, sizeof(zone), id, sizeof(id)), -EINVAL);
+	cr_assert_eq(provider_id_parse("aws:////i-1", zone, sizeof(zone), id, sizeof(id)), -EINVAL);
+	cr_assert_eq(provider_id_format("", "i-1", buf, sizeof(buf)), -EINVAL);
+	cr_assert_eq(provider_id_format("us-west-2a", "i-1", buf, 8), -ENOBUFS);
+}
+
+static struct proto_kv type_labels[] = {
+	{ "kubernetes.io/arch", "arm64" }, { "kubernetes.io/os", "linux" },
+	{ "karpenter.k8s.aws/instance-family", "m6g" }, { "intent", "from-catalog" },
+};
+static struct proto_resource type_cap[] = { { "cpu", 2000 }, { "memory", 8589934592 }, { "pods", 29 } };
+
+Test(launcher_objects, node_labels_and_taints)
+{
+	struct proto_instance_type t = { .name = "m6g.large", .labels = type_labels, .n_labels = 4,
+					 .capacity = type_cap, .n_capacity = 3, .allocatable = type_cap,
+					 .n_allocatable = 3 };
+	struct launched_instance li = { "i-1", "m6g.large", "us-west-2a", "on-demand", "ami-1",
+					"ip-10-0-0-1.us-west-2.compute.internal", &t };
+	struct proto_nodepool np = pool();
+	struct proto_nodeclaim claim = { .name = "default-abcde", .uid = "u-1" };
+	node_label labels[64];
+	size_t n;
+	json_t *node;
+	const json_t *l;
+
+	cr_assert_eq(node_labels_collect(&li, &np, reqs, 3, "us-west-2", labels, 64, &n), 0);
+	node = node_json(&li, &claim, &np, labels, n);
+	cr_assert_not_null(node);
+	l = json_object_get(json_object_get(node, "metadata"), "labels");
+	cr_assert_str_eq(json_string_value(json_object_get(l, "kubernetes.io/arch")), "arm64");
+	cr_assert_str_eq(json_string_value(json_object_get(l, "node.kubernetes.io/instance-type")), "m6g.large");
+	cr_assert_str_eq(json_string_value(json_object_get(l, "topology.kubernetes.io/region")), "us-west-2");
+	cr_assert_str_eq(json_string_value(json_object_get(l, "karpenter.sh/capacity-type")), "on-demand");
+	cr_assert_str_eq(json_string_value(json_object_get(l, "kubernetes.io/hostname")), li.node_name);
+	cr_assert_str_eq(json_string_value(json_object_get(l, "karpenter.k8s.aws/instance-family")), "m6g");
+	/* The NodePool's label beats the catalog's. */
+	cr_assert_str_eq(json_string_value(json_object_get(l, "intent")), "apps");
+	cr_assert_null(json_object_get(l, "karpenter.sh/provisioner-name"));
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(node, "spec"), "providerID")),
+			 "aws:///us-west-2a/i-1");
+	cr_assert_eq(json_array_size(json_object_get(json_object_get(node, "spec"), "taints")), 2);
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(node, "status"),
+				 "allocatable"), "memory")), "8Gi");
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(
+				 json_object_get(node, "metadata"), "ownerReferences"), 0), "kind")), "NodeClaim");
+	json_decref(node);
+	np.source_api = PROTO_API_V1ALPHA5;
+	cr_assert_eq(node_labels_collect(&li, &np, reqs, 3, "us-west-2", labels, 64, &n), 0);
+	cr_assert_eq(node_labels_collect(&li, &np, reqs, 3, "us-west-2", labels, 3, &n), -E2BIG);
+}
+
+Test(launcher_objects, launched_status_and_binding)
+{
+	struct launched_instance li = { "i-9", "m5.large", "us-west-2c", "spot", "ami-7", "ip-1", NULL };
+	json_t *s = nodeclaim_launched_status(&li, "2026-11-24T07:00:00Z");
+	json_t *b = binding_json("inflate-1", "ip-1");
+	const json_t *st = json_object_get(s, "status");
+
+	cr_assert_str_eq(json_string_value(json_object_get(st, "providerID")), "aws:///us-west-2c/i-9");
+	cr_assert_str_eq(json_string_value(json_object_get(st, "imageID")), "ami-7");
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(st, "conditions"),
+				 0), "type")), "Launched");
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(b, "target"), "name")), "ip-1");
+	cr_assert_str_eq(json_string_value(json_object_get(b, "kind")), "Binding");
+	json_decref(s);
+	json_decref(b);
+}
+
+/* ---- CreateFleet ---------------------------------------------------------------- */
+
+static struct fleet_subnet subnets[] = { { "subnet-a", "us-west-2a" }, { "subnet-b", "us-west-2b" },
+					 { "subnet-c", "us-west-2c" } };
+static const char *const arches[] = { "amd64", "arm64" };
+
+static const char *arch_of(const char *type, void *ud)
+{
+	(void)ud;
+	return strstr(type, "g.") ? "arm64" : "amd64";
+}
+
+static bool zone_c_unavailable(const char *type, const char *zone, uint8_t ct, void *ud)
+{
+	(void)type;
+	(void)ct;
+	(void)ud;
+	return !strcmp(zone, "us-west-2c");
+}
+
+static char *encode(struct aws_query *q)
+{
+	char *s = NULL;
+
+	cr_assert_eq(aws_query_encode(q, &s), 0);
+	aws_query_free(q);
+	return s;
+}
+
+Test(launcher_fleet_query, spot_when_allowed_with_one_override_per_offering_zone)
+{
+	struct proto_planned_nodeclaim p = planned();
+	struct launch_config cfgs[] = { { "kanna-lt1", "ami-x86", subnets, 3, NULL, 0 },
+					{ "kanna-lt2", "ami-arm", subnets, 3, NULL, 0 } };
+	struct fleet_tag tags[] = { { "karpenter.sh/nodeclaim", "default-abcde" } };
+	struct fleet_input in = { "kanna-tok-0", &p, arches, cfgs, 2, arch_of, NULL, NULL, tags, 1 };
+	struct aws_query *q;
+	uint8_t ct;
+	size_t n;
+	char *s;
+
+	cr_assert_eq(fleet_query_build(&in, &q, &ct, &n), 0);
+	cr_assert_eq(ct, PROTO_CAPACITY_SPOT);
+	cr_assert_eq(n, 2); /* m5.large spot in 2a and 2c; m6g has no spot */
+	s = encode(q);
+	cr_assert(strstr(s, "Action=CreateFleet"));
+	cr_assert(strstr(s, "ClientToken=kanna-tok-0"));
+	cr_assert(strstr(s, "DefaultTargetCapacityType=spot"));
+	cr_assert(strstr(s, "SpotOptions.AllocationStrategy=price-capacity-optimized"));
+	cr_assert(strstr(s, "LaunchTemplateConfigs.1.Overrides.2.SubnetId=subnet-c"));
+	cr_assert_null(strstr(s, "LaunchTemplateConfigs.2.Overrides"));
+	cr_assert(strstr(s, "TagSpecification.1.ResourceType=instance"));
+	cr_assert(strstr(s, "TagSpecification.1.Tag.1.Key=karpenter.sh%2Fnodeclaim"));
+	free(s);
+	/* Without spot offerings left, on-demand with both architectures. */
+	in.unavailable = zone_c_unavailable;
+	offs_m5[0].available = false;
+	cr_assert_eq(fleet_query_build(&in, &q, &ct, &n), 0);
+	offs_m5[0].available = true;
+	cr_assert_eq(ct, PROTO_CAPACITY_ON_DEMAND);
+	cr_assert_eq(n, 2);
+	s = encode(q);
+	cr_assert(strstr(s, "OnDemandOptions.AllocationStrategy=lowest-price"));
+	cr_assert(strstr(s, "LaunchTemplateConfigs.2.LaunchTemplateSpecification.LaunchTemplateName=kanna-lt2"));
+	cr_assert(strstr(s, "LaunchTemplateConfigs.2.Overrides.1.InstanceType=m6g.large"));
+	cr_assert(strstr(s, "LaunchTemplateConfigs.1.Overrides.1.SubnetId=subnet-b"));
+	free(s);
+}
+
+Test(launcher_fleet_query, on_demand_only_requirement_and_nothing_left)
+{
+	struct proto_planned_nodeclaim p = planned();
+	struct proto_requirement od[] = { { .key = "karpenter.sh/capacity-type", .op = PROTO_OP_IN,
+					    .values = od_only, .n_values = 1 } };
+	struct launch_config cfgs[] = { { "kanna-lt1", "ami-x86", subnets, 1, NULL, 0 } };
+	struct fleet_input in = { "t", &p, arches, cfgs, 1, NULL, NULL, NULL, NULL, 0 };
+	struct aws_query *q;
+	uint8_t ct;
+	size_t n;
+
+	p.requirements = od;
+	p.n_requirements = 1;
+	/* Only subnet-a: m5.large has no on-demand offering there, m6g.large does. */
+	cr_assert_eq(fleet_query_build(&in, &q, &ct, &n), 0);
+	cr_assert_eq(ct, PROTO_CAPACITY_ON_DEMAND);
+	cr_assert_eq(n, 1);
+	aws_query_free(q);
+	in.unavailable = zone_c_unavailable;
+	cfgs[0].subnets = &subnets[2];
+	cr_assert_eq(fleet_query_build(&in, &q, &ct, &n), -ENOENT);
+}
+
+Test(launcher_fleet_query, remove_offering_prunes_empty_candidates)
+{
+	struct proto_offering o1[] = { { .zone = "a", .capacity_type = 1, .available = true } };
+	struct proto_offering o2[] = { { .zone = "a", .capacity_type = 1, .available = true },
+				       { .zone = "b", .capacity_type = 1, .available = true } };
+	struct proto_candidate c[] = { { .name = "x", .offerings = o1, .n_offerings = 1 },
+				       { .name = "y", .offerings = o2, .n_offerings = 2 } };
+	struct proto_planned_nodeclaim p = { .instance_types = c, .n_instance_types = 2 };
+
+	cr_assert_eq(planned_remove_offering(&p, "x", "a", 1), 2);
+	cr_assert_eq(p.n_instance_types, 1);
+	cr_assert_str_eq(p.instance_types[0].name, "y");
+	cr_assert_eq(planned_remove_offering(&p, "y", "a", 0), 2); /* other capacity type */
+	cr_assert_eq(planned_remove_offering(&p, "y", "a", 1), 1);
+	cr_assert_eq(planned_count_offerings(&p, NULL, NULL), 1);
+	cr_assert(fleet_error_is_capacity("InsufficientInstanceCapacity"));
+	cr_assert(fleet_error_is_capacity("UnfulfillableCapacity"));
+	cr_assert_not(fleet_error_is_capacity("InvalidParameterValue"));
+}
+
+Test(launcher_fleet_query, describe_instances_reader)
+{
+	static const char doc[] =
+		"<DescribeInstancesResponse xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\">"
+		"<requestId>r</requestId><reservationSet><item><instancesSet><item>"
+		"<instanceId>i-1</instanceId><imageId>ami-1</imageId><instanceState><name>running</name>"
+		"</instanceState><privateDnsName>ip-10-0-0-1.us-west-2.compute.internal</privateDnsName>"
+		"<instanceType>m5.large</instanceType><placement><availabilityZone>us-west-2a"
+		"</availabilityZone></placement><instanceLifecycle>spot</instanceLifecycle><tagSet><item>"
+		"<key>karpenter.sh/nodeclaim</key><value>default-abcde</value></item></tagSet></item>"
+		"</instancesSet></item></reservationSet></DescribeInstancesResponse>";
+	struct aws_xml_node *root;
+	struct ec2_instance e[2];
+
+	cr_assert_eq(aws_xml_parse(doc, strlen(doc), &root), 0);
+	cr_assert_eq(ec2_instances_parse(root, e, 2), 1);
+	cr_assert_str_eq(e[0].instance_id, "i-1");
+	cr_assert_str_eq(e[0].zone, "us-west-2a");
+	cr_assert_str_eq(e[0].nodeclaim, "default-abcde");
+	cr_assert_str_eq(e[0].state, "running");
+	cr_assert(e[0].spot);
+	aws_xml_free(root);
+	cr_assert_eq(aws_xml_parse("<Other/>", 8, &root), 0);
+	cr_assert_eq(ec2_instances_parse(root, e, 2), -EBADMSG);
+	aws_xml_free(root);
+}
