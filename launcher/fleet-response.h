@@ -4,7 +4,7 @@
 
 /* Sizes of EC2 identifiers and codes we keep from a CreateFleet response. */
 #define FLEET_ID_MAX 64
-#define FLEET_ERROR_MAX 8  /* errors kept per response; the rest are counted only */
+#define FLEET_ERROR_MAX 64 /* errors kept per response (one per failed override); the rest are dropped */
 
 typedef struct fleet_launched {
         char instance_id[FLEET_ID_MAX];

@@ -130,10 +130,33 @@ static int plan_requests(struct arena *a, const struct cluster *c, const struct 
 	return 0;
 }
 
+/* splitmix64's finalizer: every input bit affects every output bit. */
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* Five characters of [a-z0-9], as Karpenter's generated names (36^5). */
+void nodeclaim_suffix(uint64_t nonce, uint64_t batch_id, uint32_t index, char out[static 6])
+{
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	uint64_t h = mix64(mix64(nonce ^ mix64(batch_id)) + index);
+
+	for (int i = 0; i < 5; i++) {
+		out[i] = alphabet[h % 36];
+		h /= 36;
+	}
+	out[5] = 0;
+}
+
 int plan_build(struct arena *a, const struct cluster *c, const struct sched_result *res,
 	       const struct plan_context *ctx, struct proto_launch_plan *plan)
 {
-	char id[PROTO_MAX_NAME_LEN];
+	char id[PROTO_MAX_NAME_LEN], suffix[6];
 	int r;
 
 	*plan = (struct proto_launch_plan){ .shard = ctx->shard, .batch_id = ctx->batch_id,
@@ -150,9 +173,10 @@ int plan_build(struct arena *a, const struct cluster *c, const struct sched_resu
 		const char *pool = S(c, c->nodepools[cl->nodepool].name);
 
 		/* Karpenter names NodeClaims <nodepool>-<5 random characters>; ours
-		 * are unique per plan and stable if the plan is replayed. */
-		snprintf(id, sizeof(id), "%s-%05llx", pool,
-			 (unsigned long long)((ctx->nonce + k * 0x9e3779b97f4a7c15ULL) & 0xfffff));
+		 * are stable if the plan is replayed and mix every bit of the
+		 * batch's nonce, its number and the claim's index. */
+		nodeclaim_suffix(ctx->nonce, ctx->batch_id, k, suffix);
+		snprintf(id, sizeof(id), "%s-%s", pool, suffix);
 		o->id = arena_strdup(a, id);
 		o->nodepool = arena_strdup(a, pool);
 		o->nodeclass = ctx->nodeclass_of ? (char *)ctx->nodeclass_of(pool, ctx->userdata) : NULL;

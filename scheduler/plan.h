@@ -22,4 +22,7 @@ struct plan_context {
 int plan_build(struct arena *a, const struct cluster *c, const struct sched_result *res,
 	       const struct plan_context *ctx, struct proto_launch_plan *plan);
 
+/* The 5-character suffix of a planned NodeClaim's name ("default-x7k2q"). */
+void nodeclaim_suffix(uint64_t nonce, uint64_t batch_id, uint32_t index, char out[static 6]);
+
 #endif

@@ -325,3 +325,30 @@ Test(launcher_fleet_query, describe_instances_reader)
 	cr_assert_eq(ec2_instances_parse(root, e, 2), -EBADMSG);
 	aws_xml_free(root);
 }
+
+/* NodeClaim names from consecutive batches of one scheduler must not repeat:
+ * the launcher treats a known name as a replayed plan. */
+#include "common/hashmap.h"
+void nodeclaim_suffix(uint64_t nonce, uint64_t batch_id, uint32_t index, char out[static 6]);
+
+Test(launcher_objects, planned_nodeclaim_names_do_not_repeat)
+{
+	struct hashmap seen = { 0 };
+	char s[6];
+
+	for (uint64_t batch = 1; batch <= 400; batch++)
+		for (uint32_t k = 0; k < 5; k++) {
+			nodeclaim_suffix(0x1a20c4dc1f70000ULL + batch, batch, k, s);
+			cr_assert_eq(strlen(s), 5);
+			cr_assert_null(hashmap_get(&seen, s), "suffix %s repeated", s);
+			cr_assert_eq(hashmap_put(&seen, s, (void *)1, NULL), 0);
+		}
+	nodeclaim_suffix(7, 7, 0, s);
+	{
+		char again[6];
+
+		nodeclaim_suffix(7, 7, 0, again);
+		cr_assert_str_eq(s, again);
+	}
+	hashmap_done(&seen);
+}
