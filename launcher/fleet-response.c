@@ -39,10 +39,10 @@ static void parse_errors(const struct aws_xml_node *set, fleet_result *ret) {
         }
 }
 
-static int parse_launched(const struct aws_xml_node *item, fleet_launched *l) {
+static int parse_launched(const struct aws_xml_node *item, const char *instance_id, fleet_launched *l) {
         int r;
 
-        r = copy_text(l->instance_id, sizeof(l->instance_id), aws_xml_text(item, "instanceIds/item"));
+        r = copy_text(l->instance_id, sizeof(l->instance_id), instance_id);
         if (r >= 0)
                 r = copy_text(l->instance_type, sizeof(l->instance_type), aws_xml_text(item, "instanceType"));
         if (r >= 0)
@@ -68,11 +68,20 @@ int fleet_response_parse(const char *body, size_t len, fleet_result *ret) {
         if (set)
                 parse_errors(set, ret);
         set = aws_xml_child(root, "fleetInstanceSet");
-        item = set ? aws_xml_first(set, "item") : NULL;
-        if (item) {
-                r = parse_launched(item, &ret->launched);
-                if (r < 0)
-                        goto finish;
+        for (item = set ? aws_xml_first(set, "item") : NULL; item; item = aws_xml_next(item)) {
+                const struct aws_xml_node *ids = aws_xml_child(item, "instanceIds"), *id;
+
+                for (id = ids ? aws_xml_first(ids, "item") : NULL; id; id = aws_xml_next(id)) {
+                        if (ret->n_launched == FLEET_MAX_INSTANCES)
+                                break;
+                        r = parse_launched(item, id->text, &ret->all[ret->n_launched]);
+                        if (r < 0)
+                                goto finish;
+                        ret->n_launched++;
+                }
+        }
+        if (ret->n_launched > 0) {
+                ret->launched = ret->all[0];
                 ret->launched_ok = 1;
         }
         r = 0;

@@ -19,9 +19,14 @@ typedef struct fleet_error {
         char zone[FLEET_ID_MAX];
 } fleet_error;
 
+/* Instances one CreateFleet call may launch (a batch of NodeClaims). */
+#define FLEET_MAX_INSTANCES 100
+
 typedef struct fleet_result {
-        int launched_ok;  /* 1 when one instance was launched */
-        fleet_launched launched;
+        int launched_ok;  /* 1 when at least one instance was launched */
+        fleet_launched launched;  /* the first */
+        fleet_launched all[FLEET_MAX_INSTANCES];  /* every instance, in response order */
+        size_t n_launched;
         fleet_error errors[FLEET_ERROR_MAX];
         size_t n_errors;
 } fleet_result;

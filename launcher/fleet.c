@@ -131,7 +131,8 @@ int fleet_query_build(const struct fleet_input *in, struct aws_query **ret,
 	if ((r = aws_query_new("CreateFleet", "2016-11-15", &q)) < 0 ||
 	    (r = aws_query_add(q, "instant", "Type")) < 0 ||
 	    (r = aws_query_add(q, in->client_token, "ClientToken")) < 0 ||
-	    (r = aws_query_add_int(q, 1, "TargetCapacitySpecification.TotalTargetCapacity")) < 0 ||
+	    (r = aws_query_add_int(q, in->capacity ? in->capacity : 1,
+				   "TargetCapacitySpecification.TotalTargetCapacity")) < 0 ||
 	    (r = aws_query_add(q, ct == PROTO_CAPACITY_SPOT ? "spot" : "on-demand",
 			       "TargetCapacitySpecification.DefaultTargetCapacityType")) < 0)
 		return r;

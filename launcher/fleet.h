@@ -42,6 +42,7 @@ struct fleet_input {
 	void *userdata;
 	const struct fleet_tag *tags;
 	size_t n_tags;
+	unsigned capacity; /* instances to launch; 0 means 1 */
 };
 
 /*

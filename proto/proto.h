@@ -448,7 +448,9 @@ struct proto_resource {
  * nodepool_hash / nodeclass_hash: the karpenter.sh/nodepool-hash and
  * karpenter.k8s.aws/ec2nodeclass-hash annotations, compared with the
  * NodePool's and EC2NodeClass's own for drift. do_not_disrupt: the
- * karpenter.sh/do-not-disrupt annotation (also on nodes and pods). */
+ * karpenter.sh/do-not-disrupt annotation (also on nodes and pods).
+ * fleet_batch: the kanna.dev/fleet-batch annotation, the ClientToken of
+ * the CreateFleet call that launched several NodeClaims at once. */
 #define proto_fields_nodeclaim(F, S)                                          \
 	F(S, 1, name, STR, _, PROTO_MAX_NAME_LEN, REQ)                        \
 	F(S, 2, uid, STR, _, PROTO_MAX_NAME_LEN, REQ)                         \
@@ -476,7 +478,8 @@ struct proto_resource {
 	F(S, 24, deletion_time, I64, _, 0, OPT) \
 	F(S, 25, do_not_disrupt, BOOL, _, 0, OPT)                             \
 	F(S, 26, nodepool_hash, STR, _, PROTO_MAX_NAME_LEN, OPT)              \
-	F(S, 27, nodeclass_hash, STR, _, PROTO_MAX_NAME_LEN, OPT)
+	F(S, 27, nodeclass_hash, STR, _, PROTO_MAX_NAME_LEN, OPT)             \
+	F(S, 28, fleet_batch, STR, _, PROTO_MAX_ID_LEN, OPT)
 
 /* EC2NodeClass (v1; v1beta1 EC2NodeClass and v1alpha1 AWSNodeTemplate
  * converted). status_*: what the launcher resolved. */

@@ -388,7 +388,13 @@ int decode_nodeclaim(struct decoder *d, const json_t *obj, struct proto_nodeclai
 	    (r = decode_resources(d, json_object_get(status, "allocatable"), "status.allocatable",
 				  &nc->allocatable, &nc->n_allocatable)) < 0 ||
 	    (r = decode_conditions(d, json_object_get(status, "conditions"), "status.conditions",
-				   &nc->conditions, &nc->n_conditions)) < 0)
+				   &nc->conditions, &nc->n_conditions)) < 0 ||
+	    (r = decode_string(d, m.annotations, "karpenter.sh/nodepool-hash", "metadata.annotations",
+			       &nc->nodepool_hash)) < 0 ||
+	    (r = decode_string(d, m.annotations, "karpenter.k8s.aws/ec2nodeclass-hash",
+			       "metadata.annotations", &nc->nodeclass_hash)) < 0 ||
+	    (r = decode_string(d, m.annotations, "kanna.dev/fleet-batch", "metadata.annotations",
+			       &nc->fleet_batch)) < 0)
 		goto fail;
 	if (json_is_object(ref) &&
 	    (r = decode_string(d, ref, "name", "spec.nodeClassRef", &nc->nodeclass)) < 0)

@@ -10,7 +10,11 @@
  *       binds the launcher's "plans" socket, receives N launch plans (1) and
  *       prints a line per plan and per NodeClaim: nodepool, pods,
  *       candidates, cheapest.
+ *   kanna-probe instances < aws-status.json
+ *       reads kanna-sim's AWS /_sim/status from stdin and prints a line per
+ *       instance: id, state, type, zone, capacity type, $/hour, its NodeClaim tag.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -154,6 +158,32 @@ static int probe_plan(struct sock_ctx *ctx, unsigned timeout, unsigned count)
 	return 0;
 }
 
+static int probe_instances(void)
+{
+	json_error_t err;
+	json_t *status = json_loadf(stdin, 0, &err), *inst;
+	size_t i;
+
+	if (!status) {
+		fprintf(stderr, "kanna-probe: stdin is not JSON: %s\n", err.text);
+		return -EINVAL;
+	}
+	json_array_foreach(json_object_get(status, "instances"), i, inst) {
+		json_t *tags = json_object_get(inst, "tags");
+		const char *nc = json_string_value(json_object_get(tags, "karpenter.sh/nodeclaim"));
+
+		printf("instance %s state=%s type=%s zone=%s capacity=%s price=%.4f nodeclaim=%s\n",
+		       json_string_value(json_object_get(inst, "instanceId")),
+		       json_string_value(json_object_get(inst, "state")),
+		       json_string_value(json_object_get(inst, "instanceType")),
+		       json_string_value(json_object_get(inst, "zone")),
+		       json_string_value(json_object_get(inst, "capacityType")),
+		       json_number_value(json_object_get(inst, "pricePerHour")), nc ? nc : "-");
+	}
+	json_decref(status);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -182,8 +212,10 @@ int main(int argc, char **argv)
 		else
 			return 2;
 	}
+	if (optind < argc && strcmp(argv[optind], "instances") == 0)
+		return probe_instances() < 0 ? 1 : 0;
 	if (optind >= argc || !dir) {
-		fprintf(stderr, "usage: kanna-probe replica|pending|plan --runtime-dir DIR [--shard N] [--timeout S]\n");
+		fprintf(stderr, "usage: kanna-probe replica|pending|plan|instances --runtime-dir DIR [--shard N] [--timeout S]\n");
 		return 2;
 	}
 	if (loop_new(&loop, "kanna-probe") < 0 || sock_ctx_new(&ctx, NULL, "probe", dir) < 0)

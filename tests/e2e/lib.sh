@@ -69,3 +69,46 @@ wait_for() {
 		sleep 0.1
 	done
 }
+
+# --- the whole scale-up path (watcher → scheduler → launcher) ---------------
+
+# start_daemons [LAUNCHER FLAGS...]: watcher, one scheduler shard and the
+# launcher against the running kanna-sim (its aws.env exported).
+start_daemons() {
+	set -a
+	. "$tmp/state/aws.env"
+	set +a
+	start watcher "$BUILDDIR/watcher/kanna-watcher" --runtime-dir "$tmp/run" --metrics-port 0 \
+		--health-port 0 --leader-elect=false --announce-interval 500ms
+	start scheduler "$BUILDDIR/scheduler/kanna-scheduler" --runtime-dir "$tmp/run" \
+		--metrics-port 0 --health-port 0 --leader-elect=false --batch-idle-duration 500ms \
+		--plan-timeout 30s
+	start_launcher "$@"
+}
+
+# start_launcher [FLAGS...]: (re)starts kanna-launcher; its log is appended.
+start_launcher() {
+	"$BUILDDIR/launcher/kanna-launcher" --runtime-dir "$tmp/run" --metrics-port 0 \
+		--health-port 0 --leader-elect=false --reconcile-period 1s "$@" >>"$tmp/launcher.log" 2>&1 &
+	pid_launcher=$!
+	e2e_pids="$e2e_pids $pid_launcher"
+}
+
+# Lines "instance ID state=… type=… zone=… capacity=… nodeclaim=…" from the sim.
+sim_instances() {
+	curl -sS "$AWS_ENDPOINT_URL/_sim/status" | "$BUILDDIR/tests/e2e/kanna-probe" instances
+}
+
+# Number of pods of a label selector that are bound to a node.
+bound_pods() {
+	kubectl get pods -l "$1" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true
+}
+
+# Fails unless every NodeClaim has exactly one live instance and every live
+# instance a NodeClaim (nothing leaked, nothing launched twice).
+expect_one_instance_per_nodeclaim() {
+	claims=$(kubectl get nodeclaims -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort)
+	live=$(sim_instances | grep -E 'state=(pending|running)' | sed 's/.*nodeclaim=//' | sort)
+	[ "$claims" = "$live" ] || fail "NodeClaims and live instances differ: claims=[$claims] instances=[$live]"
+	ok "$1: one instance per NodeClaim ($(echo "$claims" | grep -c .) of each)"
+}

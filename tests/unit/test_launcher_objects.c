@@ -222,7 +222,7 @@ Test(launcher_fleet_query, spot_when_allowed_with_one_override_per_offering_zone
 	struct launch_config cfgs[] = { { "kanna-lt1", "ami-x86", subnets, 3, NULL, 0 },
 					{ "kanna-lt2", "ami-arm", subnets, 3, NULL, 0 } };
 	struct fleet_tag tags[] = { { "karpenter.sh/nodeclaim", "default-abcde" } };
-	struct fleet_input in = { "kanna-tok-0", &p, arches, cfgs, 2, arch_of, NULL, NULL, tags, 1 };
+	struct fleet_input in = { "kanna-tok-0", &p, arches, cfgs, 2, arch_of, NULL, NULL, tags, 1, 0 };
 	struct aws_query *q;
 	uint8_t ct;
 	size_t n;
@@ -262,7 +262,7 @@ Test(launcher_fleet_query, on_demand_only_requirement_and_nothing_left)
 	struct proto_requirement od[] = { { .key = "karpenter.sh/capacity-type", .op = PROTO_OP_IN,
 					    .values = od_only, .n_values = 1 } };
 	struct launch_config cfgs[] = { { "kanna-lt1", "ami-x86", subnets, 1, NULL, 0 } };
-	struct fleet_input in = { "t", &p, arches, cfgs, 1, NULL, NULL, NULL, NULL, 0 };
+	struct fleet_input in = { "t", &p, arches, cfgs, 1, NULL, NULL, NULL, NULL, 0, 3 };
 	struct aws_query *q;
 	uint8_t ct;
 	size_t n;
@@ -273,7 +273,12 @@ Test(launcher_fleet_query, on_demand_only_requirement_and_nothing_left)
 	cr_assert_eq(fleet_query_build(&in, &q, &ct, &n), 0);
 	cr_assert_eq(ct, PROTO_CAPACITY_ON_DEMAND);
 	cr_assert_eq(n, 1);
-	aws_query_free(q);
+	{
+		char *text = encode(q); /* a batch of three */
+
+		cr_assert(strstr(text, "TargetCapacitySpecification.TotalTargetCapacity=3"));
+		free(text);
+	}
 	in.unavailable = zone_c_unavailable;
 	cfgs[0].subnets = &subnets[2];
 	cr_assert_eq(fleet_query_build(&in, &q, &ct, &n), -ENOENT);
