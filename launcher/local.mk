@@ -45,3 +45,11 @@ check_PROGRAMS += tests/unit/test_launcher_objects
 TESTS += tests/unit/test_launcher_objects
 tests_unit_test_launcher_objects_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_launcher_objects_LDADD = $(LAUNCHER_LIBS) $(LDADD) $(TEST_LIBS)
+
+FUZZ_PROGS += tests/fuzz/fuzz_describe_instances
+tests_fuzz_fuzz_describe_instances_SOURCES = tests/fuzz/fuzz_describe_instances.c tests/fuzz/standalone.c
+tests_fuzz_fuzz_describe_instances_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/fuzz/corpus/describe_instances\"
+tests_fuzz_fuzz_describe_instances_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_describe_instances_LDADD = $(LAUNCHER_LIBS) $(LDADD)
+EXTRA_DIST += tests/fuzz/corpus/describe_instances/two-instances.xml \
+	tests/fuzz/corpus/fleet_response/batch-of-three.xml

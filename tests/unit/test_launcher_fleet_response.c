@@ -55,3 +55,24 @@ Test(launcher_fleet_response, malformed_xml_is_rejected) {
 
         cr_assert_lt(fleet_response_parse("<a><b></a>", 10, &r), 0);
 }
+
+Test(launcher_fleet_response, every_instance_of_a_batch_is_returned) {
+        static const char doc[] =
+                "<CreateFleetResponse><fleetInstanceSet><item><launchTemplateAndOverrides><overrides>"
+                "<instanceType>m5.large</instanceType><availabilityZone>us-west-2b</availabilityZone>"
+                "</overrides></launchTemplateAndOverrides><lifecycle>on-demand</lifecycle><instanceIds>"
+                "<item>i-1</item><item>i-2</item></instanceIds><instanceType>m5.large</instanceType></item>"
+                "<item><launchTemplateAndOverrides><overrides><instanceType>m5.xlarge</instanceType>"
+                "<availabilityZone>us-west-2c</availabilityZone></overrides></launchTemplateAndOverrides>"
+                "<lifecycle>spot</lifecycle><instanceIds><item>i-3</item></instanceIds>"
+                "<instanceType>m5.xlarge</instanceType></item></fleetInstanceSet></CreateFleetResponse>";
+        static fleet_result r;
+
+        cr_assert_eq(fleet_response_parse(doc, sizeof(doc) - 1, &r), 0);
+        cr_assert_eq(r.n_launched, 3);
+        cr_assert_str_eq(r.launched.instance_id, "i-1");
+        cr_assert_str_eq(r.all[1].instance_id, "i-2");
+        cr_assert_str_eq(r.all[1].zone, "us-west-2b");
+        cr_assert_str_eq(r.all[2].instance_type, "m5.xlarge");
+        cr_assert_str_eq(r.all[2].capacity_type, "spot");
+}
