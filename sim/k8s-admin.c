@@ -1,10 +1,12 @@
 /*
  * GET /_sim/status on the Kubernetes API port (same token): what the
  * cluster looks like now — every Node (ready, cordoned, instance type,
- * zone, capacity type, NodePool, providerID, pods on it) and every pod
- * (namespace, name, node, phase) — for the demo's report and end-to-end
- * assertions. Instances, their cost and the timeline are on the AWS port's
- * /_sim/status. Read-only; called by k8s_faults_apply()'s admin routing.
+ * zone, capacity type, NodePool, providerID) and every pod (namespace,
+ * name, node, phase) — and the Kubernetes side's timeline (time, event,
+ * detail: the shape of the AWS port's), for the demo's report and
+ * end-to-end assertions. Instances, their cost and the AWS timeline are on
+ * the AWS port's /_sim/status. Read-only; called by k8s_faults_apply()'s
+ * admin routing.
  */
 #include <string.h>
 
@@ -55,7 +57,9 @@ int k8s_admin_status(struct k8s_api *api, const struct k8s_request *req, struct 
 	struct k8s_resource *pods = k8s_registry_find(api->reg, "", "v1", "pods");
 	struct collect cn = { json_array(), true }, cp = { json_array(), false };
 	struct k8s_error err = {};
-	json_t *out;
+	uint64_t dropped = 0;
+	json_t *out, *timeline;
+	char now[32];
 
 	if (!streq(req->method, "GET")) {
 		json_decref(cn.list);
@@ -67,6 +71,9 @@ int k8s_admin_status(struct k8s_api *api, const struct k8s_request *req, struct 
 		k8s_store_foreach(api->store, nodes, NULL, collect_one, &cn);
 	if (pods)
 		k8s_store_foreach(api->store, pods, NULL, collect_one, &cp);
-	out = json_pack("{s:o, s:o}", "nodes", cn.list, "pods", cp.list);
+	timeline = k8s_timeline_json(api->store, &dropped);
+	k8s_format_time_ms(k8s_wall_ms(), now);
+	out = json_pack("{s:s, s:o, s:o, s:o?, s:I}", "time", now, "nodes", cn.list, "pods",
+			cp.list, "timeline", timeline, "timelineDropped", (json_int_t)dropped);
 	return k8s_reply_json(resp, 200, out);
 }

@@ -3,7 +3,8 @@
  * controllers. A Deployment owns its pods directly (no ReplicaSet layer):
  * it creates pods from spec.template until spec.replicas exist, deletes the
  * least useful ones (unbound, then not ready, then newest) when scaled down,
- * and reports status. Writes go through the store API only.
+ * reports status and writes ScalingReplicaSet Events. Writes go through
+ * the store API only.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -136,8 +137,9 @@ static json_t *set_status(const json_t *cur, void *userdata, struct k8s_error *e
 	return out;
 }
 
+/* Creates or deletes pods until want exist; *have: how many exist after. */
 static int scale_pods(struct k8s_store *store, const json_t *d, struct owned_scan *s,
-		      json_int_t want)
+		      json_int_t want, size_t *have)
 {
 	const struct k8s_resource *pod_res = k8s_registry_find(store->reg, "", "v1", "pods");
 	const char *ns = meta(d, "namespace");
@@ -152,8 +154,10 @@ static int scale_pods(struct k8s_store *store, const json_t *d, struct owned_sca
 		struct k8s_error err = {};
 
 		k8s_delete_options_init(&opts);
-		if (k8s_store_delete(store, pod_res, ns, s->pods[i].name, &opts, NULL, &err) >= 0)
+		if (k8s_store_delete(store, pod_res, ns, s->pods[i].name, &opts, NULL, &err) >= 0) {
 			writes++;
+			(*have)--;
+		}
 		k8s_error_clear(&err);
 	}
 	snprintf(hash, sizeof(hash), "%08x",
@@ -162,9 +166,10 @@ static int scale_pods(struct k8s_store *store, const json_t *d, struct owned_sca
 		json_t *pod = pod_from_template(d, hash);
 		struct k8s_error err = {};
 
-		if (pod && k8s_store_create(store, pod_res, ns, pod, NULL, &err) >= 0)
+		if (pod && k8s_store_create(store, pod_res, ns, pod, NULL, &err) >= 0) {
 			writes++;
-		else
+			(*have)++;
+		} else
 			log_warn("Failed to create pod for deployment %s/%s: %s", ns, meta(d, "name"),
 				 err.message);
 		k8s_error_clear(&err);
@@ -173,22 +178,50 @@ static int scale_pods(struct k8s_store *store, const json_t *d, struct owned_sca
 	return writes;
 }
 
+/*
+ * ScalingReplicaSet, as the Deployment controller words it, when spec.replicas
+ * moved away from what status last reported (replacing a lost pod is not a
+ * scaling). The "replica set" is the pods' name prefix: the sim keeps no
+ * ReplicaSet objects, but its pods are named as if it did.
+ */
+static void record_scaling(struct k8s_store *store, const json_t *d, json_int_t from,
+			   json_int_t want)
+{
+	static const struct k8s_event_source source = { .component = "deployment-controller" };
+	struct k8s_event_ref ref;
+
+	if (from == want)
+		return;
+	k8s_event_ref_of(d, &ref);
+	(void)k8s_event_record(store, &ref, &source, K8S_EVENT_NORMAL, "ScalingReplicaSet",
+			       "Scaled %s replica set %s-%08x from %lld to %lld",
+			       want > from ? "up" : "down", meta(d, "name"),
+			       template_hash(json_object_get(json_object_get(d, "spec"), "template")),
+			       (long long)from, (long long)want);
+}
+
 static int reconcile_one(struct k8s_store *store, const json_t *d)
 {
 	const struct k8s_resource *pod_res = k8s_registry_find(store->reg, "", "v1", "pods");
 	const struct k8s_resource *dep_res = k8s_registry_find(store->reg, "apps", "v1", "deployments");
 	json_int_t want = json_integer_value(json_object_get(json_object_get(d, "spec"), "replicas"));
+	const json_t *reported = json_object_get(json_object_get(d, "status"), "replicas");
 	struct owned_scan s = { .uid = meta(d, "uid") };
+	size_t have;
 	int writes;
 	json_t *status;
 
 	if (!s.uid)
 		return 0;
 	k8s_store_foreach(store, pod_res, meta(d, "namespace"), scan_owned, &s);
-	writes = scale_pods(store, d, &s, want);
+	have = s.n;
+	writes = scale_pods(store, d, &s, want, &have);
+	if (writes > 0)
+		record_scaling(store, d, reported ? json_integer_value(reported) : (json_int_t)s.n,
+			       want);
 	status = json_pack("{s:I, s:I, s:I, s:I, s:I}", "observedGeneration",
 			   json_integer_value(json_object_get(json_object_get(d, "metadata"), "generation")),
-			   "replicas", (json_int_t)s.n, "updatedReplicas", (json_int_t)s.n,
+			   "replicas", (json_int_t)have, "updatedReplicas", (json_int_t)have,
 			   "readyReplicas", (json_int_t)s.ready, "availableReplicas", (json_int_t)s.ready);
 	if (status && !json_equal(status, json_object_get(d, "status"))) {
 		struct k8s_error err = {};

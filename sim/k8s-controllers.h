@@ -68,6 +68,31 @@ int k8s_volumes_bind_for_pod(struct k8s_store *store, const json_t *pod, const j
 json_t *k8s_controller_snapshot(struct k8s_store *store, const char *group,
 				const char *plural);
 
+/*
+ * Kubernetes Events (k8s-recorder.c), written as client-go's recorder
+ * writes core/v1 Events: named <object>.<creation time in hex ns> (so they
+ * list in the order they happened), and a repeat of a remembered one
+ * (same object, type, reason, message, source) bumps its count and
+ * lastTimestamp. They expire after K8S_EVENT_TTL_MS without a repeat.
+ */
+struct k8s_event_ref {
+	const char *api_version, *kind, *ns, *name, *uid; /* ns NULL: cluster-scoped */
+};
+struct k8s_event_source {
+	const char *component; /* "default-scheduler", "kubelet", ... */
+	const char *host;      /* the node, for the kubelet; may be NULL */
+};
+#define K8S_EVENT_NORMAL "Normal"
+#define K8S_EVENT_WARNING "Warning"
+/* Upstream cuts event messages at 1024 bytes. */
+#define K8S_EVENT_MESSAGE_MAX 1024
+
+/* ref from an object's apiVersion, kind and metadata (pointers into obj). */
+void k8s_event_ref_of(const json_t *obj, struct k8s_event_ref *ref);
+int k8s_event_record(struct k8s_store *store, const struct k8s_event_ref *ref,
+		     const struct k8s_event_source *source, const char *type,
+		     const char *reason, const char *fmt, ...) _printf_(6, 7);
+
 /* "500m" → 500, "2" → 2000, "512Mi" → 536870912000: milli-units. */
 int k8s_quantity_parse_milli(const char *s, int64_t *ret);
 

@@ -5,6 +5,8 @@
  * satisfy its nodeSelector and required node affinity, and whose
  * NoSchedule/NoExecute taints it tolerates. Otherwise it sets
  * PodScheduled=False reason Unschedulable — the signal kanna acts on.
+ * Writes the Events kube-scheduler writes: Scheduled, and FailedScheduling
+ * whenever the reason changes.
  */
 #include <errno.h>
 #include <math.h>
@@ -340,8 +342,17 @@ static bool is_pending(const json_t *pod)
 			 "Pending");
 }
 
+/* The scheduler's name in Events, as kube-scheduler's default profile. */
+static const struct k8s_event_source scheduler_source = { .component = "default-scheduler" };
+
+struct unschedulable {
+	const char *message;
+	bool changed; /* the condition was written, not already there */
+};
+
 static json_t *mark_unschedulable(const json_t *cur, void *userdata, struct k8s_error *err)
 {
+	struct unschedulable *u = userdata;
 	json_t *out = json_deep_copy(cur), *status, *conds, *c;
 	char now[32];
 	size_t i;
@@ -354,7 +365,7 @@ static json_t *mark_unschedulable(const json_t *cur, void *userdata, struct k8s_
 		json_object_set_new(status, "conditions", conds = json_array());
 	json_array_foreach(conds, i, c)
 		if (streq_ptr(json_string_value(json_object_get(c, "type")), "PodScheduled")) {
-			if (streq_ptr(json_string_value(json_object_get(c, "message")), userdata) &&
+			if (streq_ptr(json_string_value(json_object_get(c, "message")), u->message) &&
 			    streq_ptr(json_string_value(json_object_get(c, "status")), "False"))
 				return out;
 			json_array_remove(conds, i);
@@ -363,8 +374,28 @@ static json_t *mark_unschedulable(const json_t *cur, void *userdata, struct k8s_
 	k8s_timestamp(now, 0);
 	json_array_append_new(conds, json_pack("{s:s, s:s, s:s, s:s, s:n, s:s}", "type",
 					       "PodScheduled", "status", "False", "reason",
-					       "Unschedulable", "message", (const char *)userdata,
+					       "Unschedulable", "message", u->message,
 					       "lastProbeTime", "lastTransitionTime", now));
+	u->changed = true;
+	return out;
+}
+
+struct scheduled_bind {
+	struct k8s_store *store;
+	const char *node;
+};
+
+/* k8s_pod_bind() that puts the decision on the timeline before the bind. */
+static json_t *bind_scheduled(const json_t *cur, void *userdata, struct k8s_error *err)
+{
+	struct scheduled_bind *b = userdata;
+	const json_t *meta = json_object_get(cur, "metadata");
+	json_t *out = k8s_pod_bind(cur, (void *)b->node, err);
+
+	if (out)
+		k8s_timeline_add(b->store, "pod-scheduled", "%s/%s %s",
+				 json_string_value(json_object_get(meta, "namespace")) ?: "",
+				 json_string_value(json_object_get(meta, "name")) ?: "", b->node);
 	return out;
 }
 
@@ -396,9 +427,13 @@ static int schedule_one(struct k8s_store *store, const json_t *pod, struct node_
 	struct requests req = pod_requests(pod);
 	unsigned counts[_MISFIT_MAX] = {};
 	struct k8s_error err = {};
+	struct unschedulable u = {};
+	struct k8s_event_ref ref;
 	json_t *volume_terms;
 	char msg[512];
 	int r;
+
+	k8s_event_ref_of(pod, &ref);
 
 	volume_terms = k8s_pod_volume_terms(store, pod, msg, sizeof(msg));
 	if (!volume_terms)
@@ -414,13 +449,17 @@ static int schedule_one(struct k8s_store *store, const json_t *pod, struct node_
 			counts[m]++;
 			continue;
 		}
-		r = k8s_store_mutate(store, pods, ns, name, K8S_WRITE_ALL, k8s_pod_bind,
-				     (void *)fits[i].name, NULL, &err);
+		struct scheduled_bind bind = { .store = store, .node = fits[i].name };
+
+		r = k8s_store_mutate(store, pods, ns, name, K8S_WRITE_ALL, bind_scheduled, &bind,
+				     NULL, &err);
 		k8s_error_clear(&err);
 		json_decref(volume_terms);
 		k8s_pod_affinity_free(affinity);
 		if (r < 0)
 			return 0;
+		(void)k8s_event_record(store, &ref, &scheduler_source, K8S_EVENT_NORMAL, "Scheduled",
+				       "Successfully assigned %s/%s to %s", ns, name, fits[i].name);
 		fits[i].free_cpu -= req.cpu;
 		fits[i].free_memory -= req.memory;
 		fits[i].free_pods -= 1000;
@@ -430,9 +469,14 @@ static int schedule_one(struct k8s_store *store, const json_t *pod, struct node_
 	k8s_pod_affinity_free(affinity);
 	unschedulable_message(msg, sizeof(msg), n, counts);
 unschedulable:
-	r = k8s_store_mutate(store, pods, ns, name, K8S_WRITE_STATUS, mark_unschedulable, msg,
+	u.message = msg;
+	r = k8s_store_mutate(store, pods, ns, name, K8S_WRITE_STATUS, mark_unschedulable, &u,
 			     NULL, &err);
 	k8s_error_clear(&err);
+	/* Once per distinct reason: the pass repeats every few hundred ms. */
+	if (r >= 0 && u.changed)
+		(void)k8s_event_record(store, &ref, &scheduler_source, K8S_EVENT_WARNING,
+				       "FailedScheduling", "%s", msg);
 	return r < 0 ? 0 : 1;
 }
 

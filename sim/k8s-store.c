@@ -90,9 +90,17 @@ static void pod_facts(struct k8s_object *o, const json_t *pod)
 	const json_t *c;
 	size_t i;
 
-	json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c)
-		if (streq_ptr(json_string_value(json_object_get(c, "type")), "Ready"))
-			o->pod_ready = streq_ptr(json_string_value(json_object_get(c, "status")), "True");
+	json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, c) {
+		const char *type = json_string_value(json_object_get(c, "type"));
+		const char *status = json_string_value(json_object_get(c, "status"));
+
+		if (streq_ptr(type, "Ready"))
+			o->pod_ready = streq_ptr(status, "True");
+		else if (streq_ptr(type, "PodScheduled"))
+			o->pod_unschedulable = streq_ptr(status, "False") &&
+					       streq_ptr(json_string_value(json_object_get(c, "reason")),
+							 "Unschedulable");
+	}
 	json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, c) {
 		const json_t *req = json_object_get(json_object_get(c, "resources"), "requests");
 		int64_t v;
@@ -226,6 +234,7 @@ int k8s_store_commit(struct k8s_store *store, struct k8s_resource *res,
 			res->n_objects++;
 		k8s_object_ref(o);
 	}
+	k8s_timeline_observe(store, type, res, o, prev);
 	store_emit(store, type, res, o, prev);
 	k8s_object_unref(prev);
 	if (ret)
@@ -287,6 +296,8 @@ struct k8s_store *k8s_store_free(struct k8s_store *store)
 		k8s_object_unref(store->ring[i].prev);
 	}
 	free(store->ring);
+	k8s_timeline_clear(&store->timeline);
+	free(store->event_slots);
 	pthread_cond_destroy(&store->changed);
 	pthread_mutex_destroy(&store->lock);
 	free(store);

@@ -27,6 +27,14 @@
 #define K8S_POD_TERMINATION_MS 1000
 /* Largest request body accepted, as kube-apiserver's 3 MiB limit. */
 #define K8S_MAX_BODY_BYTES (3u * 1024 * 1024)
+/* Events expire this long after their last write, as kube-apiserver's
+ * --event-ttl default, so a long-running sim does not grow without end. */
+#define K8S_EVENT_TTL_MS (3600u * 1000)
+/* Distinct Events remembered for aggregating repeats, as client-go's LRU. */
+#define K8S_EVENT_CACHE_SIZE 4096
+/* Timeline entries kept for /_sim/status; later ones are only counted.
+ * The same bound as the AWS side's timeline. */
+#define K8S_TIMELINE_MAX 20000
 
 struct k8s_error {
 	int code;          /* HTTP status */
@@ -53,12 +61,13 @@ struct k8s_object {
 	char *node_name; /* pods: spec.nodeName, else NULL */
 	char *phase;     /* pods: status.phase, else NULL */
 	bool pod_ready;  /* pods: condition Ready=True */
+	bool pod_unschedulable; /* pods: PodScheduled=False reason Unschedulable */
 	int64_t cpu_milli, memory_milli; /* pods: sum of container requests */
 	char **owners;   /* ownerReferences[].uid */
 	size_t n_owners;
 	size_t n_finalizers;
 	bool deleting;
-	uint64_t delete_at_ms; /* graceful pod deletion due (monotonic), 0 = none */
+	uint64_t delete_at_ms; /* graceful pod deletion or Event expiry due (monotonic), 0 = none */
 };
 
 struct k8s_object *k8s_object_ref(struct k8s_object *o);
@@ -79,6 +88,25 @@ struct k8s_event {
 	struct k8s_object *prev; /* MODIFIED: the snapshot it replaced */
 };
 
+/* What happened to nodes, pods and NodeClaims, for /_sim/status (k8s-timeline.c). */
+struct k8s_timeline_entry {
+	uint64_t ms; /* wall clock */
+	char *event; /* "pod-bound", "node-ready", ... */
+	char *detail;
+};
+
+struct k8s_timeline {
+	struct k8s_timeline_entry *v;
+	size_t n, cap;
+	uint64_t dropped;
+};
+
+/* One remembered Event (k8s-recorder.c): what it says (hash) and its name's stamp. */
+struct k8s_event_slot {
+	uint64_t key;   /* 0: empty */
+	uint64_t stamp; /* the name is <object>.<stamp in hex> */
+};
+
 struct k8s_store {
 	pthread_mutex_t lock; /* recursive */
 	pthread_cond_t changed;
@@ -87,6 +115,9 @@ struct k8s_store {
 	struct k8s_event *ring; /* event of rv R at ring[R % window] */
 	size_t window;
 	bool closing;
+	struct k8s_timeline timeline;
+	struct k8s_event_slot *event_slots; /* K8S_EVENT_CACHE_SIZE, allocated on first use */
+	uint64_t last_event_stamp;
 };
 
 int k8s_store_new(struct k8s_registry *reg, size_t window, struct k8s_store **ret);
@@ -176,9 +207,29 @@ typedef void (*k8s_object_fn)(struct k8s_object *o, void *userdata);
 void k8s_store_foreach(struct k8s_store *store, const struct k8s_resource *res,
 		       const char *ns, k8s_object_fn fn, void *userdata);
 
-/* Completes graceful pod deletions that are due; returns how many. */
+/* Completes graceful pod deletions and Event expiries that are due; returns how many. */
 int k8s_store_sweep(struct k8s_store *store, uint64_t now_ms);
 
 uint64_t k8s_now_ms(void); /* CLOCK_MONOTONIC */
+uint64_t k8s_wall_ms(void); /* CLOCK_REALTIME */
+/* "2026-01-02T03:04:05.678Z", as the AWS side's timeline. */
+void k8s_format_time_ms(uint64_t wall_ms, char buf[static 32]);
+
+/*
+ * The Kubernetes-side timeline (k8s-timeline.c). Every commit is observed
+ * (k8s_timeline_observe, lock held): node registered / ready / not-ready /
+ * cordoned / uncordoned / tainted / deleting / deleted, pod created /
+ * unschedulable / bound / running / deleted, NodeClaim created / deleted.
+ * Handlers and controllers add what a commit cannot show (pod-evicted,
+ * pod-scheduled). At most K8S_TIMELINE_MAX entries; later ones are counted.
+ */
+void k8s_timeline_add(struct k8s_store *store, const char *event, const char *fmt, ...)
+	_printf_(3, 4);
+void k8s_timeline_observe(struct k8s_store *store, enum k8s_event_type type,
+			  const struct k8s_resource *res, const struct k8s_object *o,
+			  const struct k8s_object *prev);
+/* [{"time", "event", "detail"}], the shape of the AWS side's timeline. */
+json_t *k8s_timeline_json(struct k8s_store *store, uint64_t *dropped);
+void k8s_timeline_clear(struct k8s_timeline *t);
 
 #endif

@@ -231,6 +231,14 @@ int k8s_pod_eviction(struct k8s_api *api, const struct k8s_route *route,
 	if (r >= 0)
 		r = k8s_store_delete(api->store, route->res, route->ns, route->name, &opts,
 				     NULL, &err);
+	/* The API server writes no Event for an eviction; the timeline notes it. */
+	if (r >= 0) {
+		const char *node = json_string_value(json_object_get(json_object_get(pod, "spec"),
+								     "nodeName"));
+
+		k8s_timeline_add(api->store, "pod-evicted", "%s/%s%s%s", route->ns, route->name,
+				 node ? " " : "", node ?: "");
+	}
 	k8s_store_unlock(api->store);
 	json_decref(pod);
 	if (r < 0)

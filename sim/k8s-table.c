@@ -2,7 +2,7 @@
  * Server-side printing for kubectl: when a GET, LIST or WATCH asks for
  * `application/json;as=Table;g=meta.k8s.io;v=v1`, objects are answered as a
  * meta.k8s.io/v1 Table with the columns kube-apiserver prints for pods,
- * nodes and deployments, the additionalPrinterColumns of a CRD (simple
+ * nodes, deployments and events, the additionalPrinterColumns of a CRD (simple
  * JSONPath: .a.b and .a[?(@.k=="v")].b), and Name/Age otherwise. Read-only.
  */
 #include <errno.h>
@@ -125,6 +125,15 @@ static const struct column deployment_columns[] = {
 	{ "Available", "integer", ".status.availableReplicas", 0 },
 	{ "Age", "string", NULL, 0 },
 };
+/* Upstream's Event printer: the name comes last, not first. */
+static const struct column event_columns[] = {
+	{ "Last Seen", "string", NULL, 0 }, { "Type", "string", ".type", 0 },
+	{ "Reason", "string", ".reason", 0 }, { "Object", "string", NULL, 0 },
+	{ "Subobject", "string", ".involvedObject.fieldPath", 1 },
+	{ "Source", "string", NULL, 1 }, { "Message", "string", ".message", 0 },
+	{ "First Seen", "string", NULL, 1 }, { "Count", "integer", ".count", 1 },
+	{ "Name", "string", ".metadata.name", 1 },
+};
 static const struct column default_columns[] = {
 	{ "Name", "string", NULL, 0 }, { "Age", "string", NULL, 0 },
 };
@@ -166,6 +175,45 @@ static void node_cells(const json_t *node, json_t *cells)
 	json_array_append_new(cells, json_string("<none>"));
 }
 
+/* printEvent: "5s (x3 over 2m)" once repeated; kind/name; "component, host". */
+static json_t *event_cells(const json_t *ev)
+{
+	const json_t *involved = path_get(ev, "involvedObject"), *source = path_get(ev, "source");
+	const char *kind = json_string_value(path_get(involved, "kind")) ?: "";
+	const char *host = json_string_value(path_get(source, "host"));
+	json_int_t count = json_integer_value(path_get(ev, "count"));
+	const char *last = json_string_value(path_get(ev, "lastTimestamp"));
+	json_t *cells = json_array();
+	char first_age[32], last_age[32], seen[96], object[512], from[300];
+	size_t i;
+
+	human_age(json_string_value(path_get(ev, "firstTimestamp")), first_age, sizeof(first_age));
+	human_age(last, last_age, sizeof(last_age));
+	if (!last)
+		snprintf(last_age, sizeof(last_age), "%s", first_age);
+	if (count > 1)
+		snprintf(seen, sizeof(seen), "%s (x%lld over %s)", last_age, (long long)count, first_age);
+	else
+		snprintf(seen, sizeof(seen), "%s", last_age);
+	for (i = 0; kind[i] && i < 100; i++)
+		object[i] = (char)(kind[i] >= 'A' && kind[i] <= 'Z' ? kind[i] - 'A' + 'a' : kind[i]);
+	snprintf(object + i, sizeof(object) - i, "/%s",
+		 json_string_value(path_get(involved, "name")) ?: "");
+	snprintf(from, sizeof(from), "%s%s%s",
+		 json_string_value(path_get(source, "component")) ?: "", host ? ", " : "", host ?: "");
+	json_array_append_new(cells, json_string(seen));
+	json_array_append_new(cells, cell_of(path_get(ev, "type")));
+	json_array_append_new(cells, cell_of(path_get(ev, "reason")));
+	json_array_append_new(cells, json_string(object));
+	json_array_append_new(cells, cell_of(path_get(involved, "fieldPath")));
+	json_array_append_new(cells, json_string(from));
+	json_array_append_new(cells, cell_of(path_get(ev, "message")));
+	json_array_append_new(cells, json_string(first_age));
+	json_array_append_new(cells, json_integer(count));
+	json_array_append_new(cells, cell_of(GET2(ev, "metadata", "name")));
+	return cells;
+}
+
 static json_t *row_cells(const struct k8s_resource *res, const json_t *obj,
 			 const struct column *cols, size_t n_cols, const json_t *printer)
 {
@@ -174,6 +222,8 @@ static json_t *row_cells(const struct k8s_resource *res, const json_t *obj,
 	char age[32];
 	size_t i;
 
+	if (!*res->group && streq(res->kind, "Event"))
+		return event_cells(obj);
 	human_age(json_string_value(GET2(obj, "metadata", "creationTimestamp")), age, sizeof(age));
 	json_array_append_new(cells, json_string(json_string_value(GET2(obj, "metadata", "name")) ?: ""));
 	if (printer) {
@@ -248,6 +298,8 @@ static json_t *column_definitions(const struct k8s_api *api, const struct k8s_re
 		*cols = node_columns, *n_cols = ARRAY_SIZE(node_columns);
 	else if (streq(res->group, "apps") && streq(res->kind, "Deployment"))
 		*cols = deployment_columns, *n_cols = ARRAY_SIZE(deployment_columns);
+	else if (!*res->group && streq(res->kind, "Event"))
+		*cols = event_columns, *n_cols = ARRAY_SIZE(event_columns);
 	if (printer) {
 		json_array_append_new(defs, json_pack("{s:s, s:s, s:s, s:s, s:i}", "name", "Name",
 						      "type", "string", "format", "name",
@@ -264,7 +316,8 @@ static json_t *column_definitions(const struct k8s_api *api, const struct k8s_re
 	for (i = 0; i < *n_cols; i++)
 		json_array_append_new(defs, json_pack("{s:s, s:s, s:s, s:s, s:i}", "name", (*cols)[i].name,
 						      "type", (*cols)[i].type, "format",
-						      i == 0 ? "name" : "", "description", (*cols)[i].name,
+						      streq((*cols)[i].name, "Name") ? "name" : "",
+						      "description", (*cols)[i].name,
 						      "priority", (*cols)[i].priority));
 	return defs;
 }

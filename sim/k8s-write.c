@@ -178,6 +178,15 @@ static void apply_create_defaults(const struct k8s_resource *res, json_t *obj)
 	}
 }
 
+/* When an object written now is removed unasked: Events expire, as upstream. */
+static uint64_t expiry_ms(const struct k8s_resource *res)
+{
+	bool event = streq(res->kind, "Event") &&
+		     (!*res->group || streq(res->group, "events.k8s.io"));
+
+	return event ? k8s_now_ms() + K8S_EVENT_TTL_MS : 0;
+}
+
 int k8s_store_create(struct k8s_store *store, const struct k8s_resource *cres,
 		     const char *ns, json_t *body, json_t **ret,
 		     struct k8s_error *err)
@@ -245,6 +254,8 @@ int k8s_store_create(struct k8s_store *store, const struct k8s_resource *cres,
 	json_object_del(meta, "managedFields");
 	apply_create_defaults(res, obj);
 	r = k8s_store_commit(store, res, obj, K8S_EVENT_ADDED, &o);
+	if (r >= 0)
+		o->delete_at_ms = expiry_ms(res);
 	if (r >= 0 && ret)
 		*ret = k8s_object_parse(o);
 	k8s_object_unref(o);
@@ -400,6 +411,8 @@ static int store_write(struct k8s_store *store, struct k8s_resource *res,
 	}
 	/* The commit may free old: keep what is needed of it first. */
 	due = old->delete_at_ms;
+	if (!json_object_get(meta, "deletionTimestamp") && expiry_ms(res))
+		due = expiry_ms(res);
 	r = k8s_store_commit(store, res, next, K8S_EVENT_MODIFIED, &o);
 	if (r >= 0) {
 		o->delete_at_ms = due;

@@ -2,7 +2,9 @@
  * kubelet-lite for kanna-sim (see kubelet.h). Instances are read through
  * sim_aws_foreach_instance() into plain copies first, then the store is
  * written with the store API only, so the two locks never nest. Node names
- * are the instances' private DNS names, as on EKS.
+ * are the instances' private DNS names, as on EKS. Writes the Events the
+ * kubelet and node controller write (Starting, RegisteredNode, NodeReady,
+ * NodeNotReady; Pulled, Created, Started for each container).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -140,20 +142,60 @@ static json_t *adopt(const json_t *cur, void *userdata, struct k8s_error *err)
 	return out;
 }
 
+/*
+ * A Node's Events: the kubelet's refer to the node by name (its uid is the
+ * name, as upstream's nodeRef), the node controller's by the object's uid;
+ * kubectl describe node looks for both.
+ */
+static void record_node_event(struct sim_kubelet *k, const json_t *node, bool from_kubelet,
+			      const char *reason, const char *message)
+{
+	struct k8s_event_source src = { .component = "node-controller" };
+	struct k8s_event_ref ref;
+
+	k8s_event_ref_of(node, &ref);
+	if (from_kubelet) {
+		src = (struct k8s_event_source){ .component = "kubelet", .host = ref.name };
+		ref.uid = ref.name;
+		ref.api_version = NULL;
+	}
+	(void)k8s_event_record(k->store, &ref, &src, K8S_EVENT_NORMAL, reason, "%s", message);
+}
+
+static void record_node_readiness(struct sim_kubelet *k, const json_t *node, bool ready)
+{
+	const char *name = json_string_value(json_object_get(json_object_get(node, "metadata"), "name"));
+	char msg[400];
+
+	snprintf(msg, sizeof(msg), "Node %s status is now: %s", name ?: "",
+		 ready ? "NodeReady" : "NodeNotReady");
+	/* The kubelet says it is ready; the node controller notices it is not. */
+	record_node_event(k, node, ready, ready ? "NodeReady" : "NodeNotReady", msg);
+}
+
 static int register_node(struct sim_kubelet *k, const struct k8s_resource *nodes, const json_t *inst)
 {
+	const char *name = json_string_value(json_object_get(inst, "name"));
 	struct k8s_error err = {};
 	json_t *node = json_pack("{s:s, s:s, s:{s:O, s:O}, s:{s:O}, s:o}", "apiVersion", "v1",
 				 "kind", "Node", "metadata", "name", json_object_get(inst, "name"),
 				 "labels", json_object_get(inst, "labels"), "spec", "providerID",
 				 json_object_get(inst, "providerID"), "status", node_status(inst, true));
-	int r = node ? k8s_store_create(k->store, nodes, NULL, node, NULL, &err) : -ENOMEM;
+	json_t *created = NULL;
+	int r = node ? k8s_store_create(k->store, nodes, NULL, node, &created, &err) : -ENOMEM;
+	char msg[400];
 
 	if (r < 0 && err.code != 409)
-		log_warn("Failed to register node %s: %s", json_string_value(json_object_get(inst, "name")),
-			 err.message);
+		log_warn("Failed to register node %s: %s", name, err.message);
+	if (r >= 0 && created) {
+		record_node_event(k, created, true, "Starting", "Starting kubelet.");
+		snprintf(msg, sizeof(msg), "Node %s event: Registered Node %s in Controller", name, name);
+		record_node_event(k, created, false, "RegisteredNode", msg);
+		record_node_readiness(k, created, true);
+	}
 	k8s_error_clear(&err);
 	json_decref(node);
+	json_decref(created);
 	return r >= 0;
 }
 
@@ -202,16 +244,24 @@ static int reconcile_nodes(struct sim_kubelet *k, const json_t *insts, const jso
 			continue;
 		if (k8s_store_mutate(k->store, res, NULL, json_string_value(json_object_get(
 					     json_object_get(node, "metadata"), "name")),
-				     K8S_WRITE_ALL, adopt, &u, NULL, &err) >= 0)
+				     K8S_WRITE_ALL, adopt, &u, NULL, &err) >= 0) {
+			record_node_readiness(k, node, booted);
 			writes++;
+		}
 		k8s_error_clear(&err);
 	}
 	json_decref(by_provider);
 	return writes;
 }
 
+struct pod_start {
+	const char *ip;
+	bool started; /* false: someone else moved the pod on first */
+};
+
 static json_t *run_pod(const json_t *cur, void *userdata, struct k8s_error *err)
 {
+	struct pod_start *start = userdata;
 	json_t *out = json_deep_copy(cur), *status, *statuses;
 	const json_t *c;
 	char now[32];
@@ -222,6 +272,7 @@ static json_t *run_pod(const json_t *cur, void *userdata, struct k8s_error *err)
 	    !streq_ptr(json_string_value(json_object_get(json_object_get(cur, "status"), "phase")),
 		       "Pending"))
 		return out;
+	start->started = true;
 	statuses = json_array();
 	k8s_timestamp(now, 0);
 	json_array_foreach(json_object_get(json_object_get(cur, "spec"), "containers"), i, c)
@@ -230,7 +281,7 @@ static json_t *run_pod(const json_t *cur, void *userdata, struct k8s_error *err)
 			"ready", 1, "started", 1, "restartCount", 0, "state", "running", "startedAt", now));
 	status = json_pack("{s:s, s:s, s:s, s:o, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s},"
 			   " {s:s, s:s, s:s}, {s:s, s:s, s:s}]}",
-			   "phase", "Running", "startTime", now, "podIP", userdata ? (const char *)userdata : "",
+			   "phase", "Running", "startTime", now, "podIP", start->ip,
 			   "containerStatuses", statuses, "conditions",
 			   "type", "PodScheduled", "status", "True", "lastTransitionTime", now,
 			   "type", "Initialized", "status", "True", "lastTransitionTime", now,
@@ -238,6 +289,31 @@ static json_t *run_pod(const json_t *cur, void *userdata, struct k8s_error *err)
 			   "type", "Ready", "status", "True", "lastTransitionTime", now);
 	json_object_set_new(out, "status", status);
 	return out;
+}
+
+/* What the kubelet reports as it starts each container (images are "present"). */
+static void record_container_events(struct sim_kubelet *k, const json_t *pod)
+{
+	const json_t *spec = json_object_get(pod, "spec"), *c;
+	struct k8s_event_source src = {
+		.component = "kubelet",
+		.host = json_string_value(json_object_get(spec, "nodeName")),
+	};
+	struct k8s_event_ref ref;
+	size_t i;
+
+	k8s_event_ref_of(pod, &ref);
+	json_array_foreach(json_object_get(spec, "containers"), i, c) {
+		const char *name = json_string_value(json_object_get(c, "name")) ?: "";
+
+		(void)k8s_event_record(k->store, &ref, &src, K8S_EVENT_NORMAL, "Pulled",
+				       "Container image \"%s\" already present on machine",
+				       json_string_value(json_object_get(c, "image")) ?: "");
+		(void)k8s_event_record(k->store, &ref, &src, K8S_EVENT_NORMAL, "Created",
+				       "Created container: %s", name);
+		(void)k8s_event_record(k->store, &ref, &src, K8S_EVENT_NORMAL, "Started",
+				       "Started container %s", name);
+	}
 }
 
 struct pending_scan {
@@ -282,15 +358,22 @@ static int start_pods(struct sim_kubelet *k, const json_t *nodes)
 	k8s_store_foreach(k->store, pods, NULL, find_startable, &s);
 	json_array_foreach(s.names, i, p) {
 		struct k8s_error err = {};
+		struct pod_start start = {};
+		json_t *pod = NULL;
 		char ip[32];
 
 		k->next_pod_ip = (k->next_pod_ip + 1) % (250 * 250);
 		snprintf(ip, sizeof(ip), "10.1.%u.%u", k->next_pod_ip / 250, k->next_pod_ip % 250 + 2);
+		start.ip = ip;
 		if (k8s_store_mutate(k->store, pods, json_string_value(json_array_get(p, 0)),
-				     json_string_value(json_array_get(p, 1)), K8S_WRITE_ALL, run_pod, ip,
-				     NULL, &err) >= 0)
+				     json_string_value(json_array_get(p, 1)), K8S_WRITE_ALL, run_pod,
+				     &start, &pod, &err) >= 0) {
+			if (start.started)
+				record_container_events(k, pod);
 			writes++;
+		}
 		k8s_error_clear(&err);
+		json_decref(pod);
 	}
 	json_decref((json_t *)s.ready_nodes);
 	json_decref(s.names);

@@ -13,15 +13,19 @@ libkanna_simk8s_a_SOURCES = \
 	sim/k8s-subresource.c sim/k8s-openapi.c sim/k8s-table.c sim/k8s-faults.c sim/k8s-admin.c sim/k8s-server.h sim/k8s-server.c \
 	sim/tls.h sim/tls.c \
 	sim/k8s-controllers.h sim/k8s-controllers.c sim/k8s-statefulset.c sim/k8s-daemonset.c \
-	sim/k8s-scheduler.c sim/k8s-volumes.c sim/k8s-podaffinity.c
+	sim/k8s-scheduler.c sim/k8s-volumes.c sim/k8s-podaffinity.c \
+	sim/k8s-recorder.c sim/k8s-timeline.c
 SIM_K8S_LIBS = libkanna-simk8s.a $(LDADD) -lpthread
 
 check_PROGRAMS += tests/unit/test_sim_selector tests/unit/test_sim_patch \
 	tests/unit/test_sim_store tests/unit/test_sim_controllers \
-	tests/unit/test_sim_kubelet
+	tests/unit/test_sim_kubelet tests/unit/test_sim_events
 TESTS += tests/unit/test_sim_selector tests/unit/test_sim_patch \
 	tests/unit/test_sim_store tests/unit/test_sim_controllers \
-	tests/unit/test_sim_kubelet
+	tests/unit/test_sim_kubelet tests/unit/test_sim_events
+tests_unit_test_sim_events_SOURCES = tests/unit/test_sim_events.c sim/kubelet.h sim/kubelet.c
+tests_unit_test_sim_events_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sim_events_LDADD = libkanna-simk8s.a $(SIMAWS_LIBS) $(TEST_LIBS)
 tests_unit_test_sim_kubelet_SOURCES = tests/unit/test_sim_kubelet.c sim/kubelet.h sim/kubelet.c
 tests_unit_test_sim_kubelet_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sim_kubelet_LDADD = libkanna-simk8s.a $(SIMAWS_LIBS) $(TEST_LIBS)
