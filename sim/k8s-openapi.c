@@ -2,8 +2,9 @@
  * A minimal OpenAPI v3 for kanna-sim: the root (/openapi/v3) lists every
  * group version and each group version document (/openapi/v3/apis/g/v)
  * declares, per kind, the PATCH operation with its fieldValidation query
- * parameter. That is what kubectl reads to choose server-side field
- * validation instead of downloading schemas; no schemas are served.
+ * parameter (what kubectl reads to choose server-side field validation)
+ * and, for custom resources, the CRD's schema (what `kubectl explain`
+ * reads). Built-in kinds get no schemas.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -42,10 +43,54 @@ static json_t *patch_operation(const struct k8s_resource *r)
 			 "description", "OK");
 }
 
+/* "sh.karpenter.v1.NodePool": the group reversed, as upstream names CRD schemas. */
+static void schema_name(const struct k8s_resource *r, char *buf, size_t len)
+{
+	const char *end = r->group + strlen(r->group), *dot;
+	size_t off = 0;
+
+	while (end > r->group && off < len) {
+		for (dot = end; dot > r->group && dot[-1] != '.'; dot--)
+			;
+		off += (size_t)snprintf(buf + off, len - off, "%.*s.", (int)(end - dot), dot);
+		end = dot > r->group ? dot - 1 : dot;
+	}
+	if (off < len)
+		snprintf(buf + off, len - off, "%s.%s", r->version, r->kind);
+}
+
+/*
+ * A custom resource's schema from its CRD, tagged with its group, version
+ * and kind as kube-apiserver publishes it: what `kubectl explain` reads.
+ */
+static json_t *crd_schema(const struct k8s_registry *reg, const struct k8s_resource *r)
+{
+	char crd_name[512];
+	const json_t *v;
+	json_t *schema;
+	size_t i;
+
+	snprintf(crd_name, sizeof(crd_name), "%s.%s", r->plural, r->group);
+	json_array_foreach(json_object_get(json_object_get(json_object_get(reg->crds, crd_name),
+							   "spec"), "versions"), i, v) {
+		if (!streq_ptr(json_string_value(json_object_get(v, "name")), r->version))
+			continue;
+		schema = json_deep_copy(json_object_get(json_object_get(v, "schema"),
+							"openAPIV3Schema"));
+		if (!json_is_object(schema))
+			break;
+		json_object_set_new(schema, "x-kubernetes-group-version-kind",
+				    json_pack("[{s:s, s:s, s:s}]", "group", r->group, "kind",
+					      r->kind, "version", r->version));
+		return schema;
+	}
+	return NULL;
+}
+
 static json_t *group_version_doc(const struct k8s_registry *reg, const char *group,
 				 const char *version)
 {
-	json_t *paths = json_object();
+	json_t *paths = json_object(), *schemas = json_object();
 
 	for (size_t i = 0; i < reg->n_resources; i++) {
 		const struct k8s_resource *r = &reg->resources[i];
@@ -60,10 +105,18 @@ static json_t *group_version_doc(const struct k8s_registry *reg, const char *gro
 		snprintf(path, sizeof(path), "%s%s/%s/{name}", prefix,
 			 r->namespaced ? "/namespaces/{namespace}" : "", r->plural);
 		json_object_set_new(paths, path, json_pack("{s:o}", "patch", patch_operation(r)));
+		if (r->custom) {
+			json_t *schema = crd_schema(reg, r);
+			char name[600];
+
+			schema_name(r, name, sizeof(name));
+			if (schema)
+				json_object_set_new(schemas, name, schema);
+		}
 	}
-	return json_pack("{s:s, s:{s:s, s:s}, s:o, s:{s:{}}}", "openapi", "3.0.0", "info",
+	return json_pack("{s:s, s:{s:s, s:s}, s:o, s:{s:o}}", "openapi", "3.0.0", "info",
 			 "title", "Kubernetes (kanna-sim)", "version", "v1.32.0", "paths",
-			 paths, "components", "schemas");
+			 paths, "components", "schemas", schemas);
 }
 
 /* Returns 1 when path was an OpenAPI path and resp is filled. */

@@ -148,13 +148,30 @@ static char *join_strings(const json_t *arr)
 	return out;
 }
 
-/* Keeps one CRD object per name, merging the versions of split files. */
+static json_t *version_named(json_t *versions, const json_t *name, size_t *index)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(versions, i, v)
+		if (json_equal(json_object_get(v, "name"), name)) {
+			*index = i;
+			return v;
+		}
+	return NULL;
+}
+
+/*
+ * Keeps one CRD object per name, merging the versions of split files (the
+ * v1beta1-era file also lists v1). A version both files list is taken from
+ * the file that stores it; that file's storage version becomes the only one.
+ */
 static int crd_remember(struct k8s_registry *reg, const char *name,
 			const json_t *crd)
 {
 	json_t *have = json_object_get(reg->crds, name);
-	json_t *versions, *v;
-	size_t i;
+	json_t *versions, *v, *old;
+	size_t i, at;
 
 	if (!have)
 		return json_object_set_new(reg->crds, name, json_deep_copy(crd)) < 0 ?
@@ -162,13 +179,26 @@ static int crd_remember(struct k8s_registry *reg, const char *name,
 	versions = json_object_get(json_object_get(have, "spec"), "versions");
 	json_array_foreach(json_object_get(json_object_get(crd, "spec"), "versions"),
 			   i, v) {
-		json_t *copy = json_deep_copy(v);
+		bool storage = json_is_true(json_object_get(v, "storage"));
+		json_t *copy;
 
+		old = version_named(versions, json_object_get(v, "name"), &at);
+		if (old && !storage)
+			continue;
+		copy = json_deep_copy(v);
 		if (!copy)
 			return -ENOMEM;
-		/* Only one version of a CRD may be the storage version. */
-		json_object_set_new(copy, "storage", json_false());
-		json_array_append_new(versions, copy);
+		if (storage) {
+			json_t *other;
+			size_t k;
+
+			json_array_foreach(versions, k, other)
+				json_object_set_new(other, "storage", json_false());
+		}
+		if (old)
+			json_array_set_new(versions, at, copy);
+		else
+			json_array_append_new(versions, copy);
 	}
 	return 0;
 }

@@ -336,6 +336,27 @@ const char *k8s_resource_qualified(const struct k8s_resource *res)
 	return res->qualified;
 }
 
+/* What the apiextensions controllers report once a CRD is served. */
+static json_t *crd_status(const json_t *crd)
+{
+	const json_t *spec = json_object_get(crd, "spec"), *v;
+	json_t *stored = json_array();
+	char now[32];
+	size_t i;
+
+	json_array_foreach(json_object_get(spec, "versions"), i, v)
+		if (json_is_true(json_object_get(v, "storage")))
+			json_array_append(stored, json_object_get(v, "name"));
+	k8s_timestamp(now, 0);
+	return json_pack("{s:{}, s:{s:O, s:o, s:[{s:s, s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s, s:s}]}}",
+			 "metadata", "status", "acceptedNames", json_object_get(spec, "names"),
+			 "storedVersions", stored, "conditions", "type", "NamesAccepted",
+			 "status", "True", "reason", "NoConflicts", "message",
+			 "no conflicts found", "lastTransitionTime", now, "type", "Established",
+			 "status", "True", "reason", "InitialNamesAccepted", "message",
+			 "the initial names have been accepted", "lastTransitionTime", now);
+}
+
 int k8s_store_seed(struct k8s_store *store)
 {
 	static const char *const namespaces[] = { "default", "kube-system",
@@ -358,13 +379,18 @@ int k8s_store_seed(struct k8s_store *store)
 			goto fail;
 	}
 	json_object_foreach(store->reg->crds, name, crd) {
-		json_t *copy = json_deep_copy(crd);
+		json_t *copy = json_deep_copy(crd), *status;
 
 		if (!copy)
 			return -ENOMEM;
 		json_object_del(json_object_get(copy, "metadata"), "annotations");
 		r = k8s_store_create(store, crd_res, NULL, copy, NULL, &err);
+		status = r >= 0 ? crd_status(copy) : NULL;
 		json_decref(copy);
+		if (r >= 0)
+			r = status ? k8s_store_update(store, crd_res, NULL, name, status,
+						      K8S_WRITE_STATUS, NULL, &err) : -ENOMEM;
+		json_decref(status);
 		if (r < 0)
 			goto fail;
 	}

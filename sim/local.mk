@@ -19,10 +19,12 @@ SIM_K8S_LIBS = libkanna-simk8s.a $(LDADD) -lpthread
 
 check_PROGRAMS += tests/unit/test_sim_selector tests/unit/test_sim_patch \
 	tests/unit/test_sim_store tests/unit/test_sim_controllers \
-	tests/unit/test_sim_kubelet tests/unit/test_sim_events
+	tests/unit/test_sim_kubelet tests/unit/test_sim_events tests/unit/test_sim_api
 TESTS += tests/unit/test_sim_selector tests/unit/test_sim_patch \
 	tests/unit/test_sim_store tests/unit/test_sim_controllers \
-	tests/unit/test_sim_kubelet tests/unit/test_sim_events
+	tests/unit/test_sim_kubelet tests/unit/test_sim_events tests/unit/test_sim_api
+tests_unit_test_sim_api_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sim_api_LDADD = $(SIM_K8S_LIBS) $(TEST_LIBS)
 tests_unit_test_sim_events_SOURCES = tests/unit/test_sim_events.c sim/kubelet.h sim/kubelet.c
 tests_unit_test_sim_events_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sim_events_LDADD = libkanna-simk8s.a $(SIMAWS_LIBS) $(TEST_LIBS)
