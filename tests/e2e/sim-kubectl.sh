@@ -1,10 +1,13 @@
 #!/bin/sh
 # End-to-end: kanna-sim's Kubernetes API against the real kubectl on PATH and
-# curl. Starts kanna-sim in a temporary state dir, then: auth, apply/get/
-# describe/scale, node + cordon, pods/binding (201 then 409), eviction
-# blocked by a PDB (429) and allowed without it, drain, watch resume from a
-# resourceVersion, 410 Expired after the watch window, finalizers holding
-# deletion, 409 on a stale update, CRD resources, clean SIGTERM exit.
+# curl. Starts kanna-sim in a temporary state dir, then: auth, CRDs (get crd,
+# wait established, explain), kubectl's generator subcommands, apply/get/
+# describe/scale, node + cordon/uncordon, Events written by the scheduler,
+# Deployment controller and kubelet (get events, describe), pods/binding
+# (201 then 409), eviction blocked by a PDB (429) and allowed without it,
+# drain, watch resume from a resourceVersion, 410 Expired after the watch
+# window, finalizers holding deletion, 409 on a stale update, CRD resources,
+# the /_sim/status timeline, clean SIGTERM exit.
 # Fails loudly on the first mismatch; always stops the simulator.
 set -eu
 
@@ -76,6 +79,47 @@ expect_eq "no token gets 401" \
 expect_eq "https with the generated CA and token" "$(code "$server/version")" 200
 expect_match "CRDs are discoverable" "$(kubectl api-resources --api-group=karpenter.sh)" "nodepools"
 expect_match "NodePools can be listed" "$(kubectl get nodepools 2>&1)" "No resources found"
+
+# --- the CRDs themselves, read from the shipped YAML
+expect_match "kubectl get crd lists the shipped CRDs" "$(kubectl get crd)" "ec2nodeclasses.karpenter.k8s.aws"
+expect_match "CRDs are Established" \
+	"$(kubectl wait --for condition=established crd/nodepools.karpenter.sh crd/nodeclaims.karpenter.sh --timeout=5s)" \
+	"nodeclaims.karpenter.sh condition met"
+expect_eq "split CRD files serve each version once, v1 stored" \
+	"$(kubectl get crd nodepools.karpenter.sh -o jsonpath='{.spec.versions[*].name}/{.status.storedVersions}')" \
+	'v1 v1beta1/["v1"]'
+expect_match "kubectl explain reads the CRD schema" "$(kubectl explain nodepool.spec.disruption)" \
+	"FIELD: disruption <Object>"
+
+# --- kubectl's generator subcommands. client-go's typed clients always send
+# built-in kinds as protobuf (they fall back to JSON after a 415 for CBOR
+# only); kanna-sim decodes no protobuf and answers as kube-apiserver does for
+# a kind it cannot decode. The --dry-run=client pipe into apply is the way.
+expect_match "kubectl create namespace gets upstream's 415" \
+	"$(kubectl create namespace team-a 2>&1 || true)" \
+	"(UnsupportedMediaType): the body of the request was in an unknown format .*kubectl apply -f"
+kubectl create namespace team-a --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+expect_eq "a generated namespace applies" "$(kubectl get namespace team-a -o jsonpath='{.status.phase}')" Active
+kubectl create deployment web -n team-a --image=nginx --replicas=2 --dry-run=client -o yaml |
+	kubectl apply -f - >/dev/null
+web_pods() { # count
+	i=0
+	while [ "$(kubectl get pods -n team-a -l app=web -o name | wc -l)" != "$1" ]; do
+		i=$((i + 1))
+		[ $i -le 100 ] || fail "the generated deployment does not reach $1 pods"
+		sleep 0.1
+	done
+	echo "ok - the generated deployment has $1 pods"
+}
+web_pods 2
+kubectl scale deployment web -n team-a --replicas=3 >/dev/null
+web_pods 3
+expect_match "the Deployment controller reports each scaling" \
+	"$(kubectl get events -n team-a --field-selector reason=ScalingReplicaSet)" \
+	"Scaled up replica set web-[0-9a-f]* from 2 to 3"
+kubectl delete namespace team-a >/dev/null
+expect_match "deleting a namespace deletes what is in it" \
+	"$(kubectl get deployment web -n team-a 2>&1 || true)" "NotFound"
 
 # --- apply, get, describe, scale
 cat >"$tmp/app.yaml" <<'EOF'
@@ -149,9 +193,32 @@ wait_for "the kubelet-lite runs the bound pods" \
 	"inflate_pods '{range .items[*]}{.status.phase} {end}'" "Running Running Running Running Running "
 wait_for "the Deployment reports 5 ready replicas" \
 	"kubectl get deployment inflate -o jsonpath='{.status.readyReplicas}'" 5
+
+# --- Events, as kube-scheduler, the Deployment controller and the kubelet write them
+pod=$(inflate_pods '{.items[0].metadata.name}')
+described=$(kubectl describe pod "$pod")
+expect_match "describe pod: FailedScheduling from the scheduler" "$described" \
+	"Warning *FailedScheduling .*default-scheduler *0/0 nodes are available."
+expect_match "describe pod: Scheduled" "$described" \
+	"Normal *Scheduled .*default-scheduler *Successfully assigned default/$pod to node-1"
+expect_match "describe pod: the kubelet started the container" "$described" \
+	"Normal *Started .*kubelet *Started container inflate"
+expect_match "describe deployment: ScalingReplicaSet" "$(kubectl describe deployment inflate)" \
+	"Normal *ScalingReplicaSet .*Scaled up replica set inflate-[0-9a-f]* from 0 to 5"
+expect_match "kubectl get events prints upstream's columns" "$(kubectl get events)" \
+	"LAST SEEN *TYPE *REASON *OBJECT *MESSAGE"
+expect_match "kubectl get events lists the scheduler's" "$(kubectl get events)" \
+	"Normal *Scheduled *pod/$pod *Successfully assigned"
+expect_eq "events select by involved object and reason" \
+	"$(kubectl get events --field-selector "involvedObject.name=$pod,reason=Pulled" -o jsonpath='{.items[*].source.host}')" \
+	node-1
+expect_match "describe node lists its pods" "$(kubectl describe node node-1)" "Non-terminated Pods: *(5 in total)"
 expect_eq "the manually scheduled pod is left alone" "$(kubectl get pod web -o jsonpath='{.spec.nodeName}')" ""
 kubectl cordon node-1 >/dev/null
 expect_eq "cordon sets spec.unschedulable" "$(kubectl get node node-1 -o jsonpath='{.spec.unschedulable}')" true
+kubectl uncordon node-1 >/dev/null
+expect_eq "uncordon clears it" "$(kubectl get node node-1 -o jsonpath='{.spec.unschedulable}')" ""
+kubectl cordon node-1 >/dev/null
 expect_match "kubectl get prints server-side tables for nodes" "$(kubectl get nodes)" "node-1 *Ready,SchedulingDisabled"
 expect_match "kubectl get prints server-side tables for pods" "$(kubectl get pods)" "web *0/1 *Pending"
 kubectl apply -f - >/dev/null <<'YAML'
@@ -165,6 +232,30 @@ spec:
       requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot]}]
 YAML
 expect_match "CRD additionalPrinterColumns are served" "$(kubectl get nodepools)" "default *default"
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: KarpenterNodeRole-e2e
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: kanna}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: kanna}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata:
+  name: default-e2e
+  labels: {karpenter.sh/nodepool: default}
+spec:
+  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot]}]
+YAML
+karpenter=$(kubectl get nodeclaims,nodepools,ec2nodeclasses -o name)
+expect_match "get nodeclaims,nodepools,ec2nodeclasses: NodeClaim" "$karpenter" "nodeclaim.karpenter.sh/default-e2e"
+expect_match "get nodeclaims,nodepools,ec2nodeclasses: NodePool" "$karpenter" "nodepool.karpenter.sh/default"
+expect_match "get nodeclaims,nodepools,ec2nodeclasses: EC2NodeClass" "$karpenter" "ec2nodeclass.karpenter.k8s.aws/default"
+expect_match "kubectl describe nodepool" "$(kubectl describe nodepool default)" "Key: *karpenter.sh/capacity-type"
 binding='{"apiVersion":"v1","kind":"Binding","metadata":{"name":"web"},"target":{"apiVersion":"v1","kind":"Node","name":"node-1"}}'
 expect_eq "pods/binding binds" "$(post /api/v1/namespaces/default/pods/web/binding "$binding")" 201
 expect_eq "binding sets nodeName and PodScheduled" \
@@ -198,10 +289,18 @@ wait_for "a cordoned node takes no new pods" \
 	"0/1 nodes are available: 1 node(s) were unschedulable."
 post /api/v1/namespaces/default/pods/drained/binding \
 	'{"target":{"kind":"Node","name":"node-1"}}' >/dev/null
-expect_match "kubectl drain evicts" "$(kubectl drain node-1 --force --timeout=20s 2>&1)" "node/node-1 drained"
+expect_match "kubectl drain evicts" \
+	"$(kubectl drain node-1 --ignore-daemonsets --delete-emptydir-data --force --timeout=20s 2>&1)" \
+	"node/node-1 drained"
 wait_for "drained deployment pods are replaced and wait for capacity" \
 	"inflate_pods '{range .items[*]}{.spec.nodeName}{.status.conditions[0].reason} {end}'" \
 	"Unschedulable Unschedulable Unschedulable Unschedulable Unschedulable "
+expect_match "the replacements say why they wait" \
+	"$(kubectl get events --field-selector reason=FailedScheduling)" \
+	"0/1 nodes are available: 1 node(s) were unschedulable."
+kubectl uncordon node-1 >/dev/null
+wait_for "uncordoned, the node takes the replacements" \
+	"inflate_pods '{range .items[*]}{.spec.nodeName} {end}'" "node-1 node-1 node-1 node-1 node-1 "
 
 # --- watch resumes from a resourceVersion
 rv=$(c "$server/api/v1/namespaces/default/pods" | sed -n 's/^{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"\([0-9]*\)".*/\1/p')
@@ -258,12 +357,30 @@ expect_match "409 reason is Conflict" "$(cat "$tmp/body")" '"reason":"Conflict"'
 uid=$(kubectl get deployment inflate -o jsonpath='{.metadata.uid}')
 post /api/v1/namespaces/default/pods "{\"metadata\":{\"name\":\"owned\",\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"inflate\",\"uid\":\"$uid\"}]},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}" >/dev/null
 kubectl delete deployment inflate >/dev/null
+# owned runs on node-1 by now, so it terminates gracefully.
+kubectl wait --for=delete pod/owned --timeout=10s >/dev/null 2>&1 || true
 expect_match "garbage collector removes dependents" "$(kubectl get pod owned 2>&1 || true)" "NotFound"
 
-# --- the admin status: nodes and pods as they are now
+kubectl delete node node-1 >/dev/null
+expect_match "kubectl delete node" "$(kubectl get node node-1 2>&1 || true)" "NotFound"
+
+# --- the admin status: nodes and pods as they are now, and the timeline
 status=$(c "$server/_sim/status")
-expect_match "/_sim/status lists nodes" "$status" '"nodes":\[{"name":'
+expect_match "/_sim/status lists nodes" "$status" '"nodes":\['
 expect_match "/_sim/status lists pods" "$status" '"pods":\['
+# "event detail" lines, in order.
+timeline() {
+	c "$server/_sim/status" | tr '{' '\n' |
+		sed -n 's/^"time":"[^"]*","event":"\([^"]*\)","detail":"\([^"]*\)".*/\1 \2/p'
+}
+expect_eq "the timeline follows a pod from creation to deletion" \
+	"$(timeline | grep " default/$pod\( \|$\)" | cut -d' ' -f1 | tr '\n' ' ')" \
+	"pod-created pod-unschedulable pod-scheduled pod-bound pod-running pod-evicted pod-deleted "
+expect_eq "the timeline follows node-1" \
+	"$(timeline | grep "^node-[a-z-]* node-1\( \|$\)" | cut -d' ' -f1 | tr '\n' ' ')" \
+	"node-registered node-ready node-cordoned node-uncordoned node-cordoned node-uncordoned node-deleted "
+expect_match "the timeline notes NodeClaims" "$(timeline)" "nodeclaim-created default-e2e default"
+expect_match "timeline entries carry times" "$status" '"timeline":\[{"time":"20[0-9-]*T[0-9:.]*Z","event":'
 
 # --- injected faults (GET/POST /_sim/faults)
 faults() { post /_sim/faults "$1"; }
@@ -301,9 +418,20 @@ if curl --help all 2>/dev/null | grep -q -- --aws-sigv4; then
 	[ -n "$id" ] || fail "CreateFleet launched nothing"
 	wait_for "a launched instance registers a Ready Node" \
 		"kubectl get nodes -l node.kubernetes.io/instance-type=m5.large -o jsonpath='{range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{end}'" True
+	node=$(kubectl get nodes -l node.kubernetes.io/instance-type=m5.large -o jsonpath='{.items[0].metadata.name}')
+	described=$(kubectl describe node "$node")
+	expect_match "describe node: the kubelet started" "$described" "Normal *Starting .*kubelet *Starting kubelet."
+	expect_match "describe node: the node controller registered it" "$described" \
+		"Normal *RegisteredNode .*node-controller *Node $node event: Registered Node $node in Controller"
+	expect_match "describe node: NodeReady" "$described" "Normal *NodeReady .*Node $node status is now: NodeReady"
 	ec2 "Action=TerminateInstances&InstanceId.1=$id" >/dev/null
 	wait_for "a terminated instance's Node goes NotReady" \
 		"kubectl get nodes -l node.kubernetes.io/instance-type=m5.large -o jsonpath='{range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{end}'" False
+	expect_match "describe node: NodeNotReady" "$(kubectl describe node "$node")" \
+		"Normal *NodeNotReady .*node-controller *Node $node status is now: NodeNotReady"
+	expect_eq "the timeline follows the instance's node" \
+		"$(timeline | grep "^node-[a-z-]* $node\( \|$\)" | cut -d' ' -f1 | tr '\n' ' ')" \
+		"node-registered node-ready node-not-ready "
 else
 	echo "skip - curl without --aws-sigv4: kubelet-lite instance checks"
 fi
