@@ -52,7 +52,7 @@ spec:
     resources: {requests: {cpu: "1000"}}
 YAML
 wait_for "a FailedScheduling Event on the giant pod" 30 sh -c \
-	"kubectl get events -o jsonpath='{range .items[*]}{.reason} {.involvedObject.name} {.message}{\"\n\"}{end}' | grep -q '^FailedScheduling giant '"
+	"kubectl get events -o jsonpath='{range .items[*]}{.reason} {.involvedObject.name} {.message}{\"\n\"}{end}' | grep -q '^FailedScheduling giant Failed to schedule pod, '"
 kubectl get events -o jsonpath='{range .items[*]}{.reason} {.involvedObject.name} {.message}{"\n"}{end}' |
-	grep '^FailedScheduling giant ' | head -1 | sed 's/^/  /'
+	grep '^FailedScheduling giant Failed to schedule pod, ' | head -1 | sed 's/^/  /'
 ok "a pod no NodePool can hold gets FailedScheduling with the reason"
