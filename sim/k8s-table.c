@@ -217,13 +217,14 @@ static json_t *event_cells(const json_t *ev)
 static json_t *row_cells(const struct k8s_resource *res, const json_t *obj,
 			 const struct column *cols, size_t n_cols, const json_t *printer)
 {
-	json_t *cells = json_array();
 	const json_t *labels = GET2(obj, "metadata", "labels");
+	json_t *cells;
 	char age[32];
 	size_t i;
 
 	if (!*res->group && streq(res->kind, "Event"))
 		return event_cells(obj);
+	cells = json_array();
 	human_age(json_string_value(GET2(obj, "metadata", "creationTimestamp")), age, sizeof(age));
 	json_array_append_new(cells, json_string(json_string_value(GET2(obj, "metadata", "name")) ?: ""));
 	if (printer) {
