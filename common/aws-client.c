@@ -339,7 +339,8 @@ static int call_build_headers(struct aws_call *call, const char *host, const cha
 		h[n++] = (struct sigv4_header){ "X-Amz-Target", call->target };
 	struct sigv4_request req = { .method = "POST", .path = path, .headers = h, .n_headers = n,
 				     .payload_sha256_hex = payload };
-	r = sigv4_sign(&req, &sc, c->region, call->service, amz_date, &authorization);
+	r = sigv4_sign(&req, &sc, aws_signing_region(call->service, c->region), call->service,
+		       amz_date, &authorization);
 	if (r < 0)
 		return r;
 	curl_slist_free_all(call->headers);

@@ -69,6 +69,13 @@ int aws_endpoint_url(const char *service, const char *region, char **ret)
 		if (v && *v)
 			return strdup_url(v, ret);
 	}
+	/* IAM is global: one endpoint per partition, whatever the region. */
+	if (streq(service, "iam"))
+		return strdup_url(region && strncmp(region, "cn-", 3) == 0 ?
+					  "https://iam.cn-north-1.amazonaws.com.cn" :
+				  region && strncmp(region, "us-gov-", 7) == 0 ?
+					  "https://iam.us-gov.amazonaws.com" :
+					  "https://iam.amazonaws.com", ret);
 	for (i = 0; i < ARRAY_SIZE(service_hosts); i++)
 		if (streq(service, service_hosts[i].service))
 			prefix = service_hosts[i].host_prefix;
@@ -84,6 +91,17 @@ int aws_endpoint_url(const char *service, const char *region, char **ret)
 	if (asprintf(ret, "https://%s.%s.%s", prefix, region, suffix) < 0)
 		return -ENOMEM;
 	return 0;
+}
+
+const char *aws_signing_region(const char *service, const char *region)
+{
+	if (!streq_ptr(service, "iam") || !region)
+		return region;
+	if (strncmp(region, "cn-", 3) == 0)
+		return "cn-north-1";
+	if (strncmp(region, "us-gov-", 7) == 0)
+		return "us-gov-west-1";
+	return "us-east-1";
 }
 
 static int region_take(const char *v, const char *from, char **ret, char **ret_error)

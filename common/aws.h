@@ -116,11 +116,14 @@ int aws_region_resolve(const char *explicit_region, const char *profile,
 		       char **ret, char **ret_error);
 
 /*
- * Endpoint URL of a service ("ec2", "ssm", "sts", "sqs", "pricing"):
+ * Endpoint URL of a service ("ec2", "ssm", "sts", "sqs", "pricing", "iam"):
  * AWS_ENDPOINT_URL_<SERVICE> → AWS_ENDPOINT_URL → https://<host> by region.
  * No trailing slash.
  */
 int aws_endpoint_url(const char *service, const char *region, char **ret);
+/* The region requests to service are signed for: region itself, except for
+ * global services (IAM signs for us-east-1 in the aws partition). */
+const char *aws_signing_region(const char *service, const char *region);
 
 /* ---- query protocol -------------------------------------------------------- */
 
@@ -300,7 +303,7 @@ int aws_client_set_credentials(struct aws_client *c, const struct aws_credential
  * AWS_CREDENTIALS_REFRESH_BEFORE_SEC before they expire). */
 const struct aws_credentials *aws_client_credentials(const struct aws_client *c);
 
-/* Query protocol (service "ec2", "sts", "sqs"); q is always consumed. */
+/* Query protocol (service "ec2", "sts", "sqs", "iam"); q is always consumed. */
 int aws_call_query(struct aws_client *c, const char *service, struct aws_query *q,
 		   aws_done_fn done, void *userdata);
 /* JSON protocol: target "AmazonSSM.GetParameter"; body is always consumed

@@ -263,7 +263,7 @@ int aws_faults_apply(struct sim_aws *aws, const struct aws_request *req,
 		aws_timeline_add(aws, "throttle", "%s", req->action ? req->action : "?");
 		if (req->service == AWS_SERVICE_EC2)
 			r = aws_error(resp, req, 503, "RequestLimitExceeded", "Request limit exceeded.");
-		else if (req->service == AWS_SERVICE_STS)
+		else if (req->service == AWS_SERVICE_STS || req->service == AWS_SERVICE_IAM)
 			r = aws_error(resp, req, 400, "Throttling", "Rate exceeded");
 		else
 			r = aws_error(resp, req, 400, "ThrottlingException", "Rate exceeded");
@@ -275,6 +275,8 @@ int aws_faults_apply(struct sim_aws *aws, const struct aws_request *req,
 			r = aws_error(resp, req, 500, "InternalServerError", "An internal error has occurred");
 		else if (req->service == AWS_SERVICE_STS)
 			r = aws_error(resp, req, 500, "InternalFailure", "An internal error has occurred");
+		else if (req->service == AWS_SERVICE_IAM)
+			r = aws_error(resp, req, 500, "ServiceFailure", "An internal error has occurred");
 		else
 			r = aws_error(resp, req, 500, "InternalError", "An internal error has occurred");
 		return r < 0 ? r : 1;

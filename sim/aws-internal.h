@@ -20,6 +20,7 @@
 #define EC2_XMLNS "http://ec2.amazonaws.com/doc/2016-11-15/"
 #define STS_XMLNS "https://sts.amazonaws.com/doc/2011-06-15/"
 #define SQS_XMLNS "http://queue.amazonaws.com/doc/2012-11-05/"
+#define IAM_XMLNS "https://iam.amazonaws.com/doc/2010-05-08/"
 /* The sim's one AWS account (the documentation example account). */
 #define SIM_AWS_ACCOUNT_ID "111122223333"
 /* Owner of the EKS-optimized AMIs in every commercial region. */
@@ -45,6 +46,7 @@ enum aws_service {
 	AWS_SERVICE_STS,
 	AWS_SERVICE_SQS,
 	AWS_SERVICE_PRICING,
+	AWS_SERVICE_IAM,
 	_AWS_SERVICE_MAX,
 };
 
@@ -281,6 +283,16 @@ struct aws_launch_template {
 	struct aws_tags tags;
 };
 
+/* An IAM instance profile (aws-iam.c); role NULL while none is attached. */
+struct aws_instance_profile {
+	char id[32];
+	char *name;
+	char *path;
+	char *role;
+	uint64_t create_ms;
+	struct aws_tags tags;
+};
+
 struct aws_fleet_record {
 	char *client_token;
 	char region[32];
@@ -333,6 +345,8 @@ struct sim_aws {
 	size_t n_templates, cap_templates;
 	struct aws_fleet_record *fleets;
 	size_t n_fleets, cap_fleets;
+	struct aws_instance_profile **profiles;
+	size_t n_profiles, cap_profiles;
 	struct aws_faults faults;
 	uint64_t throttle_window_sec;
 	unsigned throttle_window_count;
@@ -380,6 +394,8 @@ const char *aws_instance_state_name(enum aws_instance_state s);
 double aws_instance_cost(const struct aws_instance *i, uint64_t now);
 void aws_instance_free(struct aws_instance *i);
 void aws_launch_template_free(struct aws_launch_template *lt);
+void aws_instance_profile_free(struct aws_instance_profile *p);
+struct aws_instance_profile *iam_profile_find(struct sim_aws *aws, const char *name);
 
 /* ---- dispatch (aws-dispatch.c) and handlers ---- */
 typedef int (*aws_handler_fn)(struct sim_aws *aws, const struct aws_request *req,
@@ -432,6 +448,11 @@ int pricing_get_products(struct sim_aws *, const struct aws_request *, struct aw
 int ssm_get_parameter(struct sim_aws *, const struct aws_request *, struct aws_response *);
 int sts_get_caller_identity(struct sim_aws *, const struct aws_request *, struct aws_response *);
 int sts_assume_role_with_web_identity(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int iam_get_instance_profile(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int iam_create_instance_profile(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int iam_add_role_to_instance_profile(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int iam_remove_role_from_instance_profile(struct sim_aws *, const struct aws_request *, struct aws_response *);
+int iam_delete_instance_profile(struct sim_aws *, const struct aws_request *, struct aws_response *);
 int sqs_get_queue_url(struct sim_aws *, const struct aws_request *, struct aws_response *);
 int sqs_receive_message(struct sim_aws *, const struct aws_request *, struct aws_response *);
 int sqs_delete_message(struct sim_aws *, const struct aws_request *, struct aws_response *);

@@ -162,7 +162,7 @@ static enum MHD_Result on_header(void *cls, enum MHD_ValueKind kind, const char 
 static const char *const service_names[_AWS_SERVICE_MAX] = {
 	[AWS_SERVICE_EC2] = "ec2", [AWS_SERVICE_SSM] = "ssm",
 	[AWS_SERVICE_STS] = "sts", [AWS_SERVICE_SQS] = "sqs",
-	[AWS_SERVICE_PRICING] = "pricing",
+	[AWS_SERVICE_PRICING] = "pricing", [AWS_SERVICE_IAM] = "iam",
 };
 
 static const char *service_name(enum aws_service s)
@@ -304,8 +304,9 @@ static int authenticate(struct sim_aws *aws, struct MHD_Connection *connection,
 
 	if (aws_catalog_region(aws->catalog, parsed.region))
 		snprintf(req->region_buf, sizeof(req->region_buf), "%s", parsed.region);
-	else if (req->service == AWS_SERVICE_STS || req->service == AWS_SERVICE_PRICING)
-		/* Global (STS) or us-east-1-only (Pricing) endpoints: any scope. */
+	else if (req->service == AWS_SERVICE_STS || req->service == AWS_SERVICE_PRICING ||
+		 req->service == AWS_SERVICE_IAM)
+		/* Global (STS, IAM) or us-east-1-only (Pricing) endpoints: any scope. */
 		snprintf(req->region_buf, sizeof(req->region_buf), "%s", aws->region);
 	else
 		return aws_error(resp, req, 400, req->service == AWS_SERVICE_EC2 ? "AuthFailure" : "InvalidClientTokenId",
@@ -467,7 +468,7 @@ int sim_aws_start(struct sim_aws *aws, uint16_t port)
 	aws->port = info ? info->port : port;
 	snprintf(aws->endpoint, sizeof(aws->endpoint), "http://127.0.0.1:%u", (unsigned)aws->port);
 	pthread_mutex_unlock(&aws->lock);
-	log_info("AWS endpoint listening on %s (ec2, ssm, sts, sqs, pricing; admin %s/_sim/)",
+	log_info("AWS endpoint listening on %s (ec2, ssm, sts, sqs, pricing, iam; admin %s/_sim/)",
 		 aws->endpoint, aws->endpoint);
 	return 0;
 }

@@ -219,8 +219,9 @@ static int error_xml(struct aws_response *resp, const struct aws_request *req,
 		xml_leaf(&x, "RequestID", req->request_id);
 		return xml_finish(&x, "Response", resp);
 	}
-	/* Query protocol (STS, SQS): Sender for 4xx, Receiver for 5xx. */
-	r = xml_begin(&x, "ErrorResponse", req->service == AWS_SERVICE_SQS ? SQS_XMLNS : STS_XMLNS);
+	/* Query protocol (STS, SQS, IAM): Sender for 4xx, Receiver for 5xx. */
+	r = xml_begin(&x, "ErrorResponse", req->service == AWS_SERVICE_SQS ? SQS_XMLNS :
+					   req->service == AWS_SERVICE_IAM ? IAM_XMLNS : STS_XMLNS);
 	if (r < 0)
 		return r;
 	xml_open(&x, "Error");

@@ -282,6 +282,9 @@ static void state_free(struct sim_aws *aws)
 	for (size_t i = 0; i < aws->n_templates; i++)
 		aws_launch_template_free(aws->templates[i]);
 	free(aws->templates);
+	for (size_t i = 0; i < aws->n_profiles; i++)
+		aws_instance_profile_free(aws->profiles[i]);
+	free(aws->profiles);
 	for (size_t i = 0; i < aws->n_fleets; i++) {
 		free(aws->fleets[i].client_token);
 		free(aws->fleets[i].result_xml);
@@ -388,7 +391,7 @@ static void shell_quote(FILE *f, const char *s)
 
 int sim_aws_write_env(struct sim_aws *aws, FILE *f)
 {
-	static const char *const services[] = { "EC2", "SSM", "STS", "SQS", "PRICING" };
+	static const char *const services[] = { "EC2", "SSM", "STS", "SQS", "PRICING", "IAM" };
 	struct aws_request req = { .endpoint = aws->endpoint, .region = aws->region };
 	char queue[256];
 

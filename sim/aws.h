@@ -1,6 +1,6 @@
 /*
  * kanna-sim's AWS side: one plain-HTTP server on 127.0.0.1 answering the
- * EC2, SSM, STS and SQS APIs kanna uses (real wire formats, every request
+ * EC2, SSM, STS, SQS and IAM APIs kanna uses (real wire formats, every request
  * SigV4-verified against the sim's test credentials), plus an admin endpoint
  * (POST/GET /_sim/faults, GET /_sim/status). Link libkanna-simaws.a.
  *
@@ -59,7 +59,7 @@ int sim_aws_start(struct sim_aws *aws, uint16_t port);
 /* Bound port after sim_aws_start(), 0 before. */
 uint16_t sim_aws_port(const struct sim_aws *aws);
 /* Writes aws.env: shell export lines for AWS_ENDPOINT_URL(_EC2/_SSM/_STS/
- * _SQS/_PRICING), AWS_REGION, AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID,
+ * _SQS/_PRICING/_IAM), AWS_REGION, AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID,
  * AWS_SECRET_ACCESS_KEY, KANNA_CLUSTER_NAME, KANNA_INTERRUPTION_QUEUE (the
  * queue's name, = cluster name) and KANNA_SIM_INTERRUPTION_QUEUE_URL. */
 int sim_aws_write_env(struct sim_aws *aws, FILE *f);

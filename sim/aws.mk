@@ -1,4 +1,4 @@
-# sim/aws: kanna-sim's AWS side (EC2, SSM, STS, SQS, Pricing on loopback, SigV4-verified;
+# sim/aws: kanna-sim's AWS side (EC2, SSM, STS, SQS, Pricing, IAM on loopback, SigV4-verified;
 # faults and status under /_sim/). kanna-sim links libkanna-simaws.a.
 noinst_LIBRARIES += libkanna-simaws.a
 libkanna_simaws_a_SOURCES = \
@@ -7,7 +7,7 @@ libkanna_simaws_a_SOURCES = \
 	sim/aws-params.c sim/aws-xml.c sim/aws-ec2-types.c sim/aws-ec2-network.c \
 	sim/aws-launch-templates.c sim/aws-fleet.c sim/aws-instances.c \
 	sim/aws-run-instances.c \
-	sim/aws-ssm.c sim/aws-sts.c sim/aws-sqs.c sim/aws-pricing.c
+	sim/aws-ssm.c sim/aws-sts.c sim/aws-sqs.c sim/aws-pricing.c sim/aws-iam.c
 SIMAWS_LIBS = libkanna-simaws.a $(LDADD) -lpthread
 
 # Over real HTTP: EC2, auth, faults/admin, SSM/STS/SQS/Pricing.

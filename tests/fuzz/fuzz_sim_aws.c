@@ -95,7 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	kind = data[0] % 7;
+	kind = data[0] % 8;
 	text = strndup((const char *)data + 1, size - 1);
 	if (!text)
 		return 0;
@@ -117,6 +117,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 6:
 		run_json(aws, AWS_SERVICE_PRICING, text);
+		break;
+	case 7:
+		run_query(aws, AWS_SERVICE_IAM, text);
 		break;
 	default:
 		if (aws_admin_handle(aws, "/_sim/faults", "POST", text, strlen(text), &resp) >= 0)

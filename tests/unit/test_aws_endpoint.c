@@ -46,6 +46,16 @@ Test(aws_endpoint, builds_regional_urls)
 	expect_url("sts", NULL, "https://sts.amazonaws.com");
 }
 
+Test(aws_endpoint, iam_is_one_global_endpoint_per_partition_signed_for_its_home_region)
+{
+	expect_url("iam", "us-west-2", "https://iam.amazonaws.com");
+	expect_url("iam", NULL, "https://iam.amazonaws.com");
+	expect_url("iam", "cn-northwest-1", "https://iam.cn-north-1.amazonaws.com.cn");
+	cr_assert_str_eq(aws_signing_region("iam", "eu-west-1"), "us-east-1");
+	cr_assert_str_eq(aws_signing_region("iam", "cn-northwest-1"), "cn-north-1");
+	cr_assert_str_eq(aws_signing_region("ec2", "eu-west-1"), "eu-west-1");
+}
+
 Test(aws_endpoint, rejects_missing_or_invalid_regions)
 {
 	char *url = NULL;

@@ -220,3 +220,74 @@ Test(sim_aws_client, sts_and_sqs_query_calls_work)
 	cr_assert_str_eq(o.code, "AWS.SimpleQueueService.NonExistentQueue");
 	free(o.body);
 }
+
+static struct aws_query *iam_query(const char *action, const char *profile, const char *role)
+{
+	struct aws_query *q = query(action, "2010-05-08");
+
+	cr_assert_eq(aws_query_add(q, profile, "InstanceProfileName"), 0);
+	if (role)
+		cr_assert_eq(aws_query_add(q, role, "RoleName"), 0);
+	return q;
+}
+
+Test(sim_aws_client, iam_instance_profile_lifecycle_signed_for_us_east_1)
+{
+	struct aws_query *q;
+	struct aws_xml_node *x;
+	struct outcome o;
+
+	o = call("iam", iam_query("GetInstanceProfile", "demo_1", NULL), NULL, NULL, 1);
+	cr_assert_eq(o.result, -EREMOTEIO);
+	cr_assert_eq(o.http_status, 404);
+	cr_assert_str_eq(o.code, "NoSuchEntity");
+	free(o.body);
+
+	q = iam_query("CreateInstanceProfile", "demo_1", NULL);
+	cr_assert_eq(aws_query_add(q, "karpenter.k8s.aws/ec2nodeclass", "Tags.member.1.Key"), 0);
+	cr_assert_eq(aws_query_add(q, "default", "Tags.member.1.Value"), 0);
+	o = call("iam", q, NULL, NULL, 1);
+	cr_assert_eq(o.result, 0, "%s", o.body);
+	x = parse(&o);
+	cr_assert_str_eq(aws_xml_text(x, "CreateInstanceProfileResult/InstanceProfile/InstanceProfileName"),
+			 "demo_1");
+	cr_assert(strncmp(aws_xml_text(x, "CreateInstanceProfileResult/InstanceProfile/InstanceProfileId"),
+			  "AIPA", 4) == 0);
+	aws_xml_free(x);
+	free(o.body);
+
+	o = call("iam", iam_query("CreateInstanceProfile", "demo_1", NULL), NULL, NULL, 1);
+	cr_assert_str_eq(o.code, "EntityAlreadyExists");
+	free(o.body);
+
+	o = call("iam", iam_query("AddRoleToInstanceProfile", "demo_1", "KarpenterNodeRole"), NULL, NULL, 1);
+	cr_assert_eq(o.result, 0, "%s", o.body);
+	free(o.body);
+	o = call("iam", iam_query("AddRoleToInstanceProfile", "demo_1", "OtherRole"), NULL, NULL, 1);
+	cr_assert_str_eq(o.code, "LimitExceeded");
+	free(o.body);
+
+	o = call("iam", iam_query("GetInstanceProfile", "demo_1", NULL), NULL, NULL, 1);
+	cr_assert_eq(o.result, 0, "%s", o.body);
+	x = parse(&o);
+	cr_assert_str_eq(aws_xml_text(x, "GetInstanceProfileResult/InstanceProfile/Roles/member/RoleName"),
+			 "KarpenterNodeRole");
+	cr_assert_str_eq(aws_xml_text(x, "GetInstanceProfileResult/InstanceProfile/Tags/member/Key"),
+			 "karpenter.k8s.aws/ec2nodeclass");
+	aws_xml_free(x);
+	free(o.body);
+
+	o = call("iam", iam_query("DeleteInstanceProfile", "demo_1", NULL), NULL, NULL, 1);
+	cr_assert_str_eq(o.code, "DeleteConflict");
+	free(o.body);
+	o = call("iam", iam_query("RemoveRoleFromInstanceProfile", "demo_1", "KarpenterNodeRole"), NULL,
+		 NULL, 1);
+	cr_assert_eq(o.result, 0, "%s", o.body);
+	free(o.body);
+	o = call("iam", iam_query("DeleteInstanceProfile", "demo_1", NULL), NULL, NULL, 1);
+	cr_assert_eq(o.result, 0, "%s", o.body);
+	free(o.body);
+	o = call("iam", iam_query("GetInstanceProfile", "demo_1", NULL), NULL, NULL, 1);
+	cr_assert_str_eq(o.code, "NoSuchEntity");
+	free(o.body);
+}
