@@ -27,6 +27,7 @@ void state_object_name(const struct proto_object *o, const char **ns, const char
 	case PROTO_OBJECT_PV: *name = o->pv->name; break;
 	case PROTO_OBJECT_STORAGECLASS: *name = o->storageclass->name; break;
 	case PROTO_OBJECT_DAEMONSET: *ns = o->daemonset->ns; *name = o->daemonset->name; break;
+	case PROTO_OBJECT_NAMESPACE: *name = o->namespace->name; break;
 	}
 	if (!*ns)
 		*ns = "";
@@ -46,7 +47,7 @@ int state_key(const struct proto_object *obj, char *buf, size_t size)
 {
 	const char *ns, *name;
 
-	if (obj->kind > PROTO_OBJECT_DAEMONSET || !obj->ptr)
+	if (obj->kind > PROTO_OBJECT_NAMESPACE || !obj->ptr)
 		return -EINVAL;
 	state_object_name(obj, &ns, &name);
 	return key_of(obj->kind, ns, name, buf, size);
@@ -109,7 +110,7 @@ static void entry_free(struct state_store *s, struct state_entry *e)
 {
 	if (e->obj.kind == PROTO_OBJECT_POD)
 		pod_index_remove(s, e->obj.pod);
-	if (e->obj.kind <= PROTO_OBJECT_DAEMONSET)
+	if (e->obj.kind <= PROTO_OBJECT_NAMESPACE)
 		s->count[e->obj.kind]--;
 	proto_object_free(&e->obj);
 	free(e);

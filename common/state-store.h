@@ -27,7 +27,7 @@ struct state_store {
 	struct hashmap objects;      /* key → struct state_entry * */
 	struct hashmap pods_by_node; /* node name → struct state_pod_set * */
 	uint64_t seq;                /* last change applied */
-	uint64_t count[PROTO_OBJECT_DAEMONSET + 1];
+	uint64_t count[PROTO_OBJECT_NAMESPACE + 1];
 };
 
 /* The pods bound to one node (an index the reaper and scheduler need). */

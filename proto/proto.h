@@ -60,7 +60,8 @@
 	O(a, PROTO_OBJECT_PVC, pvc)                                              \
 	O(a, PROTO_OBJECT_PV, pv)                                                \
 	O(a, PROTO_OBJECT_STORAGECLASS, storageclass)                            \
-	O(a, PROTO_OBJECT_DAEMONSET, daemonset)
+	O(a, PROTO_OBJECT_DAEMONSET, daemonset)                                  \
+	O(a, PROTO_OBJECT_NAMESPACE, namespace)
 
 /* Generated from PROTO_MESSAGES / PROTO_OBJECTS above. */
 #define PROTO_AS_VALUE_(V, c, name) V(c, #name)
@@ -563,6 +564,13 @@ struct proto_resource {
 	F(S, 8, tolerations, OBJS, toleration, PROTO_MAX_TOLERATIONS, OPT)    \
 	F(S, 9, priority, I32, _, 0, OPT)
 
+/* Its labels are what pod (anti-)affinity namespaceSelectors match. */
+#define proto_fields_namespace(F, S)                                          \
+	F(S, 1, name, STR, _, PROTO_MAX_NAME_LEN, REQ)                        \
+	F(S, 2, uid, STR, _, PROTO_MAX_NAME_LEN, OPT)                         \
+	F(S, 3, resource_version, STR, _, PROTO_MAX_NAME_LEN, OPT)            \
+	F(S, 4, labels, KV, PROTO_MAX_LABEL_VALUE_LEN, PROTO_MAX_LABELS, OPT)
+
 /* ---- plans and results --------------------------------------------------- */
 
 /* One NodeClaim to create. id: chosen by the scheduler, unique per plan, and
@@ -691,6 +699,7 @@ struct proto_resource {
 	X(metadata_options) X(resolved) X(offering) X(candidate)              \
 	X(instance_type) X(pod) X(node) X(nodepool) X(nodeclaim)              \
 	X(nodeclass) X(pdb) X(pvc) X(pv) X(storageclass) X(daemonset)         \
+	X(namespace)                                                          \
 	X(planned_nodeclaim) X(disruption_candidate) X(envelope)              \
 	PROTO_MESSAGES(PROTO_MSG_STRUCT_, X)
 #define PROTO_MSG_STRUCT_(X, c, name) X(name)

@@ -26,7 +26,7 @@ static const struct config_option watcher_options[] = {
 	  .default_value = "pods,nodes,nodepools,nodepools.v1beta1,provisioners,nodeclaims,"
 			   "ec2nodeclasses,ec2nodeclasses.v1beta1,awsnodetemplates,"
 			   "poddisruptionbudgets,persistentvolumeclaims,persistentvolumes,"
-			   "storageclasses,daemonsets",
+			   "storageclasses,daemonsets,namespaces",
 	  .metavar = "LIST",
 	  .help = "Collections to watch. Where one CRD serves several versions of the same "
 		  "objects (v1 and v1beta1 NodePools), list only one of them." },

@@ -78,6 +78,7 @@ int decode_object(struct decoder *d, const char *kind, const json_t *obj,
 	KIND("PersistentVolume", PROTO_OBJECT_PV, pv, decode_pv)
 	KIND("StorageClass", PROTO_OBJECT_STORAGECLASS, storageclass, decode_storageclass)
 	KIND("DaemonSet", PROTO_OBJECT_DAEMONSET, daemonset, decode_daemonset)
+	KIND("Namespace", PROTO_OBJECT_NAMESPACE, namespace, decode_namespace)
 #undef KIND
 	return decode_fail(d, "kind %s is not one the watcher decodes", kind);
 }

@@ -48,6 +48,7 @@ int decode_pvc(struct decoder *d, const json_t *obj, struct proto_pvc *ret);
 int decode_pv(struct decoder *d, const json_t *obj, struct proto_pv *ret);
 int decode_storageclass(struct decoder *d, const json_t *obj, struct proto_storageclass *ret);
 int decode_daemonset(struct decoder *d, const json_t *obj, struct proto_daemonset *ret);
+int decode_namespace(struct decoder *d, const json_t *obj, struct proto_namespace *ret);
 
 /* Chooses the decoder by kind ("Pod", "NodePool", "Provisioner", …). */
 int decode_object(struct decoder *d, const char *kind, const json_t *obj,

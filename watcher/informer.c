@@ -37,6 +37,7 @@ const struct informer_def informer_defs[] = {
 	{ "/apis/storage.k8s.io/v1/storageclasses", "storage.k8s.io/v1", "StorageClass",
 	  "storageclasses" },
 	{ "/apis/apps/v1/daemonsets", "apps/v1", "DaemonSet", "daemonsets" },
+	{ "/api/v1/namespaces", "v1", "Namespace", "namespaces" },
 };
 const size_t informer_n_defs = ARRAY_SIZE(informer_defs);
 

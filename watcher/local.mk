@@ -1,13 +1,18 @@
 # watcher/: kanna-watcher — decoders, informers, state publisher, pending
 # pod router.
-noinst_LIBRARIES += libkanna-watcher.a
-libkanna_watcher_a_SOURCES = \
+# The decoders are a library of their own: kanna-scheduler --simulate reads
+# YAML dumps through them, so offline and live input decode alike.
+noinst_LIBRARIES += libkanna-decode.a
+libkanna_decode_a_SOURCES = \
 	watcher/decode.h watcher/decode.c watcher/decode-pod.c watcher/decode-node.c \
 	watcher/decode-nodepool.c watcher/decode-nodeclass.c watcher/decode-storage.c \
+	watcher/decode-namespace.c
+noinst_LIBRARIES += libkanna-watcher.a
+libkanna_watcher_a_SOURCES = \
 	watcher/publish.h watcher/publish.c \
 	watcher/informer.h watcher/informer.c watcher/pending.h watcher/pending.c \
 	watcher/config.h watcher/config.c
-WATCHER_LIBS = libkanna-watcher.a libkanna-state.a libkanna-proto.a $(COMMON_LIBS)
+WATCHER_LIBS = libkanna-watcher.a libkanna-decode.a libkanna-state.a libkanna-proto.a $(COMMON_LIBS)
 
 check_PROGRAMS += tests/unit/test_watcher_decode
 TESTS += tests/unit/test_watcher_decode
@@ -28,7 +33,7 @@ watcher_kanna_watcher_LDADD = $(WATCHER_LIBS)
 check_PROGRAMS += tests/unit/test_replica tests/unit/test_hashmap
 TESTS += tests/unit/test_replica tests/unit/test_hashmap
 tests_unit_test_replica_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_replica_LDADD = libkanna-watcher.a $(STATE_LIBS) $(TEST_LIBS)
+tests_unit_test_replica_LDADD = libkanna-watcher.a libkanna-decode.a $(STATE_LIBS) $(TEST_LIBS)
 tests_unit_test_hashmap_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_hashmap_LDADD = $(LDADD) $(TEST_LIBS)
 

@@ -366,3 +366,20 @@ Test(decode, decode_object_dispatches_by_kind_and_refuses_others)
 	cr_assert_str_eq(dec.error, "kind ConfigMap is not one the watcher decodes");
 	json_decref(j);
 }
+
+Test(decode, namespaces_carry_their_labels_for_namespace_selectors)
+{
+	json_t *j = parse("{\"metadata\":{\"name\":\"team-a\",\"uid\":\"u-ns\",\"labels\":"
+			  "{\"kubernetes.io/metadata.name\":\"team-a\",\"tier\":\"web\"}}}");
+	struct proto_object o;
+	cr_assert_eq(decode_object(&dec, "Namespace", j, &o), 0, "%s", dec.error);
+	cr_assert_eq(o.kind, PROTO_OBJECT_NAMESPACE);
+	cr_assert_str_eq(o.namespace->name, "team-a");
+	cr_assert_str_eq(o.namespace->uid, "u-ns");
+	cr_assert_eq(o.namespace->n_labels, 2);
+	json_decref(j);
+	j = parse("{\"metadata\":{\"name\":\"x\",\"labels\":{\"tier\":3}}}");
+	cr_assert_eq(decode_object(&dec, "Namespace", j, &o), -EINVAL);
+	cr_assert_str_eq(dec.error, "namespace x: metadata.labels.tier: expected a string");
+	json_decref(j);
+}
