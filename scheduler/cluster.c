@@ -51,13 +51,16 @@ void cluster_free(struct cluster *c)
 		pod_done(&c->pods[i]);
 	for (uint32_t i = 0; i < c->n_daemonsets; i++)
 		pod_done(&c->daemonsets[i]);
-	for (uint32_t i = 0; i < c->n_groups; i++)
+	for (uint32_t i = 0; i < c->n_groups; i++) {
 		requirements_free(&c->groups[i].selector);
+		requirements_free(&c->groups[i].ns_selector);
+	}
 	free(c->nodepools);
 	free(c->nodes);
 	free(c->pods);
 	free(c->daemonsets);
 	free(c->groups);
+	free(c->namespaces);
 	catalog_done(&c->cat);
 	arena_done(&c->arena);
 	strtab_done(&c->st);
@@ -125,12 +128,14 @@ int cluster_group(struct cluster *c, struct topo_group *g)
 	for (uint32_t i = 0; i < c->n_groups; i++) {
 		const struct topo_group *o = &c->groups[i];
 		if (o->kind == g->kind && o->key == g->key && o->max_skew == g->max_skew &&
-		    o->min_domains == g->min_domains && o->all_namespaces == g->all_namespaces &&
+		    o->min_domains == g->min_domains && o->has_ns_selector == g->has_ns_selector &&
 		    o->n_namespaces == g->n_namespaces &&
 		    (!g->n_namespaces ||
 		     !memcmp(o->namespaces, g->namespaces, g->n_namespaces * sizeof(uint32_t))) &&
-		    requirements_equal(&o->selector, &g->selector)) {
+		    requirements_equal(&o->selector, &g->selector) &&
+		    requirements_equal(&o->ns_selector, &g->ns_selector)) {
 			requirements_free(&g->selector);
+			requirements_free(&g->ns_selector);
 			return (int)i;
 		}
 	}
@@ -139,6 +144,65 @@ int cluster_group(struct cluster *c, struct topo_group *g)
 		return -ENOMEM;
 	*n = *g;
 	return (int)(c->n_groups - 1);
+}
+
+static int32_t namespace_find(const struct cluster *c, uint32_t ns, uint32_t *at)
+{
+	uint32_t lo = 0, hi = c->n_namespaces;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (c->namespaces[mid].ns < ns)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (at)
+		*at = lo;
+	return lo < c->n_namespaces && c->namespaces[lo].ns == ns ? (int32_t)lo : -1;
+}
+
+int cluster_add_namespace(struct cluster *c, uint32_t ns, const struct label *labels,
+			  uint32_t n_labels)
+{
+	uint32_t name_key = cluster_intern(c, "kubernetes.io/metadata.name"), at;
+	struct namespace_labels *e;
+	struct label *l;
+	uint32_t n = n_labels;
+
+	if (name_key == STR_NONE || !(l = arena_alloc(&c->arena, (n_labels + 1) * sizeof(*l))))
+		return -ENOMEM;
+	if (n_labels)
+		memcpy(l, labels, n_labels * sizeof(*l));
+	if (labels_get(labels, n_labels, name_key) == STR_NONE)
+		l[n++] = (struct label){ name_key, ns };
+	labels_sort(l, n);
+	if (namespace_find(c, ns, &at) < 0) {
+		if (!grow((void **)&c->namespaces, &c->n_namespaces, &c->cap_namespaces, sizeof(*e)))
+			return -ENOMEM;
+		memmove(&c->namespaces[at + 1], &c->namespaces[at],
+			(c->n_namespaces - 1 - at) * sizeof(*e));
+	}
+	c->namespaces[at] = (struct namespace_labels){ ns, l, n };
+	return 0;
+}
+
+/* Kubernetes: a namespaceSelector matches namespaces by their labels; {} all. */
+static bool namespace_selected(const struct cluster *c, const struct requirements *sel, uint32_t ns)
+{
+	struct label name;
+	int32_t i;
+
+	if (!sel->n)
+		return true;
+	i = namespace_find(c, ns, NULL);
+	if (i >= 0)
+		return requirements_match_labels(sel, c->namespaces[i].labels,
+						 c->namespaces[i].n_labels, &c->st);
+	/* Unknown to us: it still has the name label every namespace has. If
+	 * nothing interned the key, no selector can mention it. */
+	name = (struct label){ strtab_lookup(&c->st, "kubernetes.io/metadata.name"), ns };
+	return requirements_match_labels(sel, &name, name.key != STR_NONE, &c->st);
 }
 
 uint32_t cluster_intern(struct cluster *c, const char *s)
@@ -174,10 +238,12 @@ bool tolerates(const struct toleration *tols, uint32_t n_tols, const struct tain
 bool topo_group_selects(const struct cluster *c, const struct topo_group *g,
 			const struct pod *p)
 {
-	bool ns = g->all_namespaces;
+	bool ns = false;
 
 	for (uint32_t i = 0; !ns && i < g->n_namespaces; i++)
 		ns = g->namespaces[i] == p->ns;
+	if (!ns && g->has_ns_selector)
+		ns = namespace_selected(c, &g->ns_selector, p->ns);
 	return ns && requirements_match_labels(&g->selector, p->labels, p->n_labels, &c->st);
 }
 

@@ -2,8 +2,9 @@
  * What the solver is asked about: NodePools, existing Nodes, pods (pending
  * and bound), DaemonSet templates and the topology groups that pods' spread
  * and (anti-)affinity terms define, over one string table and catalog.
- * Filled by scheduler/simulate-load.c (and later from proto/ messages);
- * owns all of its memory, released by cluster_free().
+ * Filled by scheduler/from-state.c from proto objects (the daemon's
+ * replica, or --simulate's decoded YAML) and by tests and benchmarks
+ * directly; owns all of its memory, released by cluster_free().
  */
 #ifndef KANNA_SCHEDULER_CLUSTER_H
 #define KANNA_SCHEDULER_CLUSTER_H
@@ -52,9 +53,10 @@ struct topo_group {
 	enum topo_kind kind;
 	uint32_t key;
 	struct requirements selector; /* over pod labels */
-	uint32_t *namespaces;         /* pods of these namespaces count */
+	uint32_t *namespaces;         /* pods of these namespaces count, */
 	uint32_t n_namespaces;
-	bool all_namespaces;          /* namespaceSelector: {} */
+	bool has_ns_selector;         /* and, with a namespaceSelector, pods of */
+	struct requirements ns_selector; /* namespaces it matches (none: all) */
 	int32_t max_skew, min_domains;
 };
 
@@ -103,6 +105,14 @@ struct node {
 	uint32_t launched_as; /* in flight: the Node name it reports, or STR_NONE */
 };
 
+/* A Namespace's labels, for namespaceSelectors; kubernetes.io/metadata.name
+ * (the API server sets it on every namespace) is always among them. */
+struct namespace_labels {
+	uint32_t ns;
+	struct label *labels; /* sorted by key */
+	uint32_t n_labels;
+};
+
 struct cluster {
 	struct strtab st;
 	struct catalog cat;
@@ -117,6 +127,8 @@ struct cluster {
 	uint32_t n_daemonsets, cap_daemonsets;
 	struct topo_group *groups;
 	uint32_t n_groups, cap_groups;
+	struct namespace_labels *namespaces; /* sorted by ns */
+	uint32_t n_namespaces, cap_namespaces;
 };
 
 /* A pod's topology term before ordering (see cluster_pod_set_topology). */
@@ -134,6 +146,9 @@ struct nodepool *cluster_add_nodepool(struct cluster *c);
 struct node *cluster_add_node(struct cluster *c);
 struct pod *cluster_add_pod(struct cluster *c);
 struct pod *cluster_add_daemonset(struct cluster *c);
+/* Records a Namespace's labels (copied; n_labels may be 0). */
+int cluster_add_namespace(struct cluster *c, uint32_t ns, const struct label *labels,
+			  uint32_t n_labels);
 /* The id of an equal group, adding it (taking ownership of g's memory). */
 int cluster_group(struct cluster *c, struct topo_group *g);
 uint32_t cluster_intern(struct cluster *c, const char *s); /* STR_NONE on ENOMEM */
@@ -142,7 +157,8 @@ uint32_t cluster_intern(struct cluster *c, const char *s); /* STR_NONE on ENOMEM
  * never blocks.) Sets *ret_taint to the first one it does not tolerate. */
 bool tolerates(const struct toleration *tols, uint32_t n_tols, const struct taint *taints,
 	       uint32_t n_taints, const struct taint **ret_taint);
-/* Does the group count this pod (namespace and label selector)? */
+/* Does the group count this pod (namespace and label selector)? A
+ * namespace the cluster has no record of has just its name label. */
 bool topo_group_selects(const struct cluster *c, const struct topo_group *g,
 			const struct pod *p);
 /*

@@ -1,12 +1,14 @@
 /*
- * Cluster model from replicated state (see from-state.h). Mirrors what
- * simulate-load.c does for YAML, from proto objects: NodePools with their
- * labels, taints, limits and defaults; Nodes and in-flight NodeClaims as
- * capacity; bound pods (they count for spread, affinity and limits);
- * DaemonSet templates; volume topology from PVCs, PVs and StorageClasses.
- * Called by the scheduler daemon once per batch; owns no state.
+ * Cluster model from replicated state (see from-state.h), for the daemon
+ * and for --simulate alike: NodePools with their labels, taints, limits and
+ * defaults; Nodes and in-flight NodeClaims as capacity; bound pods (they
+ * count for spread, affinity and limits); DaemonSet templates; volume
+ * topology from PVCs, PVs and StorageClasses; Namespace labels for
+ * namespaceSelectors. Called by the scheduler daemon once per batch and by
+ * --simulate once; owns no state.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,8 +214,20 @@ static int selector(struct builder *b, const struct proto_label_selector *sel, s
 	return add_requirements(b, r, sel->match_expressions, sel->n_match_expressions);
 }
 
+/* A namespaceSelector: {} selects every namespace (no requirement). */
+static int namespace_selector(struct builder *b, const struct proto_label_selector *sel,
+			      struct requirements *r)
+{
+	int k = kv_requirements(b, r, sel->match_labels, sel->n_match_labels);
+
+	return k < 0 ? k : add_requirements(b, r, sel->match_expressions, sel->n_match_expressions);
+}
+
+/* Which pods the group counts: those of the namespaces listed and of those
+ * its namespaceSelector matches; neither given, the pod's own namespace. */
 static int topo_group(struct builder *b, struct topo_group *g, const struct pod *p,
-		      char *const *namespaces, uint32_t n_namespaces, bool all_namespaces,
+		      char *const *namespaces, uint32_t n_namespaces,
+		      const struct proto_label_selector *ns_selector,
 		      char *const *match_label_keys, uint32_t n_keys)
 {
 	uint32_t *ns = arena_alloc(&b->c->arena, (n_namespaces + 1) * sizeof(*ns));
@@ -223,11 +237,13 @@ static int topo_group(struct builder *b, struct topo_group *g, const struct pod 
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n_namespaces; i++)
 		ns[i] = intern(b, namespaces[i]);
-	if (!n_namespaces)
+	if (!n_namespaces && !ns_selector)
 		ns[n_namespaces++] = p->ns;
 	g->namespaces = ns;
 	g->n_namespaces = n_namespaces;
-	g->all_namespaces = all_namespaces;
+	g->has_ns_selector = ns_selector != NULL;
+	if (ns_selector && (r = namespace_selector(b, ns_selector, &g->ns_selector)) < 0)
+		return r;
 	for (uint32_t i = 0; i < n_keys; i++) {
 		uint32_t key = intern(b, match_label_keys[i]), v = labels_get(p->labels, p->n_labels, key);
 		if (v != STR_NONE && (r = requirements_add(&g->selector, &b->c->st, key, REQ_IN, &v, 1, 0)) < 0)
@@ -246,9 +262,11 @@ static int affinity_term(struct builder *b, const struct proto_pod_affinity_term
 	if (*n >= POD_MAX_TOPO_TERMS)
 		return 0;
 	if ((r = selector(b, &t->selector, &g.selector)) < 0 ||
-	    (r = topo_group(b, &g, p, t->namespaces, t->n_namespaces, t->has_namespace_selector,
+	    (r = topo_group(b, &g, p, t->namespaces, t->n_namespaces,
+			    t->has_namespace_selector ? &t->namespace_selector : NULL,
 			    t->match_label_keys, t->n_match_label_keys)) < 0) {
 		requirements_free(&g.selector);
+		requirements_free(&g.ns_selector);
 		return r;
 	}
 	out[(*n)++] = (struct topo_term){ { (uint32_t)r, soft, weight },
@@ -278,7 +296,7 @@ static int pod_topology(struct builder *b, const struct proto_pod *pp, struct po
 					.max_skew = sc->max_skew, .min_domains = sc->min_domains };
 		bool soft = sc->when_unsatisfiable == PROTO_UNSATISFIABLE_SCHEDULE_ANYWAY;
 		if ((r = selector(b, &sc->selector, &g.selector)) < 0 ||
-		    (r = topo_group(b, &g, p, NULL, 0, false, sc->match_label_keys,
+		    (r = topo_group(b, &g, p, NULL, 0, NULL, sc->match_label_keys,
 				    sc->n_match_label_keys)) < 0) {
 			requirements_free(&g.selector);
 			return r;
@@ -288,43 +306,160 @@ static int pod_topology(struct builder *b, const struct proto_pod *pp, struct po
 	return cluster_pod_set_topology(b->c, p, terms, n);
 }
 
-/* Volume topology: a bound PV's node affinity, or an unbound claim's
- * WaitForFirstConsumer StorageClass allowed topologies (first term). */
-static int pod_volumes(struct builder *b, const struct proto_pod *pp, struct pod *p)
-{
-	for (uint32_t i = 0; i < pp->n_pvc_names; i++) {
-		const struct state_entry *e = state_store_get(b->s, PROTO_OBJECT_PVC, pp->ns,
-							      pp->pvc_names[i]);
-		const struct proto_pvc *pvc;
-		const struct state_entry *pv, *sc;
+/* Node-selector terms a pod's volumes may multiply its required node
+ * affinity into (several multi-zone volumes); further combinations are not
+ * tried, as a pod never lists that many alternatives in practice. */
+#define POD_MAX_VOLUME_TERMS 64
 
-		if (!e) {
-			char why[PROTO_MAX_NAME_LEN * 2 + 64];
-			snprintf(why, sizeof(why), "PersistentVolumeClaim %s/%s not found", pp->ns,
-				 pp->pvc_names[i]);
-			p->invalid = arena_strdup(&b->c->arena, why);
-			return p->invalid ? 0 : -ENOMEM;
+static int pod_unplaceable(struct builder *b, struct pod *p, const char *fmt, ...) _printf_(3, 4);
+
+static int pod_unplaceable(struct builder *b, struct pod *p, const char *fmt, ...)
+{
+	char why[PROTO_MAX_NAME_LEN * 2 + 96];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	p->invalid = arena_strdup(&b->c->arena, why);
+	return p->invalid ? 0 : -ENOMEM;
+}
+
+/* p := p ∧ (alt[0] ∨ alt[1] ∨ …), consuming alt. One alternative joins
+ * p->reqs; several multiply the pod's required node affinity terms, which
+ * the solver tries in order (as it tries the terms a pod lists). */
+static int and_any_of(struct builder *b, struct pod *p, struct requirements *alt, uint32_t n_alt)
+{
+	uint32_t have = p->n_terms ? p->n_terms : 1, k = 0;
+	struct requirements *out;
+	int r = 0;
+
+	if (n_alt == 1)
+		return requirements_intersect(&p->reqs, &alt[0], &b->c->st);
+	out = calloc(MIN(have * n_alt, POD_MAX_VOLUME_TERMS), sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < have && r >= 0; i++)
+		for (uint32_t j = 0; j < n_alt && k < POD_MAX_VOLUME_TERMS && r >= 0; j++) {
+			if (p->n_terms && (r = requirements_copy(&out[k], &p->terms[i])) < 0)
+				break;
+			r = requirements_intersect(&out[k++], &alt[j], &b->c->st);
 		}
-		pvc = e->obj.pvc;
-		pv = pvc->volume_name ? state_store_get(b->s, PROTO_OBJECT_PV, "", pvc->volume_name) : NULL;
-		if (pv && pv->obj.pv->n_node_affinity) {
-			const struct proto_node_selector_term *t = &pv->obj.pv->node_affinity[0];
-			int r = add_requirements(b, &p->reqs, t->requirements, t->n_requirements);
-			if (r < 0)
-				return r;
+	if (r < 0) {
+		for (uint32_t i = 0; i < k; i++)
+			requirements_free(&out[i]);
+		free(out);
+		return r;
+	}
+	for (uint32_t i = 0; i < p->n_terms; i++)
+		requirements_free(&p->terms[i]);
+	free(p->terms);
+	p->terms = out;
+	p->n_terms = k;
+	return 0;
+}
+
+/* Node selector terms → alternatives. A term without requirements selects
+ * no node (Kubernetes' MatchNodeSelectorTerms), so it is left out. */
+static int terms_to_alternatives(struct builder *b, const struct proto_node_selector_term *t,
+				 uint32_t n, struct requirements *alt, uint32_t *n_alt)
+{
+	int r;
+
+	*n_alt = 0;
+	for (uint32_t i = 0; i < n && *n_alt < PROTO_MAX_TERMS; i++) {
+		if (!t[i].n_requirements)
 			continue;
-		}
-		sc = pvc->storage_class ? state_store_get(b->s, PROTO_OBJECT_STORAGECLASS, "",
-							  pvc->storage_class) : NULL;
-		if (!pv && sc && sc->obj.storageclass->binding_mode == PROTO_BINDING_WAIT_FOR_FIRST_CONSUMER &&
-		    sc->obj.storageclass->n_allowed_topologies) {
-			const struct proto_node_selector_term *t = &sc->obj.storageclass->allowed_topologies[0];
-			int r = add_requirements(b, &p->reqs, t->requirements, t->n_requirements);
-			if (r < 0)
-				return r;
-		}
+		if ((r = add_requirements(b, &alt[(*n_alt)++], t[i].requirements, t[i].n_requirements)) < 0)
+			return r;
 	}
 	return 0;
+}
+
+/* A PV with no node affinity but zone labels (in-tree volumes) is held to
+ * them, as kube-scheduler's VolumeZone does: "a__b" lists several zones. */
+static int zone_label_alternative(struct builder *b, const char *zone, struct requirements *alt)
+{
+	uint32_t values[16], n = 0;
+	const char *z = zone;
+	int64_t id;
+
+	while (*z && n < ARRAY_SIZE(values)) {
+		const char *end = strstr(z, "__");
+		size_t len = end ? (size_t)(end - z) : strlen(z);
+		if ((id = strtab_intern_len(&b->c->st, z, len)) < 0)
+			return (int)id;
+		values[n++] = (uint32_t)id;
+		z += len + (end ? 2 : 0);
+	}
+	return requirements_add(alt, &b->c->st, K_ZONE, REQ_IN, values, n, 0);
+}
+
+/*
+ * Volume topology as kube-scheduler's VolumeBinding checks it: a claim bound
+ * to a PersistentVolume holds the pod to the PV's node affinity (its terms
+ * ORed) or zone labels; an unbound claim of a WaitForFirstConsumer
+ * StorageClass holds it to the class's allowedTopologies (terms ORed), since
+ * the volume will be provisioned where the pod lands. Claims AND with each
+ * other and with the pod's own node affinity. An unbound claim of an
+ * Immediate class is the provisioner's to bind and adds nothing here. A
+ * missing claim, volume or class leaves the pod unplaceable, as it stays
+ * Pending in Kubernetes.
+ */
+static int pod_volumes(struct builder *b, const struct proto_pod *pp, struct pod *p)
+{
+	struct requirements alt[PROTO_MAX_TERMS];
+	uint32_t n_alt = 0;
+	int r = 0;
+
+	memset(alt, 0, sizeof(alt));
+	for (uint32_t i = 0; i < pp->n_pvc_names && r >= 0 && !p->invalid; i++) {
+		const struct state_entry *e = state_store_get(b->s, PROTO_OBJECT_PVC, pp->ns,
+							      pp->pvc_names[i]);
+		const struct state_entry *pv, *sc;
+		const struct proto_pvc *pvc;
+
+		if (!e) {
+			r = pod_unplaceable(b, p, "persistentvolumeclaim \"%s\" not found", pp->pvc_names[i]);
+			break;
+		}
+		pvc = e->obj.pvc;
+		n_alt = 0;
+		if (pvc->volume_name && *pvc->volume_name) {
+			pv = state_store_get(b->s, PROTO_OBJECT_PV, "", pvc->volume_name);
+			if (!pv)
+				r = pod_unplaceable(b, p, "persistentvolume \"%s\" not found", pvc->volume_name);
+			else if (pv->obj.pv->n_node_affinity) {
+				r = terms_to_alternatives(b, pv->obj.pv->node_affinity,
+							  pv->obj.pv->n_node_affinity, alt, &n_alt);
+				if (r >= 0 && !n_alt)
+					r = pod_unplaceable(b, p, "persistentvolume \"%s\" node affinity matches no node",
+							    pvc->volume_name);
+			} else if (pv->obj.pv->zone && *pv->obj.pv->zone) {
+				r = zone_label_alternative(b, pv->obj.pv->zone, &alt[0]);
+				n_alt = 1;
+			}
+		} else if (pvc->storage_class && *pvc->storage_class) {
+			sc = state_store_get(b->s, PROTO_OBJECT_STORAGECLASS, "", pvc->storage_class);
+			if (!sc)
+				r = pod_unplaceable(b, p, "storageclass.storage.k8s.io \"%s\" not found",
+						    pvc->storage_class);
+			else if (sc->obj.storageclass->binding_mode == PROTO_BINDING_WAIT_FOR_FIRST_CONSUMER &&
+				 sc->obj.storageclass->n_allowed_topologies) {
+				r = terms_to_alternatives(b, sc->obj.storageclass->allowed_topologies,
+							  sc->obj.storageclass->n_allowed_topologies, alt,
+							  &n_alt);
+				if (r >= 0 && !n_alt)
+					r = pod_unplaceable(b, p, "storageclass \"%s\" allowed topologies match no node",
+							    pvc->storage_class);
+			}
+		}
+		if (r >= 0 && n_alt && !p->invalid)
+			r = and_any_of(b, p, alt, n_alt);
+		for (uint32_t k = 0; k < ARRAY_SIZE(alt); k++)
+			requirements_free(&alt[k]);
+	}
+	return r;
 }
 
 static int pod_spec(struct builder *b, const struct proto_pod *pp, struct pod *p)
@@ -401,6 +536,15 @@ static int add_pod(struct builder *b, const struct proto_pod *pp, bool pending)
 	if ((r = pod_spec(b, pp, p)) < 0 || (r = pod_topology(b, pp, p)) < 0)
 		return r;
 	return pending ? pod_volumes(b, pp, p) : 0;
+}
+
+static int add_namespace(struct builder *b, const struct proto_namespace *ns)
+{
+	struct label *l;
+	uint32_t n;
+	int r = labels(b, ns->labels, ns->n_labels, &l, &n);
+
+	return r < 0 ? r : cluster_add_namespace(b->c, intern(b, ns->name), l, n);
 }
 
 static int add_daemonset(struct builder *b, const struct proto_daemonset *ds)
@@ -499,12 +643,16 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 		case PROTO_OBJECT_DAEMONSET:
 			r = add_daemonset(&b, e->obj.daemonset);
 			break;
+		case PROTO_OBJECT_NAMESPACE:
+			r = add_namespace(&b, e->obj.namespace);
+			break;
 		default:
 			break;
 		}
 	}
 	if (r >= 0)
-		r = load_catalog(&b, opts);
+		r = opts->fill_catalog ? opts->fill_catalog(&b.c->cat, opts->userdata, err, errlen) :
+					 load_catalog(&b, opts);
 	if (r >= 0)
 		r = cluster_settle_in_flight(b.c);
 	if (r >= 0) {

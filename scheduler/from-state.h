@@ -1,8 +1,9 @@
 /*
  * The daemon's way into the solver: a cluster model built from the
  * replicated cluster state (proto objects kept in step by kanna-watcher)
- * and the batch of pending pods to place. --simulate builds the same model
- * from YAML (simulate-load.c); the solver cannot tell them apart.
+ * and the batch of pending pods to place. --simulate decodes its YAML with
+ * the watcher's decoders into the same objects and comes through here too
+ * (simulate-load.c), so offline and live answers cannot differ.
  */
 #ifndef KANNA_SCHEDULER_FROM_STATE_H
 #define KANNA_SCHEDULER_FROM_STATE_H
@@ -24,6 +25,11 @@ struct from_state_options {
 	const struct unavailable_offering *unavailable;
 	size_t n_unavailable;
 	int64_t now_ms;
+	/* When set, fills and finalizes the catalog instead of the one above
+	 * (--simulate: its InstanceType objects, or the zones its input
+	 * names); returns 0 or a negative errno with err filled. */
+	int (*fill_catalog)(struct catalog *cat, void *userdata, char *err, size_t errlen);
+	void *userdata;
 };
 
 /*

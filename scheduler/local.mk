@@ -75,6 +75,11 @@ EXTRA_DIST += \
 	tests/scheduling/invalid/bad-yaml.yaml \
 	tests/scheduling/invalid/missing-name.yaml
 
+check_PROGRAMS += tests/unit/test_sched_from_state
+TESTS += tests/unit/test_sched_from_state
+tests_unit_test_sched_from_state_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sched_from_state_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
+
 check_PROGRAMS += tests/unit/test_sched_checker
 TESTS += tests/unit/test_sched_checker
 tests_unit_test_sched_checker_CFLAGS = $(TEST_CFLAGS)

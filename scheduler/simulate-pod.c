@@ -159,7 +159,7 @@ static int add_group(struct yctx *y, const yaml_node_t *at, struct topo_group *g
 		}
 	}
 	/* namespaceSelector: we have no Namespace labels; any selector means all. */
-	g->all_namespaces = nsel != NULL;
+	g->has_ns_selector = nsel != NULL; /* no selector requirements: all namespaces */
 	if (!g->n_namespaces)
 		list[g->n_namespaces++] = ns;
 	g->namespaces = arena_memdup(&y->c->arena, list, g->n_namespaces * sizeof(*list));

@@ -1,0 +1,386 @@
+/*
+ * The cluster model built from replicated state: pod (anti-)affinity terms
+ * that select namespaces by label, and volume topology with every node
+ * selector term of a PersistentVolume or StorageClass honoured (ORed), as
+ * kube-scheduler's VolumeBinding does.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "scheduler/from-state.h"
+#include "scheduler/solver.h"
+
+#define ZONE "topology.kubernetes.io/zone"
+#define HOSTNAME "kubernetes.io/hostname"
+
+static struct state_store store;
+static struct cluster *cluster;
+static struct sched_result *result;
+
+static void setup(void)
+{
+	state_store_init(&store);
+	cluster = NULL;
+	result = NULL;
+}
+
+static void teardown(void)
+{
+	sched_result_free(result);
+	cluster_free(cluster);
+	state_store_done(&store);
+}
+
+TestSuite(from_state, .init = setup, .fini = teardown);
+
+static void add(struct proto_object o)
+{
+	cr_assert_geq(state_store_apply(&store, PROTO_DELTA_ADD, &o, store.seq + 1), 0);
+}
+
+static struct proto_resource small_request[] = { { "cpu", 500 }, { "memory", 512LL << 20 } };
+static struct proto_resource node_size[] = { { "cpu", 4000 }, { "memory", 16LL << 30 }, { "pods", 110 } };
+
+static struct proto_pod pod(const char *ns, const char *name, struct proto_kv *labels)
+{
+	return (struct proto_pod){ .ns = (char *)ns, .name = (char *)name, .uid = (char *)name,
+				   .labels = labels, .n_labels = labels ? 1 : 0,
+				   .requests = small_request, .n_requests = 2 };
+}
+
+static void add_node(const char *name)
+{
+	static struct proto_kv labels[8][1];
+	static int n;
+	struct proto_kv *l = labels[n++ % 8];
+	struct proto_node node = { .name = (char *)name, .uid = (char *)name, .labels = l,
+				   .n_labels = 1, .allocatable = node_size, .n_allocatable = 3 };
+
+	l[0] = (struct proto_kv){ HOSTNAME, (char *)name };
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODE, .node = &node });
+}
+
+/* A pod already running on node, counted by affinity terms. */
+static void add_bound_pod(const char *ns, const char *name, const char *node, struct proto_kv *labels)
+{
+	struct proto_pod p = pod(ns, name, labels);
+
+	p.node_name = (char *)node;
+	p.phase = PROTO_PHASE_RUNNING;
+	add((struct proto_object){ .kind = PROTO_OBJECT_POD, .pod = &p });
+}
+
+static void add_namespace(const char *name, struct proto_kv *labels, uint32_t n_labels)
+{
+	struct proto_namespace ns = { .name = (char *)name, .uid = (char *)name, .labels = labels,
+				      .n_labels = n_labels };
+
+	add((struct proto_object){ .kind = PROTO_OBJECT_NAMESPACE, .namespace = &ns });
+}
+
+static void add_nodepool(struct proto_requirement *reqs, uint32_t n)
+{
+	struct proto_nodepool np = { .name = "default", .uid = "np", .requirements = reqs,
+				     .n_requirements = n };
+
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODEPOOL, .nodepool = &np });
+}
+
+static void solve(const struct proto_pod *const *pending, size_t n)
+{
+	struct from_state_options fo = { .region = "us-west-2" };
+	char err[512];
+
+	cr_assert_eq(cluster_from_state(&store, pending, n, &fo, &cluster, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(sched_solve(cluster, &result), 0);
+}
+
+/* The existing node pod i went to, or NULL (a new NodeClaim, or pending). */
+static const char *node_of(uint32_t i)
+{
+	int32_t bin = result->pod_bin[i];
+
+	if (bin < 0 || (uint32_t)bin >= result->n_nodes)
+		return NULL;
+	return strtab_str(&cluster->st, cluster->nodes[bin].name);
+}
+
+/* Pending pod 0's claim's zone mask is exactly this zone. */
+static void assert_claim_in_zone(uint32_t claim, const char *zone)
+{
+	int z = catalog_zone_find(&cluster->cat, strtab_lookup(&cluster->st, zone));
+
+	cr_assert_geq(z, 0, "zone %s not in the catalog", zone);
+	cr_assert_lt(claim, result->n_claims);
+	cr_assert_eq(result->claims[claim].zones, 1ULL << z, "claim %u zones %#llx, want only %s", claim,
+		     (unsigned long long)result->claims[claim].zones, zone);
+}
+
+/* A "web" pod in team-a that must not share a node with app=db pods of the
+ * namespaces its term selects; db pods run in "data" (tier=data) on n1 and
+ * in "other" (no Namespace object known) on n2. */
+static void anti_affinity_world(struct proto_pod_affinity_term *term, struct proto_pod *web)
+{
+	static struct proto_kv db[] = { { "app", "db" } }, tier[] = { { "tier", "data" } };
+	static struct proto_kv web_label[] = { { "app", "web" } };
+
+	add_node("n1");
+	add_node("n2");
+	add_namespace("data", tier, 1);
+	add_namespace("team-a", NULL, 0);
+	add_bound_pod("data", "db-0", "n1", db);
+	add_bound_pod("other", "db-1", "n2", db);
+	add_nodepool(NULL, 0);
+	term->topology_key = HOSTNAME;
+	term->selector = (struct proto_label_selector){ .match_labels = db, .n_match_labels = 1 };
+	*web = pod("team-a", "web", web_label);
+	web->pod_anti_affinity_required = term;
+	web->n_pod_anti_affinity_required = 1;
+}
+
+Test(from_state, a_namespace_selector_counts_pods_of_namespaces_with_matching_labels)
+{
+	static struct proto_kv tier[] = { { "tier", "data" } };
+	struct proto_pod_affinity_term term = { 0 };
+	struct proto_pod web;
+	const struct proto_pod *pending[1] = { &web };
+
+	anti_affinity_world(&term, &web);
+	term.has_namespace_selector = true;
+	term.namespace_selector.match_labels = tier;
+	term.namespace_selector.n_match_labels = 1;
+	solve(pending, 1);
+	cr_assert_str_eq(node_of(0) ?: "(none)", "n2", "the db pod of data (tier=data) repels, other's does not");
+}
+
+Test(from_state, an_empty_namespace_selector_counts_every_namespace)
+{
+	struct proto_pod_affinity_term term = { .has_namespace_selector = true };
+	struct proto_pod web;
+	const struct proto_pod *pending[1] = { &web };
+
+	anti_affinity_world(&term, &web);
+	solve(pending, 1);
+	cr_assert_null(node_of(0), "both db pods repel: %s", node_of(0));
+	cr_assert_eq(result->n_claims, 1);
+	cr_assert_eq(result->n_unschedulable, 0);
+}
+
+Test(from_state, without_namespaces_or_selector_only_the_pods_own_namespace_counts)
+{
+	struct proto_pod_affinity_term term = { 0 };
+	struct proto_pod web;
+	const struct proto_pod *pending[1] = { &web };
+
+	anti_affinity_world(&term, &web);
+	solve(pending, 1);
+	cr_assert_not_null(node_of(0), "no db pod runs in team-a");
+}
+
+Test(from_state, a_namespace_without_an_object_still_has_its_name_label)
+{
+	static char *other[] = { "other" };
+	struct proto_requirement by_name = { .key = "kubernetes.io/metadata.name", .op = PROTO_OP_IN,
+					     .values = other, .n_values = 1 };
+	struct proto_pod_affinity_term term = { .has_namespace_selector = true };
+	struct proto_pod web;
+	const struct proto_pod *pending[1] = { &web };
+
+	anti_affinity_world(&term, &web);
+	term.namespace_selector.match_expressions = &by_name;
+	term.namespace_selector.n_match_expressions = 1;
+	solve(pending, 1);
+	cr_assert_str_eq(node_of(0) ?: "(none)", "n1", "only the db pod of \"other\" repels");
+}
+
+Test(from_state, the_listed_namespaces_and_the_selected_ones_both_count)
+{
+	static struct proto_kv tier[] = { { "tier", "data" } };
+	static char *other[] = { "other" };
+	struct proto_pod_affinity_term term = { .namespaces = other, .n_namespaces = 1,
+						.has_namespace_selector = true };
+	struct proto_pod web;
+	const struct proto_pod *pending[1] = { &web };
+
+	anti_affinity_world(&term, &web);
+	term.namespace_selector.match_labels = tier;
+	term.namespace_selector.n_match_labels = 1;
+	solve(pending, 1);
+	cr_assert_null(node_of(0), "db pods of data (selected) and other (listed) both repel");
+}
+
+/* ---- volume topology ---- */
+
+static char *zone_b[] = { "us-west-2b" }, *zone_c[] = { "us-west-2c" }, *zone_a[] = { "us-west-2a" };
+static char *zones_bc[] = { "us-west-2b", "us-west-2c" };
+
+static struct proto_requirement zone_in(char **values, uint32_t n)
+{
+	return (struct proto_requirement){ .key = ZONE, .op = PROTO_OP_IN, .values = values, .n_values = n };
+}
+
+static void add_claim(const char *name, const char *volume, const char *storage_class)
+{
+	struct proto_pvc pvc = { .ns = "default", .name = (char *)name, .volume_name = (char *)volume,
+				 .storage_class = (char *)storage_class };
+
+	add((struct proto_object){ .kind = PROTO_OBJECT_PVC, .pvc = &pvc });
+}
+
+static struct proto_pod pod_with_claim(const char *name, char **claim)
+{
+	struct proto_pod p = pod("default", name, NULL);
+
+	p.pvc_names = claim;
+	p.n_pvc_names = 1;
+	return p;
+}
+
+Test(from_state, every_node_affinity_term_of_a_bound_volume_is_an_alternative)
+{
+	struct proto_requirement in_b = zone_in(zone_b, 1), in_c = zone_in(zone_c, 1);
+	struct proto_node_selector_term terms[2] = { { &in_b, 1 }, { &in_c, 1 } };
+	struct proto_pv pv = { .name = "pv-1", .node_affinity = terms, .n_node_affinity = 2 };
+	struct proto_requirement pool_c = zone_in(zone_c, 1);
+	static char *claim[] = { "data" };
+	struct proto_pod p = pod_with_claim("app", claim);
+	const struct proto_pod *pending[1] = { &p };
+
+	add((struct proto_object){ .kind = PROTO_OBJECT_PV, .pv = &pv });
+	add_claim("data", "pv-1", NULL);
+	add_nodepool(&pool_c, 1);
+	solve(pending, 1);
+	cr_assert_eq(result->n_unschedulable, 0, "the volume's second term allows the pool's zone");
+	cr_assert_eq(result->n_claims, 1);
+	assert_claim_in_zone(0, "us-west-2c");
+}
+
+Test(from_state, every_allowed_topology_of_a_wait_for_first_consumer_class_is_an_alternative)
+{
+	struct proto_requirement in_a = zone_in(zone_a, 1), in_b = zone_in(zone_b, 1);
+	struct proto_node_selector_term topo[2] = { { &in_a, 1 }, { &in_b, 1 } };
+	struct proto_storageclass sc = { .name = "ebs", .binding_mode = PROTO_BINDING_WAIT_FOR_FIRST_CONSUMER,
+					 .allowed_topologies = topo, .n_allowed_topologies = 2 };
+	struct proto_requirement pool = zone_in(zones_bc, 2);
+	static char *claim[] = { "data" };
+	struct proto_pod p = pod_with_claim("app", claim);
+	const struct proto_pod *pending[1] = { &p };
+
+	add((struct proto_object){ .kind = PROTO_OBJECT_STORAGECLASS, .storageclass = &sc });
+	add_claim("data", NULL, "ebs");
+	add_nodepool(&pool, 1);
+	solve(pending, 1);
+	cr_assert_eq(result->n_unschedulable, 0);
+	assert_claim_in_zone(0, "us-west-2b");
+}
+
+/* SCENARIOS S2: a StatefulSet of 20 replicas, each with a claim of a
+ * WaitForFirstConsumer class limited to one zone and node affinity to it. */
+Test(from_state, statefulset_of_20_with_a_zonal_class_lands_every_claim_in_that_zone)
+{
+	struct proto_requirement in_a = zone_in(zone_a, 1), affinity = zone_in(zone_a, 1);
+	struct proto_node_selector_term topo = { &in_a, 1 }, term = { &affinity, 1 };
+	struct proto_storageclass sc = { .name = "ebs", .binding_mode = PROTO_BINDING_WAIT_FOR_FIRST_CONSUMER,
+					 .allowed_topologies = &topo, .n_allowed_topologies = 1 };
+	static char names[20][16], claims[20][16], *claim_refs[20][1];
+	struct proto_pod pods[20];
+	const struct proto_pod *pending[20];
+	uint32_t placed = 0;
+
+	add((struct proto_object){ .kind = PROTO_OBJECT_STORAGECLASS, .storageclass = &sc });
+	add_nodepool(NULL, 0);
+	for (int i = 0; i < 20; i++) {
+		snprintf(names[i], sizeof(names[i]), "db-%d", i);
+		snprintf(claims[i], sizeof(claims[i]), "data-db-%d", i);
+		claim_refs[i][0] = claims[i];
+		add_claim(claims[i], NULL, "ebs");
+		pods[i] = pod_with_claim(names[i], claim_refs[i]);
+		pods[i].node_affinity_required = &term;
+		pods[i].n_node_affinity_required = 1;
+		pending[i] = &pods[i];
+	}
+	solve(pending, 20);
+	cr_assert_eq(result->n_unschedulable, 0);
+	cr_assert_geq(result->n_claims, 1);
+	for (uint32_t i = 0; i < result->n_claims; i++) {
+		assert_claim_in_zone(i, "us-west-2a");
+		placed += result->claims[i].n_pods;
+	}
+	cr_assert_eq(placed, 20);
+}
+
+Test(from_state, volumes_of_one_pod_combine_with_its_own_node_affinity_terms)
+{
+	/* Pod: zone a OR zone c. Volume 1: b OR c. Volume 2: c OR a. Only c fits all. */
+	struct proto_requirement pa = zone_in(zone_a, 1), pc = zone_in(zone_c, 1);
+	struct proto_node_selector_term pod_terms[2] = { { &pa, 1 }, { &pc, 1 } };
+	struct proto_requirement v1b = zone_in(zone_b, 1), v1c = zone_in(zone_c, 1);
+	struct proto_node_selector_term v1_terms[2] = { { &v1b, 1 }, { &v1c, 1 } };
+	struct proto_requirement v2c = zone_in(zone_c, 1), v2a = zone_in(zone_a, 1);
+	struct proto_node_selector_term v2_terms[2] = { { &v2c, 1 }, { &v2a, 1 } };
+	struct proto_pv pv1 = { .name = "pv-1", .node_affinity = v1_terms, .n_node_affinity = 2 };
+	struct proto_pv pv2 = { .name = "pv-2", .node_affinity = v2_terms, .n_node_affinity = 2 };
+	static char *claims[] = { "one", "two" };
+	struct proto_pod p = pod("default", "app", NULL);
+	const struct proto_pod *pending[1] = { &p };
+
+	p.pvc_names = claims;
+	p.n_pvc_names = 2;
+	p.node_affinity_required = pod_terms;
+	p.n_node_affinity_required = 2;
+	add((struct proto_object){ .kind = PROTO_OBJECT_PV, .pv = &pv1 });
+	add((struct proto_object){ .kind = PROTO_OBJECT_PV, .pv = &pv2 });
+	add_claim("one", "pv-1", NULL);
+	add_claim("two", "pv-2", NULL);
+	add_nodepool(NULL, 0);
+	solve(pending, 1);
+	cr_assert_eq(result->n_unschedulable, 0);
+	assert_claim_in_zone(0, "us-west-2c");
+}
+
+Test(from_state, a_zone_label_of_a_volume_without_node_affinity_is_honoured)
+{
+	struct proto_pv pv = { .name = "pv-old", .zone = "us-west-2a__us-west-2b" };
+	struct proto_requirement pool = zone_in(zones_bc, 2);
+	static char *claim[] = { "data" };
+	struct proto_pod p = pod_with_claim("app", claim);
+	const struct proto_pod *pending[1] = { &p };
+
+	add((struct proto_object){ .kind = PROTO_OBJECT_PV, .pv = &pv });
+	add_claim("data", "pv-old", NULL);
+	add_nodepool(&pool, 1);
+	solve(pending, 1);
+	cr_assert_eq(result->n_unschedulable, 0);
+	assert_claim_in_zone(0, "us-west-2b");
+}
+
+Test(from_state, missing_claims_volumes_and_classes_leave_the_pod_pending_with_the_reason)
+{
+	struct proto_node_selector_term empty = { 0 };
+	struct proto_pv pv = { .name = "pv-empty", .node_affinity = &empty, .n_node_affinity = 1 };
+	static char *c0[] = { "nope" }, *c1[] = { "bound-lost" }, *c2[] = { "classless" }, *c3[] = { "empty" };
+	struct proto_pod p[4] = { pod_with_claim("a", c0), pod_with_claim("b", c1), pod_with_claim("c", c2),
+				  pod_with_claim("d", c3) };
+	const struct proto_pod *pending[4] = { &p[0], &p[1], &p[2], &p[3] };
+	static const char *const want[4] = {
+		"persistentvolumeclaim \"nope\" not found",
+		"persistentvolume \"pv-gone\" not found",
+		"storageclass.storage.k8s.io \"fast\" not found",
+		"persistentvolume \"pv-empty\" node affinity matches no node",
+	};
+
+	add((struct proto_object){ .kind = PROTO_OBJECT_PV, .pv = &pv });
+	add_claim("bound-lost", "pv-gone", NULL);
+	add_claim("classless", NULL, "fast");
+	add_claim("empty", "pv-empty", NULL);
+	add_nodepool(NULL, 0);
+	solve(pending, 4);
+	cr_assert_eq(result->n_claims, 0);
+	cr_assert_eq(result->n_unschedulable, 4);
+	for (uint32_t i = 0; i < 4; i++) {
+		const struct sched_unschedulable *u = &result->unschedulable[i];
+		cr_assert(strstr(u->reason, want[u->pod]), "pod %u: \"%s\", want \"%s\"", u->pod, u->reason,
+			  want[u->pod]);
+	}
+}
