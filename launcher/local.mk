@@ -53,3 +53,11 @@ tests_fuzz_fuzz_describe_instances_LDFLAGS = $(FUZZ_LDFLAGS)
 tests_fuzz_fuzz_describe_instances_LDADD = $(LAUNCHER_LIBS) $(LDADD)
 EXTRA_DIST += tests/fuzz/corpus/describe_instances/two-instances.xml \
 	tests/fuzz/corpus/fleet_response/batch-of-three.xml
+
+# EC2NodeClass resolution: user data per AMI family, selector terms, AMIs,
+# instance profile, launch templates and the EC2NodeClass status.
+libkanna_launcher_a_SOURCES += launcher/catalog.h launcher/nodeclass.h \
+	launcher/userdata.h launcher/userdata.c launcher/userdata-mime.c launcher/userdata-toml.c
+libkanna_launcher_a_SOURCES += launcher/nodeclass-ec2.h launcher/nodeclass-ec2.c \
+	launcher/nodeclass-template.c launcher/nodeclass-status.c \
+	launcher/nodeclass-internal.h launcher/nodeclass.c launcher/nodeclass-launch.c

@@ -28,6 +28,8 @@ struct nodeclass_resolver_options {
 	const char *cluster_ca;       /* base64 CA bundle for user data; may be NULL */
 	const char *cluster_dns;      /* may be NULL: the family's default */
 	uint64_t refresh_usec;        /* re-resolution period; 0 = 5 minutes */
+	const char *service_cidr;     /* AL2023's nodeadm wants it; NULL: 10.100.0.0/16 */
+	const char *kubernetes_version; /* "1.32" for AMI aliases; NULL: the API server's /version */
 };
 
 /* What one CreateFleet LaunchTemplateConfig needs for one architecture. */
@@ -70,5 +72,9 @@ void nodeclass_resolver_forget(struct nodeclass_resolver *r, const char *name);
  * done() runs exactly once, possibly before this returns. */
 int nodeclass_launch_config(struct nodeclass_resolver *r, const struct launch_config_request *req,
 			    launch_config_done_fn done, void *userdata);
+
+/* CreateFleet said the template is gone (InvalidLaunchTemplateName.
+ * NotFoundException): forget it, so that the next launch re-creates it. */
+void nodeclass_launch_template_forget(struct nodeclass_resolver *r, const char *name);
 
 #endif

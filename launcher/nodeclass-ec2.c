@@ -1,0 +1,337 @@
+/*
+ * EC2NodeClass selector terms as EC2 Describe* requests and the readers of
+ * their answers (subnets with zone and zone id, security groups with name,
+ * images with architecture and creation date), AMI aliases as the EKS
+ * public SSM parameter names Karpenter reads, and the instance profile
+ * name. Pure; nodeclass.c runs the requests. Terms are ORed (one request
+ * per term), fields of one term ANDed (filters of one request).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/aws.h"
+#include "common/util.h"
+#include "launcher/nodeclass-ec2.h"
+
+/* tags → Filter tag:K=V, or tag-key=K for the "*" wildcard (Karpenter). */
+static int add_tag_filters(struct aws_query *q, const struct proto_selector_term *t, unsigned *idx)
+{
+	int r = 0;
+
+	for (uint32_t i = 0; r >= 0 && i < t->n_tags; i++) {
+		const char *v = t->tags[i].value ?: "";
+		char name[PROTO_MAX_KEY_LEN + 8];
+
+		if (streq(v, "*") || !*v) {
+			const char *key = t->tags[i].key;
+
+			r = aws_query_add_filter(q, ++*idx, "tag-key", &key, 1);
+		} else {
+			snprintf(name, sizeof(name), "tag:%s", t->tags[i].key);
+			r = aws_query_add_filter(q, ++*idx, name, &v, 1);
+		}
+	}
+	return r;
+}
+
+static int term_query(const char *action, const struct proto_selector_term *t,
+		      const char *id_filter, const char *name_filter, struct aws_query **ret)
+{
+	_cleanup_(aws_query_freep) struct aws_query *q = NULL;
+	unsigned idx = 0;
+	int r;
+
+	r = aws_query_new(action, EC2_API_VERSION, &q);
+	if (r >= 0 && t->id && id_filter)
+		r = aws_query_add_filter(q, ++idx, id_filter, (const char *const *)&t->id, 1);
+	if (r >= 0 && t->name && name_filter)
+		r = aws_query_add_filter(q, ++idx, name_filter, (const char *const *)&t->name, 1);
+	if (r >= 0)
+		r = add_tag_filters(q, t, &idx);
+	if (r >= 0 && idx == 0)
+		r = -EINVAL; /* a term that selects nothing would select everything */
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(q);
+	return 0;
+}
+
+int nc_subnet_query(const struct proto_selector_term *t, struct aws_query **ret)
+{
+	return term_query("DescribeSubnets", t, "subnet-id", NULL, ret);
+}
+
+int nc_security_group_query(const struct proto_selector_term *t, struct aws_query **ret)
+{
+	return term_query("DescribeSecurityGroups", t, "group-id", "group-name", ret);
+}
+
+int nc_image_query(const struct proto_selector_term *t, struct aws_query **ret)
+{
+	_cleanup_(aws_query_freep) struct aws_query *q = NULL;
+	int r;
+
+	r = term_query("DescribeImages", t, "image-id", "name", &q);
+	if (r < 0)
+		return r;
+	/* Karpenter: without an id, images of this account and of Amazon. */
+	if (t->owner)
+		r = aws_query_add(q, t->owner, "Owner.1");
+	else if (!t->id)
+		r = aws_query_add_list(q, "Owner", (const char *const[]){ "self", "amazon" }, 2);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(q);
+	return 0;
+}
+
+int nc_image_ids_query(const char *const *ids, size_t n, struct aws_query **ret)
+{
+	_cleanup_(aws_query_freep) struct aws_query *q = NULL;
+	int r;
+
+	r = aws_query_new("DescribeImages", EC2_API_VERSION, &q);
+	if (r >= 0)
+		r = aws_query_add_filter(q, 1, "image-id", ids, n);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(q);
+	return 0;
+}
+
+void nc_terms_describe(const struct proto_selector_term *t, size_t n, char *buf, size_t size)
+{
+	FILE *f = fmemopen(buf, size, "w");
+
+	if (!f) {
+		snprintf(buf, size, "(%zu terms)", n);
+		return;
+	}
+	fputc('[', f);
+	for (size_t i = 0; i < n; i++) {
+		const char *sep = "";
+
+		fprintf(f, "%s{", i ? ", " : "");
+		if (t[i].n_tags) {
+			fputs("tags: {", f);
+			for (uint32_t k = 0; k < t[i].n_tags; k++)
+				fprintf(f, "%s%s: %s", k ? ", " : "", t[i].tags[k].key, t[i].tags[k].value ?: "");
+			fputc('}', f);
+			sep = ", ";
+		}
+#define FIELD(f_, name)                                                     \
+		if (t[i].f_) {                                              \
+			fprintf(f, "%s" name ": %s", sep, t[i].f_);        \
+			sep = ", ";                                         \
+		}
+		FIELD(id, "id") FIELD(name, "name") FIELD(alias, "alias") FIELD(owner, "owner")
+		FIELD(ssm_parameter, "ssmParameter")
+#undef FIELD
+		fputc('}', f);
+	}
+	fputc(']', f);
+	fclose(f);
+	/* fmemopen writes no NUL when the text filled the buffer */
+	buf[size - 1] = '\0';
+}
+
+static void copy(char *dst, size_t size, const char *src)
+{
+	snprintf(dst, size, "%s", src ?: "");
+}
+
+int nc_subnets_read(const struct aws_xml_node *root, struct nc_resolved *res)
+{
+	const struct aws_xml_node *set = aws_xml_child(root, "subnetSet");
+
+	if (!set)
+		return -EBADMSG;
+	for (const struct aws_xml_node *it = aws_xml_first(set, "item"); it; it = aws_xml_next(it)) {
+		const char *id = aws_xml_text(it, "subnetId");
+		bool dup = false;
+
+		if (!id || !*id)
+			return -EBADMSG;
+		for (size_t i = 0; i < res->n_subnets; i++)
+			dup |= streq(res->subnets[i].id, id);
+		if (dup)
+			continue;
+		if (res->n_subnets == NC_MAX_SUBNETS)
+			return -E2BIG;
+		struct nc_subnet *s = &res->subnets[res->n_subnets++];
+		copy(s->id, sizeof(s->id), id);
+		copy(s->zone, sizeof(s->zone), aws_xml_text(it, "availabilityZone"));
+		copy(s->zone_id, sizeof(s->zone_id), aws_xml_text(it, "availabilityZoneId"));
+	}
+	return 0;
+}
+
+int nc_security_groups_read(const struct aws_xml_node *root, struct nc_resolved *res)
+{
+	const struct aws_xml_node *set = aws_xml_child(root, "securityGroupInfo");
+
+	if (!set)
+		return -EBADMSG;
+	for (const struct aws_xml_node *it = aws_xml_first(set, "item"); it; it = aws_xml_next(it)) {
+		const char *id = aws_xml_text(it, "groupId");
+		bool dup = false;
+
+		if (!id || !*id)
+			return -EBADMSG;
+		for (size_t i = 0; i < res->n_groups; i++)
+			dup |= streq(res->groups[i].id, id);
+		if (dup)
+			continue;
+		if (res->n_groups == NC_MAX_SECURITY_GROUPS)
+			return -E2BIG;
+		struct nc_group *g = &res->groups[res->n_groups++];
+		copy(g->id, sizeof(g->id), id);
+		copy(g->name, sizeof(g->name), aws_xml_text(it, "groupName"));
+	}
+	return 0;
+}
+
+int nc_images_read(const struct aws_xml_node *root, struct nc_image *out, size_t max, size_t *n)
+{
+	const struct aws_xml_node *set = aws_xml_child(root, "imagesSet");
+
+	if (!set)
+		return -EBADMSG;
+	for (const struct aws_xml_node *it = aws_xml_first(set, "item"); it; it = aws_xml_next(it)) {
+		const char *id = aws_xml_text(it, "imageId");
+		const char *arch = aws_xml_text(it, "architecture");
+		const char *state = aws_xml_text(it, "imageState");
+		bool dup = false;
+
+		if (!id || !*id)
+			return -EBADMSG;
+		/* Windows, i386 and pending or deprecated-away images never launch a node. */
+		if (!arch || (!streq(arch, "x86_64") && !streq(arch, "arm64")) ||
+		    (state && !streq(state, "available")))
+			continue;
+		for (size_t i = 0; i < *n; i++)
+			dup |= streq(out[i].id, id);
+		if (dup)
+			continue;
+		if (*n == max)
+			return -E2BIG;
+		struct nc_image *im = &out[(*n)++];
+		copy(im->id, sizeof(im->id), id);
+		copy(im->name, sizeof(im->name), aws_xml_text(it, "name"));
+		copy(im->arch, sizeof(im->arch), streq(arch, "x86_64") ? "amd64" : "arm64");
+		copy(im->created, sizeof(im->created), aws_xml_text(it, "creationDate"));
+	}
+	return 0;
+}
+
+size_t nc_images_newest_per_arch(struct nc_image *v, size_t n)
+{
+	size_t out = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+
+		for (k = 0; k < out && !streq(v[k].arch, v[i].arch); k++)
+			;
+		if (k == out)
+			v[out++] = v[i];
+		/* newest wins; on a tie the name decides, so the choice is stable */
+		else if (strcmp(v[i].created, v[k].created) > 0 ||
+			 (streq(v[i].created, v[k].created) && strcmp(v[i].name, v[k].name) > 0))
+			v[k] = v[i];
+	}
+	return out;
+}
+
+int nc_alias_parse(const char *alias, struct nc_alias *ret)
+{
+	static const struct {
+		const char *name;
+		enum ami_family family;
+	} families[] = {
+		{ "al2", AMI_FAMILY_AL2 },
+		{ "al2023", AMI_FAMILY_AL2023 },
+		{ "bottlerocket", AMI_FAMILY_BOTTLEROCKET },
+	};
+	const char *at = alias ? strchr(alias, '@') : NULL;
+	size_t n = at ? (size_t)(at - alias) : 0;
+
+	if (!at || !at[1] || strlen(at + 1) >= sizeof(ret->version) || strchr(at + 1, '/'))
+		return -EINVAL;
+	for (size_t i = 0; i < ARRAY_SIZE(families); i++)
+		if (strlen(families[i].name) == n && strncmp(alias, families[i].name, n) == 0) {
+			ret->family = families[i].family;
+			snprintf(ret->version, sizeof(ret->version), "%s", at + 1);
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int nc_alias_ssm_name(const struct nc_alias *a, const char *arch, const char *k8s, char *buf,
+		      size_t size)
+{
+	bool latest = streq(a->version, "latest"), arm = streq(arch, "arm64");
+	const char *ec2arch = arm ? "arm64" : "x86_64";
+	char pin[192];
+	int n;
+
+	if (!streq(arch, "amd64") && !arm)
+		return -ENOENT;
+	switch (a->family) {
+	case AMI_FAMILY_AL2:
+		snprintf(pin, sizeof(pin), "amazon-eks-%snode-%s-%s", arm ? "arm64-" : "", k8s, a->version);
+		n = snprintf(buf, size, "/aws/service/eks/optimized-ami/%s/amazon-linux-2%s/%s/image_id", k8s,
+			     arm ? "-arm64" : "", latest ? "recommended" : pin);
+		break;
+	case AMI_FAMILY_AL2023:
+		snprintf(pin, sizeof(pin), "amazon-eks-node-al2023-%s-standard-%s-%s", ec2arch, k8s, a->version);
+		n = snprintf(buf, size, "/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/standard/%s/image_id",
+			     k8s, ec2arch, latest ? "recommended" : pin);
+		break;
+	case AMI_FAMILY_BOTTLEROCKET:
+		/* versions are "v1.20.4" on GitHub and "1.20.4" in SSM: accept both */
+		n = snprintf(buf, size, "/aws/service/bottlerocket/aws-k8s-%s/%s/%s/image_id", k8s, ec2arch,
+			     latest ? "latest" : a->version + (a->version[0] == 'v'));
+		break;
+	default:
+		return -ENOENT;
+	}
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* FNV-1a, 64 bits: a name that stays the same across runs and builds. */
+static uint64_t fnv1a(const char *s, uint64_t h)
+{
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+void nc_instance_profile_name(const char *cluster, const char *region, const char *nodeclass,
+			      char out[NC_PROFILE_NAME_MAX + 1])
+{
+	uint64_t h = fnv1a(nodeclass, fnv1a(region, 0xcbf29ce484222325ULL));
+	char suffix[24];
+
+	snprintf(suffix, sizeof(suffix), "_%" PRIu64, h);
+	/* keep the hash whole when a long cluster name must be cut */
+	snprintf(out, NC_PROFILE_NAME_MAX + 1, "%.*s%s",
+		 (int)(NC_PROFILE_NAME_MAX - strlen(suffix)), cluster, suffix);
+}
+
+int nc_instance_profile_role(const struct aws_xml_node *root, char *role, size_t size)
+{
+	const struct aws_xml_node *p = aws_xml_find(root, "GetInstanceProfileResult/InstanceProfile");
+	const char *name;
+
+	if (!p || !aws_xml_text(p, "InstanceProfileName"))
+		return -EBADMSG;
+	name = aws_xml_text(p, "Roles/member/RoleName");
+	snprintf(role, size, "%s", name ?: "");
+	return 0;
+}

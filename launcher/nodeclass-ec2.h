@@ -1,0 +1,158 @@
+/*
+ * The pure half of EC2NodeClass resolution (nodeclass-ec2.c,
+ * nodeclass-template.c, nodeclass-status.c): selector terms → EC2 Describe*
+ * queries, the readers of their answers, AMI aliases → SSM parameter names,
+ * the instance profile name, the launch template (name = hash of what it
+ * holds, CreateLaunchTemplate request) and the EC2NodeClass status object.
+ * No I/O: nodeclass.c runs the calls on the event loop.
+ */
+#ifndef KANNA_LAUNCHER_NODECLASS_EC2_H
+#define KANNA_LAUNCHER_NODECLASS_EC2_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "launcher/userdata.h"
+#include "proto/proto.h"
+
+struct aws_query;
+struct aws_xml_node;
+
+#define EC2_API_VERSION "2016-11-15"
+#define IAM_API_VERSION "2010-05-08"
+/* EC2 ids are ≤ 32 characters; names of groups and images ≤ 255. */
+#define NC_ID_MAX 64
+#define NC_NAME_MAX 256
+/* A NodeClass resolving to more than this is refused: EC2 Fleet takes at
+ * most 300 overrides and a launch template 5 security groups… per ENI. */
+#define NC_MAX_SUBNETS 64
+#define NC_MAX_SECURITY_GROUPS 16
+#define NC_MAX_IMAGES 64
+/* Architectures kanna launches (Kubernetes names). */
+#define NC_ARCHES 2
+/* "kanna-" + 32 hex digits. */
+#define NC_LAUNCH_TEMPLATE_NAME_MAX 48
+/* IAM: instance profile names are at most 128 characters. */
+#define NC_PROFILE_NAME_MAX 128
+/* Tag every template and profile kanna creates carries (GC finds them). */
+#define NC_MANAGED_BY_TAG "kanna.dev/managed-by"
+
+struct nc_subnet {
+	char id[NC_ID_MAX], zone[NC_ID_MAX], zone_id[NC_ID_MAX];
+};
+
+struct nc_group {
+	char id[NC_ID_MAX], name[NC_NAME_MAX];
+};
+
+struct nc_image {
+	char id[NC_ID_MAX], name[NC_NAME_MAX];
+	char arch[16];    /* amd64 | arm64 */
+	char created[40]; /* ISO 8601, compares as text */
+};
+
+/* What one EC2NodeClass resolved to. */
+struct nc_resolved {
+	struct nc_subnet subnets[NC_MAX_SUBNETS];
+	size_t n_subnets;
+	struct nc_group groups[NC_MAX_SECURITY_GROUPS];
+	size_t n_groups;
+	struct nc_image images[NC_MAX_IMAGES]; /* newest per arch only, once chosen */
+	size_t n_images;
+	char instance_profile[NC_PROFILE_NAME_MAX + 1];
+};
+
+/* ---- selector terms → queries (terms are ORed: one query per term) ---- */
+
+/* Filters of one term: tags (value "*" → tag-key), id, name; fields ANDed. */
+int nc_subnet_query(const struct proto_selector_term *t, struct aws_query **ret);
+int nc_security_group_query(const struct proto_selector_term *t, struct aws_query **ret);
+/* amiSelectorTerms without alias/ssmParameter: id, name, tags, owner
+ * (default owners: self and amazon, as Karpenter). */
+int nc_image_query(const struct proto_selector_term *t, struct aws_query **ret);
+/* DescribeImages of known ids (aliases and SSM parameters resolved). */
+int nc_image_ids_query(const char *const *ids, size_t n, struct aws_query **ret);
+/* "[{tags: {k: v}}, {id: subnet-1}]": how a user wrote the terms, for messages. */
+void nc_terms_describe(const struct proto_selector_term *t, size_t n, char *buf, size_t size);
+
+/* ---- readers (append, dedup by id; the arrays' bounds hold) ---- */
+int nc_subnets_read(const struct aws_xml_node *root, struct nc_resolved *res);
+int nc_security_groups_read(const struct aws_xml_node *root, struct nc_resolved *res);
+/* Available images of amd64/arm64 (x86_64 → amd64) into out. */
+int nc_images_read(const struct aws_xml_node *root, struct nc_image *out, size_t max, size_t *n);
+/* Keeps the newest (CreationDate) image per architecture. */
+size_t nc_images_newest_per_arch(struct nc_image *v, size_t n);
+
+/* ---- AMI aliases ---- */
+struct nc_alias {
+	enum ami_family family;
+	char version[64]; /* "latest" or a pin ("v20240807") */
+};
+/* "al2023@latest" → family + version; -EINVAL for unknown families. */
+int nc_alias_parse(const char *alias, struct nc_alias *ret);
+/* SSM parameter name of the standard image for arch (amd64|arm64) and
+ * Kubernetes version "1.32"; -ENOENT when the family has none for it. */
+int nc_alias_ssm_name(const struct nc_alias *a, const char *arch, const char *k8s_version,
+		      char *buf, size_t size);
+
+/* ---- instance profile ---- */
+/* Karpenter's "<cluster>_<hash of region and NodeClass name>". */
+void nc_instance_profile_name(const char *cluster, const char *region, const char *nodeclass,
+			      char out[NC_PROFILE_NAME_MAX + 1]);
+/* The role of a GetInstanceProfile answer ("" when none); -EBADMSG if not one. */
+int nc_instance_profile_role(const struct aws_xml_node *root, char *role, size_t size);
+
+/* ---- launch template ---- */
+struct nc_template {
+	const char *cluster_name, *nodeclass;
+	const char *image_id;
+	const char *user_data;       /* plain text; base64-encoded in the request */
+	const struct nc_group *groups;
+	size_t n_groups;
+	const char *instance_profile;
+	const struct proto_block_device *block_devices; /* none: the family's defaults */
+	size_t n_block_devices;
+	enum ami_family family;
+	const struct proto_metadata_options *metadata; /* NULL/empty fields: IMDSv2 defaults */
+	bool detailed_monitoring;
+	const struct proto_kv *tags;
+	size_t n_tags;
+};
+/* "kanna-<32 hex>" from everything the template holds; stable across runs. */
+int nc_template_name(const struct nc_template *t, char out[NC_LAUNCH_TEMPLATE_NAME_MAX]);
+int nc_template_create_query(const struct nc_template *t, const char *name, struct aws_query **ret);
+/* Names and create times (Unix s) of a DescribeLaunchTemplates answer. */
+struct nc_template_seen {
+	char name[NC_NAME_MAX];
+	int64_t created;
+};
+int nc_templates_read(const struct aws_xml_node *root, struct nc_template_seen *out, size_t max,
+		      size_t *n);
+
+/* ---- status ---- */
+enum nc_condition {
+	NC_COND_SUBNETS,
+	NC_COND_SECURITY_GROUPS,
+	NC_COND_AMIS,
+	NC_COND_INSTANCE_PROFILE,
+	_NC_COND_MAX,
+};
+
+struct nc_condition_state {
+	bool ok;
+	char message[512]; /* why not, when !ok */
+	int64_t since;     /* Unix ms of the last transition */
+};
+
+/* The status subresource body of a merge patch: {"status": {subnets,
+ * securityGroups, amis, instanceProfile, conditions}}. ready_since: Unix ms
+ * the Ready condition last changed. */
+json_t *nc_status_json(const struct nc_resolved *res, const struct nc_condition_state *conds,
+		       int64_t ready_since);
+/* Karpenter's condition type and its reason when false. */
+const char *nc_condition_type(enum nc_condition c);
+const char *nc_condition_false_reason(enum nc_condition c);
+
+#endif

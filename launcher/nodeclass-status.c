@@ -1,0 +1,102 @@
+/*
+ * The EC2NodeClass status subresource as Karpenter (karpenter.k8s.aws/v1)
+ * writes it: subnets [{id, zone, zoneID}], securityGroups [{id, name}],
+ * amis [{id, name, requirements: [kubernetes.io/arch In …]}],
+ * instanceProfile and the conditions SubnetsReady, SecurityGroupsReady,
+ * AMIsReady, InstanceProfileReady and Ready (reason, message,
+ * lastTransitionTime). Pure; nodeclass.c decides when to send it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "common/util.h"
+#include "launcher/nodeclass-ec2.h"
+
+static const struct {
+	const char *type, *false_reason;
+} conditions[_NC_COND_MAX] = {
+	[NC_COND_SUBNETS] = { "SubnetsReady", "SubnetsNotFound" },
+	[NC_COND_SECURITY_GROUPS] = { "SecurityGroupsReady", "SecurityGroupsNotFound" },
+	[NC_COND_AMIS] = { "AMIsReady", "AMINotFound" },
+	[NC_COND_INSTANCE_PROFILE] = { "InstanceProfileReady", "InstanceProfileNotFound" },
+};
+
+const char *nc_condition_type(enum nc_condition c)
+{
+	return conditions[c].type;
+}
+
+const char *nc_condition_false_reason(enum nc_condition c)
+{
+	return conditions[c].false_reason;
+}
+
+/* RFC 3339 in UTC, as metav1.Time. */
+static void rfc3339(int64_t ms, char out[32])
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static json_t *condition(const char *type, bool ok, const char *reason, const char *message,
+			 int64_t since)
+{
+	char t[32];
+
+	rfc3339(since, t);
+	return json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", type, "status", ok ? "True" : "False",
+			 "reason", ok ? type : reason, "message", ok ? "" : message,
+			 "lastTransitionTime", t);
+}
+
+static int append(json_t *arr, json_t *v)
+{
+	return v && json_array_append_new(arr, v) == 0 ? 0 : -ENOMEM;
+}
+
+json_t *nc_status_json(const struct nc_resolved *res, const struct nc_condition_state *conds,
+		       int64_t ready_since)
+{
+	json_t *subnets = json_array(), *groups = json_array(), *amis = json_array();
+	json_t *conds_json = json_array(), *status;
+	const struct nc_condition_state *failed = NULL;
+	int r = subnets && groups && amis && conds_json ? 0 : -ENOMEM;
+
+	for (size_t i = 0; r >= 0 && i < res->n_subnets; i++)
+		r = append(subnets, json_pack("{s:s, s:s, s:s}", "id", res->subnets[i].id, "zone",
+					      res->subnets[i].zone, "zoneID", res->subnets[i].zone_id));
+	for (size_t i = 0; r >= 0 && i < res->n_groups; i++)
+		r = append(groups, json_pack("{s:s, s:s}", "id", res->groups[i].id, "name", res->groups[i].name));
+	for (size_t i = 0; r >= 0 && i < res->n_images; i++)
+		r = append(amis, json_pack("{s:s, s:s, s:[{s:s, s:s, s:[s]}]}", "id", res->images[i].id,
+					   "name", res->images[i].name, "requirements", "key",
+					   "kubernetes.io/arch", "operator", "In", "values",
+					   res->images[i].arch));
+	for (int c = 0; r >= 0 && c < _NC_COND_MAX; c++) {
+		if (!conds[c].ok && !failed)
+			failed = &conds[c];
+		r = append(conds_json, condition(conditions[c].type, conds[c].ok, conditions[c].false_reason,
+						 conds[c].message, conds[c].since));
+	}
+	/* Ready: False with the first failure's reason and its precise message. */
+	if (r >= 0)
+		r = append(conds_json, condition("Ready", !failed,
+						 failed ? conditions[failed - conds].false_reason : NULL,
+						 failed ? failed->message : NULL, ready_since));
+	if (r < 0) {
+		json_decref(subnets);
+		json_decref(groups);
+		json_decref(amis);
+		json_decref(conds_json);
+		return NULL;
+	}
+	/* "o" steals the references, also when json_pack fails (jansson ≥ 2.11) */
+	status = json_pack("{s:{s:o, s:o, s:o, s:s, s:o}}", "status", "subnets", subnets,
+			   "securityGroups", groups, "amis", amis, "instanceProfile",
+			   res->instance_profile, "conditions", conds_json);
+	return status;
+}
