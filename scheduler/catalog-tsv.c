@@ -109,7 +109,8 @@ static int parse_row(struct catalog *cat, char **f, const int *col, const char *
 	it.name = labels[0].value;
 	it.metal = streq(f[col[C_BARE_METAL]], "true");
 	catalog_capacity(atoll(f[col[C_VCPU]]), atoll(f[col[C_MEMORY]]),
-			 atoll(f[col[C_MAX_PODS]]), &it.capacity, &it.allocatable);
+			 atoll(f[col[C_MAX_PODS]]), cat->vm_memory_overhead, &it.capacity,
+			 &it.allocatable);
 	if (*f[col[C_GPU_RESOURCE]]) {
 		char name[128];
 		const char *eq = strchr(f[col[C_GPU_RESOURCE]], '=');

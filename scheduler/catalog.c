@@ -94,6 +94,7 @@ int catalog_init(struct catalog *cat, struct strtab *st)
 		cat->resource_names[i] = (uint32_t)id;
 	}
 	cat->n_resources = RES_N_BUILTIN;
+	cat->vm_memory_overhead = SCHED_VM_MEMORY_OVERHEAD;
 	return 0;
 }
 
@@ -420,7 +421,8 @@ double offering_price(double od_us_east_1, const char *type, const char *zone,
 }
 
 void catalog_capacity(int64_t vcpus, int64_t memory_mib, int64_t max_pods,
-		      struct resources *capacity, struct resources *allocatable)
+		      double vm_memory_overhead, struct resources *capacity,
+		      struct resources *allocatable)
 {
 	int64_t cpu = vcpus * 1000, reserved_cpu = 0, mem_mib, reserved_mem;
 	static const struct {
@@ -433,7 +435,7 @@ void catalog_capacity(int64_t vcpus, int64_t memory_mib, int64_t max_pods,
 		if (cpu > ranges[i].start)
 			reserved_cpu += (int64_t)((double)(MIN(cpu, ranges[i].end) - ranges[i].start) *
 						  ranges[i].share);
-	mem_mib = memory_mib - (int64_t)ceil((double)memory_mib * SCHED_VM_MEMORY_OVERHEAD);
+	mem_mib = memory_mib - (int64_t)ceil((double)memory_mib * vm_memory_overhead);
 	reserved_mem = (11 * max_pods + 255) << 20;
 	memset(capacity, 0, sizeof(*capacity));
 	capacity->v[RES_CPU] = cpu;

@@ -98,6 +98,7 @@ struct catalog {
 	uint32_t n_zones;
 	uint32_t n_resources; /* resource slots in use (built-ins + extended) */
 	uint32_t resource_names[SCHED_MAX_RESOURCES]; /* string ids */
+	double vm_memory_overhead; /* for the TSV loader: SCHED_VM_MEMORY_OVERHEAD unless set */
 	/* After catalog_finalize(): */
 	uint32_t words;
 	uint64_t *all, *metal;
@@ -135,11 +136,14 @@ void catalog_default_path(char *buf, size_t size);
 /*
  * Karpenter's AWS node overhead: kube-reserved cpu by core count (6% of the
  * first core, 1% of the second, 0.5% of the next two, 0.25% above), memory
- * 11Mi per pod + 255Mi, eviction threshold 100Mi, 7.5% VM memory overhead,
- * ephemeral storage 20Gi root volume minus 1Gi reserved and 10% eviction.
+ * 11Mi per pod + 255Mi, eviction threshold 100Mi, vm_memory_overhead
+ * (VM_MEMORY_OVERHEAD_PERCENT, 7.5% by default) of memory, ephemeral storage
+ * 20Gi root volume minus 1Gi reserved and 10% eviction. The launcher's live
+ * catalog uses the same function, so that both sides agree on allocatable.
  */
 void catalog_capacity(int64_t vcpus, int64_t memory_mib, int64_t max_pods,
-		      struct resources *capacity, struct resources *allocatable);
+		      double vm_memory_overhead, struct resources *capacity,
+		      struct resources *allocatable);
 
 /*
  * The one pricing rule shared with kanna-sim: regional on-demand = us-east-1

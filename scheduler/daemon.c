@@ -23,6 +23,7 @@
 #include "common/endpoints.h"
 #include "common/replica.h"
 #include "scheduler/batch.h"
+#include "scheduler/catalog-proto.h"
 #include "scheduler/daemon.h"
 #include "scheduler/from-state.h"
 #include "scheduler/plan.h"
@@ -51,6 +52,10 @@ struct scheduler {
 	struct unavailable_offering *unavailable;
 	size_t n_unavailable;
 	uint64_t batch_id;
+	/* The launcher's newest valid catalog (NULL: the shipped table) and the
+	 * last generation refused, so that a republished bad one logs once. */
+	struct proto_msg *catalog;
+	uint64_t catalog_refused;
 	struct metrics_histogram *solve_seconds;
 	struct metrics_gauge *queue_depth, *unschedulable;
 	struct metrics_counter *plans_sent;
@@ -152,7 +157,8 @@ static int solve_batch(struct scheduler *s)
 	struct from_state_options fo = { .region = s->cfg->region, .catalog_path = s->cfg->catalog,
 					 .unavailable = s->unavailable,
 					 .n_unavailable = s->n_unavailable,
-					 .now_ms = now_ms_realtime() };
+					 .now_ms = now_ms_realtime(),
+					 .catalog = s->catalog ? &s->catalog->body.catalog : NULL };
 	char err[512];
 	size_t n = 0, k = 0;
 	uint64_t t0 = now_usec();
@@ -274,6 +280,40 @@ static void remember_unavailable(struct scheduler *s, const struct proto_offerin
 		 u->capacity_type == PROTO_CAPACITY_SPOT ? "spot" : "on-demand", u->until);
 }
 
+/* The launcher's live catalog replaces the shipped table. The newest
+ * generation wins (the launcher republishes it for schedulers that start
+ * later); one that would not load is logged and ignored. */
+static void on_catalog(struct scheduler *s, const struct proto_msg *m)
+{
+	const struct proto_catalog *cat = &m->body.catalog;
+	struct proto_msg *copy;
+	char why[256];
+
+	if ((s->catalog && cat->generation <= s->catalog->body.catalog.generation) ||
+	    (s->catalog_refused && cat->generation == s->catalog_refused))
+		return;
+	if (catalog_proto_check(cat, why, sizeof(why)) < 0) {
+		s->catalog_refused = cat->generation;
+		log_warn("Failed to use instance-type catalog generation %" PRIu64
+			 " from the launcher, keeping the %s: %s", cat->generation,
+			 s->catalog ? "previous one" : "shipped table", why);
+		return;
+	}
+	copy = proto_msg_dup(m);
+	if (!copy) {
+		log_warn("Failed to keep instance-type catalog generation %" PRIu64 ": out of memory",
+			 cat->generation);
+		return;
+	}
+	if (cat->region && s->cfg->region && !streq(cat->region, s->cfg->region))
+		log_warn("The launcher's instance-type catalog is for region %s, this scheduler is "
+			 "configured for %s; planning with the launcher's", cat->region, s->cfg->region);
+	proto_msg_free(s->catalog);
+	s->catalog = copy;
+	log_info("planning with the launcher's instance-type catalog generation %" PRIu64
+		 " (%u instance types)", cat->generation, cat->n_instance_types);
+}
+
 static int on_results(struct sock *sk, void *userdata)
 {
 	struct scheduler *s = userdata;
@@ -293,6 +333,8 @@ static int on_results(struct sock *sk, void *userdata)
 			/* The launch failed: its pods are ours to plan again. */
 			for (uint32_t i = 0; i < lr->n_pods; i++)
 				batch_release(&s->batch, lr->pods[i]);
+	} else if (m->env.type == PROTO_MSG_CATALOG) {
+		on_catalog(s, m);
 	}
 	sock_msg_close(&msg);
 	return 0;
@@ -439,6 +481,7 @@ out:
 		free(s.unavailable[i].zone);
 	}
 	free(s.unavailable);
+	proto_msg_free(s.catalog);
 	loop_free(s.loop);
 	return r < 0 ? 1 : r;
 }

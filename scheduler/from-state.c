@@ -8,11 +8,13 @@
  * --simulate once; owns no state.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "scheduler/catalog-proto.h"
 #include "scheduler/from-state.h"
 
 /* Pod (anti-)affinity and spread terms one pod may carry. */
@@ -576,15 +578,25 @@ static int load_catalog(struct builder *b, const struct from_state_options *o)
 		snprintf(zone_buf[i], sizeof(zone_buf[i]), "%s%c", o->region, 'a' + i);
 		zones[i] = zone_buf[i];
 	}
-	if (o->catalog_path)
-		snprintf(path, sizeof(path), "%s", o->catalog_path);
-	else
-		catalog_default_path(path, sizeof(path));
-	r = catalog_load_tsv(&b->c->cat, path, o->region, zones, 3);
-	if (r < 0) {
-		snprintf(b->err, b->errlen, "Failed to load the instance-type catalog %s: %s", path,
-			 strerror(-r));
-		return r;
+	if (o->catalog) {
+		char why[256];
+		r = catalog_load_proto(&b->c->cat, o->catalog, why, sizeof(why));
+		if (r < 0) {
+			snprintf(b->err, b->errlen, "Failed to load the launcher's instance-type catalog "
+				 "(generation %" PRIu64 "): %s", o->catalog->generation, why);
+			return r;
+		}
+	} else {
+		if (o->catalog_path)
+			snprintf(path, sizeof(path), "%s", o->catalog_path);
+		else
+			catalog_default_path(path, sizeof(path));
+		r = catalog_load_tsv(&b->c->cat, path, o->region, zones, 3);
+		if (r < 0) {
+			snprintf(b->err, b->errlen, "Failed to load the instance-type catalog %s: %s",
+				 path, strerror(-r));
+			return r;
+		}
 	}
 	/* Offerings the launcher found without capacity are not offered. */
 	for (size_t u = 0; u < o->n_unavailable; u++) {

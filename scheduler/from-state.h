@@ -22,6 +22,9 @@ struct unavailable_offering {
 struct from_state_options {
 	const char *region;       /* catalog region, e.g. us-west-2 */
 	const char *catalog_path; /* NULL: the shipped catalog */
+	/* The launcher's published catalog (checked with catalog_proto_check());
+	 * NULL: the shipped table at catalog_path. */
+	const struct proto_catalog *catalog;
 	const struct unavailable_offering *unavailable;
 	size_t n_unavailable;
 	int64_t now_ms;

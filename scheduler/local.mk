@@ -12,7 +12,8 @@ libkanna_sched_a_SOURCES = \
 	scheduler/simulate.h scheduler/simulate-internal.h scheduler/simulate-yaml.c \
 	scheduler/simulate-pod.c scheduler/simulate-load.c scheduler/simulate-workloads.c scheduler/simulate-output.c \
 	scheduler/from-state.h scheduler/from-state.c scheduler/plan.h scheduler/plan.c \
-	scheduler/batch.h scheduler/batch.c
+	scheduler/batch.h scheduler/batch.c \
+	scheduler/catalog-proto.h scheduler/catalog-proto.c
 
 bin_PROGRAMS += scheduler/kanna-scheduler
 scheduler_kanna_scheduler_SOURCES = scheduler/main.c scheduler/simulate-main.c \
@@ -118,3 +119,8 @@ tests_unit_test_sched_daemon_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
 dist_man_MANS += scheduler/kanna-scheduler.1
 TESTS += tests/e2e/shards.sh
 EXTRA_DIST += tests/e2e/shards.sh
+
+check_PROGRAMS += tests/unit/test_sched_catalog_proto
+TESTS += tests/unit/test_sched_catalog_proto
+tests_unit_test_sched_catalog_proto_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sched_catalog_proto_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
