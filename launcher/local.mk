@@ -61,3 +61,7 @@ libkanna_launcher_a_SOURCES += launcher/catalog.h launcher/nodeclass.h \
 libkanna_launcher_a_SOURCES += launcher/nodeclass-ec2.h launcher/nodeclass-ec2.c \
 	launcher/nodeclass-template.c launcher/nodeclass-status.c \
 	launcher/nodeclass-internal.h launcher/nodeclass.c launcher/nodeclass-launch.c
+check_PROGRAMS += tests/unit/test_launcher_nodeclass
+TESTS += tests/unit/test_launcher_nodeclass
+tests_unit_test_launcher_nodeclass_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_launcher_nodeclass_LDADD = $(LAUNCHER_LIBS) $(LDADD) $(TEST_LIBS)
