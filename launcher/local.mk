@@ -65,3 +65,7 @@ check_PROGRAMS += tests/unit/test_launcher_nodeclass
 TESTS += tests/unit/test_launcher_nodeclass
 tests_unit_test_launcher_nodeclass_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_launcher_nodeclass_LDADD = $(LAUNCHER_LIBS) $(LDADD) $(TEST_LIBS)
+check_PROGRAMS += tests/unit/test_launcher_nodeclass_sim
+TESTS += tests/unit/test_launcher_nodeclass_sim
+tests_unit_test_launcher_nodeclass_sim_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_launcher_nodeclass_sim_LDADD = $(LAUNCHER_LIBS) libkanna-simaws.a $(LDADD) -lpthread $(TEST_LIBS)

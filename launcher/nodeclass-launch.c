@@ -320,6 +320,7 @@ void nc_serve(struct nodeclass_resolver *r, struct nc_entry *e, struct nc_waiter
 	snprintf(lt->name, sizeof(lt->name), "%s", name);
 	lt->state = NC_LT_CREATING;
 	lt->create = create;
+	w->next = NULL;
 	lt->waiters = w;
 	lt->next = r->templates;
 	r->templates = lt;

@@ -375,6 +375,7 @@ static void finish(struct nodeclass_resolver *r, struct nc_entry *e)
 	}
 	while ((w = e->waiters)) {
 		e->waiters = w->next;
+		w->next = NULL;
 		nc_serve(r, e, w);
 	}
 }

@@ -1,0 +1,251 @@
+/*
+ * The EC2NodeClass resolver against kanna-sim's AWS side over real HTTP:
+ * discovery-tagged subnets and security groups, an al2023 alias through
+ * SSM, the role's instance profile through IAM, one launch template per
+ * configuration (created once, then served from the cache), and a clear
+ * failure for a selector that matches nothing.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/aws.h"
+#include "common/loop.h"
+#include "launcher/nodeclass-ec2.h"
+#include "launcher/nodeclass.h"
+#include "sim/aws.h"
+
+#define TEST_AKID "AKIANODECLASS0000001"
+#define TEST_SECRET "nodeClassSecretKey0000000000000000000000"
+#define GUARD_USEC (20ULL * 1000 * 1000)
+
+static struct sim_aws *sim;
+static struct loop *loop;
+static struct aws_client *client;
+static struct nodeclass_resolver *resolver;
+
+static void setup(void)
+{
+	struct aws_credentials creds = { .access_key_id = TEST_AKID, .secret_access_key = TEST_SECRET,
+					 .source = "test" };
+	struct aws_client_options aopts = { .region = "us-west-2" };
+	struct nodeclass_resolver_options nopts = {
+		.cluster_name = "demo", .cluster_endpoint = "https://127.0.0.1:6443",
+		.cluster_ca = "Q0E=", .kubernetes_version = "1.32",
+	};
+	struct sim_aws_config cfg;
+	char url[64];
+
+	sim_aws_config_init(&cfg);
+	cfg.access_key_id = TEST_AKID;
+	cfg.secret_access_key = TEST_SECRET;
+	cfg.catalog_path = KANNA_SRCDIR "/data/instance-types.tsv";
+	cfg.cluster_name = "demo";
+	cr_assert_geq(sim_aws_new(&sim, &cfg), 0);
+	cr_assert_geq(sim_aws_start(sim, 0), 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u", (unsigned)sim_aws_port(sim));
+	setenv("AWS_ENDPOINT_URL", url, 1);
+	cr_assert_eq(loop_new(&loop, "test-nodeclass-sim"), 0);
+	cr_assert_eq(aws_client_new(loop, &aopts, &creds, &client), 0);
+	cr_assert_eq(nodeclass_resolver_new(loop, client, NULL, NULL, NULL, &nopts, &resolver), 0);
+}
+
+static void teardown(void)
+{
+	nodeclass_resolver_free(resolver);
+	aws_client_free(client);
+	loop_free(loop);
+	sim = sim_aws_free(sim);
+}
+
+TestSuite(nodeclass_sim, .init = setup, .fini = teardown, .timeout = 60);
+
+static struct proto_kv discovery[] = { { "karpenter.sh/discovery", "demo" } };
+static struct proto_kv nothing[] = { { "karpenter.sh/discovery", "nope" } };
+static struct proto_selector_term discovery_term = { .tags = discovery, .n_tags = 1 };
+static struct proto_selector_term nothing_term = { .tags = nothing, .n_tags = 1 };
+static struct proto_selector_term alias_term = { .alias = "al2023@latest" };
+
+static struct proto_nodeclass nodeclass(const char *name)
+{
+	return (struct proto_nodeclass){
+		.name = (char *)name, .uid = "uid-1", .ami_selector_terms = &alias_term, .n_ami_selector_terms = 1,
+		.subnet_selector_terms = &discovery_term, .n_subnet_selector_terms = 1,
+		.security_group_selector_terms = &discovery_term, .n_security_group_selector_terms = 1,
+		.role = "KarpenterNodeRole-demo",
+	};
+}
+
+static struct proto_nodepool nodepool = { .name = "default", .uid = "np-1" };
+
+struct result {
+	int error;
+	char why[1024];
+	char template[64], image[64];
+	size_t n_subnets, n_groups;
+	char zones[3][32];
+};
+
+struct run {
+	unsigned left;
+	struct result results[4];
+	unsigned n;
+};
+
+static void on_done(int error, const char *why, const struct launch_config *cfg, void *userdata)
+{
+	struct run *run = userdata;
+	struct result *res = &run->results[run->n++];
+
+	res->error = error;
+	snprintf(res->why, sizeof(res->why), "%s", why ?: "");
+	if (cfg) {
+		snprintf(res->template, sizeof(res->template), "%s", cfg->launch_template_name);
+		snprintf(res->image, sizeof(res->image), "%s", cfg->image_id);
+		res->n_subnets = cfg->n_subnets;
+		res->n_groups = cfg->n_security_groups;
+		for (size_t i = 0; i < cfg->n_subnets && i < 3; i++)
+			snprintf(res->zones[i], sizeof(res->zones[i]), "%s", cfg->subnets[i].zone);
+	}
+	run->left--;
+}
+
+/* Turns the loop until *pending reaches 0 (loop_run() runs only once). */
+static void spin(const unsigned *pending)
+{
+	for (unsigned i = 0; *pending && i < GUARD_USEC / 100000; i++)
+		cr_assert_geq(sd_event_run(loop_event(loop), 100000), 0);
+	cr_assert_eq(*pending, 0, "no answer in time");
+}
+
+/* Asks for each (nodeclass, arch) at once, then runs the loop until all answered. */
+static struct run ask(const struct proto_nodeclass *ncs, const char *const *arches, unsigned n)
+{
+	struct run run = { .left = n };
+
+	for (unsigned i = 0; i < n; i++) {
+		struct launch_config_request req = { &ncs[i], &nodepool, arches[i] };
+
+		cr_assert_eq(nodeclass_launch_config(resolver, &req, on_done, &run), 0);
+	}
+	spin(&run.left);
+	return run;
+}
+
+/* A plain AWS call on the same loop, for checking what the sim holds. */
+struct plain {
+	unsigned pending;
+	int result;
+	char code[AWS_ERROR_CODE_MAX];
+	unsigned items;
+	char text[256];
+};
+
+static void on_plain(struct aws_client *c, const struct aws_response *r, void *userdata)
+{
+	struct plain *p = userdata;
+	const struct aws_xml_node *set = r->xml ? aws_xml_child(r->xml, "launchTemplates") : NULL;
+
+	(void)c;
+	p->result = r->result;
+	snprintf(p->code, sizeof(p->code), "%s", r->error.code);
+	for (const struct aws_xml_node *it = aws_xml_first(set, "item"); it; it = aws_xml_next(it))
+		p->items++;
+	if (r->xml && aws_xml_text(r->xml, "GetInstanceProfileResult/InstanceProfile/Roles/member/RoleName"))
+		snprintf(p->text, sizeof(p->text), "%s",
+			 aws_xml_text(r->xml, "GetInstanceProfileResult/InstanceProfile/Roles/member/RoleName"));
+	p->pending = 0;
+}
+
+static struct plain plain_call(const char *service, struct aws_query *q)
+{
+	struct plain p = { .pending = 1, .result = 1 };
+
+	cr_assert_eq(aws_call_query(client, service, q, on_plain, &p), 0);
+	spin(&p.pending);
+	return p;
+}
+
+static unsigned kanna_templates(void)
+{
+	struct aws_query *q = NULL;
+	const char *owner = "demo";
+
+	cr_assert_eq(aws_query_new("DescribeLaunchTemplates", "2016-11-15", &q), 0);
+	cr_assert_eq(aws_query_add_filter(q, 1, "tag:kanna.dev/managed-by", &owner, 1), 0);
+	return plain_call("ec2", q).items;
+}
+
+Test(nodeclass_sim, resolves_discovery_tags_an_al2023_alias_and_creates_the_template_once)
+{
+	struct proto_nodeclass nc = nodeclass("default");
+	struct run run = ask(&nc, (const char *const[]){ "amd64" }, 1);
+	struct result first = run.results[0];
+
+	cr_assert_eq(first.error, 0, "%s", first.why);
+	cr_assert(strncmp(first.template, "kanna-", 6) == 0, "%s", first.template);
+	cr_assert(strncmp(first.image, "ami-", 4) == 0);
+	cr_assert_eq(first.n_subnets, 3);
+	cr_assert_eq(first.n_groups, 1);
+	cr_assert(strncmp(first.zones[0], "us-west-2", 9) == 0, "%s", first.zones[0]);
+	cr_assert_eq(kanna_templates(), 1);
+
+	/* the second ask is served from the cache: same template, still one */
+	run = ask(&nc, (const char *const[]){ "amd64" }, 1);
+	cr_assert_eq(run.results[0].error, 0, "%s", run.results[0].why);
+	cr_assert_str_eq(run.results[0].template, first.template);
+	cr_assert_eq(kanna_templates(), 1);
+}
+
+Test(nodeclass_sim, concurrent_asks_share_one_resolution_and_arches_get_their_own_image)
+{
+	struct proto_nodeclass ncs[3] = { nodeclass("default"), nodeclass("default"), nodeclass("default") };
+	struct run run = ask(ncs, (const char *const[]){ "amd64", "arm64", "amd64" }, 3);
+	const char *amd = NULL, *arm = NULL;
+
+	for (unsigned i = 0; i < 3; i++)
+		cr_assert_eq(run.results[i].error, 0, "%s", run.results[i].why);
+	/* answers may come in any order; pick them out by image */
+	for (unsigned i = 0; i < 3; i++)
+		for (unsigned k = i + 1; k < 3; k++)
+			if (streq(run.results[i].image, run.results[k].image)) {
+				amd = run.results[i].template;
+				cr_assert_str_eq(run.results[i].template, run.results[k].template);
+				arm = run.results[3 - i - k].template;
+			}
+	cr_assert(amd && arm);
+	cr_assert_str_neq(amd, arm);
+	cr_assert_eq(kanna_templates(), 2);
+}
+
+Test(nodeclass_sim, a_selector_matching_nothing_fails_clearly)
+{
+	struct proto_nodeclass nc = nodeclass("broken");
+	struct run run;
+
+	nc.subnet_selector_terms = &nothing_term;
+	run = ask(&nc, (const char *const[]){ "amd64" }, 1);
+	cr_assert_lt(run.results[0].error, 0);
+	cr_assert(strstr(run.results[0].why,
+			 "no subnets match subnetSelectorTerms [{tags: {karpenter.sh/discovery: nope}}]"),
+		  "%s", run.results[0].why);
+	cr_assert_eq(kanna_templates(), 0);
+}
+
+Test(nodeclass_sim, the_instance_profile_gets_the_role)
+{
+	struct proto_nodeclass nc = nodeclass("default");
+	struct run run = ask(&nc, (const char *const[]){ "arm64" }, 1);
+	struct aws_query *q = NULL;
+	char name[NC_PROFILE_NAME_MAX + 1];
+	struct plain p;
+
+	cr_assert_eq(run.results[0].error, 0, "%s", run.results[0].why);
+	/* Karpenter's shape: <cluster>_<hash of region and NodeClass name> */
+	nc_instance_profile_name("demo", "us-west-2", "default", name);
+	cr_assert_eq(aws_query_new("GetInstanceProfile", "2010-05-08", &q), 0);
+	cr_assert_eq(aws_query_add(q, name, "InstanceProfileName"), 0);
+	p = plain_call("iam", q);
+	cr_assert_eq(p.result, 0, "%s", p.code);
+	cr_assert_str_eq(p.text, "KarpenterNodeRole-demo");
+}
