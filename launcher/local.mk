@@ -69,3 +69,10 @@ check_PROGRAMS += tests/unit/test_launcher_nodeclass_sim
 TESTS += tests/unit/test_launcher_nodeclass_sim
 tests_unit_test_launcher_nodeclass_sim_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_launcher_nodeclass_sim_LDADD = $(LAUNCHER_LIBS) libkanna-simaws.a $(LDADD) -lpthread $(TEST_LIBS)
+
+FUZZ_PROGS += tests/fuzz/fuzz_nodeclass
+tests_fuzz_fuzz_nodeclass_SOURCES = tests/fuzz/fuzz_nodeclass.c tests/fuzz/standalone.c
+tests_fuzz_fuzz_nodeclass_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/fuzz/corpus/nodeclass\"
+tests_fuzz_fuzz_nodeclass_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_nodeclass_LDADD = $(LAUNCHER_LIBS) $(LDADD)
+EXTRA_DIST += tests/fuzz/corpus/nodeclass
