@@ -111,9 +111,10 @@ void aws_image_ssm_path(const struct aws_image *im, int which, char *out, size_t
 			 im->k8s_minor, im->arch, v, which ? im->name : "recommended");
 		break;
 	default:
+		/* SSM names Bottlerocket releases without GitHub's leading "v" */
 		snprintf(out, len, "/aws/service/bottlerocket/aws-k8s-1.%u%s/%s/%s/image_id",
 			 im->k8s_minor, im->nvidia ? "-nvidia" : "", im->arch,
-			 which ? BOTTLEROCKET_RELEASE : "latest");
+			 which ? BOTTLEROCKET_RELEASE + 1 : "latest");
 	}
 }
 
