@@ -350,8 +350,13 @@ int cluster_pod_set_topology(struct cluster *c, struct pod *p, struct topo_term 
 	p->topo = arena_alloc(&c->arena, n * sizeof(*p->topo));
 	if (!p->topo)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++)
-		p->topo[i] = terms[i].t;
+	/* Field by field: the solver compares these arrays with memcmp, and the
+	 * arena's zeroed padding must stay zero. */
+	for (uint32_t i = 0; i < n; i++) {
+		p->topo[i].group = terms[i].t.group;
+		p->topo[i].soft = terms[i].t.soft;
+		p->topo[i].weight = terms[i].t.weight;
+	}
 	p->n_topo = n;
 	return 0;
 }

@@ -1,6 +1,7 @@
 # scheduler/: the solver library (libkanna-sched.a), kanna-scheduler (the
-# daemon, and --simulate), its unit and scenario tests, the --simulate YAML
-# fuzz target and the benchmark.
+# daemon, and --simulate, which reads YAML through the watcher's decoders in
+# libkanna-decode.a), its unit and scenario tests, the --simulate YAML fuzz
+# target and the benchmark.
 noinst_LIBRARIES += libkanna-sched.a
 libkanna_sched_a_SOURCES = \
 	scheduler/model.h scheduler/model.c \
@@ -9,8 +10,8 @@ libkanna_sched_a_SOURCES = \
 	scheduler/cluster.h scheduler/cluster.c \
 	scheduler/solver.h scheduler/solver-internal.h scheduler/solver.c \
 	scheduler/shape.c scheduler/topology.c scheduler/solve.c scheduler/finish.c \
-	scheduler/simulate.h scheduler/simulate-internal.h scheduler/simulate-yaml.c \
-	scheduler/simulate-pod.c scheduler/simulate-load.c scheduler/simulate-workloads.c scheduler/simulate-output.c \
+	scheduler/simulate.h scheduler/simulate-internal.h scheduler/simulate-load.c \
+	scheduler/simulate-workloads.c scheduler/simulate-catalog.c scheduler/simulate-output.c \
 	scheduler/from-state.h scheduler/from-state.c scheduler/plan.h scheduler/plan.c \
 	scheduler/batch.h scheduler/batch.c \
 	scheduler/catalog-proto.h scheduler/catalog-proto.c
@@ -18,8 +19,8 @@ libkanna_sched_a_SOURCES = \
 bin_PROGRAMS += scheduler/kanna-scheduler
 scheduler_kanna_scheduler_SOURCES = scheduler/main.c scheduler/simulate-main.c \
 	scheduler/daemon.h scheduler/daemon.c scheduler/config.h scheduler/config.c
-scheduler_kanna_scheduler_LDADD = libkanna-sched.a $(STATE_LIBS) -lm
-SCHED_LIBS = libkanna-sched.a libkanna-state.a libkanna-proto.a $(COMMON_LIBS) -lm
+scheduler_kanna_scheduler_LDADD = libkanna-sched.a libkanna-decode.a $(STATE_LIBS) -lm
+SCHED_LIBS = libkanna-sched.a libkanna-decode.a libkanna-state.a libkanna-proto.a $(COMMON_LIBS) -lm
 
 check_PROGRAMS += tests/unit/test_requirements
 TESTS += tests/unit/test_requirements
@@ -56,12 +57,15 @@ EXTRA_DIST += \
 	tests/scheduling/nodepool-node-limit.yaml \
 	tests/scheduling/nodepool-weights.yaml \
 	tests/scheduling/pod-anti-affinity-hostname.yaml \
+	tests/scheduling/pod-anti-affinity-namespace-selector.yaml \
+	tests/scheduling/pod-anti-affinity-all-namespaces.yaml \
 	tests/scheduling/s1-provisioner-scale-to-5.yaml \
 	tests/scheduling/s1-scale-5-to-20.yaml \
 	tests/scheduling/s2-limits.yaml \
 	tests/scheduling/s2-preferred-anti-affinity.yaml \
 	tests/scheduling/s2-volume-topology-bound-pv.yaml \
 	tests/scheduling/s2-volume-topology-wffc.yaml \
+	tests/scheduling/s2-volume-topology-any-term.yaml \
 	tests/scheduling/s2-zone-pod-affinity.yaml \
 	tests/scheduling/s3-no-requirements-no-metal.yaml \
 	tests/scheduling/s3-nodepool-requirements.yaml \
@@ -101,6 +105,8 @@ EXTRA_DIST += \
 	tests/fuzz/corpus/simulate_yaml/s1-provisioner-scale-to-5.yaml \
 	tests/fuzz/corpus/simulate_yaml/s2-volume-topology-bound-pv.yaml \
 	tests/fuzz/corpus/simulate_yaml/s2-volume-topology-wffc.yaml \
+	tests/fuzz/corpus/simulate_yaml/s2-volume-topology-any-term.yaml \
+	tests/fuzz/corpus/simulate_yaml/pod-anti-affinity-namespace-selector.yaml \
 	tests/fuzz/corpus/simulate_yaml/s2-zone-pod-affinity.yaml \
 	tests/fuzz/corpus/simulate_yaml/s3-nodepool-requirements.yaml \
 	tests/fuzz/corpus/simulate_yaml/s5-inflate-nodeselector.yaml \

@@ -1,572 +1,324 @@
 /*
- * The --simulate loader: a YAML stream (documents, or kind: List) of
- * NodePools (karpenter.sh v1, v1beta1; v1alpha5 Provisioners converted),
- * Nodes, Pods, Deployments/ReplicaSets/StatefulSets (expanded into their
- * missing pending pods), DaemonSets, PVCs, PVs, StorageClasses and our own
- * kanna.dev/v1alpha1 InstanceTypes into a cluster model. EC2NodeClass,
- * PodDisruptionBudget and other kinds are accepted and ignored. Called by
- * scheduler/main.c and the fuzz target; reads no file but the catalog.
+ * The --simulate loader: a YAML stream (documents, or kind: List) read by
+ * common/yaml-json into JSON, admitted and expanded as the API server and
+ * controllers would (simulate-workloads.c), decoded by the watcher's
+ * decoders into the proto objects the daemon replicates, and modelled by
+ * cluster_from_state() — the daemon's own path, so that what --simulate
+ * answers and what the daemon plans cannot differ. Pods without nodeName
+ * are the pending ones. EC2NodeClasses, PodDisruptionBudgets and kinds the
+ * scheduler never reads are accepted and ignored. Called by
+ * simulate-main.c, the scenario tests and the fuzz target.
  */
-#include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hashmap.h"
+#include "common/state-store.h"
+#include "scheduler/from-state.h"
 #include "scheduler/simulate-internal.h"
+#include "watcher/decode.h"
 
-/* Documents in one input. */
-#define SIMULATE_MAX_DOCUMENTS 100000
+/* Kinds the scheduler's model reads (from-state.c), by their decoders' names. */
+static const char *const modelled_kinds[] = {
+	"Pod", "Node", "NodePool", "Provisioner", "NodeClaim", "PersistentVolumeClaim",
+	"PersistentVolume", "StorageClass", "DaemonSet", "Namespace",
+};
 
-static int nodepool_requirements(struct yctx *y, struct nodepool *np, const yaml_node_t *reqs,
-				 const yaml_node_t *labels, bool provisioner)
+const char *sim_kind(const json_t *obj)
 {
-	struct label *l;
-	uint32_t n;
-	int r;
-
-	if ((r = yrequirements(y, reqs, &np->reqs)) < 0 ||
-	    (r = ylabels(y, labels, &l, &n)) < 0)
-		return r;
-	for (uint32_t i = 0; i < n; i++)
-		if ((r = requirements_add(&np->reqs, &y->c->st, l[i].key, REQ_IN, &l[i].value, 1, 0)) < 0)
-			return r;
-	if ((r = requirements_add(&np->reqs, &y->c->st, K_NODEPOOL, REQ_IN, &np->name, 1, 0)) < 0)
-		return r;
-	if (provisioner &&
-	    (r = requirements_add(&np->reqs, &y->c->st, K_PROVISIONER_NAME, REQ_IN, &np->name, 1, 0)) < 0)
-		return r;
-	/* Karpenter's AWS defaulting: on-demand unless capacity types are given. */
-	if (!requirements_get(&np->reqs, K_CAPACITY_TYPE)) {
-		uint32_t od = V_ON_DEMAND;
-		r = requirements_add(&np->reqs, &y->c->st, K_CAPACITY_TYPE, REQ_IN, &od, 1, 0);
-	}
-	return r;
+	return json_string_value(json_object_get(obj, "kind"));
 }
 
-static int nodepool_limits(struct yctx *y, struct nodepool *np, const yaml_node_t *limits)
+const char *sim_name(const json_t *obj)
 {
-	struct resources lim = { { 0 } };
-	int64_t nodes = 0;
-	int r;
-
-	if (!limits)
-		return 0;
-	if ((r = yresources(y, limits, &lim)) < 0 || (r = yint(y, yget(y, limits, "nodes"), &nodes)) < 0)
-		return r;
-	for (int i = 0; i < SCHED_MAX_RESOURCES; i++)
-		if (yget(y, limits, strtab_str(&y->c->st, y->c->cat.resource_names[i])) && i < (int)y->c->cat.n_resources)
-			np->limits.v[i] = lim.v[i];
-	if (yget(y, limits, "nodes"))
-		np->node_limit = nodes;
-	return 0;
+	return json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
 }
 
-static int load_nodepool(struct yctx *y, const yaml_node_t *obj, const char *api, const char *name)
+const char *sim_namespace(const json_t *obj)
 {
-	bool provisioner = strstr(api, "v1alpha5") != NULL;
-	const yaml_node_t *spec = yget(y, obj, "spec"), *tspec, *tmeta;
-	struct nodepool *np;
-	int64_t weight = 0;
-	int r;
-
-	for (uint32_t i = 0; i < y->c->n_nodepools; i++)
-		if (streq(strtab_str(&y->c->st, y->c->nodepools[i].name), name))
-			return yerr(y, obj, "duplicate NodePool \"%s\"", name);
-	if (!(np = cluster_add_nodepool(y->c)))
-		return -ENOMEM;
-	np->name = yintern(y, name);
-	if (spec && (r = yexpect(y, spec, YAML_MAPPING_NODE, "a spec")) < 0)
-		return r;
-	if ((r = yint(y, yget(y, spec, "weight"), &weight)) < 0)
-		return r;
-	if (weight < 0 || weight > 100)
-		return yerr(y, yget(y, spec, "weight"), "weight must be between 0 and 100");
-	np->weight = (int32_t)weight;
-	if (provisioner) {
-		if ((r = nodepool_requirements(y, np, yget(y, spec, "requirements"), yget(y, spec, "labels"), true)) < 0 ||
-		    (r = ytaints(y, yget(y, spec, "taints"), &np->taints, &np->n_taints)) < 0)
-			return r;
-		return nodepool_limits(y, np, yget(y, yget(y, spec, "limits"), "resources"));
-	}
-	tmeta = yget(y, yget(y, spec, "template"), "metadata");
-	tspec = yget(y, yget(y, spec, "template"), "spec");
-	if ((r = nodepool_requirements(y, np, yget(y, tspec, "requirements"), yget(y, tmeta, "labels"), false)) < 0 ||
-	    (r = ytaints(y, yget(y, tspec, "taints"), &np->taints, &np->n_taints)) < 0)
-		return r;
-	return nodepool_limits(y, np, yget(y, spec, "limits"));
+	return json_string_value(json_object_get(json_object_get(obj, "metadata"), "namespace"));
 }
 
-static int load_node(struct yctx *y, const yaml_node_t *obj, const char *name)
+int sim_error(struct sim_input *in, const json_t *at, const json_t *fallback, const char *fmt, ...)
 {
-	const yaml_node_t *meta = yget(y, obj, "metadata"), *spec = yget(y, obj, "spec");
-	const yaml_node_t *status = yget(y, obj, "status");
-	struct node *n = cluster_add_node(y->c);
-	int r;
+	unsigned line = 1, column = 1;
+	va_list ap;
+	int off;
 
-	if (!n)
-		return -ENOMEM;
-	n->name = yintern(y, name);
-	if ((r = ylabels(y, yget(y, meta, "labels"), &n->labels, &n->n_labels)) < 0 ||
-	    (r = ytaints(y, yget(y, spec, "taints"), &n->taints, &n->n_taints)) < 0 ||
-	    (r = ybool(y, yget(y, spec, "unschedulable"), &n->unschedulable)) < 0 ||
-	    (r = yresources(y, yget(y, status, "capacity"), &n->capacity)) < 0 ||
-	    (r = yresources(y, yget(y, status, "allocatable"), &n->allocatable)) < 0)
-		return r;
-	if (!yget(y, status, "allocatable"))
-		n->allocatable = n->capacity;
-	if (!yget(y, status, "capacity"))
-		n->capacity = n->allocatable;
-	if (!n->allocatable.v[RES_CPU] && !n->allocatable.v[RES_MEMORY])
-		return yerr(y, obj, "Node \"%s\" has no status.allocatable or status.capacity", name);
-	return 0;
+	if (in->err[0]) /* keep the first error */
+		return -EINVAL;
+	if (!yaml_docs_mark(in->docs, at, &line, &column))
+		(void)yaml_docs_mark(in->docs, fallback, &line, &column);
+	off = snprintf(in->err, in->err_size, "%s:%u:%u: ", in->file, line, column);
+	if (off < 0 || (size_t)off >= in->err_size)
+		return -EINVAL;
+	va_start(ap, fmt);
+	vsnprintf(in->err + off, in->err_size - (size_t)off, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
 }
 
-/* A NodeClaim without its Node yet is capacity in flight: its labels are
- * its single-valued requirements, its size its instance type's. */
-static int load_nodeclaim(struct yctx *y, const yaml_node_t *obj, const char *name)
+/* Follows one field path of a decoder message ("spec.containers[0].ports")
+ * from obj; returns the deepest node reached that the input has a position
+ * for, and how deep that is. */
+static const json_t *follow_path(const struct sim_input *in, const json_t *obj, const char *path,
+				 size_t len, unsigned *depth)
 {
-	const yaml_node_t *meta = yget(y, obj, "metadata"), *spec = yget(y, obj, "spec");
-	const yaml_node_t *status = yget(y, obj, "status");
-	struct requirements reqs = { 0 };
-	struct label *l;
-	const char *node_name = NULL;
-	uint32_t n_l;
-	struct node *nd;
-	int r;
+	const json_t *node = obj, *best = NULL;
+	char key[256];
+	size_t i = 0;
+	unsigned line, column;
 
-	if ((r = ylabels(y, yget(y, meta, "labels"), &l, &n_l)) < 0 ||
-	    (r = yrequirements(y, yget(y, spec, "requirements"), &reqs)) < 0 ||
-	    (r = ystr(y, yget(y, status, "nodeName"), &node_name)) < 0)
-		goto out;
-	r = -ENOMEM;
-	nd = cluster_add_in_flight(y->c, yintern(y, name), l, n_l, &reqs,
-				   node_name ? yintern(y, node_name) : STR_NONE);
-	if (!nd)
-		goto out;
-	if ((r = ytaints(y, yget(y, spec, "taints"), &nd->taints, &nd->n_taints)) < 0 ||
-	    (r = yresources(y, yget(y, status, "capacity"), &nd->capacity)) < 0 ||
-	    (r = yresources(y, yget(y, status, "allocatable"), &nd->allocatable)) < 0)
-		goto out;
-	r = 0;
-out:
-	requirements_free(&reqs);
-	return r;
-}
-
-static int grow_array(void **v, uint32_t *n, uint32_t *cap, size_t size)
-{
-	if (*n == *cap) {
-		uint32_t c = *cap ? *cap * 2 : 16;
-		void *nv = realloc(*v, c * size);
-		if (!nv)
-			return -ENOMEM;
-		*v = nv;
-		*cap = c;
-	}
-	memset((char *)*v + (size_t)*n * size, 0, size);
-	(*n)++;
-	return 0;
-}
-
-int load_pvc(struct yctx *y, const yaml_node_t *obj, uint32_t ns, const char *name)
-{
-	const yaml_node_t *spec = yget(y, obj, "spec");
-	const char *vol = NULL, *sc = NULL;
-	int r;
-
-	if ((r = ystr(y, yget(y, spec, "volumeName"), &vol)) < 0 ||
-	    (r = ystr(y, yget(y, spec, "storageClassName"), &sc)) < 0 ||
-	    (r = grow_array((void **)&y->pvcs, &y->n_pvcs, &y->cap_pvcs, sizeof(*y->pvcs))) < 0)
-		return r;
-	y->pvcs[y->n_pvcs - 1] = (struct volume_claim){ ns, yintern(y, name),
-							 vol ? yintern(y, vol) : STR_NONE,
-							 sc ? yintern(y, sc) : STR_NONE };
-	return 0;
-}
-
-static int first_term(struct yctx *y, const yaml_node_t *terms, const char *field,
-		      struct requirements *r)
-{
-	int ret;
-
-	if (!terms)
-		return 0;
-	if ((ret = yexpect(y, terms, YAML_SEQUENCE_NODE, "a list of terms")) < 0)
-		return ret;
-	if (terms->data.sequence.items.top == terms->data.sequence.items.start)
-		return 0;
-	/* Only the first term: volumes are zonal, their terms name one zone set. */
-	yaml_node_t *t = yaml_document_get_node(y->doc, *terms->data.sequence.items.start);
-	return yrequirements(y, yget(y, t, field), r);
-}
-
-static int load_pv(struct yctx *y, const yaml_node_t *obj, const char *name)
-{
-	const yaml_node_t *na = yget(y, yget(y, obj, "spec"), "nodeAffinity");
-	int r = grow_array((void **)&y->pvs, &y->n_pvs, &y->cap_pvs, sizeof(*y->pvs));
-
-	if (r < 0)
-		return r;
-	y->pvs[y->n_pvs - 1].name = yintern(y, name);
-	return first_term(y, yget(y, yget(y, na, "required"), "nodeSelectorTerms"), "matchExpressions",
-			  &y->pvs[y->n_pvs - 1].reqs);
-}
-
-static int load_storage_class(struct yctx *y, const yaml_node_t *obj, const char *name)
-{
-	const yaml_node_t *ann = yget(y, yget(y, obj, "metadata"), "annotations");
-	const char *mode = NULL, *def = NULL;
-	int r = grow_array((void **)&y->scs, &y->n_scs, &y->cap_scs, sizeof(*y->scs));
-	struct storage_class *sc;
-
-	if (r < 0)
-		return r;
-	sc = &y->scs[y->n_scs - 1];
-	sc->name = yintern(y, name);
-	if ((r = ystr(y, yget(y, obj, "volumeBindingMode"), &mode)) < 0 ||
-	    (r = ystr(y, yget(y, ann, "storageclass.kubernetes.io/is-default-class"), &def)) < 0)
-		return r;
-	sc->wait_for_first_consumer = mode && streq(mode, "WaitForFirstConsumer");
-	sc->is_default = def && streq(def, "true");
-	return first_term(y, yget(y, obj, "allowedTopologies"), "matchLabelExpressions", &sc->reqs);
-}
-
-/* kanna.dev/v1alpha1 InstanceType: spec {cpu, memory, pods, arch, gpuCount,
- * gpuName, labels, offerings: [{zone, capacityType, price, available}]}. */
-static int load_instance_type(struct yctx *y, const yaml_node_t *obj, const char *name)
-{
-	const yaml_node_t *spec = yget(y, obj, "spec"), *offs = yget(y, spec, "offerings"), *o;
-	struct label labels[64];
-	struct offering off[SCHED_MAX_ZONES * CT_N];
-	struct instance_type it = { 0 };
-	const char *arch = "amd64", *gpu_name = NULL;
-	int64_t cpu = 0, mem = 0, pods = 110, gpus = 0;
-	struct label *extra;
-	uint32_t n_extra, n = 0;
-	int r;
-
-	if ((r = yexpect(y, spec, YAML_MAPPING_NODE, "an InstanceType spec")) < 0 ||
-	    (r = yquantity(y, yget(y, spec, "cpu"), true, &cpu)) < 0 ||
-	    (r = yquantity(y, yget(y, spec, "memory"), false, &mem)) < 0 ||
-	    (r = yint(y, yget(y, spec, "pods"), &pods)) < 0 ||
-	    (r = yint(y, yget(y, spec, "gpuCount"), &gpus)) < 0 ||
-	    (r = ystr(y, yget(y, spec, "arch"), &arch)) < 0 ||
-	    (r = ystr(y, yget(y, spec, "gpuName"), &gpu_name)) < 0 ||
-	    (r = ylabels(y, yget(y, spec, "labels"), &extra, &n_extra)) < 0)
-		return r;
-	if (cpu <= 0 || mem <= 0 || pods <= 0)
-		return yerr(y, spec, "InstanceType \"%s\" needs positive cpu, memory and pods", name);
-	if (n_extra > 50)
-		return yerr(y, spec, "too many labels");
-	it.name = yintern(y, name);
-	labels[n++] = (struct label){ K_INSTANCE_TYPE, it.name };
-	labels[n++] = (struct label){ K_ARCH, yintern(y, arch) };
-	labels[n++] = (struct label){ K_OS, V_LINUX };
-	if (gpus > 0) {
-		char buf[32];
-		snprintf(buf, sizeof(buf), "%lld", (long long)gpus);
-		labels[n++] = (struct label){ K_INSTANCE_GPU_COUNT, yintern(y, buf) };
-		if (gpu_name)
-			labels[n++] = (struct label){ K_INSTANCE_GPU_NAME, yintern(y, gpu_name) };
-	}
-	for (uint32_t i = 0; i < n_extra; i++)
-		labels[n++] = extra[i];
-	it.labels = labels;
-	it.n_labels = n;
-	/* cpu rounds up to whole vCPUs; memory is the advertised size. */
-	catalog_capacity((cpu + 999) / 1000, mem >> 20, pods, &it.capacity, &it.allocatable);
-	it.capacity.v[RES_NVIDIA_GPU] = it.allocatable.v[RES_NVIDIA_GPU] = gpus;
-	if (offs && (r = yexpect(y, offs, YAML_SEQUENCE_NODE, "a list of offerings")) < 0)
-		return r;
-	if (offs)
-		YSEQ_FOREACH(y, offs, o) {
-			const char *zone = NULL, *ct = NULL, *price = NULL;
-			bool available = true;
-			if ((r = yexpect(y, o, YAML_MAPPING_NODE, "an offering")) < 0 ||
-			    (r = ystr(y, yget(y, o, "zone"), &zone)) < 0 ||
-			    (r = ystr(y, yget(y, o, "capacityType"), &ct)) < 0 ||
-			    (r = ystr(y, yget(y, o, "price"), &price)) < 0 ||
-			    (r = ybool(y, yget(y, o, "available"), &available)) < 0)
-				return r;
-			if (!zone || !ct || !price || (!streq(ct, "spot") && !streq(ct, "on-demand")))
-				return yerr(y, o, "an offering needs zone, capacityType (spot or on-demand) and price");
+	*depth = 0;
+	while (i < len && node) {
+		size_t k = 0;
+		while (i < len && path[i] != '.' && path[i] != '[' && k + 1 < sizeof(key))
+			key[k++] = path[i++];
+		key[k] = '\0';
+		node = k ? json_object_get(node, key) : node;
+		while (node && i < len && path[i] == '[') {
 			char *end;
-			double pr = strtod(price, &end);
-			if (*end || pr < 0)
-				return yerr(y, yget(y, o, "price"), "invalid price \"%s\"", price);
-			if (it.n_offerings >= ARRAY_SIZE(off))
-				return yerr(y, o, "too many offerings");
-			int z = catalog_zone(&y->c->cat, yintern(y, zone), STR_NONE);
-			if (z < 0)
-				return yerr(y, o, "too many zones");
-			off[it.n_offerings++] = (struct offering){ (uint8_t)z, streq(ct, "spot") ? CT_SPOT : CT_ON_DEMAND,
-								   available, pr };
+			unsigned long idx = strtoul(path + i + 1, &end, 10);
+			if (*end != ']' || (size_t)(end - path) >= len)
+				return best;
+			node = json_array_get(node, idx);
+			i = (size_t)(end - path) + 1;
 		}
-	it.offerings = off;
-	y->n_instance_types++;
-	return catalog_add_type(&y->c->cat, &it);
-}
-
-
-/* Pass 0: catalog, NodePools, Nodes, volumes. Pass 1: pods and workloads. */
-static int load_object(struct yctx *y, const yaml_node_t *obj, int pass)
-{
-	const char *api = NULL, *kind = NULL, *name = NULL, *ns = NULL;
-	const yaml_node_t *meta;
-	int r;
-
-	if ((r = yexpect(y, obj, YAML_MAPPING_NODE, "a Kubernetes object")) < 0 ||
-	    (r = ystr(y, yget(y, obj, "apiVersion"), &api)) < 0 ||
-	    (r = ystr(y, yget(y, obj, "kind"), &kind)) < 0)
-		return r;
-	if (!kind)
-		return yerr(y, obj, "object without kind");
-	meta = yget(y, obj, "metadata");
-	if ((r = ystr(y, yget(y, meta, "name"), &name)) < 0 ||
-	    (r = ystr(y, yget(y, meta, "namespace"), &ns)) < 0)
-		return r;
-	if (!name || !*name)
-		return yerr(y, obj, "%s without metadata.name", kind);
-	uint32_t nsid = yintern(y, ns && *ns ? ns : "default");
-	if (!api)
-		api = "";
-	if (pass == 0) {
-		if (streq(kind, "NodePool") || streq(kind, "Provisioner"))
-			return load_nodepool(y, obj, api, name);
-		if (streq(kind, "Node"))
-			return load_node(y, obj, name);
-		if (streq(kind, "NodeClaim") || streq(kind, "Machine"))
-			return load_nodeclaim(y, obj, name);
-		if (streq(kind, "PersistentVolumeClaim"))
-			return load_pvc(y, obj, nsid, name);
-		if (streq(kind, "PersistentVolume"))
-			return load_pv(y, obj, name);
-		if (streq(kind, "StorageClass"))
-			return load_storage_class(y, obj, name);
-		if (streq(kind, "InstanceType") && strstr(api, "kanna.dev"))
-			return load_instance_type(y, obj, name);
-		return 0;
-	}
-	if (streq(kind, "Pod"))
-		return load_pod(y, obj, nsid, name);
-	if (streq(kind, "Deployment") || streq(kind, "ReplicaSet") || streq(kind, "StatefulSet"))
-		return 0; /* pass 2, once every Pod is known */
-	if (streq(kind, "DaemonSet"))
-		return load_daemonset(y, obj, nsid, name);
-	return 0;
-}
-
-static int load_document(struct yctx *y, const yaml_node_t *root, int pass)
-{
-	const char *kind = NULL;
-	const yaml_node_t *items;
-	yaml_node_t *item;
-	int r;
-
-	if ((r = ystr(y, yget(y, root, "kind"), &kind)) < 0)
-		return r;
-	if (!kind || !streq(kind, "List") || !(items = yget(y, root, "items"))) {
-		if (pass < 2)
-			return load_object(y, root, pass);
-		items = NULL;
-	}
-	if (pass == 2) {
-		/* Workloads, after every Pod (their existing replicas) is loaded. */
-		const yaml_node_t *list = items;
-		if (!list) {
-			const char *k = NULL, *name = NULL, *ns = NULL;
-			(void)ystr(y, yget(y, root, "kind"), &k);
-			if (!k || (!streq(k, "Deployment") && !streq(k, "ReplicaSet") && !streq(k, "StatefulSet")))
-				return 0;
-			(void)ystr(y, yget(y, yget(y, root, "metadata"), "name"), &name);
-			(void)ystr(y, yget(y, yget(y, root, "metadata"), "namespace"), &ns);
-			return load_workload(y, root, k, yintern(y, ns && *ns ? ns : "default"), name);
+		if (node && yaml_docs_mark(in->docs, node, &line, &column)) {
+			best = node;
+			(*depth)++;
 		}
-		if ((r = yexpect(y, list, YAML_SEQUENCE_NODE, "items: a list of objects")) < 0)
-			return r;
-		YSEQ_FOREACH(y, list, item)
-			if ((r = load_document(y, item, 2)) < 0)
-				return r;
-		return 0;
+		if (i < len && path[i] == '.')
+			i++;
+		else if (i < len)
+			break; /* a character paths do not have: stop here */
 	}
-	if ((r = yexpect(y, items, YAML_SEQUENCE_NODE, "items: a list of objects")) < 0)
-		return r;
-	YSEQ_FOREACH(y, items, item)
-		if ((r = load_object(y, item, pass)) < 0)
-			return r;
-	return 0;
+	return best;
 }
 
 /*
- * An AWS zone name: <2 letters>-[gov-]<word>-<digits><letter>, e.g.
- * us-east-1a, eu-west-1b, ap-northeast-1c, us-gov-west-1a. Strict, so that
- * names that merely end in a digit and a letter (pod names) do not count.
+ * Where a decoder's complaint about obj points: its messages read
+ * "<kind> <ns>/<name>: <field path>: <what is wrong>", so the part without
+ * spaces that leads deepest into obj is the field.
  */
-static bool zone_like(const char *s, size_t *region_len)
+static const json_t *decode_error_node(const struct sim_input *in, const json_t *obj,
+				       const char *msg)
 {
-	const char *p = s;
-	size_t n = strlen(s);
+	const json_t *best = NULL;
+	unsigned best_depth = 0;
 
-	if (n < 7 || !islower((unsigned char)p[0]) || !islower((unsigned char)p[1]) || p[2] != '-')
-		return false;
-	p += 3;
-	if (strncmp(p, "gov-", 4) == 0)
-		p += 4;
-	if (!islower((unsigned char)*p))
-		return false;
-	while (islower((unsigned char)*p))
-		p++;
-	if (*p++ != '-' || !isdigit((unsigned char)*p))
-		return false;
-	while (isdigit((unsigned char)*p))
-		p++;
-	if (!islower((unsigned char)p[0]) || p[1] != '\0')
-		return false;
-	*region_len = n - 1;
-	return true;
+	for (const char *seg = msg; *seg;) {
+		const char *end = strstr(seg, ": ");
+		size_t len = end ? (size_t)(end - seg) : strlen(seg);
+		unsigned depth;
+
+		if (len && !memchr(seg, ' ', len)) {
+			const json_t *n = follow_path(in, obj, seg, len, &depth);
+			if (n && depth > best_depth) {
+				best = n;
+				best_depth = depth;
+			}
+		}
+		seg += len + (end ? 2 : 0);
+	}
+	return best;
 }
 
-/* The shipped catalog, in the region the input talks about (the first
- * zone-like value it mentions), zones a/b/c plus any other it names. */
-static int load_shipped_catalog(struct yctx *y, const struct simulate_options *opts)
+int sim_append(struct sim_input *in, json_t *obj, const json_t *origin)
 {
-	char region[64] = "us-east-1", path[4096];
-	const char *zones[SCHED_MAX_ZONES];
-	char zone_buf[SCHED_MAX_ZONES][64];
-	size_t n = 0, rl;
-	int r;
-
-	for (uint32_t i = K_N_FIXED; i < y->c->st.n; i++) {
-		const char *s = strtab_str(&y->c->st, i);
-		if (zone_like(s, &rl) && rl < sizeof(region)) {
-			memcpy(region, s, rl);
-			region[rl] = '\0';
-			break;
-		}
-	}
-	for (char z = 'a'; z <= 'c'; z++) {
-		snprintf(zone_buf[n], sizeof(zone_buf[n]), "%s%c", region, z);
-		zones[n] = zone_buf[n];
-		n++;
-	}
-	for (uint32_t i = K_N_FIXED; i < y->c->st.n && n < SCHED_MAX_ZONES; i++) {
-		const char *s = strtab_str(&y->c->st, i);
-		if (zone_like(s, &rl) && rl == strlen(region) && !strncmp(s, region, rl) && s[rl] > 'c' &&
-		    strlen(s) < sizeof(zone_buf[n])) {
-			bool seen = false;
-			for (size_t k = 0; k < n; k++)
-				seen |= streq(zones[k], s);
-			if (seen)
-				continue;
-			snprintf(zone_buf[n], sizeof(zone_buf[n]), "%s", s);
-			zones[n] = zone_buf[n];
-			n++;
-		}
-	}
-	if (opts && opts->catalog_path)
-		snprintf(path, sizeof(path), "%s", opts->catalog_path);
-	else
-		catalog_default_path(path, sizeof(path));
-	r = catalog_load_tsv(&y->c->cat, path, region, zones, n);
-	if (r < 0)
-		snprintf(y->err, y->err_size, "Failed to load the instance-type catalog %s: %s", path,
-			 strerror(-r));
-	return r;
-}
-
-
-static int load_all(struct yctx *y, yaml_parser_t *parser, yaml_document_t **docsp, size_t *n_docs)
-{
-	size_t cap = 0;
-	yaml_document_t *docs = NULL;
-	int r;
-
-	for (;;) {
-		if (*n_docs >= SIMULATE_MAX_DOCUMENTS)
-			return yerr(y, NULL, "more than %d documents", SIMULATE_MAX_DOCUMENTS);
-		if (*n_docs == cap) {
-			cap = cap ? cap * 2 : 16;
-			yaml_document_t *nd = realloc(docs, cap * sizeof(*docs));
-			if (!nd)
-				return -ENOMEM;
-			docs = *docsp = nd;
-		}
-		if (!yaml_parser_load(parser, &docs[*n_docs])) {
-			snprintf(y->err, y->err_size, "%s:%zu:%zu: %s%s%s", y->file,
-				 parser->problem_mark.line + 1, parser->problem_mark.column + 1,
-				 parser->problem ? parser->problem : "invalid YAML",
-				 parser->context ? " " : "", parser->context ? parser->context : "");
-			return -EINVAL;
-		}
-		yaml_node_t *root = yaml_document_get_root_node(&docs[*n_docs]);
-		if (!root) {
-			yaml_document_delete(&docs[*n_docs]);
-			break;
-		}
-		(*n_docs)++;
-	}
-	for (int pass = 0; pass < 3; pass++)
-		for (size_t i = 0; i < *n_docs; i++) {
-			y->doc = &docs[i];
-			yaml_node_t *root = yaml_document_get_root_node(&docs[i]);
-			if (pass == 0 && root->type != YAML_MAPPING_NODE)
-				return yerr(y, root, "expected a Kubernetes object (a mapping)");
-			if ((r = load_document(y, root, pass)) < 0)
-				return r;
-		}
+	if (!obj || json_array_append_new(in->objects, obj) < 0 ||
+	    json_array_append(in->origins, (json_t *)origin) < 0)
+		return -ENOMEM;
 	return 0;
+}
+
+/* The input's documents, List items flattened, into in->objects. */
+static int flatten(struct sim_input *in)
+{
+	for (size_t d = 0; d < in->docs->n_docs; d++) {
+		json_t *doc = in->docs->docs[d], *items = json_object_get(doc, "items"), *item;
+		bool list = json_is_object(doc) && streq_ptr(sim_kind(doc), "List");
+		size_t i;
+
+		if (!json_is_object(doc))
+			return sim_error(in, doc, NULL, "expected a Kubernetes object (a mapping)");
+		if (!list) {
+			if (sim_append(in, json_incref(doc), doc) < 0)
+				return -ENOMEM;
+			continue;
+		}
+		if (!json_is_array(items))
+			return sim_error(in, items, doc, "items: expected a list of objects");
+		json_array_foreach(items, i, item)
+			if (sim_append(in, json_incref(item), item) < 0)
+				return -ENOMEM;
+	}
+	in->n_given = json_array_size(in->objects);
+	return 0;
+}
+
+/* What every object needs before anything reads it. */
+static int check_objects(struct sim_input *in)
+{
+	const json_t *obj;
+	size_t i;
+
+	json_array_foreach(in->objects, i, obj) {
+		const char *kind = sim_kind(obj), *name = sim_name(obj);
+		if (!json_is_object(obj))
+			return sim_error(in, obj, NULL, "expected a Kubernetes object (a mapping)");
+		if (!kind || !*kind)
+			return sim_error(in, json_object_get(obj, "kind"), obj, "object without kind");
+		if (!name || !*name)
+			return sim_error(in, obj, NULL, "%s without metadata.name", kind);
+	}
+	return 0;
+}
+
+static bool modelled(const char *kind)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(modelled_kinds); i++)
+		if (streq(kind, modelled_kinds[i]))
+			return true;
+	return false;
+}
+
+struct pending {
+	struct proto_pod **pods;
+	size_t n, cap;
+	struct hashmap keys; /* "ns/name" of every pod seen */
+};
+
+static void pending_done(struct pending *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		proto_pod_free(p->pods[i]);
+	free(p->pods);
+	hashmap_done(&p->keys);
+}
+
+static int pending_add(struct pending *p, const struct proto_pod *pod)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 64;
+		struct proto_pod **n = realloc(p->pods, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		p->pods = n;
+		p->cap = cap;
+	}
+	if (!(p->pods[p->n] = proto_pod_dup(pod)))
+		return -ENOMEM;
+	p->n++;
+	return 0;
+}
+
+/* Semantic checks the decoders leave to the consumer: --simulate refuses
+ * what the daemon would only report and skip. */
+static int check_decoded(struct sim_input *in, const json_t *obj, const struct proto_object *o)
+{
+	if (o->kind == PROTO_OBJECT_NODEPOOL && o->nodepool->status == PROTO_NODEPOOL_INVALID)
+		return sim_error(in, json_object_get(obj, "spec"), obj, "%s \"%s\": %s", sim_kind(obj),
+				 o->nodepool->name, o->nodepool->status_reason ?: "invalid");
+	if (o->kind == PROTO_OBJECT_NODE && !o->node->n_allocatable && !o->node->n_capacity)
+		return sim_error(in, obj, NULL, "Node \"%s\" has no status.allocatable or status.capacity",
+				 o->node->name);
+	return 0;
+}
+
+/* Decodes one object into the store (or, for a pending pod, the batch). */
+static int decode_one(struct sim_input *in, struct decoder *dec, const json_t *obj,
+		      const json_t *origin, struct state_store *store, struct pending *pending)
+{
+	const char *kind = sim_kind(obj), *ns, *name;
+	const struct state_entry *prev;
+	struct proto_object o;
+	char key[STATE_KEY_MAX];
+	int r;
+
+	dec->error[0] = '\0';
+	r = decode_object(dec, kind, obj, &o);
+	if (r == -EINVAL)
+		return sim_error(in, decode_error_node(in, obj, dec->error), origin, "%s", dec->error);
+	if (r < 0 || (r = check_decoded(in, obj, &o)) < 0)
+		return r;
+	state_object_name(&o, &ns, &name);
+	if (o.kind == PROTO_OBJECT_POD) {
+		const struct proto_pod *p = o.pod;
+		if (p->phase == PROTO_PHASE_SUCCEEDED || p->phase == PROTO_PHASE_FAILED)
+			return 0; /* finished: holds nothing */
+		snprintf(key, sizeof(key), "%s/%s", ns, name);
+		if (hashmap_get(&pending->keys, key))
+			return sim_error(in, obj, origin, "duplicate Pod \"%s\"", key);
+		if ((r = hashmap_put(&pending->keys, key, (void *)obj, NULL)) < 0)
+			return r;
+		if (!p->node_name || !*p->node_name)
+			/* A DaemonSet's pending pods are not ours to place. */
+			return p->daemonset_owned ? 0 : pending_add(pending, p);
+	}
+	prev = state_store_get(store, o.kind, ns, name);
+	if (prev)
+		return sim_error(in, obj, origin, "duplicate %s \"%s%s%s\"", kind, ns, *ns ? "/" : "", name);
+	r = state_store_apply(store, PROTO_DELTA_ADD, &o, store->seq + 1);
+	return r < 0 ? r : 0;
+}
+
+static int decode_all(struct sim_input *in, struct state_store *store, struct pending *pending)
+{
+	struct arena arena = { 0 };
+	struct decoder dec = { .arena = &arena };
+	const json_t *obj;
+	size_t i;
+	int r = 0;
+
+	json_array_foreach(in->objects, i, obj) {
+		if (!modelled(sim_kind(obj)))
+			continue;
+		if ((r = decode_one(in, &dec, obj, json_array_get(in->origins, i), store, pending)) < 0)
+			break;
+		arena_reset(&arena);
+	}
+	arena_done(&arena);
+	return r;
 }
 
 int simulate_load(const char *file, const char *data, size_t size,
 		  const struct simulate_options *opts, struct cluster **ret, char *err,
 		  size_t err_size)
 {
-	struct yctx y = { .file = file, .err = err, .err_size = err_size };
-	yaml_document_t *docs = NULL;
-	yaml_parser_t parser;
-	size_t n_docs = 0;
+	struct sim_input in = { .file = file, .opts = opts, .err = err, .err_size = err_size };
+	struct from_state_options fo = { .fill_catalog = sim_fill_catalog, .userdata = &in };
+	struct pending pending = { 0 };
+	struct state_store store;
 	int r;
 
 	err[0] = '\0';
-	if ((r = cluster_new(&y.c)) < 0)
-		return r;
-	if (!yaml_parser_initialize(&parser)) {
-		cluster_free(y.c);
-		return -ENOMEM;
-	}
-	yaml_parser_set_input_string(&parser, (const unsigned char *)data, size);
-	/* Documents stay loaded until every pass is done (workloads look back). */
-	r = load_all(&y, &parser, &docs, &n_docs);
-	if (r >= 0 && opts && opts->fake_types)
-		r = y.n_instance_types ? 0 : catalog_add_fake_types(&y.c->cat, opts->fake_types);
-	else if (r >= 0 && !y.n_instance_types)
-		r = load_shipped_catalog(&y, opts);
+	state_store_init(&store);
+	r = yaml_docs_load_buffer(data, size, file, &in.docs, err, err_size);
 	if (r >= 0)
-		r = catalog_finalize(&y.c->cat);
+		r = (in.objects = json_array()) && (in.origins = json_array()) ? 0 : -ENOMEM;
 	if (r >= 0)
-		r = cluster_settle_in_flight(y.c);
-	if (r >= 0) {
-		cluster_assign_nodepools(y.c);
-		cluster_compute_daemon_overhead(y.c);
-	}
-	for (size_t i = 0; i < n_docs; i++)
-		yaml_document_delete(&docs[i]);
-	free(docs);
-	yaml_parser_delete(&parser);
-	for (uint32_t i = 0; i < y.n_pvs; i++)
-		requirements_free(&y.pvs[i].reqs);
-	for (uint32_t i = 0; i < y.n_scs; i++)
-		requirements_free(&y.scs[i].reqs);
-	free(y.pvs);
-	free(y.scs);
-	free(y.pvcs);
-	if (r < 0) {
-		if (!err[0])
-			snprintf(err, err_size, "%s: %s", file, strerror(-r));
-		cluster_free(y.c);
-		return r;
-	}
-	*ret = y.c;
-	return 0;
+		r = flatten(&in);
+	if (r >= 0)
+		r = check_objects(&in);
+	if (r >= 0)
+		r = sim_admit(&in);
+	if (r >= 0)
+		r = sim_expand_workloads(&in);
+	if (r >= 0)
+		r = decode_all(&in, &store, &pending);
+	if (r >= 0)
+		r = cluster_from_state(&store, (const struct proto_pod *const *)pending.pods, pending.n,
+				       &fo, ret, err, err_size);
+	pending_done(&pending);
+	state_store_done(&store);
+	json_decref(in.objects);
+	json_decref(in.origins);
+	yaml_docs_free(in.docs);
+	if (r < 0 && !err[0])
+		snprintf(err, err_size, "%s: %s", file, strerror(-r));
+	return r;
 }

@@ -24,9 +24,9 @@ static void usage(FILE *out)
 	      "(kubectl get nodepools,ec2nodeclasses,nodes,pods,deployments -A -o yaml).\n"
 	      "\n"
 	      "  --simulate FILE  YAML stream of NodePools (v1, v1beta1, v1alpha5 Provisioners),\n"
-	      "                   Nodes, Pods, Deployments/ReplicaSets/StatefulSets, DaemonSets,\n"
-	      "                   PVCs, PVs, StorageClasses and kanna.dev/v1alpha1 InstanceTypes;\n"
-	      "                   \"-\" reads standard input\n"
+	      "                   Nodes, NodeClaims, Pods, Deployments/ReplicaSets/StatefulSets,\n"
+	      "                   DaemonSets, PVCs, PVs, StorageClasses, Namespaces and\n"
+	      "                   kanna.dev/v1alpha1 InstanceTypes; \"-\" reads standard input\n"
 	      "  --json           print {\"nodeClaims\",\"existingNodes\",\"unschedulable\"} as JSON\n"
 	      "  --catalog FILE   instance-type catalog (default: the shipped instance-types.tsv)\n"
 	      "  --help           show this help\n"
@@ -122,7 +122,7 @@ int simulate_main(int argc, char **argv)
 		}
 	if (!file || optind < argc) {
 		usage(stderr);
-		fprintf(stderr, "\nkanna-scheduler: only --simulate is available in this build.\n");
+		fprintf(stderr, "\nkanna-scheduler: --simulate needs one FILE.yaml (\"-\" for standard input).\n");
 		return 2;
 	}
 	r = read_input(file, &data, &size);

@@ -1,214 +1,306 @@
 /*
- * Pods and what makes them for --simulate: Pod objects (pending or bound),
- * Deployments/ReplicaSets/StatefulSets expanded into their missing replicas
- * (with StatefulSet volume claim templates), DaemonSet templates, and the
- * volume topology a pod's claims impose (bound PV node affinity, unbound
- * WaitForFirstConsumer StorageClass allowedTopologies). Called by
- * simulate-load.c.
+ * What the API server and the controllers would have done to a cluster
+ * dump before the scheduler saw it, for --simulate: admission defaulting
+ * (namespace "default", the default StorageClass on claims naming none) and
+ * Deployments/ReplicaSets/StatefulSets expanded into the replicas the dump
+ * lacks — with each StatefulSet replica's claims from its
+ * volumeClaimTemplates — as Pod and PersistentVolumeClaim objects that
+ * then decode like any other. Called by simulate-load.c.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hashmap.h"
 #include "scheduler/simulate-internal.h"
 
 /* Pods one workload may expand to. */
 #define SIMULATE_MAX_REPLICAS 100000
+#define ANNOTATION_DEFAULT_CLASS "storageclass.kubernetes.io/is-default-class"
+#define ANNOTATION_DEFAULT_CLASS_BETA "storageclass.beta.kubernetes.io/is-default-class"
 
-static const struct volume_claim *find_claim(struct yctx *y, uint32_t ns, const char *name)
+static bool namespaced(const char *kind)
 {
-	for (uint32_t i = 0; i < y->n_pvcs; i++)
-		if (y->pvcs[i].ns == ns && streq(strtab_str(&y->c->st, y->pvcs[i].name), name))
-			return &y->pvcs[i];
-	return NULL;
-}
+	static const char *const kinds[] = { "Pod", "PersistentVolumeClaim", "DaemonSet", "Deployment",
+					     "ReplicaSet", "StatefulSet", "PodDisruptionBudget" };
 
-/* What one claim requires of the node: a bound volume's node affinity, or
- * an unbound WaitForFirstConsumer class's allowed topologies. */
-static int claim_topology(struct yctx *y, const struct volume_claim *pvc, struct pod *p)
-{
-	int r;
-
-	if (pvc->volume != STR_NONE) {
-		for (uint32_t i = 0; i < y->n_pvs; i++)
-			if (y->pvs[i].name == pvc->volume &&
-			    (r = requirements_intersect(&p->reqs, &y->pvs[i].reqs, &y->c->st)) < 0)
-				return r;
-		return 0;
-	}
-	for (uint32_t i = 0; i < y->n_scs; i++) {
-		const struct storage_class *sc = &y->scs[i];
-		bool match = pvc->storage_class != STR_NONE ? sc->name == pvc->storage_class : sc->is_default;
-		if (match && sc->wait_for_first_consumer &&
-		    (r = requirements_intersect(&p->reqs, &sc->reqs, &y->c->st)) < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* Adds what the pod's PersistentVolumeClaims require of its node; a
- * missing claim makes the pod unplaceable, as it stays Pending in Kubernetes. */
-static int pod_volumes(struct yctx *y, const yaml_node_t *spec, struct pod *p)
-{
-	const yaml_node_t *vols = yget(y, spec, "volumes");
-	yaml_node_t *v;
-	int r;
-
-	if (!vols)
-		return 0;
-	if ((r = yexpect(y, vols, YAML_SEQUENCE_NODE, "a list of volumes")) < 0)
-		return r;
-	YSEQ_FOREACH(y, vols, v) {
-		const char *claim = NULL;
-		const struct volume_claim *pvc;
-		if ((r = ystr(y, yget(y, yget(y, v, "persistentVolumeClaim"), "claimName"), &claim)) < 0)
-			return r;
-		if (!claim)
-			continue;
-		pvc = find_claim(y, p->ns, claim);
-		if (!pvc) {
-			char *msg = arena_alloc(&y->c->arena, 300);
-			if (!msg)
-				return -ENOMEM;
-			snprintf(msg, 300, "persistentvolumeclaim \"%.200s\" not found", claim);
-			p->invalid = msg;
-			return 0;
-		}
-		if ((r = claim_topology(y, pvc, p)) < 0)
-			return r;
-	}
-	return 0;
-}
-
-static bool owned_by(struct yctx *y, const yaml_node_t *meta, const char *kind, const char *name)
-{
-	const yaml_node_t *refs = yget(y, meta, "ownerReferences");
-	yaml_node_t *o;
-	size_t len = strlen(name);
-
-	if (!yis(refs, YAML_SEQUENCE_NODE))
-		return false;
-	YSEQ_FOREACH(y, refs, o) {
-		const char *k = NULL, *n = NULL;
-		if (ystr(y, yget(y, o, "kind"), &k) < 0 || ystr(y, yget(y, o, "name"), &n) < 0 || !k || !n)
-			continue;
-		if (!streq(k, kind) && !(streq(kind, "Deployment") && streq(k, "ReplicaSet")))
-			continue;
-		if (!*name && streq(k, kind))
-			return true; /* any owner of that kind */
-		/* A Deployment's pods belong to its ReplicaSets, named "<deployment>-<hash>". */
-		if (streq(n, name) || (streq(k, "ReplicaSet") && streq(kind, "Deployment") &&
-				       !strncmp(n, name, len) && n[len] == '-'))
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
+		if (streq(kind, kinds[i]))
 			return true;
-	}
 	return false;
 }
 
-int load_pod(struct yctx *y, const yaml_node_t *obj, uint32_t ns, const char *name)
+/* The StorageClass the DefaultStorageClass admission plugin would give a
+ * claim that names none (the first one annotated default), or NULL. */
+static const char *default_storage_class(const struct sim_input *in)
 {
-	const yaml_node_t *meta = yget(y, obj, "metadata"), *spec = yget(y, obj, "spec");
-	const char *node = NULL, *phase = NULL;
-	struct pod *p;
-	int r;
+	const json_t *obj;
+	size_t i;
 
-	if ((r = ystr(y, yget(y, spec, "nodeName"), &node)) < 0 ||
-	    (r = ystr(y, yget(y, yget(y, obj, "status"), "phase"), &phase)) < 0)
-		return r;
-	if (phase && (streq(phase, "Succeeded") || streq(phase, "Failed")))
-		return 0;
-	/* Pending DaemonSet pods are not ours to place; bound ones use their node. */
-	if (!node && owned_by(y, meta, "DaemonSet", ""))
-		return 0;
-	if (!(p = cluster_add_pod(y->c)))
-		return -ENOMEM;
-	p->name = yintern(y, name);
-	if (node)
-		p->node = yintern(y, node);
-	if ((r = ypod(y, meta, spec, ns, p)) < 0)
-		return r;
-	return pod_volumes(y, spec, p);
+	json_array_foreach(in->objects, i, obj) {
+		const json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
+		if (i >= in->n_given)
+			break;
+		if (!streq_ptr(sim_kind(obj), "StorageClass"))
+			continue;
+		if (streq_ptr(json_string_value(json_object_get(ann, ANNOTATION_DEFAULT_CLASS)), "true") ||
+		    streq_ptr(json_string_value(json_object_get(ann, ANNOTATION_DEFAULT_CLASS_BETA)), "true"))
+			return sim_name(obj);
+	}
+	return NULL;
 }
 
-/* volumeClaimTemplates: each replica mounts "<template>-<set>-<ordinal>",
- * created unbound unless the dump has it. */
-static int statefulset_claims(struct yctx *y, const yaml_node_t *vcts, uint32_t ns, const char *set,
-			      int64_t ordinal, struct pod *p)
+/* A claim spec without storageClassName gets the default class (a copy:
+ * templates are shared). New reference, or NULL on ENOMEM. */
+static json_t *claim_spec_admitted(const json_t *spec, const char *default_class)
 {
-	yaml_node_t *t;
-	int r;
+	json_t *s;
 
-	if (!vcts)
-		return 0;
-	if ((r = yexpect(y, vcts, YAML_SEQUENCE_NODE, "volumeClaimTemplates")) < 0)
-		return r;
-	YSEQ_FOREACH(y, vcts, t) {
-		const char *tn = NULL;
-		char cn[1024];
-		if ((r = ystr(y, yget(y, yget(y, t, "metadata"), "name"), &tn)) < 0)
-			return r;
-		snprintf(cn, sizeof(cn), "%.300s-%.300s-%lld", tn ? tn : "", set, (long long)ordinal);
-		if (!find_claim(y, ns, cn) && (r = load_pvc(y, t, ns, cn)) < 0)
-			return r;
-		if ((r = claim_topology(y, find_claim(y, ns, cn), p)) < 0)
-			return r;
+	if (!json_is_object(spec))
+		return json_object();
+	if (json_object_get(spec, "storageClassName") || !default_class)
+		return json_incref((json_t *)spec);
+	s = json_copy((json_t *)spec);
+	if (s && json_object_set_new(s, "storageClassName", json_string(default_class)) < 0) {
+		json_decref(s);
+		return NULL;
 	}
-	return 0;
+	return s;
 }
 
-int load_workload(struct yctx *y, const yaml_node_t *obj, const char *kind, uint32_t ns,
-			 const char *name)
+int sim_admit(struct sim_input *in)
 {
-	const yaml_node_t *spec = yget(y, obj, "spec"), *tmpl = yget(y, spec, "template");
-	const yaml_node_t *meta = yget(y, obj, "metadata");
-	int64_t replicas = 1, have = 0;
-	int r;
+	const char *default_class = default_storage_class(in);
+	json_t *obj;
+	size_t i;
 
-	if (streq(kind, "ReplicaSet") && yget(y, meta, "ownerReferences"))
-		return 0; /* its Deployment (in the same dump) accounts for it */
-	if ((r = yint(y, yget(y, spec, "replicas"), &replicas)) < 0)
-		return r;
-	if (replicas < 0 || replicas > SIMULATE_MAX_REPLICAS)
-		return yerr(y, yget(y, spec, "replicas"), "replicas must be between 0 and %d",
-			    SIMULATE_MAX_REPLICAS);
-	if ((r = yexpect(y, tmpl, YAML_MAPPING_NODE, "spec.template")) < 0)
-		return r;
-	/* Pods of the dump that belong to it already exist: expand only the rest. */
-	for (uint32_t i = 0; i < y->c->n_pods; i++) {
-		const char *pn = strtab_str(&y->c->st, y->c->pods[i].name);
-		size_t len = strlen(name);
-		if (y->c->pods[i].ns == ns && !strncmp(pn, name, len) && pn[len] == '-')
-			have++;
-	}
-	for (int64_t i = have; i < replicas; i++) {
-		char pname[512];
-		struct pod *p = cluster_add_pod(y->c);
-		if (!p)
+	json_array_foreach(in->objects, i, obj) {
+		json_t *meta = json_object_get(obj, "metadata"), *spec = json_object_get(obj, "spec");
+		const char *ns = sim_namespace(obj);
+
+		if (i >= in->n_given)
+			break;
+		if (namespaced(sim_kind(obj)) && (!ns || !*ns) &&
+		    json_object_set_new(meta, "namespace", json_string("default")) < 0)
 			return -ENOMEM;
-		snprintf(pname, sizeof(pname), "%.400s-%lld", name, (long long)i);
-		p->name = yintern(y, pname);
-		if ((r = ypod(y, yget(y, tmpl, "metadata"), yget(y, tmpl, "spec"), ns, p)) < 0)
-			return r;
-		if ((r = pod_volumes(y, yget(y, tmpl, "spec"), p)) < 0)
-			return r;
-		if (streq(kind, "StatefulSet") && !p->invalid &&
-		    (r = statefulset_claims(y, yget(y, spec, "volumeClaimTemplates"), ns, name, i, p)) < 0)
+		if (streq(sim_kind(obj), "PersistentVolumeClaim") && json_is_object(spec) &&
+		    !json_object_get(spec, "storageClassName") && default_class &&
+		    json_object_set_new(spec, "storageClassName", json_string(default_class)) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* "ns/name" keys of the input's objects of one kind. */
+static int index_kind(const struct sim_input *in, const char *kind, struct hashmap *ret)
+{
+	const json_t *obj;
+	char key[1024];
+	size_t i;
+	int r;
+
+	json_array_foreach(in->objects, i, obj) {
+		if (!streq(sim_kind(obj), kind))
+			continue;
+		snprintf(key, sizeof(key), "%.300s/%.600s", sim_namespace(obj) ?: "", sim_name(obj));
+		if ((r = hashmap_put(ret, key, (void *)obj, NULL)) < 0)
 			return r;
 	}
 	return 0;
 }
 
-int load_daemonset(struct yctx *y, const yaml_node_t *obj, uint32_t ns, const char *name)
+static bool taken(const struct hashmap *names, const char *ns, const char *name)
 {
-	const yaml_node_t *tmpl = yget(y, yget(y, obj, "spec"), "template");
-	struct pod *p = cluster_add_daemonset(y->c);
-	int r;
+	char key[1024];
 
-	if (!p)
-		return -ENOMEM;
-	p->name = yintern(y, name);
-	if ((r = yexpect(y, tmpl, YAML_MAPPING_NODE, "spec.template")) < 0)
-		return r;
-	return ypod(y, yget(y, tmpl, "metadata"), yget(y, tmpl, "spec"), ns, p);
+	snprintf(key, sizeof(key), "%.300s/%.600s", ns, name);
+	return hashmap_get(names, key) != NULL;
 }
 
+static int mark_taken(struct hashmap *names, const char *ns, const char *name)
+{
+	char key[1024];
+
+	snprintf(key, sizeof(key), "%.300s/%.600s", ns, name);
+	return hashmap_put(names, key, (void *)names, NULL);
+}
+
+/* Pods of the dump that belong to the workload already: "<name>-…" in its
+ * namespace (a Deployment's pods are "<name>-<hash>-<suffix>"). */
+static int64_t existing_replicas(const struct sim_input *in, const char *ns, const char *name)
+{
+	size_t len = strlen(name), i;
+	const json_t *obj;
+	int64_t n = 0;
+
+	json_array_foreach(in->objects, i, obj) {
+		const char *pn = sim_name(obj);
+		if (i >= in->n_given)
+			break;
+		if (streq(sim_kind(obj), "Pod") && streq_ptr(sim_namespace(obj), ns) &&
+		    !strncmp(pn, name, len) && pn[len] == '-')
+			n++;
+	}
+	return n;
+}
+
+static json_t *pod_object(const char *kind, const char *owner, const char *ns, const char *name,
+			  const json_t *tmpl_meta, json_t *spec)
+{
+	json_t *meta = json_pack("{s:s, s:s, s:[{s:s, s:s, s:b}]}", "name", name, "namespace", ns,
+				 "ownerReferences", "kind", kind, "name", owner, "controller", 1);
+	const json_t *labels = json_object_get(tmpl_meta, "labels");
+	const json_t *annotations = json_object_get(tmpl_meta, "annotations");
+
+	if (!meta || !spec ||
+	    (labels && json_object_set(meta, "labels", (json_t *)labels) < 0) ||
+	    (annotations && json_object_set(meta, "annotations", (json_t *)annotations) < 0)) {
+		json_decref(meta);
+		json_decref(spec);
+		return NULL;
+	}
+	return json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "Pod", "metadata", meta,
+			 "spec", spec);
+}
+
+/*
+ * A StatefulSet replica's pod spec: the template's, with one volume per
+ * claim template naming "<template>-<set>-<ordinal>" (replacing a template
+ * volume of the same name), as the StatefulSet controller builds it. The
+ * claims the dump does not have are generated unbound.
+ */
+static json_t *statefulset_replica(struct sim_input *in, const json_t *set, const json_t *spec,
+				   const char *ns, const char *name, int64_t ordinal,
+				   struct hashmap *claims, const char *default_class)
+{
+	const json_t *vcts = json_object_get(json_object_get(set, "spec"), "volumeClaimTemplates");
+	json_t *out = json_copy((json_t *)spec), *vols = json_array(), *v, *t;
+	size_t i, j;
+
+	if (!out || !vols)
+		goto nomem;
+	json_array_foreach(json_object_get(spec, "volumes"), i, v) {
+		bool replaced = false;
+		json_array_foreach(vcts, j, t)
+			replaced |= streq_ptr(sim_name(t), json_string_value(json_object_get(v, "name")));
+		if (!replaced && json_array_append(vols, v) < 0)
+			goto nomem;
+	}
+	json_array_foreach(vcts, j, t) {
+		const char *tn = sim_name(t);
+		char claim[1024];
+		if (!tn) {
+			json_decref(out);
+			json_decref(vols);
+			sim_error(in, t, set, "volumeClaimTemplates[%zu] without metadata.name", j);
+			return NULL;
+		}
+		snprintf(claim, sizeof(claim), "%.300s-%.300s-%lld", tn, name, (long long)ordinal);
+		if (json_array_append_new(vols, json_pack("{s:s, s:{s:s}}", "name", tn, "persistentVolumeClaim",
+							  "claimName", claim)) < 0)
+			goto nomem;
+		if (taken(claims, ns, claim))
+			continue;
+		json_t *cspec = claim_spec_admitted(json_object_get(t, "spec"), default_class);
+		if (!cspec ||
+		    sim_append(in, json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", "v1", "kind",
+					     "PersistentVolumeClaim", "metadata", "name", claim, "namespace",
+					     ns, "spec", cspec), t) < 0 ||
+		    mark_taken(claims, ns, claim) < 0)
+			goto nomem;
+	}
+	if (json_object_set_new(out, "volumes", vols) < 0) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
+nomem:
+	json_decref(out);
+	json_decref(vols);
+	return NULL;
+}
+
+/* Adds replica "<name>-<ordinal>" of workload obj unless a pod of that
+ * name exists: 1 added, 0 taken, negative errno. */
+static int add_replica(struct sim_input *in, const json_t *obj, int64_t ordinal, struct hashmap *pods,
+		       struct hashmap *claims, const char *default_class)
+{
+	const char *kind = sim_kind(obj), *name = sim_name(obj), *ns = sim_namespace(obj);
+	const json_t *tmpl = json_object_get(json_object_get(obj, "spec"), "template");
+	const json_t *tspec = json_object_get(tmpl, "spec");
+	char pod[1024];
+	json_t *pspec;
+	int r;
+
+	snprintf(pod, sizeof(pod), "%.500s-%lld", name, (long long)ordinal);
+	if (taken(pods, ns, pod))
+		return 0;
+	pspec = streq(kind, "StatefulSet") ?
+			statefulset_replica(in, obj, tspec, ns, name, ordinal, claims, default_class) :
+			json_incref((json_t *)tspec);
+	if (!pspec)
+		return in->err[0] ? -EINVAL : -ENOMEM;
+	if ((r = sim_append(in, pod_object(kind, name, ns, pod, json_object_get(tmpl, "metadata"), pspec),
+			    obj)) < 0 ||
+	    (r = mark_taken(pods, ns, pod)) < 0)
+		return r;
+	return 1;
+}
+
+static int expand(struct sim_input *in, const json_t *obj, struct hashmap *pods,
+		  struct hashmap *claims, const char *default_class)
+{
+	const json_t *spec = json_object_get(obj, "spec"), *tmpl = json_object_get(spec, "template");
+	const json_t *replicas_node = json_object_get(spec, "replicas");
+	int64_t replicas = 1, made;
+	int r;
+
+	if (streq(sim_kind(obj), "ReplicaSet") &&
+	    json_object_get(json_object_get(obj, "metadata"), "ownerReferences"))
+		return 0; /* its Deployment (in the same dump) accounts for it */
+	if (replicas_node && !json_is_null(replicas_node)) {
+		if (!json_is_integer(replicas_node) || json_integer_value(replicas_node) < 0 ||
+		    json_integer_value(replicas_node) > SIMULATE_MAX_REPLICAS)
+			return sim_error(in, replicas_node, obj, "replicas must be between 0 and %d",
+					 SIMULATE_MAX_REPLICAS);
+		replicas = json_integer_value(replicas_node);
+	}
+	if (!json_is_object(tmpl) || !json_is_object(json_object_get(tmpl, "spec")))
+		return sim_error(in, tmpl, obj, "expected spec.template with a pod spec");
+	/* A StatefulSet's replicas are its ordinals 0 … replicas-1. */
+	if (streq(sim_kind(obj), "StatefulSet")) {
+		for (int64_t ordinal = 0; ordinal < replicas; ordinal++)
+			if ((r = add_replica(in, obj, ordinal, pods, claims, default_class)) < 0)
+				return r;
+		return 0;
+	}
+	/* Others fill up to replicas, under names no pod of the dump has. */
+	made = existing_replicas(in, sim_namespace(obj), sim_name(obj));
+	for (int64_t ordinal = made; made < replicas; ordinal++) {
+		if ((r = add_replica(in, obj, ordinal, pods, claims, default_class)) < 0)
+			return r;
+		made += r;
+	}
+	return 0;
+}
+
+int sim_expand_workloads(struct sim_input *in)
+{
+	const char *default_class = default_storage_class(in);
+	struct hashmap pods = { 0 }, claims = { 0 };
+	size_t n = in->n_given;
+	int r;
+
+	if ((r = index_kind(in, "Pod", &pods)) >= 0)
+		r = index_kind(in, "PersistentVolumeClaim", &claims);
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		const json_t *obj = json_array_get(in->objects, i);
+		const char *kind = sim_kind(obj);
+		if (streq(kind, "Deployment") || streq(kind, "ReplicaSet") || streq(kind, "StatefulSet"))
+			r = expand(in, obj, &pods, &claims, default_class);
+	}
+	hashmap_done(&pods);
+	hashmap_done(&claims);
+	return r;
+}

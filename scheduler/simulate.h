@@ -1,8 +1,9 @@
 /*
  * kanna-scheduler --simulate: load a YAML stream of Kubernetes objects
  * (what `kubectl get nodepools,nodes,pods,... -o yaml` prints) into a
- * cluster model, and print a solve as a table or as JSON. Loading never
- * touches the network; errors name file:line:column.
+ * cluster model — through the watcher's decoders and from-state.c, as the
+ * daemon builds its own — and print a solve as a table or as JSON. Loading
+ * never touches the network; errors name file:line:column.
  */
 #ifndef KANNA_SCHEDULER_SIMULATE_H
 #define KANNA_SCHEDULER_SIMULATE_H

@@ -79,16 +79,22 @@ static int container_requests(struct decoder *d, const json_t *c, const char *wh
 	r = decode_resources(d, json_object_get(res, "requests"), at, &list, &n);
 	if (r < 0)
 		return r;
-	if (n == 0) {
-		/* The API server defaults requests to limits; offline input may not have. */
-		decode_path(at, sizeof(at), "%s.resources.limits", where);
-		r = decode_resources(d, json_object_get(res, "limits"), at, &list, &n);
-		if (r < 0)
-			return r;
-	}
 	ret->r = list;
 	ret->n = ret->cap = n;
-	return 0;
+	/* The API server defaults each resource's request to its limit; offline
+	 * input (--simulate) may not have been through it. */
+	decode_path(at, sizeof(at), "%s.resources.limits", where);
+	r = decode_resources(d, json_object_get(res, "limits"), at, &list, &n);
+	for (uint32_t i = 0; r >= 0 && i < n; i++) {
+		bool requested = false;
+		for (uint32_t k = 0; k < ret->n && !requested; k++)
+			requested = streq(ret->r[k].name, list[i].name);
+		if (requested)
+			continue;
+		if ((r = vec_find(d, ret, list[i].name)) >= 0)
+			ret->r[r].value = list[i].value;
+	}
+	return r < 0 ? r : 0;
 }
 
 /* The pod's effective request (see the top of the file). */

@@ -1,0 +1,288 @@
+/*
+ * The instance-type catalog of a --simulate run: the input's own
+ * kanna.dev/v1alpha1 InstanceType objects when it has any (spec {cpu,
+ * memory, pods, arch, gpuCount, gpuName, labels, offerings: [{zone,
+ * capacityType, price, available}]}), else Karpenter's fake catalog when
+ * asked (tests, fuzzing), else the shipped catalog in the region the input
+ * talks about. Plugged into cluster_from_state() as its fill_catalog.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/quantity.h"
+#include "scheduler/simulate-internal.h"
+
+/* Labels an InstanceType may add to the well-known ones it gets. */
+#define INSTANCE_TYPE_MAX_LABELS 50
+
+static uint32_t intern(struct catalog *cat, const char *s)
+{
+	int64_t id = strtab_intern(cat->st, s);
+	return id < 0 ? STR_NONE : (uint32_t)id;
+}
+
+/* A quantity written as a string or a plain number. */
+static int quantity(struct sim_input *in, const json_t *v, const json_t *obj, bool milli,
+		    int64_t *ret)
+{
+	char buf[32];
+	const char *s = json_string_value(v);
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (json_is_integer(v)) {
+		snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		s = buf;
+	}
+	if (!s || quantity_parse(s, milli, ret) < 0)
+		return sim_error(in, v, obj, "invalid quantity \"%s\"", s ? s : "(not a string)");
+	return 0;
+}
+
+static int integer(struct sim_input *in, const json_t *v, const json_t *obj, int64_t *ret)
+{
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v))
+		return sim_error(in, v, obj, "expected an integer");
+	*ret = json_integer_value(v);
+	return 0;
+}
+
+static int string(struct sim_input *in, const json_t *v, const json_t *obj, const char **ret)
+{
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v))
+		return sim_error(in, v, obj, "expected a string");
+	*ret = json_string_value(v);
+	return 0;
+}
+
+static int offering(struct sim_input *in, struct catalog *cat, const json_t *o, const json_t *obj,
+		    struct offering *ret)
+{
+	const char *zone = NULL, *ct = NULL;
+	const json_t *price = json_object_get(o, "price"), *avail = json_object_get(o, "available");
+	double pr;
+	int r, z;
+
+	if (!json_is_object(o))
+		return sim_error(in, o, obj, "expected an offering");
+	if ((r = string(in, json_object_get(o, "zone"), obj, &zone)) < 0 ||
+	    (r = string(in, json_object_get(o, "capacityType"), obj, &ct)) < 0)
+		return r;
+	if (!zone || !ct || !price || (!streq(ct, "spot") && !streq(ct, "on-demand")))
+		return sim_error(in, o, obj, "an offering needs zone, capacityType (spot or on-demand) and price");
+	if (json_is_string(price)) {
+		char *end;
+		pr = strtod(json_string_value(price), &end);
+		if (*end || end == json_string_value(price))
+			pr = -1;
+	} else
+		pr = json_is_number(price) ? json_number_value(price) : -1;
+	if (pr < 0)
+		return sim_error(in, price, obj, "invalid price");
+	if (avail && !json_is_null(avail) && !json_is_boolean(avail))
+		return sim_error(in, avail, obj, "available: expected true or false");
+	z = catalog_zone(cat, intern(cat, zone), STR_NONE);
+	if (z < 0)
+		return sim_error(in, o, obj, "too many zones");
+	*ret = (struct offering){ (uint8_t)z, streq(ct, "spot") ? CT_SPOT : CT_ON_DEMAND,
+				  !json_is_false(avail), pr };
+	return 0;
+}
+
+static int instance_type(struct sim_input *in, struct catalog *cat, const json_t *obj)
+{
+	const json_t *spec = json_object_get(obj, "spec"), *extra, *offs, *o;
+	struct label labels[INSTANCE_TYPE_MAX_LABELS + 8];
+	struct offering off[SCHED_MAX_ZONES * CT_N];
+	struct instance_type it = { 0 };
+	const char *arch = "amd64", *gpu_name = NULL, *k;
+	int64_t cpu = 0, mem = 0, pods = 110, gpus = 0;
+	const char *name = sim_name(obj);
+	const json_t *v;
+	uint32_t n = 0;
+	size_t i;
+	int r;
+
+	if (!json_is_object(spec))
+		return sim_error(in, spec, obj, "expected an InstanceType spec");
+	if ((r = quantity(in, json_object_get(spec, "cpu"), obj, true, &cpu)) < 0 ||
+	    (r = quantity(in, json_object_get(spec, "memory"), obj, false, &mem)) < 0 ||
+	    (r = integer(in, json_object_get(spec, "pods"), obj, &pods)) < 0 ||
+	    (r = integer(in, json_object_get(spec, "gpuCount"), obj, &gpus)) < 0 ||
+	    (r = string(in, json_object_get(spec, "arch"), obj, &arch)) < 0 ||
+	    (r = string(in, json_object_get(spec, "gpuName"), obj, &gpu_name)) < 0)
+		return r;
+	if (cpu <= 0 || mem <= 0 || pods <= 0 || gpus < 0)
+		return sim_error(in, spec, obj, "InstanceType \"%s\" needs positive cpu, memory and pods", name);
+	it.name = intern(cat, name);
+	labels[n++] = (struct label){ K_INSTANCE_TYPE, it.name };
+	labels[n++] = (struct label){ K_ARCH, intern(cat, arch) };
+	labels[n++] = (struct label){ K_OS, V_LINUX };
+	if (gpus > 0) {
+		char buf[32];
+		snprintf(buf, sizeof(buf), "%lld", (long long)gpus);
+		labels[n++] = (struct label){ K_INSTANCE_GPU_COUNT, intern(cat, buf) };
+		if (gpu_name)
+			labels[n++] = (struct label){ K_INSTANCE_GPU_NAME, intern(cat, gpu_name) };
+	}
+	extra = json_object_get(spec, "labels");
+	if (extra && !json_is_object(extra))
+		return sim_error(in, extra, obj, "labels: expected a map of strings");
+	if (json_object_size(extra) > INSTANCE_TYPE_MAX_LABELS)
+		return sim_error(in, extra, obj, "too many labels");
+	json_object_foreach((json_t *)extra, k, v) {
+		if (!json_is_string(v))
+			return sim_error(in, v, obj, "expected a string");
+		labels[n++] = (struct label){ intern(cat, k), intern(cat, json_string_value(v)) };
+	}
+	for (uint32_t l = 0; l < n; l++)
+		if (labels[l].key == STR_NONE || labels[l].value == STR_NONE)
+			return -ENOMEM;
+	it.labels = labels;
+	it.n_labels = n;
+	/* cpu rounds up to whole vCPUs; memory is the advertised size. */
+	catalog_capacity((cpu + 999) / 1000, mem >> 20, pods, cat->vm_memory_overhead, &it.capacity,
+			 &it.allocatable);
+	it.capacity.v[RES_NVIDIA_GPU] = it.allocatable.v[RES_NVIDIA_GPU] = gpus;
+	offs = json_object_get(spec, "offerings");
+	if (offs && !json_is_array(offs))
+		return sim_error(in, offs, obj, "expected a list of offerings");
+	json_array_foreach(offs, i, o) {
+		if (it.n_offerings >= ARRAY_SIZE(off))
+			return sim_error(in, o, obj, "too many offerings");
+		if ((r = offering(in, cat, o, obj, &off[it.n_offerings++])) < 0)
+			return r;
+	}
+	it.offerings = off;
+	return catalog_add_type(cat, &it);
+}
+
+/*
+ * An AWS zone name: <2 letters>-[gov-]<word>-<digits><letter>, e.g.
+ * us-east-1a, eu-west-1b, ap-northeast-1c, us-gov-west-1a. Strict, so that
+ * names that merely end in a digit and a letter (pod names) do not count.
+ */
+static bool zone_like(const char *s, size_t *region_len)
+{
+	const char *p = s;
+	size_t n = strlen(s);
+
+	if (n < 7 || !islower((unsigned char)p[0]) || !islower((unsigned char)p[1]) || p[2] != '-')
+		return false;
+	p += 3;
+	if (strncmp(p, "gov-", 4) == 0)
+		p += 4;
+	if (!islower((unsigned char)*p))
+		return false;
+	while (islower((unsigned char)*p))
+		p++;
+	if (*p++ != '-' || !isdigit((unsigned char)*p))
+		return false;
+	while (isdigit((unsigned char)*p))
+		p++;
+	if (!islower((unsigned char)p[0]) || p[1] != '\0')
+		return false;
+	*region_len = n - 1;
+	return true;
+}
+
+struct zone_scan {
+	char region[64];
+	char zones[SCHED_MAX_ZONES][72]; /* a region and a letter, or a zone name */
+	size_t n;
+};
+
+/* Every zone-like string value, in document order: the first names the
+ * region; later zones of that region beyond a, b, c are added. */
+static void scan_zones(const json_t *v, struct zone_scan *zs)
+{
+	const char *s, *k;
+	const json_t *e;
+	size_t i, rl;
+
+	if (json_is_array(v))
+		json_array_foreach(v, i, e)
+			scan_zones(e, zs);
+	else if (json_is_object(v))
+		json_object_foreach((json_t *)v, k, e)
+			scan_zones(e, zs);
+	if (!(s = json_string_value(v)) || !zone_like(s, &rl) || rl >= sizeof(zs->region) ||
+	    strlen(s) >= sizeof(zs->zones[0]))
+		return;
+	if (!zs->region[0]) {
+		memcpy(zs->region, s, rl);
+		zs->region[rl] = '\0';
+		for (char z = 'a'; z <= 'c'; z++, zs->n++) {
+			memcpy(zs->zones[zs->n], s, rl);
+			zs->zones[zs->n][rl] = z;
+			zs->zones[zs->n][rl + 1] = '\0';
+		}
+	}
+	if (rl != strlen(zs->region) || strncmp(s, zs->region, rl) || zs->n >= SCHED_MAX_ZONES)
+		return;
+	for (i = 0; i < zs->n; i++)
+		if (streq(zs->zones[i], s))
+			return;
+	snprintf(zs->zones[zs->n++], sizeof(zs->zones[0]), "%s", s);
+}
+
+/* The shipped catalog, in the region the input talks about (us-east-1 if
+ * it names no zone), zones a/b/c plus any other of that region it names. */
+static int shipped_catalog(struct sim_input *in, struct catalog *cat, char *err, size_t errlen)
+{
+	struct zone_scan zs = { .n = 0 };
+	const char *zones[SCHED_MAX_ZONES];
+	char path[4096];
+	size_t i;
+	int r;
+
+	for (i = 0; i < in->n_given; i++)
+		scan_zones(json_array_get(in->objects, i), &zs);
+	if (!zs.region[0]) {
+		json_t *fallback = json_string("us-east-1a");
+		if (!fallback)
+			return -ENOMEM;
+		scan_zones(fallback, &zs);
+		json_decref(fallback);
+	}
+	for (i = 0; i < zs.n; i++)
+		zones[i] = zs.zones[i];
+	if (in->opts && in->opts->catalog_path)
+		snprintf(path, sizeof(path), "%s", in->opts->catalog_path);
+	else
+		catalog_default_path(path, sizeof(path));
+	r = catalog_load_tsv(cat, path, zs.region, zones, zs.n);
+	if (r < 0)
+		snprintf(err, errlen, "Failed to load the instance-type catalog %s: %s", path, strerror(-r));
+	return r;
+}
+
+int sim_fill_catalog(struct catalog *cat, void *userdata, char *err, size_t errlen)
+{
+	struct sim_input *in = userdata;
+	const json_t *obj;
+	bool own = false;
+	size_t i;
+	int r = 0;
+
+	json_array_foreach(in->objects, i, obj) {
+		const char *api = json_string_value(json_object_get(obj, "apiVersion"));
+		if (i >= in->n_given || r < 0)
+			break;
+		if (streq(sim_kind(obj), "InstanceType") && api && strstr(api, "kanna.dev")) {
+			own = true;
+			r = instance_type(in, cat, obj);
+		}
+	}
+	if (r >= 0 && !own)
+		r = in->opts && in->opts->fake_types ? catalog_add_fake_types(cat, in->opts->fake_types) :
+						       shipped_catalog(in, cat, err, errlen);
+	return r < 0 ? r : catalog_finalize(cat);
+}
