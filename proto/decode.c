@@ -1,32 +1,29 @@
 /*
- * The strict decoder: proto/scan.c checks the frame, msgpack-c unpacks it
- * into a reused zone, and this file walks the object tree with the schema
- * descriptors into structs allocated from the decoder's arena. Every type,
- * range and limit is checked and each error names the field path. Called by
- * every daemon's receive path (and kanna-tap); never trusts a count before
+ * The strict decoder: proto/unpack.c turns the frame into a value tree with
+ * msgpack-c's unpacker, and this file walks it into structs carved from
+ * the decoder's arena, checking every type, range and limit; each error
+ * names the field path. The walk is generated from proto/proto.h's field
+ * lists: one function per struct that dispatches a field id with a switch
+ * and decodes each field with its limits as constants (walking the
+ * descriptor tables instead cost a third of every decode). Called by every
+ * daemon's receive path (and kanna-tap); never trusts a count before
  * checking it against its limit, never reads outside the frame.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <msgpack.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/arena.h"
-#include "proto/scan.h"
-#include "proto/schema.h"
-
-/* msgpack-c zone chunk: holds the object tree of a typical message. */
-#define DECODER_ZONE_CHUNK 16384
+#include "proto/unpack.h"
 
 struct proto_decoder {
-	msgpack_zone zone;
 	struct arena arena;
-	struct proto_path path;
+	struct proto_bump bump; /* value tree and decoded message, from arena */
+	struct proto_path path; /* where the error is, collected while unwinding */
 	struct proto_error *err;
-	size_t decoded;     /* arena bytes handed out for this frame */
+	size_t decoded;     /* bytes handed out for the message of this frame */
 	size_t max_decoded; /* PROTO_MAX_DECODED_BYTES unless lowered */
 	bool over_budget;   /* the last failed allocation hit max_decoded */
 };
@@ -37,10 +34,7 @@ struct proto_decoder *proto_decoder_new(void)
 
 	if (!d)
 		return NULL;
-	if (!msgpack_zone_init(&d->zone, DECODER_ZONE_CHUNK)) {
-		free(d);
-		return NULL;
-	}
+	d->bump.arena = &d->arena;
 	d->max_decoded = PROTO_MAX_DECODED_BYTES;
 	return d;
 }
@@ -54,381 +48,503 @@ void proto_decoder_free(struct proto_decoder *d)
 {
 	if (!d)
 		return;
-	msgpack_zone_destroy(&d->zone);
 	arena_done(&d->arena);
 	free(d);
 }
 
-static const char *object_type_name(msgpack_object_type t)
+/* ---- errors: the message here, the path added while unwinding ---- */
+#define fail(d, code, ...) proto_fail((d)->err, NULL, (code), __VA_ARGS__)
+
+static int unwind_field(struct proto_decoder *d, const char *name, int r)
 {
-	switch (t) {
-	case MSGPACK_OBJECT_NIL: return "nil";
-	case MSGPACK_OBJECT_BOOLEAN: return "bool";
-	case MSGPACK_OBJECT_POSITIVE_INTEGER: return "uint";
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER: return "int";
-	case MSGPACK_OBJECT_FLOAT32: return "float32";
-	case MSGPACK_OBJECT_FLOAT64: return "float64";
-	case MSGPACK_OBJECT_STR: return "str";
-	case MSGPACK_OBJECT_ARRAY: return "array";
-	case MSGPACK_OBJECT_MAP: return "map";
-	case MSGPACK_OBJECT_BIN: return "bin";
-	case MSGPACK_OBJECT_EXT: return "ext";
-	}
-	return "?";
+	return proto_unwind(&d->path, name, 0, r);
 }
 
-static int wrong_type(struct proto_decoder *d, const char *want, const msgpack_object *o)
+static int unwind_index(struct proto_decoder *d, uint32_t i, int r)
 {
-	return proto_fail(d->err, &d->path, PROTO_E_TYPE, "expected %s, got %s", want,
-			  object_type_name(o->type));
+	return proto_unwind(&d->path, NULL, i, r);
 }
 
-/* Every allocation of a decode goes through here, against the budget. */
-static void *decoder_alloc(struct proto_decoder *d, size_t size, bool zero)
+static int wrong_type(struct proto_decoder *d, const char *want, const struct proto_value *o)
 {
-	if (size > d->max_decoded - d->decoded) {
-		d->over_budget = true;
-		return NULL;
-	}
-	d->decoded += size;
-	return zero ? arena_alloc(&d->arena, size) : arena_alloc_raw(&d->arena, size);
+	return fail(d, PROTO_E_TYPE, "expected %s, got %s", want,
+		    proto_value_type_name(proto_value_type(o)));
+}
+
+static int too_many(struct proto_decoder *d, const char *what, uint32_t n, uint32_t max)
+{
+	return fail(d, PROTO_E_TOO_MANY, "%s of %" PRIu32 " exceeds limit %" PRIu32, what, n, max);
 }
 
 static int nomem(struct proto_decoder *d)
 {
 	if (d->over_budget)
-		return proto_fail(d->err, &d->path, PROTO_E_TOO_MANY,
-				  "message decodes to more than %zu bytes", d->max_decoded);
-	return proto_fail(d->err, &d->path, PROTO_E_NOMEM, "out of memory");
+		return fail(d, PROTO_E_TOO_MANY, "message decodes to more than %zu bytes",
+			    d->max_decoded);
+	return fail(d, PROTO_E_NOMEM, "out of memory");
 }
 
-static int expect(struct proto_decoder *d, const msgpack_object *o, msgpack_object_type t)
+/* Every allocation of the decoded message goes through here, against the
+ * budget. Requested sizes are what is counted. */
+static inline void *decoder_alloc(struct proto_decoder *d, size_t size, bool zero)
 {
-	return o->type == t ? 0 : wrong_type(d, object_type_name(t), o);
+	void *p;
+
+	if (_unlikely_(size > d->max_decoded - d->decoded)) {
+		d->over_budget = true;
+		return NULL;
+	}
+	d->decoded += size;
+	p = proto_bump_take(&d->bump, (size + PROTO_BUMP_ALIGN - 1) & ~(size_t)(PROTO_BUMP_ALIGN - 1));
+	if (p && zero)
+		memset(p, 0, size);
+	return p;
 }
 
-static int check_count(struct proto_decoder *d, const char *what, uint32_t n, uint32_t max)
+/* Arrays: counted at one byte when empty, and never NULL, as always. */
+static inline void *alloc_array(struct proto_decoder *d, uint32_t n, size_t size, bool zero)
 {
-	if (n > max)
-		return proto_fail(d->err, &d->path, PROTO_E_TOO_MANY,
-				  "%s of %" PRIu32 " exceeds limit %" PRIu32, what, n, max);
-	return 0;
+	return decoder_alloc(d, n ? (size_t)n * size : 1, zero);
 }
 
-static int decode_str(struct proto_decoder *d, const msgpack_object *o, uint32_t max, char **ret)
-{
-	int r = expect(d, o, MSGPACK_OBJECT_STR);
+/* ---- scalars ---- */
 
-	if (r < 0)
-		return r;
-	if (o->via.str.size > max)
-		return proto_fail(d->err, &d->path, PROTO_E_TOO_LONG,
-				  "string of %" PRIu32 " bytes exceeds limit %" PRIu32,
-				  o->via.str.size, max);
-	if (o->via.str.size && memchr(o->via.str.ptr, '\0', o->via.str.size))
-		return proto_fail(d->err, &d->path, PROTO_E_RANGE, "string contains a NUL byte");
-	*ret = decoder_alloc(d, (size_t)o->via.str.size + 1, false);
-	if (!*ret)
-		return nomem(d);
-	if (o->via.str.size)
-		memcpy(*ret, o->via.str.ptr, o->via.str.size);
-	(*ret)[o->via.str.size] = '\0';
-	return 0;
-}
-
-/* Any integer in [min, max]; msgpack-c stores both signs in a union. */
-static int decode_int(struct proto_decoder *d, const msgpack_object *o, int64_t min,
-		      uint64_t max, int64_t *ret)
+/* Any integer in [min, max]. */
+static inline int decode_int(struct proto_decoder *d, const struct proto_value *o, int64_t min,
+			     uint64_t max, int64_t *ret)
 {
-	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-		if (o->via.u64 > max)
-			return proto_fail(d->err, &d->path, PROTO_E_RANGE,
-					  "%" PRIu64 " exceeds maximum %" PRIu64, o->via.u64, max);
-		*ret = (int64_t)o->via.u64;
+	switch (proto_value_type(o)) {
+	case PROTO_VALUE_UINT:
+		if (_unlikely_(o->u > max))
+			return fail(d, PROTO_E_RANGE, "%" PRIu64 " exceeds maximum %" PRIu64, o->u, max);
+		*ret = (int64_t)o->u;
 		return 0;
-	}
-	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-		if (o->via.i64 < min)
-			return proto_fail(d->err, &d->path, PROTO_E_RANGE,
-					  "%" PRId64 " is below minimum %" PRId64, o->via.i64, min);
-		*ret = o->via.i64;
+	case PROTO_VALUE_INT:
+		if (_unlikely_(o->i < min))
+			return fail(d, PROTO_E_RANGE, "%" PRId64 " is below minimum %" PRId64, o->i, min);
+		*ret = o->i;
 		return 0;
+	default:
+		return wrong_type(d, "integer", o);
 	}
-	return wrong_type(d, "integer", o);
 }
 
-static int decode_struct(struct proto_decoder *d, const struct proto_struct_desc *sd,
-			 const msgpack_object *o, void *out);
-
-static void *alloc_array(struct proto_decoder *d, uint32_t n, size_t size)
+static inline int decode_bool(struct proto_decoder *d, const struct proto_value *o, bool *out)
 {
-	return decoder_alloc(d, n ? (size_t)n * size : 1, true);
-}
-
-static int decode_strs(struct proto_decoder *d, const struct proto_field_desc *f,
-		       const msgpack_object *o, void *s)
-{
-	int r = expect(d, o, MSGPACK_OBJECT_ARRAY);
-	char **v;
-
-	if (r < 0 || (r = check_count(d, "array", o->via.array.size, f->max)) < 0)
-		return r;
-	v = alloc_array(d, o->via.array.size, sizeof(char *));
-	if (!v)
-		return nomem(d);
-	for (uint32_t i = 0; i < o->via.array.size; i++) {
-		proto_path_push(&d->path, NULL, i);
-		r = decode_str(d, &o->via.array.ptr[i], f->elem_len, &v[i]);
-		if (r < 0)
-			return r;
-		proto_path_pop(&d->path);
-	}
-	*(char ***)proto_field_ptr(f, s) = v;
-	*proto_field_count(f, s) = o->via.array.size;
+	if (_unlikely_(proto_value_type(o) != PROTO_VALUE_BOOL))
+		return wrong_type(d, "bool", o);
+	*out = o->b;
 	return 0;
 }
 
-/* KV and RES: a map with string keys, string or int64 values. */
-static int decode_map(struct proto_decoder *d, const struct proto_field_desc *f,
-		      const msgpack_object *o, void *s)
+static inline int decode_u32(struct proto_decoder *d, const struct proto_value *o, uint32_t *out)
 {
-	bool kv = f->kind == PROTO_KIND_KV;
-	int r = expect(d, o, MSGPACK_OBJECT_MAP);
-	void *v;
+	int64_t v = 0;
+	int r = decode_int(d, o, 0, UINT32_MAX, &v);
 
-	if (r < 0 || (r = check_count(d, "map", o->via.map.size, f->max)) < 0)
-		return r;
-	v = alloc_array(d, o->via.map.size, kv ? sizeof(struct proto_kv) : sizeof(struct proto_resource));
-	if (!v)
-		return nomem(d);
-	for (uint32_t i = 0; i < o->via.map.size; i++) {
-		const msgpack_object_kv *e = &o->via.map.ptr[i];
+	*out = (uint32_t)v;
+	return r;
+}
 
-		proto_path_push(&d->path, NULL, i);
-		if (kv) {
-			struct proto_kv *x = (struct proto_kv *)v + i;
-			r = decode_str(d, &e->key, PROTO_MAX_KEY_LEN, &x->key);
-			if (r >= 0)
-				r = decode_str(d, &e->val, f->elem_len, &x->value);
-		} else {
-			struct proto_resource *x = (struct proto_resource *)v + i;
-			r = decode_str(d, &e->key, PROTO_MAX_KEY_LEN, &x->name);
-			if (r >= 0)
-				r = decode_int(d, &e->val, INT64_MIN, INT64_MAX, &x->value);
-		}
-		if (r < 0)
-			return r;
-		proto_path_pop(&d->path);
-	}
-	*(void **)proto_field_ptr(f, s) = v;
-	*proto_field_count(f, s) = o->via.map.size;
+static inline int decode_i32(struct proto_decoder *d, const struct proto_value *o, int32_t *out)
+{
+	int64_t v = 0;
+	int r = decode_int(d, o, INT32_MIN, INT32_MAX, &v);
+
+	*out = (int32_t)v;
+	return r;
+}
+
+static inline int decode_i64(struct proto_decoder *d, const struct proto_value *o, int64_t *out)
+{
+	return decode_int(d, o, INT64_MIN, INT64_MAX, out);
+}
+
+static inline int decode_u64(struct proto_decoder *d, const struct proto_value *o, uint64_t *out)
+{
+	if (_unlikely_(proto_value_type(o) != PROTO_VALUE_UINT))
+		return wrong_type(d, "uint", o);
+	*out = o->u;
 	return 0;
 }
 
-static int decode_objs(struct proto_decoder *d, const struct proto_field_desc *f,
-		       const msgpack_object *o, void *s)
+static inline int decode_f64(struct proto_decoder *d, const struct proto_value *o, double *out)
 {
-	int r = expect(d, o, MSGPACK_OBJECT_ARRAY);
-	char *v;
+	unsigned t = proto_value_type(o);
 
-	if (r < 0 || (r = check_count(d, "array", o->via.array.size, f->max)) < 0)
-		return r;
-	v = alloc_array(d, o->via.array.size, f->sub->size);
-	if (!v)
-		return nomem(d);
-	for (uint32_t i = 0; i < o->via.array.size; i++) {
-		proto_path_push(&d->path, NULL, i);
-		r = decode_struct(d, f->sub, &o->via.array.ptr[i], v + (size_t)i * f->sub->size);
-		if (r < 0)
-			return r;
-		proto_path_pop(&d->path);
-	}
-	*(void **)proto_field_ptr(f, s) = v;
-	*proto_field_count(f, s) = o->via.array.size;
+	if (_unlikely_(t != PROTO_VALUE_F64 && t != PROTO_VALUE_F32))
+		return wrong_type(d, "float", o);
+	*out = o->f;
 	return 0;
 }
 
-static int decode_object(struct proto_decoder *d, const msgpack_object *o, struct proto_object *out)
+/* n_values and name are the enum's; an unknown message type has its own code. */
+static inline int decode_enum(struct proto_decoder *d, const struct proto_value *o,
+			      unsigned n_values, const char *name, uint8_t *out)
 {
-	const struct proto_struct_desc *sd;
-	int64_t kind;
-	int r = expect(d, o, MSGPACK_OBJECT_ARRAY);
-
-	if (r < 0)
-		return r;
-	if (o->via.array.size != 2)
-		return proto_fail(d->err, &d->path, PROTO_E_TYPE,
-				  "expected array of 2 [kind, object], got %" PRIu32 " entries",
-				  o->via.array.size);
-	r = decode_int(d, &o->via.array.ptr[0], 0, UINT8_MAX, &kind);
-	if (r < 0)
-		return r;
-	if ((uint64_t)kind >= proto_n_object_kinds)
-		return proto_fail(d->err, &d->path, PROTO_E_UNKNOWN_TYPE,
-				  "unknown object kind %" PRId64, kind);
-	sd = proto_object_descs[kind];
-	out->kind = (uint8_t)kind;
-	out->ptr = decoder_alloc(d, sd->size, true);
-	if (!out->ptr)
-		return nomem(d);
-	proto_path_push(&d->path, sd->name, 0);
-	r = decode_struct(d, sd, &o->via.array.ptr[1], out->ptr);
-	if (r < 0)
-		return r;
-	proto_path_pop(&d->path);
-	return 0;
-}
-
-static int decode_enum(struct proto_decoder *d, const struct proto_field_desc *f,
-		       const msgpack_object *o, uint8_t *out)
-{
-	int64_t v;
+	int64_t v = 0;
 	int r = decode_int(d, o, 0, UINT8_MAX, &v);
 
 	if (r < 0)
 		return r;
-	if (v >= f->enumd->n_values)
-		return proto_fail(d->err, &d->path,
-				  f->enumd == &proto_enum_desc_msg_type ? PROTO_E_UNKNOWN_TYPE : PROTO_E_RANGE,
-				  "unknown value %" PRId64 " for enum %s", v, f->enumd->name);
+	if (_unlikely_(v >= n_values))
+		return fail(d, strcmp(name, "msg_type") == 0 ? PROTO_E_UNKNOWN_TYPE : PROTO_E_RANGE,
+			    "unknown value %" PRId64 " for enum %s", v, name);
 	*out = (uint8_t)v;
 	return 0;
 }
 
-static int decode_field(struct proto_decoder *d, const struct proto_field_desc *f,
-			const msgpack_object *o, void *s)
-{
-	void *p = proto_field_ptr(f, s);
-	int64_t v;
-	int r;
+/* ---- strings ---- */
 
-	switch (f->kind) {
-	case PROTO_KIND_BOOL:
-		if ((r = expect(d, o, MSGPACK_OBJECT_BOOLEAN)) < 0)
-			return r;
-		*(bool *)p = o->via.boolean;
-		return 0;
-	case PROTO_KIND_U32:
-		if ((r = decode_int(d, o, 0, UINT32_MAX, &v)) < 0)
-			return r;
-		*(uint32_t *)p = (uint32_t)v;
-		return 0;
-	case PROTO_KIND_U64:
-		if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-			return wrong_type(d, "uint", o);
-		*(uint64_t *)p = o->via.u64;
-		return 0;
-	case PROTO_KIND_I32:
-		if ((r = decode_int(d, o, INT32_MIN, INT32_MAX, &v)) < 0)
-			return r;
-		*(int32_t *)p = (int32_t)v;
-		return 0;
-	case PROTO_KIND_I64:
-		return decode_int(d, o, INT64_MIN, INT64_MAX, (int64_t *)p);
-	case PROTO_KIND_F64:
-		if (o->type != MSGPACK_OBJECT_FLOAT64 && o->type != MSGPACK_OBJECT_FLOAT32)
-			return wrong_type(d, "float", o);
-		*(double *)p = o->via.f64;
-		return 0;
-	case PROTO_KIND_ENUM:
-		return decode_enum(d, f, o, p);
-	case PROTO_KIND_STR:
-		return decode_str(d, o, f->max, (char **)p);
-	case PROTO_KIND_STRS:
-		return decode_strs(d, f, o, s);
-	case PROTO_KIND_KV:
-	case PROTO_KIND_RES:
-		return decode_map(d, f, o, s);
-	case PROTO_KIND_OBJ:
-		return decode_struct(d, f->sub, o, p);
-	case PROTO_KIND_OBJS:
-		return decode_objs(d, f, o, s);
-	case PROTO_KIND_OBJECT:
-		return decode_object(d, o, p);
-	}
-	return proto_fail(d->err, &d->path, PROTO_E_TYPE, "unknown field kind %u", f->kind);
+static inline uint64_t load64(const char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
 }
 
-/* A map {field id: value}; unknown ids are skipped (a newer minor version). */
-static int decode_struct(struct proto_decoder *d, const struct proto_struct_desc *sd,
-			 const msgpack_object *o, void *out)
+/* Non-zero iff one of the bytes of v is zero (exact: no false hits). */
+#define HAS_ZERO_BYTE(v) (((v) - UINT64_C(0x0101010101010101)) & ~(v) & UINT64_C(0x8080808080808080))
+
+/*
+ * Whether s[0..n) holds a NUL byte. Most strings are names of a few dozen
+ * bytes: a word at a time beats a memchr() call. The frame copy is padded
+ * (PROTO_FRAME_PADDING), so the last word may read past the string.
+ */
+static inline bool has_nul(const char *s, uint32_t n)
 {
-	uint64_t seen = 0; /* bit id-1; every struct has ≤ 64 fields (tested) */
-	int r = expect(d, o, MSGPACK_OBJECT_MAP);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint32_t i = 0;
 
-	if (r < 0)
-		return r;
-	for (uint32_t i = 0; i < o->via.map.size; i++) {
-		const msgpack_object_kv *e = &o->via.map.ptr[i];
-		const struct proto_field_desc *f;
-		uint64_t id;
+	for (; i + 8 <= n; i += 8)
+		if (HAS_ZERO_BYTE(load64(s + i)))
+			return true;
+	if (i < n) {
+		/* Bytes past the end become 0xff: never zero. */
+		uint64_t w = load64(s + i) | ~UINT64_C(0) << (8 * (n - i));
 
-		if (e->key.type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-			return proto_fail(d->err, &d->path, PROTO_E_TYPE,
-					  "field key: expected uint field id, got %s",
-					  object_type_name(e->key.type));
-		id = e->key.via.u64;
-		if (id == 0 || id > sd->n_fields)
-			continue;
-		f = &sd->fields[id - 1];
-		proto_path_push(&d->path, f->name, 0);
-		if (seen & (UINT64_C(1) << (id - 1)))
-			return proto_fail(d->err, &d->path, PROTO_E_DUPLICATE, "field id %" PRIu64 " given twice", id);
-		seen |= UINT64_C(1) << (id - 1);
-		r = decode_field(d, f, &e->val, out);
-		if (r < 0)
-			return r;
-		proto_path_pop(&d->path);
+		return HAS_ZERO_BYTE(w) != 0;
 	}
-	for (uint32_t i = 0; i < sd->n_fields; i++)
-		if (sd->fields[i].required && !(seen & (UINT64_C(1) << i))) {
-			proto_path_push(&d->path, sd->fields[i].name, 0);
-			return proto_fail(d->err, &d->path, PROTO_E_MISSING, "required field missing");
-		}
+	return false;
+#else
+	return n && memchr(s, '\0', n);
+#endif
+}
+
+/* In place: the string is terminated in the decoder's copy of the frame,
+ * its size counted against the budget as if copied. */
+static inline int decode_str(struct proto_decoder *d, const struct proto_value *o, uint32_t max,
+			     char **ret)
+{
+	uint32_t n;
+
+	if (_unlikely_(proto_value_type(o) != PROTO_VALUE_STR))
+		return wrong_type(d, "str", o);
+	n = proto_value_len(o);
+	if (_unlikely_(n > max))
+		return fail(d, PROTO_E_TOO_LONG, "string of %" PRIu32 " bytes exceeds limit %" PRIu32,
+			    n, max);
+	if (_unlikely_(has_nul(o->str, n)))
+		return fail(d, PROTO_E_RANGE, "string contains a NUL byte");
+	if (_unlikely_((size_t)n + 1 > d->max_decoded - d->decoded)) {
+		d->over_budget = true;
+		return nomem(d);
+	}
+	d->decoded += (size_t)n + 1;
+	o->str[n] = '\0';
+	*ret = o->str;
 	return 0;
 }
 
-static int decode_tree(struct proto_decoder *d, const msgpack_object *o, struct proto_msg *m)
+static int decode_strs(struct proto_decoder *d, const struct proto_value *o, uint32_t max,
+		       uint32_t elem_len, char ***ret, uint32_t *ret_n)
 {
-	const msgpack_object *a;
-	int64_t major, minor;
+	uint32_t n;
+	char **v;
+
+	if (_unlikely_(proto_value_type(o) != PROTO_VALUE_ARRAY))
+		return wrong_type(d, "array", o);
+	n = proto_value_len(o);
+	if (_unlikely_(n > max))
+		return too_many(d, "array", n, max);
+	v = alloc_array(d, n, sizeof(*v), false);
+	if (!v)
+		return nomem(d);
+	for (uint32_t i = 0; i < n; i++) {
+		int r = decode_str(d, &o->items[i], elem_len, &v[i]);
+
+		if (r < 0)
+			return unwind_index(d, i, r);
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+/* string→string maps (labels, selectors, tags) */
+static int decode_kv(struct proto_decoder *d, const struct proto_value *o, uint32_t max,
+		     uint32_t value_len, struct proto_kv **ret, uint32_t *ret_n)
+{
+	struct proto_kv *v;
+	uint32_t n;
+
+	if (_unlikely_(proto_value_type(o) != PROTO_VALUE_MAP))
+		return wrong_type(d, "map", o);
+	n = proto_value_len(o);
+	if (_unlikely_(n > max))
+		return too_many(d, "map", n, max);
+	v = alloc_array(d, n, sizeof(*v), false);
+	if (!v)
+		return nomem(d);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct proto_value *e = &o->items[2 * (size_t)i];
+		int r = decode_str(d, e, PROTO_MAX_KEY_LEN, &v[i].key);
+
+		if (r >= 0)
+			r = decode_str(d, e + 1, value_len, &v[i].value);
+		if (r < 0)
+			return unwind_index(d, i, r);
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+/* resource name→int64 maps */
+static int decode_res(struct proto_decoder *d, const struct proto_value *o, uint32_t max,
+		      struct proto_resource **ret, uint32_t *ret_n)
+{
+	struct proto_resource *v;
+	uint32_t n;
+
+	if (_unlikely_(proto_value_type(o) != PROTO_VALUE_MAP))
+		return wrong_type(d, "map", o);
+	n = proto_value_len(o);
+	if (_unlikely_(n > max))
+		return too_many(d, "map", n, max);
+	v = alloc_array(d, n, sizeof(*v), false);
+	if (!v)
+		return nomem(d);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct proto_value *e = &o->items[2 * (size_t)i];
+		int r = decode_str(d, e, PROTO_MAX_KEY_LEN, &v[i].name);
+
+		if (r >= 0)
+			r = decode_i64(d, e + 1, &v[i].value);
+		if (r < 0)
+			return unwind_index(d, i, r);
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+/* ---- structs, generated from the field lists ---- */
+
+#define DEC_FLAG_REQ 1
+#define DEC_FLAG_OPT 0
+#define DEC_REQUIRED_BIT_(S, id, name, kind, arg, max, flags)                  \
+	| (DEC_FLAG_##flags ? UINT64_C(1) << ((id) - 1) : 0)
+#define DEC_COUNT_(...) +1
+#define DEC_ENUM_COUNT_(c, s) +1
+
+#define DEC_BOOL(name, arg, max) decode_bool(d, v, &out->name)
+#define DEC_U32(name, arg, max) decode_u32(d, v, &out->name)
+#define DEC_U64(name, arg, max) decode_u64(d, v, &out->name)
+#define DEC_I32(name, arg, max) decode_i32(d, v, &out->name)
+#define DEC_I64(name, arg, max) decode_i64(d, v, &out->name)
+#define DEC_F64(name, arg, max) decode_f64(d, v, &out->name)
+#define DEC_ENUM(name, arg, max)                                               \
+	decode_enum(d, v, 0 proto_values_##arg(DEC_ENUM_COUNT_), #arg, &out->name)
+#define DEC_STR(name, arg, max) decode_str(d, v, (max), &out->name)
+#define DEC_STRS(name, arg, max) decode_strs(d, v, (max), (arg), &out->name, &out->n_##name)
+#define DEC_KV(name, arg, max) decode_kv(d, v, (max), (arg), &out->name, &out->n_##name)
+#define DEC_RES(name, arg, max) decode_res(d, v, (max), &out->name, &out->n_##name)
+#define DEC_OBJ(name, arg, max) decode_##arg(d, v, &out->name)
+#define DEC_OBJS(name, arg, max) decode_objs_##arg(d, v, (max), &out->name, &out->n_##name)
+#define DEC_OBJECT(name, arg, max) decode_object(d, v, &out->name)
+#define DEC_CASE_(S, id, name, kind, arg, max, flags)                          \
+	case id:                                                              \
+		r = DEC_##kind(name, arg, max);                               \
+		break;
+
+#define DEC_DECLARE_(s)                                                        \
+	static int decode_##s(struct proto_decoder *d, const struct proto_value *o, \
+			      struct proto_##s *out);                         \
+	static int decode_objs_##s(struct proto_decoder *d, const struct proto_value *o, \
+				   uint32_t max, struct proto_##s **ret, uint32_t *ret_n);
+PROTO_STRUCTS(DEC_DECLARE_)
+static int decode_object(struct proto_decoder *d, const struct proto_value *o,
+			 struct proto_object *out);
+
+static int field_key_type(struct proto_decoder *d, const struct proto_value *key)
+{
+	return fail(d, PROTO_E_TYPE, "field key: expected uint field id, got %s",
+		    proto_value_type_name(proto_value_type(key)));
+}
+
+/* The first required field of sd that is not in seen. */
+static int missing(struct proto_decoder *d, const struct proto_struct_desc *sd, uint64_t absent)
+{
+	fail(d, PROTO_E_MISSING, "required field missing");
+	return unwind_field(d, sd->fields[__builtin_ctzll(absent)].name, -EBADMSG);
+}
+
+/*
+ * A map {field id: value}; unknown ids are skipped (a newer minor
+ * version), a repeated id is refused. out is zeroed: absent fields keep
+ * their default. Every struct has ≤ 64 fields (tested), one bit each.
+ */
+#define DEC_STRUCT_(s)                                                         \
+	static int decode_##s(struct proto_decoder *d, const struct proto_value *o, \
+			      struct proto_##s *out)                          \
+	{                                                                     \
+		const uint64_t required = 0 proto_fields_##s(DEC_REQUIRED_BIT_, s); \
+		const uint64_t n_fields = 0 proto_fields_##s(DEC_COUNT_, s);  \
+		const struct proto_value *e;                                   \
+		uint64_t seen = 0;                                            \
+                                                                              \
+		if (_unlikely_(proto_value_type(o) != PROTO_VALUE_MAP))         \
+			return wrong_type(d, "map", o);                       \
+		e = o->items;                                                 \
+		for (uint32_t n = proto_value_len(o); n > 0; n--, e += 2) {    \
+			const struct proto_value *v = e + 1;                   \
+			uint64_t id = e->u - 1; /* 0 wraps: skipped */        \
+			int r = 0;                                            \
+                                                                              \
+			if (_unlikely_(proto_value_type(e) != PROTO_VALUE_UINT)) \
+				return field_key_type(d, e);                  \
+			if (id >= n_fields)                                   \
+				continue;                                     \
+			if (_unlikely_(seen & UINT64_C(1) << id)) {          \
+				r = fail(d, PROTO_E_DUPLICATE,                \
+					 "field id %" PRIu64 " given twice", id + 1); \
+			} else {                                              \
+				seen |= UINT64_C(1) << id;                    \
+				switch (id + 1) {                             \
+					proto_fields_##s(DEC_CASE_, s)        \
+				}                                             \
+			}                                                     \
+			if (_unlikely_(r < 0))                                \
+				return unwind_field(d, proto_desc_##s.fields[id].name, r); \
+		}                                                             \
+		if (_unlikely_((seen & required) != required))                \
+			return missing(d, &proto_desc_##s, required & ~seen); \
+		return 0;                                                     \
+	}
+PROTO_STRUCTS(DEC_STRUCT_)
+
+/* Arrays of structs, for every struct (most are unused). */
+#define DEC_OBJS_(s)                                                           \
+	static _unused_ int decode_objs_##s(struct proto_decoder *d,          \
+					     const struct proto_value *o, uint32_t max, \
+					     struct proto_##s **ret, uint32_t *ret_n) \
+	{                                                                     \
+		struct proto_##s *v;                                          \
+		uint32_t n;                                                   \
+                                                                              \
+		if (_unlikely_(proto_value_type(o) != PROTO_VALUE_ARRAY))       \
+			return wrong_type(d, "array", o);                     \
+		n = proto_value_len(o);                                        \
+		if (_unlikely_(n > max))                                      \
+			return too_many(d, "array", n, max);                  \
+		v = alloc_array(d, n, sizeof(*v), true);                      \
+		if (!v)                                                       \
+			return nomem(d);                                      \
+		for (uint32_t i = 0; i < n; i++) {                            \
+			int r = decode_##s(d, &o->items[i], &v[i]);           \
+                                                                              \
+			if (r < 0)                                            \
+				return unwind_index(d, i, r);                 \
+		}                                                             \
+		*ret = v;                                                     \
+		*ret_n = n;                                                   \
+		return 0;                                                     \
+	}
+PROTO_STRUCTS(DEC_OBJS_)
+
+/* A cluster-state object: [kind, map]; the kind names the path step. */
+static int decode_object(struct proto_decoder *d, const struct proto_value *o,
+			 struct proto_object *out)
+{
+	int64_t kind = 0;
 	int r;
 
-	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 4)
-		return proto_fail(d->err, NULL, PROTO_E_TYPE,
-				  "message: expected array of 4 [major, minor, envelope, body], got %s",
-				  object_type_name(o->type));
-	a = o->via.array.ptr;
-	proto_path_push(&d->path, "version", 0);
+	if (_unlikely_(proto_value_type(o) != PROTO_VALUE_ARRAY))
+		return wrong_type(d, "array", o);
+	if (_unlikely_(proto_value_len(o) != 2))
+		return fail(d, PROTO_E_TYPE, "expected array of 2 [kind, object], got %" PRIu32 " entries",
+			    proto_value_len(o));
+	r = decode_int(d, &o->items[0], 0, UINT8_MAX, &kind);
+	if (r < 0)
+		return r;
+	if ((uint64_t)kind >= proto_n_object_kinds)
+		return fail(d, PROTO_E_UNKNOWN_TYPE, "unknown object kind %" PRId64, kind);
+	out->kind = (uint8_t)kind;
+	switch (kind) {
+#define DEC_OBJECT_CASE_(a, c, s)                                              \
+	case c:                                                               \
+		out->s = decoder_alloc(d, sizeof(*out->s), true);             \
+		if (!out->s)                                                  \
+			return nomem(d);                                      \
+		r = decode_##s(d, &o->items[1], out->s);                      \
+		break;
+		PROTO_OBJECTS(DEC_OBJECT_CASE_, _)
+#undef DEC_OBJECT_CASE_
+	}
+	return r < 0 ? unwind_field(d, proto_object_descs[kind]->name, r) : 0;
+}
+
+/* ---- the frame ---- */
+
+static int decode_body(struct proto_decoder *d, const struct proto_value *o, struct proto_msg *m)
+{
+	switch (m->env.type) {
+#define DEC_BODY_CASE_(a, c, s)                                                \
+	case c:                                                               \
+		return decode_##s(d, o, &m->body.s);
+		PROTO_MESSAGES(DEC_BODY_CASE_, _)
+#undef DEC_BODY_CASE_
+	}
+	return fail(d, PROTO_E_UNKNOWN_TYPE, "unknown message type %u", m->env.type);
+}
+
+static int decode_tree(struct proto_decoder *d, const struct proto_value *o, struct proto_msg *m)
+{
+	const struct proto_value *a;
+	int64_t major = 0, minor = 0;
+	int r;
+
+	if (proto_value_type(o) != PROTO_VALUE_ARRAY || proto_value_len(o) != 4)
+		return fail(d, PROTO_E_TYPE,
+			    "message: expected array of 4 [major, minor, envelope, body], got %s",
+			    proto_value_type_name(proto_value_type(o)));
+	a = o->items;
 	if ((r = decode_int(d, &a[0], 0, UINT8_MAX, &major)) < 0 ||
 	    (r = decode_int(d, &a[1], 0, UINT8_MAX, &minor)) < 0)
-		return r;
+		return unwind_field(d, "version", r);
 	if (major != PROTO_VERSION_MAJOR)
-		return proto_fail(d->err, &d->path, PROTO_E_VERSION,
-				  "protocol major %" PRId64 " not supported (this build speaks %d.%d)",
-				  major, PROTO_VERSION_MAJOR, PROTO_VERSION_MINOR);
-	proto_path_pop(&d->path);
+		return unwind_field(d, "version",
+				    fail(d, PROTO_E_VERSION,
+					 "protocol major %" PRId64 " not supported (this build speaks %d.%d)",
+					 major, PROTO_VERSION_MAJOR, PROTO_VERSION_MINOR));
 	m->version_major = (uint8_t)major;
 	m->version_minor = (uint8_t)minor;
-	proto_path_push(&d->path, "envelope", 0);
-	r = decode_struct(d, &proto_desc_envelope, &a[2], &m->env);
+	r = decode_envelope(d, &a[2], &m->env);
 	if (r < 0)
-		return r;
-	proto_path_pop(&d->path);
-	proto_path_push(&d->path, proto_msg_descs[m->env.type]->name, 0);
-	r = decode_struct(d, proto_msg_descs[m->env.type], &a[3], &m->body);
+		return unwind_field(d, "envelope", r);
+	r = decode_body(d, &a[3], m);
 	if (r < 0)
-		return r;
-	proto_path_pop(&d->path);
+		return unwind_field(d, proto_msg_descs[m->env.type]->name, r);
 	return 0;
 }
 
 int proto_decode(struct proto_decoder *d, const void *buf, size_t len,
 		 const struct proto_msg **ret, struct proto_error *err)
 {
-	msgpack_object root;
+	const struct proto_value *root;
 	struct proto_msg *m;
-	size_t off = 0;
 	int r;
 
 	*ret = NULL;
@@ -436,26 +552,20 @@ int proto_decode(struct proto_decoder *d, const void *buf, size_t len,
 	d->path.depth = 0;
 	d->decoded = 0;
 	d->over_budget = false;
-	msgpack_zone_clear(&d->zone);
 	arena_reset(&d->arena);
+	proto_bump_reset(&d->bump);
 
-	r = proto_scan_frame(buf, len, err);
+	r = proto_unpack_frame(buf, len, &d->bump, &root, err);
 	if (r < 0)
 		return r;
-	switch (msgpack_unpack(buf, len, &off, &d->zone, &root)) {
-	case MSGPACK_UNPACK_SUCCESS:
-		break;
-	case MSGPACK_UNPACK_NOMEM_ERROR:
-		return nomem(d);
-	default: /* the scan accepted it, so msgpack-c must too */
-		return proto_fail(err, NULL, PROTO_E_MALFORMED, "msgpack-c refused the frame");
-	}
 	m = decoder_alloc(d, sizeof(*m), true);
 	if (!m)
 		return nomem(d);
-	r = decode_tree(d, &root, m);
-	if (r < 0)
+	r = decode_tree(d, root, m);
+	if (r < 0) {
+		proto_error_add_path(err, &d->path);
 		return r;
+	}
 	if (err)
 		err->code = PROTO_OK, err->text[0] = '\0';
 	*ret = m;

@@ -188,6 +188,26 @@ static size_t path_format(const struct proto_path *path, char *buf, size_t size)
 	return MIN(n, size - 1);
 }
 
+void proto_error_add_path(struct proto_error *err, const struct proto_path *unwound)
+{
+	char message[PROTO_ERROR_TEXT_MAX];
+	struct proto_path path = { 0 };
+	size_t n;
+
+	if (!err || unwound->depth == 0)
+		return;
+	path.depth = MIN(unwound->depth, (unsigned)ARRAY_SIZE(path.step));
+	for (unsigned i = 0; i < path.depth; i++)
+		path.step[i] = unwound->step[path.depth - 1 - i];
+	memcpy(message, err->text, sizeof(message));
+	n = path_format(&path, err->text, sizeof(err->text));
+	if (n + 2 < sizeof(err->text)) {
+		memcpy(err->text + n, ": ", 3);
+		n += 2;
+	}
+	snprintf(err->text + n, sizeof(err->text) - n, "%s", message);
+}
+
 int proto_fail(struct proto_error *err, const struct proto_path *path,
 	       enum proto_error_code code, const char *fmt, ...)
 {

@@ -117,14 +117,21 @@ static inline void proto_path_push(struct proto_path *p, const char *name, uint3
 	}
 	p->depth++;
 }
-static inline void proto_path_pop(struct proto_path *p)
+
+/* The codecs build an error's path while unwinding, so the way down costs
+ * nothing: each level adds its step, innermost first, and passes r on. */
+static inline int proto_unwind(struct proto_path *p, const char *name, uint32_t index, int r)
 {
-	p->depth--;
+	proto_path_push(p, name, index);
+	return r;
 }
 
 /* Fills err (if not NULL) with code and "<path>: <message>"; returns the
  * errno that goes with the code. */
 int proto_fail(struct proto_error *err, const struct proto_path *path,
 	       enum proto_error_code code, const char *fmt, ...) _printf_(4, 5);
+/* Turns err->text "<message>" into "<path>: <message>", the path given
+ * innermost step first (as proto_unwind() collects it). err may be NULL. */
+void proto_error_add_path(struct proto_error *err, const struct proto_path *unwound);
 
 #endif
