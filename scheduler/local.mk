@@ -78,7 +78,11 @@ EXTRA_DIST += \
 	tests/scheduling/invalid/bad-operator.yaml \
 	tests/scheduling/invalid/bad-quantity.yaml \
 	tests/scheduling/invalid/bad-yaml.yaml \
-	tests/scheduling/invalid/missing-name.yaml
+	tests/scheduling/invalid/missing-name.yaml \
+	tests/scheduling/invalid/nodepool-weight.yaml \
+	tests/scheduling/invalid/duplicate-nodepool.yaml \
+	tests/scheduling/invalid/statefulset-template.yaml \
+	tests/scheduling/invalid/replicas.yaml
 
 check_PROGRAMS += tests/unit/test_sched_from_state
 TESTS += tests/unit/test_sched_from_state

@@ -220,9 +220,12 @@ static int pending_add(struct pending *p, const struct proto_pod *pod)
  * what the daemon would only report and skip. */
 static int check_decoded(struct sim_input *in, const json_t *obj, const struct proto_object *o)
 {
-	if (o->kind == PROTO_OBJECT_NODEPOOL && o->nodepool->status == PROTO_NODEPOOL_INVALID)
-		return sim_error(in, json_object_get(obj, "spec"), obj, "%s \"%s\": %s", sim_kind(obj),
+	if (o->kind == PROTO_OBJECT_NODEPOOL && o->nodepool->status == PROTO_NODEPOOL_INVALID) {
+		const json_t *spec = json_object_get(obj, "spec"), *weight = json_object_get(spec, "weight");
+		bool bad_weight = o->nodepool->weight < 0 || o->nodepool->weight > 100;
+		return sim_error(in, bad_weight ? weight : spec, obj, "%s \"%s\": %s", sim_kind(obj),
 				 o->nodepool->name, o->nodepool->status_reason ?: "invalid");
+	}
 	if (o->kind == PROTO_OBJECT_NODE && !o->node->n_allocatable && !o->node->n_capacity)
 		return sim_error(in, obj, NULL, "Node \"%s\" has no status.allocatable or status.capacity",
 				 o->node->name);

@@ -383,3 +383,17 @@ Test(decode, namespaces_carry_their_labels_for_namespace_selectors)
 	cr_assert_str_eq(dec.error, "namespace x: metadata.labels.tier: expected a string");
 	json_decref(j);
 }
+
+Test(decode, a_limit_without_its_request_stands_in_for_it_resource_by_resource)
+{
+	/* As the API server defaults: requests.memory and the GPU come from limits. */
+	json_t *j = parse("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\"},\"spec\":{\"containers\":["
+			  "{\"resources\":{\"requests\":{\"cpu\":\"2\"},\"limits\":{\"cpu\":\"4\","
+			  "\"memory\":\"1Gi\",\"nvidia.com/gpu\":2}}}]}}");
+	struct proto_pod p;
+	cr_assert_eq(decode_pod(&dec, j, &p), 0, "%s", dec.error);
+	cr_assert_eq(res(p.requests, p.n_requests, "cpu"), 2000, "a request given wins over its limit");
+	cr_assert_eq(res(p.requests, p.n_requests, "memory"), 1LL << 30);
+	cr_assert_eq(res(p.requests, p.n_requests, "nvidia.com/gpu"), 2);
+	json_decref(j);
+}
