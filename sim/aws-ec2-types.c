@@ -87,7 +87,9 @@ static void write_network(struct xml *x, const struct aws_instance_type *t)
 
 static void write_gpus(struct xml *x, const struct aws_instance_type *t)
 {
-	if (t->gpus == 0)
+	/* Fractional-GPU types (g6f, gr6f) have a GPU counted 0: EC2 still
+	 * describes it (name, manufacturer, memory), as Karpenter's labels show. */
+	if (t->gpus == 0 && !*t->gpu_name)
 		return;
 	xml_open(x, "gpuInfo");
 	xml_open(x, "gpus");
