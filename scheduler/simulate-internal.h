@@ -17,6 +17,7 @@ struct sim_input {
 	struct yaml_docs *docs;
 	json_t *objects; /* array: the input's objects (List items flattened), then generated ones */
 	json_t *origins; /* array: per object, what its errors point at (a generated Pod's workload) */
+	json_t *copies;  /* array: per object, null or the names of replicas identical to it */
 	size_t n_given;  /* objects[0 .. n_given) are the input's own */
 	const struct simulate_options *opts;
 	char *err;
@@ -32,6 +33,9 @@ int sim_error(struct sim_input *in, const json_t *at, const json_t *fallback, co
 	_printf_(4, 5);
 /* Appends a generated object (reference stolen) whose errors point at origin. */
 int sim_append(struct sim_input *in, json_t *obj, const json_t *origin);
+/* Object i (a generated Pod) stands for one more replica named name too:
+ * the replicas of a Deployment differ only in name, so it is decoded once. */
+int sim_add_copy(struct sim_input *in, size_t i, const char *name);
 /* kind and metadata.name/namespace of an object (NULL when absent). */
 const char *sim_kind(const json_t *obj);
 const char *sim_name(const json_t *obj);

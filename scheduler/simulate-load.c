@@ -130,9 +130,20 @@ static const json_t *decode_error_node(const struct sim_input *in, const json_t 
 int sim_append(struct sim_input *in, json_t *obj, const json_t *origin)
 {
 	if (!obj || json_array_append_new(in->objects, obj) < 0 ||
-	    json_array_append(in->origins, (json_t *)origin) < 0)
+	    json_array_append(in->origins, (json_t *)origin) < 0 ||
+	    json_array_append_new(in->copies, json_null()) < 0)
 		return -ENOMEM;
 	return 0;
+}
+
+int sim_add_copy(struct sim_input *in, size_t i, const char *name)
+{
+	json_t *names = json_array_get(in->copies, i);
+
+	if (!json_is_array(names) &&
+	    (!(names = json_array()) || json_array_set_new(in->copies, i, names) < 0))
+		return -ENOMEM;
+	return json_array_append_new(names, json_string(name)) < 0 ? -ENOMEM : 0;
 }
 
 /* The input's documents, List items flattened, into in->objects. */
@@ -186,33 +197,83 @@ static bool modelled(const char *kind)
 	return false;
 }
 
+/* The pending pods, in input order: decoded ones (owned, to free) and
+ * renamed replicas sharing a decoded pod's arrays (in the arena). */
 struct pending {
-	struct proto_pod **pods;
+	const struct proto_pod **pods;
 	size_t n, cap;
+	struct proto_pod **owned;
+	size_t n_owned, cap_owned;
+	struct arena replicas;
 	struct hashmap keys; /* "ns/name" of every pod seen */
 };
 
 static void pending_done(struct pending *p)
 {
-	for (size_t i = 0; i < p->n; i++)
-		proto_pod_free(p->pods[i]);
+	for (size_t i = 0; i < p->n_owned; i++)
+		proto_pod_free(p->owned[i]);
+	free(p->owned);
 	free(p->pods);
+	arena_done(&p->replicas);
 	hashmap_done(&p->keys);
+}
+
+static int grow(void *v, size_t *n, size_t *cap)
+{
+	void **arr = v;
+
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		void *nv = realloc(*arr, c * sizeof(void *));
+		if (!nv)
+			return -ENOMEM;
+		*arr = nv;
+		*cap = c;
+	}
+	return 0;
+}
+
+/* A pod of the input that has not been seen yet (by namespace/name). */
+static int pending_key(struct sim_input *in, struct pending *p, const char *ns, const char *name,
+		       const json_t *obj, const json_t *origin)
+{
+	char key[STATE_KEY_MAX];
+
+	snprintf(key, sizeof(key), "%s/%s", ns, name);
+	if (hashmap_get(&p->keys, key))
+		return sim_error(in, obj, origin, "duplicate Pod \"%s\"", key);
+	return hashmap_put(&p->keys, key, (void *)obj, NULL);
 }
 
 static int pending_add(struct pending *p, const struct proto_pod *pod)
 {
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 64;
-		struct proto_pod **n = realloc(p->pods, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		p->pods = n;
-		p->cap = cap;
-	}
-	if (!(p->pods[p->n] = proto_pod_dup(pod)))
+	int r;
+
+	if ((r = grow(&p->pods, &p->n, &p->cap)) < 0 || (r = grow(&p->owned, &p->n_owned, &p->cap_owned)) < 0)
+		return r;
+	if (!(p->owned[p->n_owned] = proto_pod_dup(pod)))
 		return -ENOMEM;
-	p->n++;
+	p->pods[p->n++] = p->owned[p->n_owned++];
+	return 0;
+}
+
+/* The last pod added, renamed: another replica of the same workload. */
+static int pending_add_replica(struct pending *p, const char *name)
+{
+	const struct proto_pod *first = p->owned[p->n_owned - 1];
+	struct proto_pod *copy;
+	char uid[PROTO_MAX_NAME_LEN];
+	int r;
+
+	if ((r = grow(&p->pods, &p->n, &p->cap)) < 0)
+		return r;
+	/* The uid decode_metadata() derives for objects without one. */
+	snprintf(uid, sizeof(uid), "Pod/%s/%s", first->ns, name);
+	if (!(copy = arena_memdup(&p->replicas, first, sizeof(*first))) ||
+	    !(copy->name = arena_strdup(&p->replicas, name)) ||
+	    !(copy->uid = arena_strdup(&p->replicas, uid)))
+		return -ENOMEM;
+	p->pods[p->n++] = copy;
 	return 0;
 }
 
@@ -232,14 +293,17 @@ static int check_decoded(struct sim_input *in, const json_t *obj, const struct p
 	return 0;
 }
 
-/* Decodes one object into the store (or, for a pending pod, the batch). */
+/* Decodes one object into the store (or, for a pending pod, the batch,
+ * with the identical replicas it stands for). */
 static int decode_one(struct sim_input *in, struct decoder *dec, const json_t *obj,
-		      const json_t *origin, struct state_store *store, struct pending *pending)
+		      const json_t *origin, const json_t *copies, struct state_store *store,
+		      struct pending *pending)
 {
 	const char *kind = sim_kind(obj), *ns, *name;
 	const struct state_entry *prev;
 	struct proto_object o;
-	char key[STATE_KEY_MAX];
+	const json_t *copy;
+	size_t i;
 	int r;
 
 	dec->error[0] = '\0';
@@ -253,14 +317,20 @@ static int decode_one(struct sim_input *in, struct decoder *dec, const json_t *o
 		const struct proto_pod *p = o.pod;
 		if (p->phase == PROTO_PHASE_SUCCEEDED || p->phase == PROTO_PHASE_FAILED)
 			return 0; /* finished: holds nothing */
-		snprintf(key, sizeof(key), "%s/%s", ns, name);
-		if (hashmap_get(&pending->keys, key))
-			return sim_error(in, obj, origin, "duplicate Pod \"%s\"", key);
-		if ((r = hashmap_put(&pending->keys, key, (void *)obj, NULL)) < 0)
+		if ((r = pending_key(in, pending, ns, name, obj, origin)) < 0)
 			return r;
-		if (!p->node_name || !*p->node_name)
+		if (!p->node_name || !*p->node_name) {
 			/* A DaemonSet's pending pods are not ours to place. */
-			return p->daemonset_owned ? 0 : pending_add(pending, p);
+			if (p->daemonset_owned)
+				return 0;
+			if ((r = pending_add(pending, p)) < 0)
+				return r;
+			json_array_foreach(copies, i, copy)
+				if ((r = pending_key(in, pending, ns, json_string_value(copy), obj, origin)) < 0 ||
+				    (r = pending_add_replica(pending, json_string_value(copy))) < 0)
+					return r;
+			return 0;
+		}
 	}
 	prev = state_store_get(store, o.kind, ns, name);
 	if (prev)
@@ -280,9 +350,15 @@ static int decode_all(struct sim_input *in, struct state_store *store, struct pe
 	json_array_foreach(in->objects, i, obj) {
 		if (!modelled(sim_kind(obj)))
 			continue;
-		if ((r = decode_one(in, &dec, obj, json_array_get(in->origins, i), store, pending)) < 0)
+		if ((r = decode_one(in, &dec, obj, json_array_get(in->origins, i),
+				    json_array_get(in->copies, i), store, pending)) < 0)
 			break;
 		arena_reset(&arena);
+		/* A generated object is done with once decoded. */
+		if (i >= in->n_given && json_array_set_new(in->objects, i, json_null()) < 0) {
+			r = -ENOMEM;
+			break;
+		}
 	}
 	arena_done(&arena);
 	return r;
@@ -302,7 +378,8 @@ int simulate_load(const char *file, const char *data, size_t size,
 	state_store_init(&store);
 	r = yaml_docs_load_buffer(data, size, file, &in.docs, err, err_size);
 	if (r >= 0)
-		r = (in.objects = json_array()) && (in.origins = json_array()) ? 0 : -ENOMEM;
+		r = (in.objects = json_array()) && (in.origins = json_array()) &&
+				    (in.copies = json_array()) ? 0 : -ENOMEM;
 	if (r >= 0)
 		r = flatten(&in);
 	if (r >= 0)
@@ -314,12 +391,12 @@ int simulate_load(const char *file, const char *data, size_t size,
 	if (r >= 0)
 		r = decode_all(&in, &store, &pending);
 	if (r >= 0)
-		r = cluster_from_state(&store, (const struct proto_pod *const *)pending.pods, pending.n,
-				       &fo, ret, err, err_size);
+		r = cluster_from_state(&store, pending.pods, pending.n, &fo, ret, err, err_size);
 	pending_done(&pending);
 	state_store_done(&store);
 	json_decref(in.objects);
 	json_decref(in.origins);
+	json_decref(in.copies);
 	yaml_docs_free(in.docs);
 	if (r < 0 && !err[0])
 		snprintf(err, err_size, "%s: %s", file, strerror(-r));

@@ -222,9 +222,10 @@ nomem:
 }
 
 /* Adds replica "<name>-<ordinal>" of workload obj unless a pod of that
- * name exists: 1 added, 0 taken, negative errno. */
+ * name exists: 1 added, 0 taken, negative errno. A replica of a Deployment
+ * or ReplicaSet is the first one (*first, once set) renamed. */
 static int add_replica(struct sim_input *in, const json_t *obj, int64_t ordinal, struct hashmap *pods,
-		       struct hashmap *claims, const char *default_class)
+		       struct hashmap *claims, const char *default_class, ssize_t *first)
 {
 	const char *kind = sim_kind(obj), *name = sim_name(obj), *ns = sim_namespace(obj);
 	const json_t *tmpl = json_object_get(json_object_get(obj, "spec"), "template");
@@ -236,6 +237,10 @@ static int add_replica(struct sim_input *in, const json_t *obj, int64_t ordinal,
 	snprintf(pod, sizeof(pod), "%.500s-%lld", name, (long long)ordinal);
 	if (taken(pods, ns, pod))
 		return 0;
+	if (*first >= 0) {
+		r = sim_add_copy(in, (size_t)*first, pod);
+		return r < 0 ? r : mark_taken(pods, ns, pod) < 0 ? -ENOMEM : 1;
+	}
 	pspec = streq(kind, "StatefulSet") ?
 			statefulset_replica(in, obj, tspec, ns, name, ordinal, claims, default_class) :
 			json_incref((json_t *)tspec);
@@ -245,6 +250,8 @@ static int add_replica(struct sim_input *in, const json_t *obj, int64_t ordinal,
 			    obj)) < 0 ||
 	    (r = mark_taken(pods, ns, pod)) < 0)
 		return r;
+	if (!streq(kind, "StatefulSet"))
+		*first = (ssize_t)json_array_size(in->objects) - 1;
 	return 1;
 }
 
@@ -254,6 +261,7 @@ static int expand(struct sim_input *in, const json_t *obj, struct hashmap *pods,
 	const json_t *spec = json_object_get(obj, "spec"), *tmpl = json_object_get(spec, "template");
 	const json_t *replicas_node = json_object_get(spec, "replicas");
 	int64_t replicas = 1, made;
+	ssize_t first = -1;
 	int r;
 
 	if (streq(sim_kind(obj), "ReplicaSet") &&
@@ -271,14 +279,14 @@ static int expand(struct sim_input *in, const json_t *obj, struct hashmap *pods,
 	/* A StatefulSet's replicas are its ordinals 0 … replicas-1. */
 	if (streq(sim_kind(obj), "StatefulSet")) {
 		for (int64_t ordinal = 0; ordinal < replicas; ordinal++)
-			if ((r = add_replica(in, obj, ordinal, pods, claims, default_class)) < 0)
+			if ((r = add_replica(in, obj, ordinal, pods, claims, default_class, &first)) < 0)
 				return r;
 		return 0;
 	}
 	/* Others fill up to replicas, under names no pod of the dump has. */
 	made = existing_replicas(in, sim_namespace(obj), sim_name(obj));
 	for (int64_t ordinal = made; made < replicas; ordinal++) {
-		if ((r = add_replica(in, obj, ordinal, pods, claims, default_class)) < 0)
+		if ((r = add_replica(in, obj, ordinal, pods, claims, default_class, &first)) < 0)
 			return r;
 		made += r;
 	}
