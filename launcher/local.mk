@@ -76,3 +76,16 @@ tests_fuzz_fuzz_nodeclass_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/te
 tests_fuzz_fuzz_nodeclass_LDFLAGS = $(FUZZ_LDFLAGS)
 tests_fuzz_fuzz_nodeclass_LDADD = $(LAUNCHER_LIBS) $(LDADD)
 EXTRA_DIST += tests/fuzz/corpus/nodeclass
+
+# The live instance-type catalog: the shipped table, refreshed from EC2.
+libkanna_launcher_a_SOURCES += launcher/catalog-internal.h launcher/catalog.c launcher/catalog-ec2.c
+check_PROGRAMS += tests/unit/test_launcher_catalog
+TESTS += tests/unit/test_launcher_catalog
+tests_unit_test_launcher_catalog_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_launcher_catalog_LDADD = $(LAUNCHER_LIBS) libkanna-simaws.a $(LDADD) -lpthread $(TEST_LIBS)
+FUZZ_PROGS += tests/fuzz/fuzz_catalog_pages
+tests_fuzz_fuzz_catalog_pages_SOURCES = tests/fuzz/fuzz_catalog_pages.c tests/fuzz/standalone.c
+tests_fuzz_fuzz_catalog_pages_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/fuzz/corpus/catalog_pages\"
+tests_fuzz_fuzz_catalog_pages_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_catalog_pages_LDADD = $(LAUNCHER_LIBS) $(LDADD)
+EXTRA_DIST += tests/fuzz/corpus/catalog_pages
