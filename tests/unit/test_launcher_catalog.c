@@ -235,6 +235,24 @@ Test(launcher_catalog, the_refreshed_catalog_is_the_sim_region_with_the_shipped_
 	free(text);
 }
 
+Test(launcher_catalog, a_spot_price_refresh_publishes_a_new_generation_of_the_same_types)
+{
+	struct launcher_catalog_status full, spot;
+
+	full = spin(2);
+	cr_assert_eq(full.last_result, 0, "%s", full.last_error);
+	cr_assert_eq(launcher_catalog_refresh(cat, false), 0);
+	cr_assert_eq(launcher_catalog_refresh(cat, false), -EBUSY, "one refresh at a time");
+	spot = spin(4);
+	cr_assert_eq(spot.last_result, 0, "%s", spot.last_error);
+	cr_assert_eq(changes, 4, "the refresh asked for while one ran ran next");
+	cr_assert_gt(spot.generation, full.generation);
+	cr_assert_eq(spot.n_types, full.n_types);
+	cr_assert_eq(spot.last_types_usec, full.last_types_usec, "types were not described again");
+	cr_assert_gt(spot.last_spot_usec, 0);
+	cr_log_info("spot-price refresh against the sim: %.1f ms", spot.last_spot_usec / 1000.0);
+}
+
 Test(launcher_catalog, the_published_message_fits_the_frame_and_survives_encoding)
 {
 	struct proto_msg m;
