@@ -15,6 +15,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "proto/unpack.h"
 
@@ -196,35 +199,22 @@ static inline int decode_enum(struct proto_decoder *d, const struct proto_value 
 
 /* ---- strings ---- */
 
-static inline uint64_t load64(const char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-/* Non-zero iff one of the bytes of v is zero (exact: no false hits). */
-#define HAS_ZERO_BYTE(v) (((v) - UINT64_C(0x0101010101010101)) & ~(v) & UINT64_C(0x8080808080808080))
-
 /*
  * Whether s[0..n) holds a NUL byte. Most strings are names of a few dozen
- * bytes: a word at a time beats a memchr() call. The frame copy is padded
- * (PROTO_FRAME_PADDING), so the last word may read past the string.
+ * bytes: 16 at a time beats a memchr() call. The frame copy is padded
+ * (PROTO_FRAME_PADDING), so the last block may read past the string.
  */
 static inline bool has_nul(const char *s, uint32_t n)
 {
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	uint32_t i = 0;
+#ifdef __SSE2__
+	for (uint32_t i = 0; i < n; i += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+		unsigned zero = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_setzero_si128()));
 
-	for (; i + 8 <= n; i += 8)
-		if (HAS_ZERO_BYTE(load64(s + i)))
+		if (n - i < 16)
+			zero &= (1u << (n - i)) - 1;
+		if (zero)
 			return true;
-	if (i < n) {
-		/* Bytes past the end become 0xff: never zero. */
-		uint64_t w = load64(s + i) | ~UINT64_C(0) << (8 * (n - i));
-
-		return HAS_ZERO_BYTE(w) != 0;
 	}
 	return false;
 #else

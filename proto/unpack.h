@@ -90,8 +90,8 @@ static inline uint32_t proto_value_len(const struct proto_value *n)
 
 const char *proto_value_type_name(unsigned type);
 
-/* Bytes after the copy of the frame: a string can be read a word at a time. */
-#define PROTO_FRAME_PADDING 8
+/* Bytes after the copy of the frame: a string can be read 16 at a time. */
+#define PROTO_FRAME_PADDING 16
 
 /*
  * Parses exactly one msgpack value from [buf, buf+len) with msgpack-c's
