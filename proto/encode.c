@@ -270,7 +270,7 @@ static inline bool f64_is_zero(double v)
 
 /* True when every field holds its default (an embedded struct left off). */
 #define ENC_IS_DEFAULT_(S)                                                     \
-	static inline bool is_default_##S(const struct proto_##S *s)          \
+	static inline _unused_ bool is_default_##S(const struct proto_##S *s) \
 	{                                                                     \
 		return true proto_fields_##S(IS_DEFAULT_FIELD_, S);           \
 	}
