@@ -336,7 +336,6 @@ static int decode_res(struct proto_decoder *d, const struct proto_value *o, uint
 #define DEC_FLAG_OPT 0
 #define DEC_REQUIRED_BIT_(S, id, name, kind, arg, max, flags)                  \
 	| (DEC_FLAG_##flags ? UINT64_C(1) << ((id) - 1) : 0)
-#define DEC_COUNT_(...) +1
 #define DEC_ENUM_COUNT_(c, s) +1
 
 #define DEC_BOOL(name, arg, max) decode_bool(d, v, &out->name)
@@ -356,6 +355,11 @@ static int decode_res(struct proto_decoder *d, const struct proto_value *o, uint
 #define DEC_OBJECT(name, arg, max) decode_object(d, v, &out->name)
 #define DEC_CASE_(S, id, name, kind, arg, max, flags)                          \
 	case id:                                                              \
+		if (_unlikely_(seen & UINT64_C(1) << ((id) - 1))) {           \
+			r = fail(d, PROTO_E_DUPLICATE, "field id %d given twice", id); \
+			break;                                                \
+		}                                                             \
+		seen |= UINT64_C(1) << ((id) - 1);                            \
 		r = DEC_##kind(name, arg, max);                               \
 		break;
 
@@ -391,33 +395,25 @@ static int missing(struct proto_decoder *d, const struct proto_struct_desc *sd, 
 			      struct proto_##s *out)                          \
 	{                                                                     \
 		const uint64_t required = 0 proto_fields_##s(DEC_REQUIRED_BIT_, s); \
-		const uint64_t n_fields = 0 proto_fields_##s(DEC_COUNT_, s);  \
-		const struct proto_value *e;                                   \
+		const struct proto_value *e;                                  \
 		uint64_t seen = 0;                                            \
                                                                               \
-		if (_unlikely_(proto_value_type(o) != PROTO_VALUE_MAP))         \
+		if (_unlikely_(proto_value_type(o) != PROTO_VALUE_MAP))       \
 			return wrong_type(d, "map", o);                       \
 		e = o->items;                                                 \
-		for (uint32_t n = proto_value_len(o); n > 0; n--, e += 2) {    \
-			const struct proto_value *v = e + 1;                   \
-			uint64_t id = e->u - 1; /* 0 wraps: skipped */        \
-			int r = 0;                                            \
+		for (uint32_t n = proto_value_len(o); n > 0; n--, e += 2) {   \
+			const struct proto_value *v = e + 1;                  \
+			int r;                                                \
                                                                               \
 			if (_unlikely_(proto_value_type(e) != PROTO_VALUE_UINT)) \
 				return field_key_type(d, e);                  \
-			if (id >= n_fields)                                   \
-				continue;                                     \
-			if (_unlikely_(seen & UINT64_C(1) << id)) {          \
-				r = fail(d, PROTO_E_DUPLICATE,                \
-					 "field id %" PRIu64 " given twice", id + 1); \
-			} else {                                              \
-				seen |= UINT64_C(1) << id;                    \
-				switch (id + 1) {                             \
-					proto_fields_##s(DEC_CASE_, s)        \
-				}                                             \
+			switch (e->u) {                                       \
+				proto_fields_##s(DEC_CASE_, s)                \
+			default:                                              \
+				continue; /* a newer minor version's field */ \
 			}                                                     \
 			if (_unlikely_(r < 0))                                \
-				return unwind_field(d, proto_desc_##s.fields[id].name, r); \
+				return unwind_field(d, proto_desc_##s.fields[e->u - 1].name, r); \
 		}                                                             \
 		if (_unlikely_((seen & required) != required))                \
 			return missing(d, &proto_desc_##s, required & ~seen); \

@@ -134,9 +134,16 @@ static inline int unpack_cb_bin(struct unpack_user *u, const char *base, const c
 	return 0;
 }
 
+/* len counts the type byte, so it is never 0, except when msgpack-c adds
+ * that byte to an ext32 length of 0xffffffff in 32 bits and gets 0: that
+ * ext would need 4 GiB, more than any frame holds. */
 static inline int unpack_cb_ext(struct unpack_user *u, const char *base, const char *p,
 				unsigned len, struct proto_value *o)
 {
+	if (_unlikely_(len == 0)) {
+		u->code = PROTO_E_TRUNCATED;
+		return -1;
+	}
 	set_bytes(o, PROTO_VALUE_EXT, p, len);
 	return 0;
 }
@@ -188,9 +195,9 @@ static inline int unpack_cb_map(struct unpack_user *u, unsigned n, struct proto_
 static inline int unpack_cb_array_item(struct unpack_user *u, struct proto_value *c,
 				       struct proto_value o)
 {
-	struct proto_value *filled = c->items - 1;
+	struct proto_value *items = c->items; /* read once: the stores below may alias c */
 
-	c->items[filled->u++] = o;
+	items[items[-1].u++] = o;
 	return 0;
 }
 
@@ -204,14 +211,14 @@ static inline int unpack_cb_array_item(struct unpack_user *u, struct proto_value
 static inline int unpack_cb_map_item(struct unpack_user *u, struct proto_value *c,
 				     struct proto_value k, struct proto_value v)
 {
-	struct proto_value *filled = c->items - 1;
-	uint64_t i = filled->u, head = k.head, value = k.u;
+	struct proto_value *items = c->items; /* read once: the stores below may alias c */
+	uint64_t i = items[-1].u, head = k.head, value = k.u;
 
 	__asm__("" : "+r"(head), "+r"(value));
-	c->items[i].head = head;
-	c->items[i].u = value;
-	c->items[i + 1] = v;
-	filled->u = i + 2;
+	items[i].head = head;
+	items[i].u = value;
+	items[i + 1] = v;
+	items[-1].u = i + 2;
 	return 0;
 }
 

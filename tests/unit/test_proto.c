@@ -443,6 +443,14 @@ Test(proto, huge_container_header_in_a_tiny_frame_allocates_nothing)
 	expect_error("\x94\x01\x00\xdf\xff\xff\xff\xff", 8, -EBADMSG, PROTO_E_TRUNCATED, NULL);
 }
 
+Test(proto, ext_of_4_gib_is_truncated_not_wrapped_to_empty)
+{
+	/* [-14, ext32 of 0xffffffff bytes, 0, 0]: msgpack-c adds the type
+	 * byte to the length in 32 bits and would read an empty ext. */
+	expect_error("\x94\xf2\xc9\xff\xff\xff\xff\x00\x00\x00", 10, -EBADMSG, PROTO_E_TRUNCATED,
+		     "message truncated: 10 bytes end inside an object");
+}
+
 Test(proto, nesting_beyond_the_depth_limit_is_malformed)
 {
 	char buf[PROTO_MAX_DEPTH + 8];
