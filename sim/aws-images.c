@@ -114,7 +114,7 @@ void aws_image_ssm_path(const struct aws_image *im, int which, char *out, size_t
 		/* SSM names Bottlerocket releases without GitHub's leading "v" */
 		snprintf(out, len, "/aws/service/bottlerocket/aws-k8s-1.%u%s/%s/%s/image_id",
 			 im->k8s_minor, im->nvidia ? "-nvidia" : "", im->arch,
-			 which ? BOTTLEROCKET_RELEASE + 1 : "latest");
+			 which ? &BOTTLEROCKET_RELEASE[1] : "latest");
 	}
 }
 
