@@ -287,7 +287,7 @@ static int type_cmp(const void *a, const void *b)
 
 void ec2_described_sort(struct ec2_described *d)
 {
-	qsort(d->types, d->n, sizeof(*d->types), type_cmp);
+	qsort_safe(d->types, d->n, sizeof(*d->types), type_cmp);
 }
 
 struct ec2_type *ec2_described_find(const struct ec2_described *d, const char *name)

@@ -107,9 +107,10 @@ static int node_settings(const struct proto_nodepool *np, struct proto_kv **labe
 		if (!streq(np->labels[i].key, "karpenter.sh/nodepool"))
 			(*labels)[(*n_labels)++] = np->labels[i];
 	(*labels)[(*n_labels)++] = (struct proto_kv){ "karpenter.sh/nodepool", np->name };
-	memcpy(*taints, np->taints, np->n_taints * sizeof(**taints));
-	memcpy(*taints + np->n_taints, np->startup_taints, np->n_startup_taints * sizeof(**taints));
-	*n_taints = np->n_taints + np->n_startup_taints;
+	for (uint32_t i = 0; i < np->n_taints; i++)
+		(*taints)[(*n_taints)++] = np->taints[i];
+	for (uint32_t i = 0; i < np->n_startup_taints; i++)
+		(*taints)[(*n_taints)++] = np->startup_taints[i];
 	return 0;
 }
 

@@ -105,7 +105,7 @@ static int canonical_text(const struct nc_template *t, char **ret, size_t *len)
 	for (size_t i = 0; i < t->n_groups; i++)
 		groups[i] = t->groups[i].id;
 	qsort(groups, t->n_groups, sizeof(*groups), cmp_str);
-	memcpy(tags, t->tags, t->n_tags * sizeof(*tags));
+	memcpy_safe(tags, t->tags, t->n_tags * sizeof(*tags));
 	qsort(tags, t->n_tags, sizeof(*tags), cmp_kv);
 	f = open_memstream(ret, len);
 	if (!f)

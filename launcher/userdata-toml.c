@@ -212,7 +212,7 @@ static int put_labels(FILE *f, const struct userdata_options *o)
 
 	if (!v)
 		return -ENOMEM;
-	memcpy(v, o->labels, o->n_labels * sizeof(*v));
+	memcpy_safe(v, o->labels, o->n_labels * sizeof(*v));
 	qsort(v, o->n_labels, sizeof(*v), cmp_kv);
 	for (size_t i = 0; i < o->n_labels; i++) {
 		if (!userdata_kubelet_may_set_label(v[i].key))
@@ -233,7 +233,7 @@ static int put_taints(FILE *f, const struct userdata_options *o)
 
 	if (!v)
 		return -ENOMEM;
-	memcpy(v, o->taints, o->n_taints * sizeof(*v));
+	memcpy_safe(v, o->taints, o->n_taints * sizeof(*v));
 	qsort(v, o->n_taints, sizeof(*v), cmp_taint);
 	for (size_t i = 0; i < o->n_taints; i++) {
 		char entry[1024];
