@@ -27,13 +27,19 @@ bool mime_is_document(const char *text)
 			strncasecmp(text, "Content-Type:", 13) == 0);
 }
 
-void mime_parts_clear(struct mime_parts *p)
+void mime_parts_truncate(struct mime_parts *p, size_t n)
 {
-	for (size_t i = 0; i < p->n; i++) {
+	for (size_t i = n; i < p->n; i++) {
 		free(p->v[i].headers);
 		free(p->v[i].content);
 	}
-	p->n = 0;
+	if (n < p->n)
+		p->n = n;
+}
+
+void mime_parts_clear(struct mime_parts *p)
+{
+	mime_parts_truncate(p, 0);
 }
 
 int mime_parts_add(struct mime_parts *p, const char *headers, const char *content)
@@ -208,10 +214,9 @@ int mime_parse(const char *text, struct mime_parts *ret, char why[USERDATA_WHY_M
 	_cleanup_free_ char *doc = NULL;
 	char boundary[MIME_BOUNDARY_MAX + 1];
 	const char *s, *part = NULL;
-	size_t hl;
+	size_t hl, first = ret->n;
 	int r, kind = 0;
 
-	*ret = (struct mime_parts){ .n = 0 };
 	doc = normalize_newlines(text);
 	if (!doc)
 		return -ENOMEM;
@@ -231,9 +236,9 @@ int mime_parse(const char *text, struct mime_parts *ret, char why[USERDATA_WHY_M
 		kind = delimiter(s, boundary);
 		if (kind) {
 			if (part) {
-				r = add_part(ret, part, s > part ? s - 1 : s, ret->n, why);
+				r = add_part(ret, part, s > part ? s - 1 : s, ret->n - first, why);
 				if (r < 0) {
-					mime_parts_clear(ret);
+					mime_parts_truncate(ret, first);
 					return r;
 				}
 			}
@@ -251,7 +256,7 @@ int mime_parse(const char *text, struct mime_parts *ret, char why[USERDATA_WHY_M
 		s++;
 	}
 	if (kind != 2) {
-		mime_parts_clear(ret);
+		mime_parts_truncate(ret, first);
 		snprintf(why, USERDATA_WHY_MAX, "the multipart document does not end with --%s--", boundary);
 		return -EINVAL;
 	}

@@ -90,9 +90,12 @@ struct mime_parts {
 /* True when text is a MIME document (starts with a MIME-Version: or
  * Content-Type: header once leading blanks are skipped). */
 bool mime_is_document(const char *text);
-/* Splits a multipart document ("\r\n" or "\n" line ends) into its parts. */
+/* Splits a multipart document ("\r\n" or "\n" line ends) into its parts,
+ * appended to ret; on failure ret is as it was. */
 int mime_parse(const char *text, struct mime_parts *ret, char why[USERDATA_WHY_MAX]);
 void mime_parts_clear(struct mime_parts *p);
+/* Frees the parts from index n on. */
+void mime_parts_truncate(struct mime_parts *p, size_t n);
 /* Appends one part; headers are copied, a missing final "\n" is added. */
 int mime_parts_add(struct mime_parts *p, const char *headers, const char *content);
 /* Writes the multipart document with boundary USERDATA_BOUNDARY. */

@@ -246,6 +246,30 @@ Test(userdata, al2023_takes_a_users_yaml_as_a_nodeconfig_part)
 	free(s);
 }
 
+Test(userdata, al2023_keeps_its_nodeconfig_before_the_parts_of_a_users_mime_document)
+{
+	const char *mime = "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"B\"\n\n"
+			   "--B\nContent-Type: text/x-shellscript\n\necho one\n"
+			   "--B\nContent-Type: text/cloud-config\n\n#cloud-config\n--B--\n";
+	char *s = render(AMI_FAMILY_AL2023, mime, 0);
+	const char *config = strstr(s, "# Karpenter Generated NodeConfig"), *one = strstr(s, "echo one\n"),
+		   *cloud = strstr(s, "#cloud-config\n");
+
+	cr_assert(config && one && cloud, "%s", s);
+	cr_assert(config < one && one < cloud, "the parts keep their order: %s", s);
+	free(s);
+}
+
+Test(userdata, a_broken_users_mime_document_names_its_own_part_number)
+{
+	char *why = render(AMI_FAMILY_AL2023,
+			   "Content-Type: multipart/mixed; boundary=x\n\n--x\nContent-Type: a\n\nok\n--x\nno blank line\n--x--\n",
+			   -EINVAL);
+
+	cr_assert(strstr(why, "part 2 of the multipart document"), "%s", why);
+	free(why);
+}
+
 Test(userdata, bottlerocket_merges_settings_kubernetes_into_the_users_toml)
 {
 	char *s = render(AMI_FAMILY_BOTTLEROCKET,
