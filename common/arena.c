@@ -129,3 +129,15 @@ void arena_done(struct arena *a)
 	a->chunk = NULL;
 	a->used = 0;
 }
+
+bool arena_owns(const struct arena *a, const void *p)
+{
+	/* Compared as integers: relational operators on pointers into
+	 * different objects are undefined. */
+	uintptr_t x = (uintptr_t)p;
+
+	for (const struct arena_chunk *c = a->chunk; c; c = c->next)
+		if (x >= (uintptr_t)c->data && x < (uintptr_t)c->data + c->size)
+			return true;
+	return false;
+}

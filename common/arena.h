@@ -8,6 +8,7 @@
 #ifndef KANNA_COMMON_ARENA_H
 #define KANNA_COMMON_ARENA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* First chunk: a typical pending-pod or plan message fits. */
@@ -31,5 +32,7 @@ char *arena_strdup(struct arena *a, const char *s);  /* NULL stays NULL */
 char *arena_strndup(struct arena *a, const char *s, size_t n);
 void arena_reset(struct arena *a);
 void arena_done(struct arena *a);
+/* True when p points into memory a handed out (a free() hook's question). */
+bool arena_owns(const struct arena *a, const void *p);
 
 #endif

@@ -8,6 +8,7 @@
 #include <curl/curl.h>
 #include <stdbool.h>
 
+#include "common/json-arena.h"
 #include "common/kube-client.h"
 #include "common/ratelimit.h"
 
@@ -20,6 +21,7 @@ struct kube_client {
 	struct ratelimit limit;
 	uint64_t rng;
 	struct kube_req *requests; /* every live request, for kube_client_free() */
+	struct json_arena pages;   /* the LIST page being delivered (kube-watch.c) */
 };
 
 struct kube_req {
@@ -34,6 +36,9 @@ struct kube_req {
 	char *error;
 	unsigned attempt;
 	bool running, limited, freeing;
+	/* A LIST page: parsed into the client's page arena and its text freed
+	 * before done() runs; done() must keep no reference into the body. */
+	bool body_in_arena;
 	kube_done_fn done;
 	void *userdata;
 	/* Streaming (watch): bytes go to on_chunk; the end to on_stream_end. */

@@ -65,6 +65,7 @@ struct kube_client *kube_client_free(struct kube_client *c)
 		kube_req_free(c->requests);
 	kube_config_free(c->cfg);
 	free(c->user_agent);
+	json_arena_done(&c->pages);
 	free(c);
 	return NULL;
 }
@@ -251,7 +252,16 @@ static void req_finish(struct kube_req *req, long status, const char *transport_
 	json_t *body = NULL;
 
 	if (req->body_len > 0) {
-		body = json_loadb(req->body, req->body_len, 0, NULL);
+		if (req->body_in_arena) {
+			body = json_arena_load(&req->client->pages, req->body, req->body_len, 0, NULL);
+			/* The text is not needed any more: do not hold it while the
+			 * page's objects are decoded. */
+			free(req->body);
+			req->body = NULL;
+			req->body_len = req->body_cap = 0;
+		} else {
+			body = json_loadb(req->body, req->body_len, 0, NULL);
+		}
 		if (!body && status >= 200 && status < 300 && !transport_error) {
 			free(req->error);
 			req->error = strdup("response body is not JSON");
@@ -272,7 +282,10 @@ static void req_finish(struct kube_req *req, long status, const char *transport_
 		resp.error = req->error;
 	}
 	req->done(req->client, &resp, req->userdata);
-	json_decref(body);
+	if (req->body_in_arena)
+		json_arena_release(&req->client->pages, body);
+	else
+		json_decref(body);
 }
 
 static bool req_retriable(const struct kube_req *req, long status, CURLcode result)

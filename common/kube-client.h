@@ -88,6 +88,8 @@ struct kube_watch_handlers {
 	 * before on_synced() are gone.
 	 */
 	void (*on_relist)(void *userdata);
+	/* object is valid during the call only: keep no reference into it
+	 * (json_incref included), as LIST pages are parsed into an arena. */
 	void (*on_event)(enum kube_event_type type, json_t *object, void *userdata);
 	/* The LIST finished; the consumer's copy equals the API's again. */
 	void (*on_synced)(const char *resource_version, void *userdata);

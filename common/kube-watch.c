@@ -158,6 +158,7 @@ static int watch_list(struct kube_watch *w, const char *continue_token)
 		return r;
 	req->done = on_list_page;
 	req->userdata = w;
+	req->body_in_arena = true; /* on_event() handlers keep no reference (kube-client.h) */
 	w->req = req;
 	return kube_req_start(req);
 }

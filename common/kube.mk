@@ -5,16 +5,20 @@ libkanna_common_a_SOURCES += \
 	common/kubeconfig.h common/kubeconfig.c common/kubeconfig-exec.c \
 	common/ratelimit.h common/ratelimit.c \
 	common/kube-client.h common/kube-client-internal.h common/kube-client.c \
-	common/kube-watch.c \
+	common/kube-watch.c common/json-arena.h common/json-arena.c \
 	common/kube-events.h common/kube-events.c \
 	common/arena.h common/arena.c common/quantity.h common/quantity.c \
 	common/hashmap.h common/hashmap.c \
 	common/lease.h common/lease.c common/kube-settings.h
 
 check_PROGRAMS += tests/unit/test_yaml_json tests/unit/test_kubeconfig \
-	tests/unit/test_ratelimit tests/unit/test_kube_client tests/unit/test_kube_events
+	tests/unit/test_ratelimit tests/unit/test_kube_client tests/unit/test_kube_events \
+	tests/unit/test_json_arena
 TESTS += tests/unit/test_yaml_json tests/unit/test_kubeconfig \
-	tests/unit/test_ratelimit tests/unit/test_kube_client tests/unit/test_kube_events
+	tests/unit/test_ratelimit tests/unit/test_kube_client tests/unit/test_kube_events \
+	tests/unit/test_json_arena
+tests_unit_test_json_arena_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_json_arena_LDADD = $(LDADD) $(TEST_LIBS)
 tests_unit_test_kube_events_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_kube_events_LDADD = $(LDADD) $(TEST_LIBS)
 tests_unit_test_ratelimit_CFLAGS = $(TEST_CFLAGS)
