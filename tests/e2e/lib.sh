@@ -57,15 +57,14 @@ start_sim() {
 	mkdir -p "$tmp/run"
 }
 
-# wait_for WHAT SECONDS COMMAND...: retries COMMAND until it succeeds.
+# wait_for WHAT SECONDS COMMAND...: retries COMMAND until it succeeds, for
+# SECONDS of wall time (a slow COMMAND on a loaded machine does not stretch
+# the deadline). Its variables are local: callers loop with their own.
 wait_for() {
-	what=$1
-	secs=$2
+	local what=$1 deadline=$(($(date +%s) + $2)) secs=$2
 	shift 2
-	i=0
 	until "$@" >/dev/null 2>&1; do
-		i=$((i + 1))
-		[ $i -le $((secs * 10)) ] || fail "timed out after ${secs}s waiting for $what"
+		[ "$(date +%s)" -lt "$deadline" ] || fail "timed out after ${secs}s waiting for $what"
 		sleep 0.1
 	done
 }
