@@ -89,3 +89,22 @@ tests_fuzz_fuzz_catalog_pages_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir
 tests_fuzz_fuzz_catalog_pages_LDFLAGS = $(FUZZ_LDFLAGS)
 tests_fuzz_fuzz_catalog_pages_LDADD = $(LAUNCHER_LIBS) $(LDADD)
 EXTRA_DIST += tests/fuzz/corpus/catalog_pages
+
+# The daemon: plans in (admit.c), launches (launch.c, batch.c), recovery and
+# the periodic pass (reconcile.c), wiring (daemon.c).
+bin_PROGRAMS += launcher/kanna-launcher
+launcher_kanna_launcher_SOURCES = launcher/main.c launcher/daemon.h launcher/daemon.c \
+	launcher/config.h launcher/config.c launcher/launcher.h launcher/admit.c \
+	launcher/launch.c launcher/batch.c launcher/reconcile.c
+launcher_kanna_launcher_LDADD = $(LAUNCHER_LIBS)
+dist_man_MANS += launcher/kanna-launcher.1
+
+# End-to-end: the scale-up path (S5, ICE) and recovery after kill -9.
+TESTS += tests/e2e/launcher.sh tests/e2e/launcher-recovery.sh
+EXTRA_DIST += tests/e2e/launcher.sh tests/e2e/launcher-recovery.sh tests/e2e/demo-launch.sh
+
+# ./quickstart bench launcher
+BENCH_PROGS += bench/bench-launcher
+bench_bench_launcher_SOURCES = bench/bench-launcher.c
+bench_bench_launcher_LDADD = $(STATE_LIBS)
+EXTRA_DIST += bench/launcher.sh

@@ -1,0 +1,350 @@
+/*
+ * Plans in: each planned NodeClaim is checked against its NodePool's limits
+ * before anything is written. Usage counts every NodeClaim of the pool the
+ * replica knows plus every launch in flight here; a launch not yet started
+ * counts as its largest remaining candidate. The launcher is the one place
+ * all shards' plans meet and it admits them one at a time on its loop, so
+ * parallel scheduler shards can never overshoot a limit together.
+ * Candidates that would exceed the limit are dropped (Karpenter does the
+ * same); a claim with none left is refused with an Event and its pods are
+ * handed back to the schedulers.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/kube-events.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/state-store.h"
+#include "launcher/catalog.h"
+#include "launcher/fleet.h"
+#include "launcher/launcher.h"
+
+static const char *const resource_names[_NODEPOOL_RESOURCE_MAX] = {
+	[NODEPOOL_RESOURCE_CPU_MILLIS] = "cpu",
+	[NODEPOOL_RESOURCE_MEMORY_BYTES] = "memory",
+	[NODEPOOL_RESOURCE_GPUS] = "nvidia.com/gpu",
+};
+
+void resource_vector_from(const struct proto_resource *res, uint32_t n, resource_vector *ret)
+{
+	*ret = (resource_vector){ 0 };
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t v = res[i].value > 0 ? (uint64_t)res[i].value : 0;
+
+		if (streq(res[i].name, "cpu"))
+			ret->v[NODEPOOL_RESOURCE_CPU_MILLIS] = v;
+		else if (streq(res[i].name, "memory"))
+			ret->v[NODEPOOL_RESOURCE_MEMORY_BYTES] = v;
+		else if (streq(res[i].name, "nvidia.com/gpu") || streq(res[i].name, "amd.com/gpu") ||
+			 streq(res[i].name, "aws.amazon.com/neuron"))
+			ret->v[NODEPOOL_RESOURCE_GPUS] += v;
+	}
+}
+
+static void limits_of(const struct proto_nodepool *np, nodepool_limits *ret)
+{
+	*ret = (nodepool_limits){ 0 };
+	for (uint32_t i = 0; i < np->n_limits; i++) {
+		resource_vector v;
+
+		resource_vector_from(&np->limits[i], 1, &v);
+		for (int k = 0; k < _NODEPOOL_RESOURCE_MAX; k++)
+			if (streq(np->limits[i].name, resource_names[k]) ||
+			    (k == NODEPOOL_RESOURCE_GPUS && v.v[k])) {
+				ret->set[k] = true;
+				ret->max[k] = v.v[k];
+			}
+	}
+}
+
+static void type_capacity(struct launcher *l, const char *type, resource_vector *ret)
+{
+	const struct proto_instance_type *it = launcher_catalog_find(l->catalog, type);
+
+	if (it)
+		resource_vector_from(it->capacity, it->n_capacity, ret);
+	else
+		*ret = (resource_vector){ 0 };
+}
+
+static void vector_max(resource_vector *acc, const resource_vector *v)
+{
+	for (int k = 0; k < _NODEPOOL_RESOURCE_MAX; k++)
+		acc->v[k] = MAX(acc->v[k], v->v[k]);
+}
+
+/* What a NodeClaim in the replica counts for: its capacity once launched,
+ * else the largest type it may still become. */
+static void claim_usage(struct launcher *l, const struct proto_nodeclaim *nc, resource_vector *ret)
+{
+	*ret = (resource_vector){ 0 };
+	if (nc->n_capacity) {
+		resource_vector_from(nc->capacity, nc->n_capacity, ret);
+		return;
+	}
+	if (nc->instance_type) {
+		type_capacity(l, nc->instance_type, ret);
+		return;
+	}
+	for (uint32_t i = 0; i < nc->n_requirements; i++) {
+		const struct proto_requirement *r = &nc->requirements[i];
+
+		if (!streq(r->key, "node.kubernetes.io/instance-type") || r->op != PROTO_OP_IN)
+			continue;
+		for (uint32_t v = 0; v < r->n_values; v++) {
+			resource_vector c;
+
+			type_capacity(l, r->values[v], &c);
+			vector_max(ret, &c);
+		}
+	}
+}
+
+void launcher_nodepool_usage(struct launcher *l, const char *nodepool, resource_vector *ret)
+{
+	const struct state_store *st = launcher_store(l);
+	const struct state_entry *e;
+	const char *key;
+	void *value;
+	size_t it = 0;
+
+	*ret = (resource_vector){ 0 };
+	while ((e = state_store_next(st, &it))) {
+		const struct proto_nodeclaim *nc;
+		resource_vector u;
+
+		if (e->obj.kind != PROTO_OBJECT_NODECLAIM)
+			continue;
+		nc = e->obj.nodeclaim;
+		if (!streq_ptr(nc->nodepool, nodepool) || hashmap_get(&l->launches, nc->name))
+			continue;
+		claim_usage(l, nc, &u);
+		resource_vector_add(ret, &u);
+	}
+	it = 0;
+	while (hashmap_next(&l->launches, &it, &key, &value)) {
+		const struct launch *la = value;
+
+		if (streq(la->planned->nodepool, nodepool))
+			resource_vector_add(ret, &la->reserved);
+	}
+}
+
+void launcher_update_usage_metrics(struct launcher *l)
+{
+	const struct state_store *st = launcher_store(l);
+	const struct state_entry *e;
+	size_t it = 0;
+
+	if (!st)
+		return;
+	while ((e = state_store_next(st, &it))) {
+		resource_vector u;
+		nodepool_limits lim;
+
+		if (e->obj.kind != PROTO_OBJECT_NODEPOOL)
+			continue;
+		launcher_nodepool_usage(l, e->obj.nodepool->name, &u);
+		limits_of(e->obj.nodepool, &lim);
+		metrics_gauge_set(l->m.usage, (double)u.v[NODEPOOL_RESOURCE_CPU_MILLIS] / 1000.0,
+				  e->obj.nodepool->name, "cpu", NULL);
+		metrics_gauge_set(l->m.usage, (double)u.v[NODEPOOL_RESOURCE_MEMORY_BYTES],
+				  e->obj.nodepool->name, "memory", NULL);
+		if (lim.set[NODEPOOL_RESOURCE_CPU_MILLIS])
+			metrics_gauge_set(l->m.limit, (double)lim.max[NODEPOOL_RESOURCE_CPU_MILLIS] / 1000.0,
+					  e->obj.nodepool->name, "cpu", NULL);
+		if (lim.set[NODEPOOL_RESOURCE_MEMORY_BYTES])
+			metrics_gauge_set(l->m.limit, (double)lim.max[NODEPOOL_RESOURCE_MEMORY_BYTES],
+					  e->obj.nodepool->name, "memory", NULL);
+	}
+}
+
+/* ---- offerings without capacity ------------------------------------------ */
+
+bool launcher_offering_unavailable(struct launcher *l, const char *type, const char *zone,
+				   uint8_t capacity_type)
+{
+	int64_t now = now_ms_realtime();
+
+	for (size_t i = 0; i < l->n_unavailable; i++) {
+		const struct unavailable *u = &l->unavailable[i];
+
+		if (u->until_ms > now && u->capacity_type == capacity_type &&
+		    streq(u->instance_type, type) && streq(u->zone, zone))
+			return true;
+	}
+	return false;
+}
+
+void launcher_mark_unavailable(struct launcher *l, const char *type, const char *zone,
+			       uint8_t capacity_type, const char *reason)
+{
+	int64_t now = now_ms_realtime();
+	int64_t until = now + (int64_t)(l->cfg->unavailable_ttl_usec / 1000);
+	size_t k = 0;
+	struct unavailable *u;
+
+	/* Drop expired entries first; the table stays small. */
+	for (size_t i = 0; i < l->n_unavailable; i++) {
+		if (l->unavailable[i].until_ms > now) {
+			l->unavailable[k++] = l->unavailable[i];
+			continue;
+		}
+		free(l->unavailable[i].instance_type);
+		free(l->unavailable[i].zone);
+	}
+	l->n_unavailable = k;
+	if (l->n_unavailable == LAUNCHER_MAX_UNAVAILABLE) {
+		free(l->unavailable[0].instance_type);
+		free(l->unavailable[0].zone);
+		memmove(l->unavailable, l->unavailable + 1, --l->n_unavailable * sizeof(*u));
+	}
+	u = &l->unavailable[l->n_unavailable];
+	u->instance_type = strdup(type);
+	u->zone = strdup(zone);
+	u->capacity_type = capacity_type;
+	u->until_ms = until;
+	if (!u->instance_type || !u->zone) {
+		free(u->instance_type);
+		free(u->zone);
+		return;
+	}
+	l->n_unavailable++;
+	metrics_counter_add(l->m.offerings_unavailable, 1, type, zone,
+			    capacity_type == PROTO_CAPACITY_SPOT ? "spot" : "on-demand", NULL);
+	log_info_kv(LOG_KV({ "instance-type", type }, { "zone", zone }),
+		    "marking offering %s/%s/%s unavailable for %" PRIu64 " s: %s", type, zone,
+		    capacity_type == PROTO_CAPACITY_SPOT ? "spot" : "on-demand",
+		    l->cfg->unavailable_ttl_usec / 1000000, reason);
+	launcher_publish_unavailable(l, type, zone, capacity_type, until, reason);
+}
+
+/* ---- admission ------------------------------------------------------------- */
+
+static void refuse(struct launcher *l, const char *plan_id, const struct proto_planned_nodeclaim *p,
+		   enum proto_launch_outcome outcome, const char *reason, const char *why)
+{
+	struct launch tmp = { .l = l, .name = p->id, .plan_id = (char *)plan_id,
+			      .planned = (struct proto_planned_nodeclaim *)p };
+	const struct state_entry *pe = state_store_get(launcher_store(l), PROTO_OBJECT_NODEPOOL, "",
+						       p->nodepool);
+
+	log_warn_kv(LOG_KV({ "nodeclaim", p->id }, { "nodepool", p->nodepool }),
+		    "not launching nodeclaim %s for %u pod(s): %s", p->id, p->n_pods, why);
+	if (pe)
+		kube_event_record(l->events,
+				  &(struct kube_object_ref){ "karpenter.sh/v1", "NodePool", NULL,
+							     p->nodepool, pe->obj.nodepool->uid },
+				  KUBE_EVENT_WARNING, reason, "%s", why);
+	launcher_publish_result(l, &tmp, outcome, why);
+}
+
+/*
+ * Keeps the candidates (and offerings) that may still be launched: known
+ * to the catalog, offering not marked unavailable, capacity within what the
+ * limits leave. *ret_reserved gets the largest capacity kept.
+ */
+static void filter_candidates(struct launcher *l, struct proto_planned_nodeclaim *p,
+			      const nodepool_limits *lim, const resource_vector *in_use,
+			      resource_vector *ret_reserved, nodepool_resource *ret_exceeded,
+			      uint32_t *ret_over_limit)
+{
+	uint32_t keep = 0;
+
+	*ret_reserved = (resource_vector){ 0 };
+	*ret_over_limit = 0;
+	for (uint32_t t = 0; t < p->n_instance_types; t++) {
+		struct proto_candidate *c = &p->instance_types[t];
+		uint32_t k2 = 0;
+		resource_vector cap;
+
+		type_capacity(l, c->name, &cap);
+		if (nodepool_limits_admit(lim, in_use, &cap, ret_exceeded) != 0) {
+			(*ret_over_limit)++;
+			continue;
+		}
+		for (uint32_t k = 0; k < c->n_offerings; k++)
+			if (c->offerings[k].available &&
+			    !launcher_offering_unavailable(l, c->name, c->offerings[k].zone,
+							   c->offerings[k].capacity_type))
+				c->offerings[k2++] = c->offerings[k];
+		c->n_offerings = k2;
+		if (k2 == 0)
+			continue;
+		vector_max(ret_reserved, &cap);
+		p->instance_types[keep++] = *c;
+	}
+	p->n_instance_types = keep;
+}
+
+static void admit(struct launcher *l, const char *plan_id, const struct proto_planned_nodeclaim *p)
+{
+	const struct state_store *st = launcher_store(l);
+	const struct state_entry *pe = state_store_get(st, PROTO_OBJECT_NODEPOOL, "", p->nodepool);
+	nodepool_limits lim;
+	resource_vector in_use;
+	nodepool_resource exceeded = NODEPOOL_RESOURCE_CPU_MILLIS;
+	uint32_t over_limit;
+	struct launch *la;
+	char why[512];
+
+	if (hashmap_get(&l->launches, p->id) || state_store_get(st, PROTO_OBJECT_NODECLAIM, "", p->id)) {
+		log_debug("nodeclaim %s of plan %s is already launching; ignoring the replay", p->id,
+			  plan_id);
+		return;
+	}
+	if (!pe) {
+		snprintf(why, sizeof(why), "NodePool %s does not exist", p->nodepool);
+		refuse(l, plan_id, p, PROTO_LAUNCH_FAILED, "FailedScheduling", why);
+		return;
+	}
+	if (pe->obj.nodepool->status == PROTO_NODEPOOL_INVALID) {
+		snprintf(why, sizeof(why), "NodePool %s is invalid: %s", p->nodepool,
+			 pe->obj.nodepool->status_reason ?: "see its status");
+		refuse(l, plan_id, p, PROTO_LAUNCH_FAILED, "FailedScheduling", why);
+		return;
+	}
+	la = launch_new(l, p->id, plan_id, p);
+	if (!la) {
+		log_error("Failed to admit nodeclaim %s: out of memory", p->id);
+		return;
+	}
+	limits_of(pe->obj.nodepool, &lim);
+	launcher_nodepool_usage(l, p->nodepool, &in_use);
+	filter_candidates(l, la->planned, &lim, &in_use, &la->reserved, &exceeded, &over_limit);
+	if (la->planned->n_instance_types == 0) {
+		if (over_limit > 0)
+			snprintf(why, sizeof(why),
+				 "all available instance types exceed limits for nodepool %s (%s: limit "
+				 "%" PRIu64 ", in use %" PRIu64 ")",
+				 p->nodepool, resource_names[exceeded], lim.max[exceeded],
+				 in_use.v[exceeded]);
+		else
+			snprintf(why, sizeof(why), "no offering of its %u instance type option(s) is "
+				 "available", p->n_instance_types);
+		refuse(l, plan_id, p, over_limit ? PROTO_LAUNCH_LIMIT_EXCEEDED
+						 : PROTO_LAUNCH_INSUFFICIENT_CAPACITY,
+		       over_limit ? "LimitExceeded" : "InsufficientCapacityError", why);
+		launch_free(la);
+		return;
+	}
+	if (launch_enqueue(l, la) < 0) {
+		log_error("Failed to admit nodeclaim %s: out of memory", p->id);
+		launch_free(la);
+		return;
+	}
+	launcher_update_usage_metrics(l);
+}
+
+void launcher_handle_plan(struct launcher *l, const struct proto_launch_plan *plan)
+{
+	metrics_counter_add(l->m.plans, 1, NULL);
+	log_info("received plan %s: %u nodeclaim(s) from shard %u", plan->plan_id, plan->n_nodeclaims,
+		 plan->shard);
+	for (uint32_t i = 0; i < plan->n_nodeclaims; i++)
+		admit(l, plan->plan_id, &plan->nodeclaims[i]);
+}

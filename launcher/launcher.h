@@ -1,0 +1,217 @@
+/*
+ * The launcher's shared state (daemon.c wires it; admit.c, launch.c and
+ * reconcile.c work on it). One struct launch per NodeClaim being launched;
+ * the table holds every launch in flight, keyed by NodeClaim name, so that
+ * a replayed plan or a reconcile pass never starts a second one.
+ */
+#ifndef KANNA_LAUNCHER_LAUNCHER_H
+#define KANNA_LAUNCHER_LAUNCHER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "common/hashmap.h"
+#include "common/msg.h"
+#include "launcher/config.h"
+#include "launcher/fleet-request.h"
+#include "launcher/fleet-response.h"
+#include "launcher/fleet.h"
+#include "launcher/limits.h"
+#include "launcher/nodeclass.h"
+#include "proto/proto.h"
+
+struct aws_client;
+struct health_server;
+struct kube_client;
+struct kube_config;
+struct kube_events;
+struct launcher_catalog;
+struct lease;
+struct loop;
+struct metrics_counter;
+struct metrics_gauge;
+struct metrics_histogram;
+struct metrics_registry;
+struct replica;
+struct sock;
+struct sock_ctx;
+struct state_store;
+
+/* Offerings that had no capacity, remembered for unavailable-offering-ttl. */
+#define LAUNCHER_MAX_UNAVAILABLE 4096
+/* Architectures a NodeClaim's candidates may span (one launch template each). */
+#define LAUNCH_MAX_ARCHES 2
+
+struct unavailable {
+	char *instance_type, *zone;
+	uint8_t capacity_type;
+	int64_t until_ms;
+};
+
+enum launch_step {
+	STEP_QUEUED,
+	STEP_CREATE_CLAIM,
+	STEP_RESOLVE,
+	STEP_FIND_INSTANCE,
+	STEP_FLEET,
+	STEP_DESCRIBE,
+	STEP_RECORD,
+	STEP_NODE,
+	STEP_BIND,
+	STEP_DONE,
+};
+
+struct launch_arch {
+	char arch[16];
+	struct launch_config cfg; /* deep copy; cfg.launch_template_name NULL until resolved */
+	int error;
+	char *why;
+};
+
+struct launch {
+	struct launcher *l;
+	char *name;
+	char *uid;
+	char *plan_id;
+	struct proto_planned_nodeclaim *planned; /* owned; offerings pruned as ICE arrives */
+	enum launch_step step;
+	bool claim_existed;    /* the NodeClaim was there before us: look for its instance */
+	bool needs_tag;        /* launched in a batch: karpenter.sh/nodeclaim tag still to add */
+	bool busy;             /* a request or timer of ours is outstanding */
+	unsigned attempt;      /* ClientToken attempt */
+	uint8_t fleet_capacity_type; /* of the last CreateFleet */
+	uint64_t finished_at;  /* monotonic µs when it reached STEP_DONE */
+	unsigned failures;     /* consecutive non-capacity failures, for backoff */
+	resource_vector reserved;
+	uint64_t t_received;   /* monotonic µs */
+	uint64_t t_mark;       /* start of our current stretch of work */
+	uint64_t busy_usec;    /* our own processing time before CreateFleet */
+	uint64_t deadline;     /* monotonic µs: give up (delete the NodeClaim) */
+	struct launch_arch arches[LAUNCH_MAX_ARCHES];
+	unsigned n_arches, n_resolving;
+	fleet_launched launched;
+	char fleet_batch[FLEET_CLIENT_TOKEN_MAX + 1]; /* token of its batched CreateFleet, or "" */
+	char image_id[64];
+	char node_name[256];
+	unsigned binds_outstanding, bound;
+	struct launch *next_queued;
+	struct launch *next_describe; /* batch.c: waiting for DescribeInstances */
+	sd_event_source *timer;
+};
+
+struct launcher {
+	struct launcher_config *cfg;
+	const struct kube_config *kcfg;
+	char *region;
+	char *cluster_ca_b64;
+	struct loop *loop;
+	struct sock_ctx *socks;
+	struct metrics_registry *metrics;
+	struct health_server *health;
+	struct kube_client *kube;
+	struct kube_events *events;
+	struct lease *lease;
+	struct replica *replica;
+	struct sock *plans_rx, *results_tx;
+	struct msg_io io;
+	struct aws_client *aws;
+	struct launcher_catalog *catalog;
+	struct nodeclass_resolver *resolver;
+	struct hashmap launches;      /* name → struct launch */
+	struct hashmap registering;   /* NodeClaim name → uint64_t µs of the Ready patch */
+	struct launch *queue_head, *queue_tail;
+	unsigned n_running;
+	struct hashmap fleet_batches; /* batch.c: query text → struct fleet_batch */
+	struct launch *describe_head;  /* batch.c: launches waiting for DescribeInstances */
+	sd_event_source *batch_timer;
+	uint64_t batch_first_usec, batch_last_usec;
+	struct unavailable *unavailable;
+	size_t n_unavailable;
+	bool aws_ok, working, reconciled_once;
+	struct {
+		struct metrics_counter *plans, *nodeclaims_created, *nodes_created, *launched,
+			*launch_failures, *pods_bound, *offerings_unavailable;
+		struct metrics_gauge *inflight, *queued, *usage, *limit;
+		struct metrics_histogram *plan_to_fleet, *launch_seconds;
+	} m;
+};
+
+/* daemon.c */
+const struct state_store *launcher_store(const struct launcher *l);
+void launcher_publish_result(struct launcher *l, const struct launch *la,
+			     enum proto_launch_outcome outcome, const char *error);
+void launcher_publish_unavailable(struct launcher *l, const char *type, const char *zone,
+				  uint8_t capacity_type, int64_t until_ms, const char *reason);
+int64_t now_ms_realtime(void);
+uint64_t now_usec(void);
+
+/* admit.c: plans in, limits re-checked, launches queued. */
+void launcher_handle_plan(struct launcher *l, const struct proto_launch_plan *plan);
+bool launcher_offering_unavailable(struct launcher *l, const char *type, const char *zone,
+				   uint8_t capacity_type);
+void launcher_mark_unavailable(struct launcher *l, const char *type, const char *zone,
+			       uint8_t capacity_type, const char *reason);
+/* In-use resources of a NodePool: NodeClaims in the replica plus launches. */
+void launcher_nodepool_usage(struct launcher *l, const char *nodepool, resource_vector *ret);
+void resource_vector_from(const struct proto_resource *res, uint32_t n, resource_vector *ret);
+void launcher_update_usage_metrics(struct launcher *l);
+
+/* launch.c */
+struct launch *launch_new(struct launcher *l, const char *name, const char *plan_id,
+			  const struct proto_planned_nodeclaim *planned);
+void launch_free(struct launch *la);
+/* Adds to the table and the queue; starts it when a slot is free. */
+int launch_enqueue(struct launcher *l, struct launch *la);
+/* Starts queued launches while fewer than max-concurrent-launches run. */
+void launcher_pump(struct launcher *l);
+
+/* Everything one CreateFleet call needs, built from a launch. */
+#define FLEET_CALL_MAX_TAGS 72
+struct fleet_call {
+	struct fleet_input in;
+	const char *arches[LAUNCH_MAX_ARCHES];
+	struct launch_config configs[LAUNCH_MAX_ARCHES];
+	struct fleet_tag tags[FLEET_CALL_MAX_TAGS];
+	char cluster_tag[300];
+	char token[FLEET_CLIENT_TOKEN_MAX + 1];
+};
+
+/* launch.c, for batch.c */
+struct ec2_instance;
+struct aws_client;
+struct aws_response;
+void launch_advance(struct launch *la);
+void launch_account_busy(struct launch *la);
+void launch_resume(struct launch *la);
+void launch_give_up(struct launch *la, enum proto_launch_outcome outcome, const char *why);
+void launch_retry_later(struct launch *la, const char *what, const char *why);
+int launch_adopt_instance(struct launch *la, const struct ec2_instance *e);
+const char *launch_type_arch(const char *type, void *userdata);
+bool launch_offering_is_unavailable(const char *type, const char *zone, uint8_t ct, void *userdata);
+/* per_claim: with the karpenter.sh/nodeclaim and Name tags (one instance). */
+void launch_fleet_call(struct launch *la, struct fleet_call *fc, bool per_claim);
+/* Sends the launch's own CreateFleet (ClientToken from its UID). */
+void launch_send_fleet(struct launch *la);
+void launch_note_fleet_sent(struct launch *la, uint8_t ct, size_t n_overrides, const char *token);
+void launch_described(struct launch *la, const struct ec2_instance *e, const char *error);
+/* Capacity errors of a CreateFleet answer: marked unavailable and pruned
+ * from la's candidates. Returns how many; *first gets the first error. */
+size_t launch_fleet_errors(struct launch *la, const fleet_result *fr, char *first, size_t size);
+
+/* batch.c: identical CreateFleet calls become one (TotalTargetCapacity N,
+ * ClientToken from the members' UIDs, recorded on each NodeClaim first);
+ * DescribeInstances calls become one per batch of instances. */
+int fleet_batcher_add(struct launcher *l, struct launch *la, const char *key);
+int describe_batcher_add(struct launcher *l, struct launch *la);
+void batcher_done(struct launcher *l);
+/* karpenter.sh/nodeclaim and Name tags on an instance launched in a batch. */
+void launcher_tag_instance(struct launcher *l, const char *instance_id, const char *nodeclaim);
+/* Recovery of a NodeClaim launched in a batch: which instance is its. */
+void launch_find_batched_instance(struct launch *la);
+
+/* reconcile.c: recovery on start and the periodic level-triggered pass. */
+int launcher_reconcile(struct loop *loop, void *userdata);
+
+#endif

@@ -1,0 +1,17 @@
+/*
+ * kanna-launcher: the single writer of NodeClaims and Nodes and the only
+ * process that creates instances. Wiring only; see daemon.c.
+ */
+#include "launcher/daemon.h"
+
+int main(int argc, char **argv)
+{
+	struct launcher_config cfg = { 0 };
+	int exit_code;
+
+	if (config_handle_command_line(&launcher_schema, &cfg, argc, argv, &exit_code))
+		return exit_code;
+	exit_code = launcher_run(&cfg, argc, argv);
+	config_free(&launcher_schema, &cfg);
+	return exit_code;
+}

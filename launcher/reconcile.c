@@ -1,0 +1,350 @@
+/*
+ * The level-triggered pass (DESIGN §2 rules 1 and 4), run once the replica
+ * is synced and then every reconcile-period: every NodeClaim of ours is
+ * compared with what exists and the missing step is done again.
+ *
+ *   no providerID       → launch it (first looking for an instance tagged
+ *                          with its name, then CreateFleet with the same
+ *                          ClientToken): recovery after a crash between
+ *                          creating the NodeClaim and recording the launch;
+ *   providerID, no Node → create the Node and bind its pods;
+ *   Node, planned pods still pending → bind them;
+ *   Node Ready, NodeClaim not yet → conditions Registered, Initialized
+ *                          and Ready on the NodeClaim ("registered
+ *                          nodeclaim", "initialized nodeclaim").
+ *
+ * Launches that finished are dropped from the table once the replica shows
+ * their NodeClaim launched, so the limits count them exactly once.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/kube-client.h"
+#include "common/log.h"
+#include "common/replica.h"
+#include "common/state-store.h"
+#include "launcher/catalog.h"
+#include "launcher/launcher.h"
+#include "launcher/objects.h"
+
+/* A finished launch whose NodeClaim the replica never shows is dropped. */
+#define FINISHED_KEEP_USEC (120ULL * 1000 * 1000)
+
+static void purge_finished(struct launcher *l)
+{
+	const struct state_store *st = launcher_store(l);
+	const char *key;
+	void *value;
+	size_t it = 0;
+	uint64_t now = now_usec();
+
+	while (hashmap_next(&l->launches, &it, &key, &value)) {
+		struct launch *la = value;
+		const struct state_entry *e;
+
+		if (la->step != STEP_DONE)
+			continue;
+		e = state_store_get(st, PROTO_OBJECT_NODECLAIM, "", la->name);
+		if ((e && e->obj.nodeclaim->provider_id) || now - la->finished_at > FINISHED_KEEP_USEC) {
+			hashmap_remove(&l->launches, la->name);
+			launch_free(la);
+		}
+	}
+}
+
+static bool requirement_allows(const struct proto_requirement *reqs, uint32_t n, const char *key,
+			       const char *value)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		bool listed = false;
+
+		if (!streq(reqs[i].key, key))
+			continue;
+		for (uint32_t v = 0; v < reqs[i].n_values; v++)
+			listed |= streq(reqs[i].values[v], value);
+		if ((reqs[i].op == PROTO_OP_IN && !listed) || (reqs[i].op == PROTO_OP_NOT_IN && listed) ||
+		    reqs[i].op == PROTO_OP_DOES_NOT_EXIST)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The plan of an existing NodeClaim, read back from what it recorded: its
+ * candidates are its instance-type requirement, their offerings what the
+ * catalog has in the zones and capacity types its requirements allow.
+ */
+static struct proto_planned_nodeclaim *planned_from_claim(struct launcher *l,
+							  const struct proto_nodeclaim *nc)
+{
+	struct proto_planned_nodeclaim tmp = {
+		.id = nc->name, .nodepool = nc->nodepool, .nodeclass = nc->nodeclass,
+		.requirements = nc->requirements, .n_requirements = nc->n_requirements,
+		.requests = nc->requests, .n_requests = nc->n_requests,
+		.pods = nc->planned_pods, .n_pods = nc->n_planned_pods,
+	};
+	const struct proto_requirement *types = NULL;
+	struct proto_planned_nodeclaim *out = NULL;
+	struct proto_candidate *cands;
+	struct proto_offering *offs = NULL;
+	size_t n_offs = 0;
+
+	for (uint32_t i = 0; i < nc->n_requirements; i++)
+		if (streq(nc->requirements[i].key, "node.kubernetes.io/instance-type") &&
+		    nc->requirements[i].op == PROTO_OP_IN)
+			types = &nc->requirements[i];
+	if (!types)
+		return NULL;
+	cands = calloc(types->n_values + 1, sizeof(*cands));
+	for (uint32_t v = 0; cands && v < types->n_values; v++) {
+		const struct proto_instance_type *it = launcher_catalog_find(l->catalog, types->values[v]);
+
+		n_offs += it ? it->n_offerings : 0;
+	}
+	offs = calloc(n_offs + 1, sizeof(*offs));
+	if (!cands || !offs)
+		goto out;
+	n_offs = 0;
+	for (uint32_t v = 0; v < types->n_values; v++) {
+		const struct proto_instance_type *it = launcher_catalog_find(l->catalog, types->values[v]);
+		struct proto_candidate *c = &cands[tmp.n_instance_types];
+
+		if (!it)
+			continue;
+		c->name = types->values[v];
+		c->offerings = &offs[n_offs];
+		for (uint32_t k = 0; k < it->n_offerings; k++) {
+			const struct proto_offering *o = &it->offerings[k];
+			const char *ct = o->capacity_type == PROTO_CAPACITY_SPOT ? "spot" : "on-demand";
+
+			if (!requirement_allows(nc->requirements, nc->n_requirements,
+						"topology.kubernetes.io/zone", o->zone) ||
+			    !requirement_allows(nc->requirements, nc->n_requirements,
+						"karpenter.sh/capacity-type", ct))
+				continue;
+			offs[n_offs++] = *o;
+			c->n_offerings++;
+		}
+		if (c->n_offerings)
+			tmp.n_instance_types++;
+	}
+	tmp.instance_types = cands;
+	out = proto_planned_nodeclaim_dup(&tmp);
+out:
+	free(cands);
+	free(offs);
+	return out;
+}
+
+static struct launch *launch_for_claim(struct launcher *l, const struct proto_nodeclaim *nc)
+{
+	struct proto_planned_nodeclaim *p = planned_from_claim(l, nc);
+	struct proto_planned_nodeclaim empty = { .id = nc->name, .nodepool = nc->nodepool,
+						 .nodeclass = nc->nodeclass, .pods = nc->planned_pods,
+						 .n_pods = nc->n_planned_pods };
+	struct launch *la = launch_new(l, nc->name, NULL, p ? p : &empty);
+	int64_t left_ms = nc->creation_time + (int64_t)(l->cfg->launch_timeout_usec / 1000) -
+			  now_ms_realtime();
+
+	proto_planned_nodeclaim_free(p);
+	if (!la)
+		return NULL;
+	la->uid = strdup(nc->uid);
+	if (!la->uid) {
+		launch_free(la);
+		return NULL;
+	}
+	la->claim_existed = true;
+	if (nc->fleet_batch)
+		snprintf(la->fleet_batch, sizeof(la->fleet_batch), "%s", nc->fleet_batch);
+	if (nc->creation_time > 0)
+		la->deadline = now_usec() + (uint64_t)MAX(left_ms, 0) * 1000;
+	return la;
+}
+
+/* A registration patch is not sent again for this long (replica lag). */
+#define REGISTER_RETRY_USEC (30ULL * 1000 * 1000)
+
+static bool claim_condition_true(const struct proto_nodeclaim *nc, const char *type)
+{
+	for (uint32_t i = 0; i < nc->n_conditions; i++)
+		if (streq(nc->conditions[i].type, type))
+			return nc->conditions[i].status == PROTO_COND_TRUE;
+	return false;
+}
+
+static void on_registered(struct kube_client *c, const struct kube_response *resp, void *userdata)
+{
+	char *name = userdata;
+
+	(void)c;
+	if (resp->status >= 200 && resp->status < 300) {
+		log_info_kv(LOG_KV({ "nodeclaim", name }), "registered nodeclaim %s", name);
+		log_info_kv(LOG_KV({ "nodeclaim", name }), "initialized nodeclaim %s", name);
+	} else if (resp->status != 404) {
+		log_warn_kv(LOG_KV({ "nodeclaim", name }), "Failed to mark nodeclaim %s registered: %s",
+			    name, resp->error ?: "HTTP error");
+	}
+	free(name);
+}
+
+/* The Node joined and is Ready: so is the NodeClaim (Karpenter's
+ * Registered → Initialized → Ready lifecycle, in one step here because
+ * the launcher created the Node with its labels and taints itself). */
+static void mark_registered(struct launcher *l, const struct proto_nodeclaim *nc,
+			    const struct proto_node *node)
+{
+	uint64_t *sent = hashmap_get(&l->registering, nc->name), now = now_usec();
+	char path[512], ts[32], *body = NULL, *name;
+	json_t *patch;
+
+	if (sent && now - *sent < REGISTER_RETRY_USEC)
+		return;
+	if (!sent) {
+		sent = malloc(sizeof(*sent));
+		if (!sent || hashmap_put(&l->registering, nc->name, sent, NULL) < 0) {
+			free(sent);
+			return;
+		}
+	}
+	*sent = now;
+	rfc3339_now(ts);
+	patch = json_pack("{s:{s:s, s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}, "
+			  "{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}]}}",
+			  "status", "nodeName", node->name, "conditions",
+			  "type", "Launched", "status", "True", "reason", "Launched", "lastTransitionTime", ts,
+			  "type", "Registered", "status", "True", "reason", "Registered", "lastTransitionTime", ts,
+			  "type", "Initialized", "status", "True", "reason", "Initialized", "lastTransitionTime", ts,
+			  "type", "Ready", "status", "True", "reason", "Ready", "lastTransitionTime", ts);
+	body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+	json_decref(patch);
+	name = strdup(nc->name);
+	snprintf(path, sizeof(path), "/apis/karpenter.sh/v1/nodeclaims/%s/status", nc->name);
+	if (!body || !name ||
+	    kube_request(l->kube, "PATCH", path, "application/merge-patch+json", body, on_registered,
+			 name) < 0)
+		free(name);
+	free(body);
+}
+
+static void purge_registering(struct launcher *l)
+{
+	const struct state_store *st = launcher_store(l);
+	const char *key;
+	void *value;
+	size_t it = 0;
+
+	while (hashmap_next(&l->registering, &it, &key, &value)) {
+		const struct state_entry *e = state_store_get(st, PROTO_OBJECT_NODECLAIM, "", key);
+
+		if (!e || claim_condition_true(e->obj.nodeclaim, "Ready")) {
+			char name[256];
+
+			snprintf(name, sizeof(name), "%s", key);
+			free(hashmap_remove(&l->registering, name));
+		}
+	}
+}
+
+static bool has_bindable_pods(const struct state_store *st, const struct proto_nodeclaim *nc)
+{
+	for (uint32_t i = 0; i < nc->n_planned_pods; i++) {
+		const char *key = nc->planned_pods[i], *slash = strchr(key, '/');
+		char ns[256];
+		const struct state_entry *e;
+
+		if (!slash || (size_t)(slash - key) >= sizeof(ns))
+			continue;
+		memcpy(ns, key, (size_t)(slash - key));
+		ns[slash - key] = 0;
+		e = state_store_get(st, PROTO_OBJECT_POD, ns, slash + 1);
+		if (e && state_pod_is_unschedulable(e->obj.pod) && !e->obj.pod->node_name)
+			return true;
+	}
+	return false;
+}
+
+static void reconcile_claim(struct launcher *l, const struct proto_nodeclaim *nc,
+			    const struct hashmap *nodes_by_provider)
+{
+	const struct state_store *st = launcher_store(l);
+	bool young = nc->creation_time == 0 ||
+		     now_ms_realtime() - nc->creation_time < (int64_t)(l->cfg->launch_timeout_usec / 1000);
+	const struct proto_node *node;
+	struct launch *la;
+
+	if (nc->deletion_time || !nc->nodepool || hashmap_get(&l->launches, nc->name))
+		return;
+	if (!nc->provider_id) {
+		la = launch_for_claim(l, nc);
+		if (!la)
+			return;
+		log_info_kv(LOG_KV({ "nodeclaim", nc->name }),
+			    "resuming the launch of nodeclaim %s (no instance recorded)", nc->name);
+		la->step = STEP_RESOLVE;
+	} else if (!young) {
+		return;
+	} else if (!(node = hashmap_get(nodes_by_provider, nc->provider_id))) {
+		char zone[64], id[64];
+
+		if (provider_id_parse(nc->provider_id, zone, sizeof(zone), id, sizeof(id)) < 0)
+			return;
+		la = launch_for_claim(l, nc);
+		if (!la)
+			return;
+		snprintf(la->launched.instance_id, sizeof(la->launched.instance_id), "%s", id);
+		snprintf(la->launched.zone, sizeof(la->launched.zone), "%s", zone);
+		if (nc->instance_type)
+			snprintf(la->launched.instance_type, sizeof(la->launched.instance_type), "%s",
+				 nc->instance_type);
+		log_info_kv(LOG_KV({ "nodeclaim", nc->name }),
+			    "nodeclaim %s has instance %s but no node; creating it", nc->name, id);
+		la->step = STEP_DESCRIBE;
+	} else if (node->ready == PROTO_COND_TRUE && !claim_condition_true(nc, "Ready") &&
+		   !hashmap_get(&l->launches, nc->name)) {
+		mark_registered(l, nc, node);
+		return;
+	} else if (l->cfg->bind_pods && has_bindable_pods(st, nc)) {
+		la = launch_for_claim(l, nc);
+		if (!la)
+			return;
+		snprintf(la->node_name, sizeof(la->node_name), "%s", node->name);
+		la->step = STEP_BIND;
+	} else {
+		return;
+	}
+	if (launch_enqueue(l, la) < 0)
+		launch_free(la);
+}
+
+int launcher_reconcile(struct loop *loop, void *userdata)
+{
+	struct launcher *l = userdata;
+	const struct state_store *st;
+	const struct state_entry *e;
+	struct hashmap nodes = { 0 };
+	size_t it = 0;
+
+	(void)loop;
+	if (!l->working || !l->aws_ok || !l->replica || !replica_synced(l->replica))
+		return 0;
+	st = launcher_store(l);
+	purge_finished(l);
+	purge_registering(l);
+	while ((e = state_store_next(st, &it)))
+		if (e->obj.kind == PROTO_OBJECT_NODE && e->obj.node->provider_id)
+			hashmap_put(&nodes, e->obj.node->provider_id, e->obj.node, NULL);
+	it = 0;
+	while ((e = state_store_next(st, &it)))
+		if (e->obj.kind == PROTO_OBJECT_NODECLAIM)
+			reconcile_claim(l, e->obj.nodeclaim, &nodes);
+	hashmap_done(&nodes);
+	if (!l->reconciled_once) {
+		l->reconciled_once = true;
+		log_info("recovery pass done: %zu nodeclaim(s) being launched or completed", l->launches.n);
+	}
+	launcher_update_usage_metrics(l);
+	return 0;
+}

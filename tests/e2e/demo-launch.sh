@@ -1,0 +1,48 @@
+# Sourced by demo.sh when kanna-launcher is built: the whole scale-up path of
+# scenario S5 on kanna-sim, with progress and the resulting nodes.
+say "starting kanna-launcher (NodeClaims, EC2 Fleet, Nodes, pod binding)"
+set -a
+. "$tmp/state/aws.env"
+set +a
+start_launcher
+wait_for "kanna-launcher" 30 grep -q "taking launch plans" "$tmp/launcher.log"
+grep -E "AWS credentials .* accepted|taking launch plans" "$tmp/launcher.log" | sed 's/^[^ ]* [a-z]* *//; s/^/  /'
+
+# progress APP WANT: a line per second until WANT pods of APP are bound.
+progress() {
+	i=0
+	while :; do
+		pending=$(kubectl get pods -l "app=$1" -o jsonpath='{range .items[*]}{.spec.nodeName}{"|"}{end}' |
+			tr '|' '\n' | grep -c '^$' || true)
+		bound=$(bound_pods "app=$1")
+		claims=$(kubectl get nodeclaims -o name | grep -c . || true)
+		live=$(sim_instances | grep -cE 'state=(pending|running)' || true)
+		printf '  t=%2ds  pending pods: %2d  nodeclaims: %d  instances: %d  bound pods: %2d/%d\n' \
+			"$i" "$pending" "$claims" "$live" "$bound" "$2"
+		[ "$bound" -ge "$2" ] && break
+		i=$((i + 1))
+		[ $i -le 90 ] || fail "pods of $1 were not all bound within 90 s"
+		sleep 1
+	done
+}
+
+say "kubectl scale deployment inflate --replicas 5"
+kubectl scale deployment inflate --replicas 5 >/dev/null
+progress inflate 5
+say "kubectl scale deployment inflate --replicas 20"
+kubectl scale deployment inflate --replicas 20 >/dev/null
+progress inflate 20
+
+say "what the daemons logged (Karpenter's lines)"
+grep -hE "found [0-9]+ provisionable|computed (new nodeclaim|packing)" "$tmp/scheduler.log" |
+	sed 's/^[^ ]* [a-z]* *//; s/ nodeclaim=.*//; s/ shard=.*//; s/^/  /'
+grep -hE "created nodeclaim|launched nodeclaim|bound [0-9]+ pod" "$tmp/launcher.log" |
+	sed 's/^[^ ]* [a-z]* *//; s/ nodeclaim=.*//; s/^/  /'
+
+say "the resulting nodes"
+kubectl get nodes -L node.kubernetes.io/instance-type,topology.kubernetes.io/zone,karpenter.sh/capacity-type,intent
+echo
+sim_instances | awk '{ split($0, f, " "); for (i in f) { split(f[i], kv, "="); v[kv[1]] = kv[2] }
+	printf "  %s  %-12s %-11s %-9s $%s/hour  nodeclaim %s\n", $2, v["type"], v["zone"], v["capacity"], v["price"], v["nodeclaim"] }'
+echo
+kubectl get pods -o wide | head -25
