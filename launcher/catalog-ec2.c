@@ -294,7 +294,7 @@ struct ec2_type *ec2_described_find(const struct ec2_described *d, const char *n
 {
 	struct ec2_type key;
 
-	if (!name || strlen(name) >= sizeof(key.name))
+	if (!name || !d->n || strlen(name) >= sizeof(key.name))
 		return NULL;
 	snprintf(key.name, sizeof(key.name), "%s", name);
 	return bsearch(&key, d->types, d->n, sizeof(*d->types), type_cmp);
@@ -319,7 +319,7 @@ const struct proto_instance_type *catalog_proto_find(const struct proto_instance
 {
 	struct proto_instance_type key = { .name = (char *)name };
 
-	return name ? bsearch(&key, types, n, sizeof(*types), proto_type_cmp) : NULL;
+	return name && n ? bsearch(&key, types, n, sizeof(*types), proto_type_cmp) : NULL;
 }
 
 static double shipped_od_price(const struct proto_instance_type *s)
