@@ -32,17 +32,11 @@
 #include "launcher/objects.h"
 #include "proto/schema.h"
 
-#define NODECLAIMS_PATH "/apis/karpenter.sh/v1/nodeclaims"
-#define MERGE_PATCH "application/merge-patch+json"
 /* Backoff of a step that failed for a reason other than capacity. */
 #define LAUNCH_BACKOFF_BASE_USEC (2ULL * 1000 * 1000)
 #define LAUNCH_BACKOFF_CAP_USEC (60ULL * 1000 * 1000)
-/* Labels a Node and NodeClaim may carry (catalog ~25 + pool + well-known). */
-#define LAUNCH_MAX_LABELS 96
 
-void launch_advance(struct launch *la);
-
-static const char *capacity_type_name(uint8_t ct)
+const char *capacity_type_name(uint8_t ct)
 {
 	return ct == PROTO_CAPACITY_SPOT ? "spot" : ct == PROTO_CAPACITY_RESERVED ? "reserved"
 										    : "on-demand";
@@ -153,7 +147,7 @@ void launch_resume(struct launch *la)
 }
 
 /* The launch leaves the run slots (done or given up). */
-static void launch_finish(struct launch *la, bool keep_reservation)
+void launch_finish(struct launch *la, bool keep_reservation)
 {
 	struct launcher *l = la->l;
 
@@ -171,8 +165,8 @@ static void launch_finish(struct launch *la, bool keep_reservation)
 	launcher_pump(l);
 }
 
-static void launch_event(struct launch *la, enum kube_event_kind kind, const char *reason,
-			 const char *text)
+void launch_event(struct launch *la, enum kube_event_kind kind, const char *reason,
+		  const char *text)
 {
 	struct kube_object_ref ref = { "karpenter.sh/v1", "NodeClaim", NULL, la->name, la->uid };
 
@@ -314,7 +308,7 @@ static void on_claim_created(struct kube_client *c, const struct kube_response *
 	launch_advance(la);
 }
 
-static void step_create_claim(struct launch *la)
+static void launch_create_claim(struct launch *la)
 {
 	const struct state_store *st = launcher_store(la->l);
 	const struct state_entry *pe = state_store_get(st, PROTO_OBJECT_NODEPOOL, "", la->planned->nodepool);
@@ -435,7 +429,7 @@ static void on_launch_config(int error, const char *why, const struct launch_con
 		resolve_finished(la);
 }
 
-static void step_resolve(struct launch *la)
+static void launch_resolve(struct launch *la)
 {
 	const struct state_store *st = launcher_store(la->l);
 	const struct state_entry *pe = state_store_get(st, PROTO_OBJECT_NODEPOOL, "", la->planned->nodepool);
@@ -496,638 +490,6 @@ static void step_resolve(struct launch *la)
 	}
 }
 
-/* ---- find an instance launched before a crash ---------------------------- */
-
-int launch_adopt_instance(struct launch *la, const struct ec2_instance *e)
-{
-	fleet_launched *f = &la->launched;
-
-	snprintf(f->instance_id, sizeof(f->instance_id), "%s", e->instance_id);
-	snprintf(f->instance_type, sizeof(f->instance_type), "%s", e->instance_type);
-	snprintf(f->zone, sizeof(f->zone), "%s", e->zone);
-	snprintf(f->capacity_type, sizeof(f->capacity_type), "%s", e->spot ? "spot" : "on-demand");
-	snprintf(la->image_id, sizeof(la->image_id), "%s", e->image_id);
-	snprintf(la->node_name, sizeof(la->node_name), "%s", e->private_dns_name);
-	return 0;
-}
-
-static void on_find_instance(struct aws_client *c, const struct aws_response *resp, void *userdata)
-{
-	struct launch *la = userdata;
-	struct ec2_instance found[4];
-	int n;
-
-	(void)c;
-	launch_resume(la);
-	if (resp->result < 0) {
-		launch_retry_later(la, "look for an instance of the NodeClaim", aws_response_strerror(resp));
-		return;
-	}
-	n = ec2_instances_parse(resp->xml, found, ARRAY_SIZE(found));
-	if (n < 0) {
-		launch_retry_later(la, "look for an instance of the NodeClaim",
-				   "DescribeInstances returned an unexpected document");
-		return;
-	}
-	for (int i = 0; i < n; i++)
-		if (streq(found[i].state, "pending") || streq(found[i].state, "running")) {
-			log_info_kv(LOG_KV({ "nodeclaim", la->name }, { "instance", found[i].instance_id }),
-				    "found instance %s already launched for nodeclaim %s", found[i].instance_id,
-				    la->name);
-			launch_adopt_instance(la, &found[i]);
-			la->step = STEP_RECORD;
-			launch_advance(la);
-			return;
-		}
-	if (*la->fleet_batch) {
-		/* Launched with others: the instance may lack our tag yet. */
-		launch_find_batched_instance(la);
-		return;
-	}
-	la->step = STEP_FLEET;
-	launch_advance(la);
-}
-
-static void describe_instances(struct launch *la, const char *instance_id, aws_done_fn done)
-{
-	struct aws_query *q = NULL;
-	const char *states[] = { "pending", "running" };
-	const char *name[] = { la->name };
-	int r;
-
-	if ((r = aws_query_new("DescribeInstances", "2016-11-15", &q)) >= 0) {
-		if (instance_id)
-			r = aws_query_add(q, instance_id, "InstanceId.1");
-		else if ((r = aws_query_add_filter(q, 1, "tag:karpenter.sh/nodeclaim", name, 1)) >= 0)
-			r = aws_query_add_filter(q, 2, "instance-state-name", states, 2);
-	}
-	if (r < 0) {
-		aws_query_free(q);
-		launch_retry_later(la, "describe instances", strerror(-r));
-		return;
-	}
-	launch_account_busy(la);
-	la->busy = true;
-	r = aws_call_query(la->l->aws, "ec2", q, done, la);
-	if (r < 0) {
-		la->busy = false;
-		launch_retry_later(la, "describe instances", strerror(-r));
-	}
-}
-
-/* ---- CreateFleet --------------------------------------------------------- */
-
-bool launch_offering_is_unavailable(const char *type, const char *zone, uint8_t ct, void *userdata)
-{
-	return launcher_offering_unavailable(userdata, type, zone, ct);
-}
-
-void on_fleet(struct aws_client *c, const struct aws_response *resp, void *userdata);
-
-void launch_fleet_call(struct launch *la, struct fleet_call *fc, bool per_claim)
-{
-	struct launcher *l = la->l;
-	const struct state_store *st = launcher_store(l);
-	const struct state_entry *pe = state_store_get(st, PROTO_OBJECT_NODEPOOL, "", la->planned->nodepool);
-	const char *ncname = la->planned->nodeclass ?: (pe ? pe->obj.nodepool->nodeclass_ref.name : NULL);
-	const struct state_entry *ce = ncname ? state_store_get(st, PROTO_OBJECT_NODECLASS, "", ncname) : NULL;
-	size_t n_tags = 0;
-
-	*fc = (struct fleet_call){ 0 };
-	fc->in = (struct fleet_input){ .client_token = fc->token, .planned = la->planned,
-				       .arches = fc->arches, .configs = fc->configs, .arch_of = launch_type_arch,
-				       .unavailable = launch_offering_is_unavailable, .userdata = l,
-				       .tags = fc->tags };
-	for (unsigned i = 0; i < la->n_arches; i++)
-		if (la->arches[i].error == 0) {
-			fc->arches[fc->in.n_configs] = la->arches[i].arch;
-			fc->configs[fc->in.n_configs++] = la->arches[i].cfg;
-		}
-	snprintf(fc->cluster_tag, sizeof(fc->cluster_tag), "kubernetes.io/cluster/%s", l->cfg->cluster_name);
-	fc->tags[n_tags++] = (struct fleet_tag){ fc->cluster_tag, "owned" };
-	fc->tags[n_tags++] = (struct fleet_tag){ "karpenter.sh/nodepool", la->planned->nodepool };
-	fc->tags[n_tags++] = (struct fleet_tag){ "karpenter.k8s.aws/ec2nodeclass", ncname ?: "" };
-	fc->tags[n_tags++] = (struct fleet_tag){ "eks:eks-cluster-name", l->cfg->cluster_name };
-	if (per_claim) {
-		fc->tags[n_tags++] = (struct fleet_tag){ "karpenter.sh/nodeclaim", la->name };
-		fc->tags[n_tags++] = (struct fleet_tag){ "Name", la->name };
-	}
-	for (uint32_t i = 0; ce && i < ce->obj.nodeclass->n_tags && n_tags < FLEET_CALL_MAX_TAGS - 1; i++) {
-		const struct proto_kv *kv = &ce->obj.nodeclass->tags[i];
-
-		/* Ours win: GC depends on them (DESIGN §2 rule 3). */
-		if (startswith(kv->key, "karpenter.sh/") || startswith(kv->key, "kubernetes.io/cluster/") ||
-		    startswith(kv->key, "karpenter.k8s.aws/") || startswith(kv->key, "kanna.dev/") ||
-		    streq(kv->key, "Name"))
-			continue;
-		fc->tags[n_tags++] = (struct fleet_tag){ kv->key, kv->value };
-	}
-	fc->in.n_tags = n_tags;
-}
-
-/* Offerings left? Then hand the NodeClaim to the batcher, which sends it
- * alone or with identical ones (batch.c). */
-static void step_fleet(struct launch *la)
-{
-	struct fleet_call fc;
-	struct aws_query *q = NULL;
-	size_t n_overrides;
-	char *key = NULL;
-	uint8_t ct;
-	int r;
-
-	launch_fleet_call(la, &fc, false);
-	snprintf(fc.token, sizeof(fc.token), "-");
-	r = fleet_query_build(&fc.in, &q, &ct, &n_overrides);
-	if (r == -ENOENT) {
-		launch_give_up(la, PROTO_LAUNCH_INSUFFICIENT_CAPACITY,
-			       "all offerings of its instance types are unavailable or have no "
-			       "subnet in their zone");
-		return;
-	}
-	if (r >= 0) {
-		r = aws_query_encode(q, &key);
-		aws_query_free(q);
-	}
-	if (r >= 0)
-		r = fleet_batcher_add(la->l, la, key);
-	free(key);
-	if (r < 0)
-		launch_retry_later(la, "prepare the CreateFleet request", strerror(-r));
-}
-
-void launch_send_fleet(struct launch *la)
-{
-	struct launcher *l = la->l;
-	struct fleet_call fc;
-	struct aws_query *q = NULL;
-	size_t n_overrides;
-	uint8_t ct;
-	int r;
-
-	launch_resume(la);
-	if (fleet_client_token(la->uid, la->attempt, fc.token, sizeof(fc.token)) < 0) {
-		launch_give_up(la, PROTO_LAUNCH_FAILED, "the NodeClaim has no valid UID");
-		return;
-	}
-	{
-		char token[sizeof(fc.token)];
-
-		memcpy(token, fc.token, sizeof(token));
-		launch_fleet_call(la, &fc, true);
-		memcpy(fc.token, token, sizeof(token));
-	}
-	r = fleet_query_build(&fc.in, &q, &ct, &n_overrides);
-	if (r < 0) {
-		launch_retry_later(la, "build the CreateFleet request", strerror(-r));
-		return;
-	}
-	launch_note_fleet_sent(la, ct, n_overrides, fc.token);
-	la->busy = true;
-	r = aws_call_query(l->aws, "ec2", q, on_fleet, la);
-	if (r < 0) {
-		la->busy = false;
-		launch_retry_later(la, "call CreateFleet", strerror(-r));
-	}
-}
-
-void launch_note_fleet_sent(struct launch *la, uint8_t ct, size_t n_overrides, const char *token)
-{
-	struct launcher *l = la->l;
-
-	launch_account_busy(la);
-	if (la->attempt == 0 && !la->claim_existed)
-		metrics_histogram_observe(l->m.plan_to_fleet, (double)la->busy_usec / 1e6, NULL);
-	log_debug_kv(LOG_KV({ "nodeclaim", la->name }),
-		     "CreateFleet for nodeclaim %s: %s, %zu override(s), token %s, %.3f ms of our "
-		     "processing since the plan", la->name, capacity_type_name(ct), n_overrides, token,
-		     (double)la->busy_usec / 1000.0);
-	la->fleet_capacity_type = ct;
-}
-
-size_t launch_fleet_errors(struct launch *la, const fleet_result *fr, char *first, size_t size)
-{
-	size_t capacity_errors = 0;
-
-	/* Capacity errors come per override, also next to a launch that
-	 * succeeded with a later override: mark every one. */
-	for (size_t i = 0; i < fr->n_errors; i++) {
-		const fleet_error *e = &fr->errors[i];
-
-		if (first && !*first)
-			snprintf(first, size, "%s for %s in %s", e->code, e->instance_type, e->zone);
-		if (!fleet_error_is_capacity(e->code) || !*e->instance_type || !*e->zone)
-			continue;
-		capacity_errors++;
-		if (!launcher_offering_unavailable(la->l, e->instance_type, e->zone, la->fleet_capacity_type))
-			launcher_mark_unavailable(la->l, e->instance_type, e->zone, la->fleet_capacity_type,
-						  e->code);
-		planned_remove_offering(la->planned, e->instance_type, e->zone, la->fleet_capacity_type);
-	}
-	return capacity_errors;
-}
-
-void on_fleet(struct aws_client *c, const struct aws_response *resp, void *userdata)
-{
-	struct launch *la = userdata;
-	fleet_result *fr;
-	size_t capacity_errors;
-	char first_error[256] = "";
-
-	(void)c;
-	launch_resume(la);
-	if (resp->result < 0) {
-		/* IdempotentParameterMismatch: a try before a crash used this
-		 * token with other overrides, and launched nothing (we looked). */
-		if (streq(resp->error.code, "IdempotentParameterMismatch")) {
-			la->attempt++;
-			la->step = STEP_FLEET;
-			launch_advance(la);
-			return;
-		}
-		launch_retry_later(la, "launch an instance (CreateFleet)", aws_response_strerror(resp));
-		return;
-	}
-	fr = malloc(sizeof(*fr));
-	if (!fr || fleet_response_parse(resp->body, resp->body_len, fr) < 0) {
-		free(fr);
-		launch_retry_later(la, "launch an instance (CreateFleet)",
-				   "the CreateFleet response could not be read");
-		return;
-	}
-	capacity_errors = launch_fleet_errors(la, fr, first_error, sizeof(first_error));
-	if (fr->launched_ok) {
-		la->launched = fr->launched;
-		free(fr);
-		la->failures = 0;
-		la->step = STEP_DESCRIBE;
-		launch_advance(la);
-		return;
-	}
-	free(fr);
-	if (capacity_errors > 0) {
-		size_t left = planned_count_offerings(la->planned, launch_offering_is_unavailable, la->l);
-
-		log_warn_kv(LOG_KV({ "nodeclaim", la->name }),
-			    "insufficient capacity for nodeclaim %s (%s); %zu offering(s) left to try",
-			    la->name, first_error, left);
-		if (left == 0) {
-			char why[400];
-
-			snprintf(why, sizeof(why), "insufficient capacity in every offering (%s)", first_error);
-			launch_give_up(la, PROTO_LAUNCH_INSUFFICIENT_CAPACITY, why);
-			return;
-		}
-		la->attempt++;
-		la->step = STEP_FLEET;
-		launch_advance(la);
-		return;
-	}
-	launch_retry_later(la, "launch an instance (CreateFleet)",
-			   *first_error ? first_error : "CreateFleet launched nothing and said why not");
-}
-
-/* ---- describe the launched instance ----------------------------------------- */
-
-/* The DescribeInstances answer for this launch's instance (batch.c); e is
- * NULL when the instance was not in it, error set when the call failed. */
-void launch_described(struct launch *la, const struct ec2_instance *e, const char *error)
-{
-	launch_resume(la);
-	if (error) {
-		launch_retry_later(la, "describe the launched instance", error);
-		return;
-	}
-	if (!e || !*e->private_dns_name) {
-		/* EC2 is eventually consistent: a new instance may not show yet. */
-		launch_retry_later(la, "describe the launched instance",
-				   "the instance is not visible in DescribeInstances yet");
-		return;
-	}
-	if (streq(e->state, "terminated") || streq(e->state, "shutting-down")) {
-		launch_give_up(la, PROTO_LAUNCH_FAILED, "the launched instance was terminated");
-		return;
-	}
-	if (!*la->launched.instance_type)
-		launch_adopt_instance(la, e);
-	snprintf(la->image_id, sizeof(la->image_id), "%s", e->image_id);
-	snprintf(la->node_name, sizeof(la->node_name), "%s", e->private_dns_name);
-	if (!*la->launched.capacity_type)
-		snprintf(la->launched.capacity_type, sizeof(la->launched.capacity_type), "%s",
-			 e->spot ? "spot" : "on-demand");
-	la->step = STEP_RECORD;
-	launch_advance(la);
-}
-
-/* ---- record the launch on the NodeClaim ---------------------------------------- */
-
-static void launched_instance_of(const struct launch *la, struct launched_instance *li)
-{
-	*li = (struct launched_instance){
-		.instance_id = la->launched.instance_id, .instance_type = la->launched.instance_type,
-		.zone = la->launched.zone, .capacity_type = la->launched.capacity_type,
-		.image_id = *la->image_id ? la->image_id : NULL, .node_name = la->node_name,
-		.type = launcher_catalog_find(la->l->catalog, la->launched.instance_type),
-	};
-}
-
-static int launch_labels(const struct launch *la, node_label *out, size_t *n)
-{
-	const struct state_entry *pe = state_store_get(launcher_store(la->l), PROTO_OBJECT_NODEPOOL, "",
-						       la->planned->nodepool);
-	struct launched_instance li;
-	struct proto_nodepool fallback = { .name = la->planned->nodepool };
-
-	launched_instance_of(la, &li);
-	return node_labels_collect(&li, pe ? pe->obj.nodepool : &fallback, la->planned->requirements,
-				   la->planned->n_requirements, la->l->region, out, LAUNCH_MAX_LABELS, n);
-}
-
-static void on_status_recorded(struct kube_client *c, const struct kube_response *resp, void *userdata)
-{
-	struct launch *la = userdata;
-	struct launcher *l = la->l;
-	struct launched_instance li;
-
-	(void)c;
-	launch_resume(la);
-	if (resp->status == 404) {
-		/* Deleted under us: the instance is the reaper's to collect. */
-		log_warn_kv(LOG_KV({ "nodeclaim", la->name }),
-			    "nodeclaim %s was deleted while launching; instance %s is left to garbage "
-			    "collection", la->name, la->launched.instance_id);
-		launch_finish(la, false);
-		return;
-	}
-	if (resp->status < 200 || resp->status >= 300) {
-		launch_retry_later(la, "record the launch on the NodeClaim", resp->error ?: "HTTP error");
-		return;
-	}
-	launched_instance_of(la, &li);
-	log_info_kv(LOG_KV({ "nodeclaim", la->name }, { "nodepool", la->planned->nodepool },
-			   { "provider-id", la->launched.instance_id },
-			   { "instance-type", la->launched.instance_type }, { "zone", la->launched.zone },
-			   { "capacity-type", la->launched.capacity_type }),
-		    "launched nodeclaim %s: instance %s, type %s, zone %s, capacity type %s", la->name,
-		    la->launched.instance_id, la->launched.instance_type, la->launched.zone,
-		    la->launched.capacity_type);
-	kube_event_record(l->events,
-			  &(struct kube_object_ref){ "karpenter.sh/v1", "NodeClaim", NULL, la->name, la->uid },
-			  KUBE_EVENT_NORMAL, "Launched", "Launched instance: %s, type: %s, zone: %s, capacityType: %s",
-			  la->launched.instance_id, la->launched.instance_type, la->launched.zone,
-			  la->launched.capacity_type);
-	metrics_counter_add(l->m.launched, 1, la->planned->nodepool, la->launched.capacity_type, NULL);
-	launcher_publish_result(l, la, PROTO_LAUNCH_LAUNCHED, NULL);
-	(void)li;
-	la->step = STEP_NODE;
-	launch_advance(la);
-}
-
-static void on_labels_recorded(struct kube_client *c, const struct kube_response *resp, void *userdata)
-{
-	struct launch *la = userdata;
-	struct launched_instance li;
-	char path[512], now[32], *text;
-	json_t *status;
-	int r;
-
-	(void)c;
-	launch_resume(la);
-	if (resp->status == 404) {
-		on_status_recorded(c, resp, la);
-		return;
-	}
-	if (resp->status < 200 || resp->status >= 300) {
-		launch_retry_later(la, "label the NodeClaim", resp->error ?: "HTTP error");
-		return;
-	}
-	launched_instance_of(la, &li);
-	rfc3339_now(now);
-	status = nodeclaim_launched_status(&li, now);
-	text = status ? json_dumps(status, JSON_COMPACT) : NULL;
-	json_decref(status);
-	if (!text) {
-		launch_retry_later(la, "record the launch on the NodeClaim", "out of memory");
-		return;
-	}
-	snprintf(path, sizeof(path), NODECLAIMS_PATH "/%s/status", la->name);
-	launch_account_busy(la);
-	la->busy = true;
-	r = kube_request(la->l->kube, "PATCH", path, MERGE_PATCH, text, on_status_recorded, la);
-	free(text);
-	if (r < 0) {
-		la->busy = false;
-		launch_retry_later(la, "record the launch on the NodeClaim", strerror(-r));
-	}
-}
-
-static void step_record(struct launch *la)
-{
-	node_label labels[LAUNCH_MAX_LABELS];
-	size_t n;
-	json_t *patch;
-	char path[512], *text;
-	int r;
-
-	r = launch_labels(la, labels, &n);
-	patch = r >= 0 ? nodeclaim_labels_patch(labels, n) : NULL;
-	text = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
-	json_decref(patch);
-	if (!text) {
-		launch_retry_later(la, "label the NodeClaim", r < 0 ? strerror(-r) : "out of memory");
-		return;
-	}
-	snprintf(path, sizeof(path), NODECLAIMS_PATH "/%s", la->name);
-	launch_account_busy(la);
-	la->busy = true;
-	r = kube_request(la->l->kube, "PATCH", path, MERGE_PATCH, text, on_labels_recorded, la);
-	free(text);
-	if (r < 0) {
-		la->busy = false;
-		launch_retry_later(la, "label the NodeClaim", strerror(-r));
-	}
-}
-
-/* ---- create the Node ------------------------------------------------------------------ */
-
-static json_t *launch_node_json(struct launch *la)
-{
-	const struct state_entry *pe = state_store_get(launcher_store(la->l), PROTO_OBJECT_NODEPOOL, "",
-						       la->planned->nodepool);
-	struct proto_nodeclaim claim = { .name = la->name, .uid = la->uid };
-	node_label labels[LAUNCH_MAX_LABELS];
-	struct launched_instance li;
-	size_t n;
-
-	if (launch_labels(la, labels, &n) < 0)
-		return NULL;
-	launched_instance_of(la, &li);
-	return node_json(&li, &claim, pe ? pe->obj.nodepool : NULL, labels, n);
-}
-
-static void on_node_created(struct kube_client *c, const struct kube_response *resp, void *userdata);
-
-static void on_node_patched(struct kube_client *c, const struct kube_response *resp, void *userdata)
-{
-	struct launch *la = userdata;
-
-	(void)c;
-	launch_resume(la);
-	if (resp->status < 200 || resp->status >= 300) {
-		launch_retry_later(la, "label the existing Node", resp->error ?: "HTTP error");
-		return;
-	}
-	la->step = STEP_BIND;
-	launch_advance(la);
-}
-
-static void on_node_created(struct kube_client *c, const struct kube_response *resp, void *userdata)
-{
-	struct launch *la = userdata;
-
-	(void)c;
-	launch_resume(la);
-	if (resp->status == 409) {
-		/* The kubelet registered first: give its Node our labels,
-		 * taints and finalizer (a merge patch keeps its status). */
-		json_t *node = launch_node_json(la), *patch;
-		char path[512], *text = NULL;
-		int r = -ENOMEM;
-
-		if (node) {
-			patch = json_pack("{s:O, s:O}", "metadata", json_object_get(node, "metadata"), "spec",
-					  json_object_get(node, "spec"));
-			json_object_del(json_object_get(patch, "metadata"), "name");
-			text = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
-			json_decref(patch);
-			json_decref(node);
-		}
-		snprintf(path, sizeof(path), "/api/v1/nodes/%s", la->node_name);
-		if (text) {
-			la->busy = true;
-			r = kube_request(la->l->kube, "PATCH", path, MERGE_PATCH, text, on_node_patched, la);
-			free(text);
-		}
-		if (r < 0) {
-			la->busy = false;
-			launch_retry_later(la, "label the existing Node", strerror(-r));
-		}
-		return;
-	}
-	if (resp->status < 200 || resp->status >= 300) {
-		launch_retry_later(la, "create the Node", resp->error ?: "HTTP error");
-		return;
-	}
-	metrics_counter_add(la->l->m.nodes_created, 1, la->planned->nodepool, NULL);
-	log_info_kv(LOG_KV({ "nodeclaim", la->name }, { "node", la->node_name }),
-		    "created node %s for nodeclaim %s", la->node_name, la->name);
-	la->step = STEP_BIND;
-	launch_advance(la);
-}
-
-static void step_node(struct launch *la)
-{
-	json_t *node = launch_node_json(la);
-	char *text = node ? json_dumps(node, JSON_COMPACT) : NULL;
-	int r;
-
-	json_decref(node);
-	if (!text) {
-		launch_retry_later(la, "create the Node", "out of memory or too many labels");
-		return;
-	}
-	la->busy = true;
-	r = kube_request(la->l->kube, "POST", "/api/v1/nodes", NULL, text, on_node_created, la);
-	free(text);
-	if (r < 0) {
-		la->busy = false;
-		launch_retry_later(la, "create the Node", strerror(-r));
-	}
-}
-
-/* ---- bind the planned pods -------------------------------------------------------------- */
-
-static void binds_finished(struct launch *la)
-{
-	struct launcher *l = la->l;
-
-	launch_resume(la);
-	if (la->bound > 0) {
-		log_info_kv(LOG_KV({ "nodeclaim", la->name }, { "node", la->node_name }),
-			    "bound %u pod(s) to node %s", la->bound, la->node_name);
-		metrics_counter_add(l->m.pods_bound, la->bound, la->planned->nodepool, NULL);
-	}
-	launcher_publish_result(l, la, PROTO_LAUNCH_BOUND, NULL);
-	if (la->needs_tag) {
-		la->needs_tag = false;
-		launcher_tag_instance(l, la->launched.instance_id, la->name);
-	}
-	metrics_histogram_observe(l->m.launch_seconds, (double)(now_usec() - la->t_received) / 1e6,
-				  NULL);
-	launch_finish(la, true);
-}
-
-static void on_bound(struct kube_client *c, const struct kube_response *resp, void *userdata)
-{
-	struct launch *la = userdata;
-
-	(void)c;
-	if (resp->status >= 200 && resp->status < 300)
-		la->bound++;
-	else if (resp->status != 409 && resp->status != 404)
-		log_warn_kv(LOG_KV({ "nodeclaim", la->name }, { "node", la->node_name }),
-			    "Failed to bind a pod to node %s: %s", la->node_name, resp->error ?: "HTTP error");
-	if (--la->binds_outstanding == 0)
-		binds_finished(la);
-}
-
-/* Still waiting for a node: pending, unbound, not being deleted. */
-static bool pod_bindable(const struct state_store *st, const char *key, char *ns, size_t ns_size,
-			 const char **name)
-{
-	const char *slash = strchr(key, '/');
-	const struct state_entry *e;
-
-	if (!slash || (size_t)(slash - key) >= ns_size)
-		return false;
-	memcpy(ns, key, (size_t)(slash - key));
-	ns[slash - key] = 0;
-	*name = slash + 1;
-	e = state_store_get(st, PROTO_OBJECT_POD, ns, *name);
-	return e && !e->obj.pod->node_name && !e->obj.pod->deletion_time;
-}
-
-static void step_bind(struct launch *la)
-{
-	const struct state_store *st = launcher_store(la->l);
-
-	la->bound = 0;
-	la->binds_outstanding = 1; /* held while requests are issued */
-	la->busy = true;
-	for (uint32_t i = 0; la->l->cfg->bind_pods && i < la->planned->n_pods; i++) {
-		char ns[256], path[700], *text;
-		const char *name;
-		json_t *b;
-		int r;
-
-		if (!pod_bindable(st, la->planned->pods[i], ns, sizeof(ns), &name))
-			continue;
-		b = binding_json(name, la->node_name);
-		text = b ? json_dumps(b, JSON_COMPACT) : NULL;
-		json_decref(b);
-		if (!text)
-			continue;
-		snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/binding", ns, name);
-		la->binds_outstanding++;
-		r = kube_request(la->l->kube, "POST", path, NULL, text, on_bound, la);
-		free(text);
-		if (r < 0)
-			la->binds_outstanding--;
-	}
-	if (--la->binds_outstanding == 0)
-		binds_finished(la);
-}
-
 /* ---- the chain ----------------------------------------------------------------------------- */
 
 void launch_advance(struct launch *la)
@@ -1140,16 +502,16 @@ void launch_advance(struct launch *la)
 		launch_advance(la);
 		return;
 	case STEP_CREATE_CLAIM:
-		step_create_claim(la);
+		launch_create_claim(la);
 		return;
 	case STEP_RESOLVE:
-		step_resolve(la);
+		launch_resolve(la);
 		return;
 	case STEP_FIND_INSTANCE:
-		describe_instances(la, NULL, on_find_instance);
+		launch_find_instance(la);
 		return;
 	case STEP_FLEET:
-		step_fleet(la);
+		launch_fleet(la);
 		return;
 	case STEP_DESCRIBE:
 		launch_account_busy(la);
@@ -1160,13 +522,13 @@ void launch_advance(struct launch *la)
 		}
 		return;
 	case STEP_RECORD:
-		step_record(la);
+		launch_record(la);
 		return;
 	case STEP_NODE:
-		step_node(la);
+		launch_create_node(la);
 		return;
 	case STEP_BIND:
-		step_bind(la);
+		launch_bind_pods(la);
 		return;
 	case STEP_DONE:
 		return;

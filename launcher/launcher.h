@@ -13,6 +13,7 @@
 #include <systemd/sd-event.h>
 
 #include "common/hashmap.h"
+#include "common/kube-events.h"
 #include "common/msg.h"
 #include "launcher/config.h"
 #include "launcher/fleet-request.h"
@@ -158,7 +159,12 @@ void launcher_nodepool_usage(struct launcher *l, const char *nodepool, resource_
 void resource_vector_from(const struct proto_resource *res, uint32_t n, resource_vector *ret);
 void launcher_update_usage_metrics(struct launcher *l);
 
-/* launch.c */
+#define NODECLAIMS_PATH "/apis/karpenter.sh/v1/nodeclaims"
+#define MERGE_PATCH "application/merge-patch+json"
+/* Labels a Node and NodeClaim may carry (catalog ~25 + pool + well-known). */
+#define LAUNCH_MAX_LABELS 96
+
+/* launch.c: the chain of steps and the launch's lifecycle. */
 struct launch *launch_new(struct launcher *l, const char *name, const char *plan_id,
 			  const struct proto_planned_nodeclaim *planned);
 void launch_free(struct launch *la);
@@ -178,7 +184,21 @@ struct fleet_call {
 	char token[FLEET_CLIENT_TOKEN_MAX + 1];
 };
 
-/* launch.c, for batch.c */
+/* launch.c, for the step files */
+const char *capacity_type_name(uint8_t ct);
+/* The launch leaves the run slots (done or given up). */
+void launch_finish(struct launch *la, bool keep_reservation);
+void launch_event(struct launch *la, enum kube_event_kind kind, const char *reason,
+		  const char *text);
+/* launch-fleet.c: the EC2 steps. */
+void launch_find_instance(struct launch *la);
+void launch_fleet(struct launch *la);
+/* launch-node.c: the Kubernetes steps after the launch. */
+void launch_record(struct launch *la);
+void launch_create_node(struct launch *la);
+void launch_bind_pods(struct launch *la);
+
+/* launch.c and launch-fleet.c, for batch.c */
 struct ec2_instance;
 struct aws_client;
 struct aws_response;

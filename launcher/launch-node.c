@@ -1,0 +1,333 @@
+/*
+ * The Kubernetes side of a launched NodeClaim (launch.c drives the chain):
+ * its status and labels recorded, the Node created with the well-known
+ * labels, the NodePool's labels and taints and the termination finalizer,
+ * and the planned pods bound to it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/aws.h"
+#include "common/kube-client.h"
+#include "common/kube-events.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/state-store.h"
+#include "launcher/catalog.h"
+#include "launcher/fleet-request.h"
+#include "launcher/fleet.h"
+#include "launcher/launcher.h"
+#include "launcher/objects.h"
+#include "proto/schema.h"
+
+/* ---- record the launch on the NodeClaim ---------------------------------------- */
+
+static void launched_instance_of(const struct launch *la, struct launched_instance *li)
+{
+	*li = (struct launched_instance){
+		.instance_id = la->launched.instance_id, .instance_type = la->launched.instance_type,
+		.zone = la->launched.zone, .capacity_type = la->launched.capacity_type,
+		.image_id = *la->image_id ? la->image_id : NULL, .node_name = la->node_name,
+		.type = launcher_catalog_find(la->l->catalog, la->launched.instance_type),
+	};
+}
+
+static int launch_labels(const struct launch *la, node_label *out, size_t *n)
+{
+	const struct state_entry *pe = state_store_get(launcher_store(la->l), PROTO_OBJECT_NODEPOOL, "",
+						       la->planned->nodepool);
+	struct launched_instance li;
+	struct proto_nodepool fallback = { .name = la->planned->nodepool };
+
+	launched_instance_of(la, &li);
+	return node_labels_collect(&li, pe ? pe->obj.nodepool : &fallback, la->planned->requirements,
+				   la->planned->n_requirements, la->l->region, out, LAUNCH_MAX_LABELS, n);
+}
+
+static void on_status_recorded(struct kube_client *c, const struct kube_response *resp, void *userdata)
+{
+	struct launch *la = userdata;
+	struct launcher *l = la->l;
+	struct launched_instance li;
+
+	(void)c;
+	launch_resume(la);
+	if (resp->status == 404) {
+		/* Deleted under us: the instance is the reaper's to collect. */
+		log_warn_kv(LOG_KV({ "nodeclaim", la->name }),
+			    "nodeclaim %s was deleted while launching; instance %s is left to garbage "
+			    "collection", la->name, la->launched.instance_id);
+		launch_finish(la, false);
+		return;
+	}
+	if (resp->status < 200 || resp->status >= 300) {
+		launch_retry_later(la, "record the launch on the NodeClaim", resp->error ?: "HTTP error");
+		return;
+	}
+	launched_instance_of(la, &li);
+	log_info_kv(LOG_KV({ "nodeclaim", la->name }, { "nodepool", la->planned->nodepool },
+			   { "provider-id", la->launched.instance_id },
+			   { "instance-type", la->launched.instance_type }, { "zone", la->launched.zone },
+			   { "capacity-type", la->launched.capacity_type }),
+		    "launched nodeclaim %s: instance %s, type %s, zone %s, capacity type %s", la->name,
+		    la->launched.instance_id, la->launched.instance_type, la->launched.zone,
+		    la->launched.capacity_type);
+	kube_event_record(l->events,
+			  &(struct kube_object_ref){ "karpenter.sh/v1", "NodeClaim", NULL, la->name, la->uid },
+			  KUBE_EVENT_NORMAL, "Launched", "Launched instance: %s, type: %s, zone: %s, capacityType: %s",
+			  la->launched.instance_id, la->launched.instance_type, la->launched.zone,
+			  la->launched.capacity_type);
+	metrics_counter_add(l->m.launched, 1, la->planned->nodepool, la->launched.capacity_type, NULL);
+	launcher_publish_result(l, la, PROTO_LAUNCH_LAUNCHED, NULL);
+	(void)li;
+	la->step = STEP_NODE;
+	launch_advance(la);
+}
+
+static void on_labels_recorded(struct kube_client *c, const struct kube_response *resp, void *userdata)
+{
+	struct launch *la = userdata;
+	struct launched_instance li;
+	char path[512], now[32], *text;
+	json_t *status;
+	int r;
+
+	(void)c;
+	launch_resume(la);
+	if (resp->status == 404) {
+		on_status_recorded(c, resp, la);
+		return;
+	}
+	if (resp->status < 200 || resp->status >= 300) {
+		launch_retry_later(la, "label the NodeClaim", resp->error ?: "HTTP error");
+		return;
+	}
+	launched_instance_of(la, &li);
+	rfc3339_now(now);
+	status = nodeclaim_launched_status(&li, now);
+	text = status ? json_dumps(status, JSON_COMPACT) : NULL;
+	json_decref(status);
+	if (!text) {
+		launch_retry_later(la, "record the launch on the NodeClaim", "out of memory");
+		return;
+	}
+	snprintf(path, sizeof(path), NODECLAIMS_PATH "/%s/status", la->name);
+	launch_account_busy(la);
+	la->busy = true;
+	r = kube_request(la->l->kube, "PATCH", path, MERGE_PATCH, text, on_status_recorded, la);
+	free(text);
+	if (r < 0) {
+		la->busy = false;
+		launch_retry_later(la, "record the launch on the NodeClaim", strerror(-r));
+	}
+}
+
+void launch_record(struct launch *la)
+{
+	node_label labels[LAUNCH_MAX_LABELS];
+	size_t n;
+	json_t *patch;
+	char path[512], *text;
+	int r;
+
+	r = launch_labels(la, labels, &n);
+	patch = r >= 0 ? nodeclaim_labels_patch(labels, n) : NULL;
+	text = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+	json_decref(patch);
+	if (!text) {
+		launch_retry_later(la, "label the NodeClaim", r < 0 ? strerror(-r) : "out of memory");
+		return;
+	}
+	snprintf(path, sizeof(path), NODECLAIMS_PATH "/%s", la->name);
+	launch_account_busy(la);
+	la->busy = true;
+	r = kube_request(la->l->kube, "PATCH", path, MERGE_PATCH, text, on_labels_recorded, la);
+	free(text);
+	if (r < 0) {
+		la->busy = false;
+		launch_retry_later(la, "label the NodeClaim", strerror(-r));
+	}
+}
+
+/* ---- create the Node ------------------------------------------------------------------ */
+
+static json_t *launch_node_json(struct launch *la)
+{
+	const struct state_entry *pe = state_store_get(launcher_store(la->l), PROTO_OBJECT_NODEPOOL, "",
+						       la->planned->nodepool);
+	struct proto_nodeclaim claim = { .name = la->name, .uid = la->uid };
+	node_label labels[LAUNCH_MAX_LABELS];
+	struct launched_instance li;
+	size_t n;
+
+	if (launch_labels(la, labels, &n) < 0)
+		return NULL;
+	launched_instance_of(la, &li);
+	return node_json(&li, &claim, pe ? pe->obj.nodepool : NULL, labels, n);
+}
+
+static void on_node_created(struct kube_client *c, const struct kube_response *resp, void *userdata);
+
+static void on_node_patched(struct kube_client *c, const struct kube_response *resp, void *userdata)
+{
+	struct launch *la = userdata;
+
+	(void)c;
+	launch_resume(la);
+	if (resp->status < 200 || resp->status >= 300) {
+		launch_retry_later(la, "label the existing Node", resp->error ?: "HTTP error");
+		return;
+	}
+	la->step = STEP_BIND;
+	launch_advance(la);
+}
+
+static void on_node_created(struct kube_client *c, const struct kube_response *resp, void *userdata)
+{
+	struct launch *la = userdata;
+
+	(void)c;
+	launch_resume(la);
+	if (resp->status == 409) {
+		/* The kubelet registered first: give its Node our labels,
+		 * taints and finalizer (a merge patch keeps its status). */
+		json_t *node = launch_node_json(la), *patch;
+		char path[512], *text = NULL;
+		int r = -ENOMEM;
+
+		if (node) {
+			patch = json_pack("{s:O, s:O}", "metadata", json_object_get(node, "metadata"), "spec",
+					  json_object_get(node, "spec"));
+			json_object_del(json_object_get(patch, "metadata"), "name");
+			text = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+			json_decref(patch);
+			json_decref(node);
+		}
+		snprintf(path, sizeof(path), "/api/v1/nodes/%s", la->node_name);
+		if (text) {
+			la->busy = true;
+			r = kube_request(la->l->kube, "PATCH", path, MERGE_PATCH, text, on_node_patched, la);
+			free(text);
+		}
+		if (r < 0) {
+			la->busy = false;
+			launch_retry_later(la, "label the existing Node", strerror(-r));
+		}
+		return;
+	}
+	if (resp->status < 200 || resp->status >= 300) {
+		launch_retry_later(la, "create the Node", resp->error ?: "HTTP error");
+		return;
+	}
+	metrics_counter_add(la->l->m.nodes_created, 1, la->planned->nodepool, NULL);
+	log_info_kv(LOG_KV({ "nodeclaim", la->name }, { "node", la->node_name }),
+		    "created node %s for nodeclaim %s", la->node_name, la->name);
+	la->step = STEP_BIND;
+	launch_advance(la);
+}
+
+void launch_create_node(struct launch *la)
+{
+	json_t *node = launch_node_json(la);
+	char *text = node ? json_dumps(node, JSON_COMPACT) : NULL;
+	int r;
+
+	json_decref(node);
+	if (!text) {
+		launch_retry_later(la, "create the Node", "out of memory or too many labels");
+		return;
+	}
+	la->busy = true;
+	r = kube_request(la->l->kube, "POST", "/api/v1/nodes", NULL, text, on_node_created, la);
+	free(text);
+	if (r < 0) {
+		la->busy = false;
+		launch_retry_later(la, "create the Node", strerror(-r));
+	}
+}
+
+/* ---- bind the planned pods -------------------------------------------------------------- */
+
+static void binds_finished(struct launch *la)
+{
+	struct launcher *l = la->l;
+
+	launch_resume(la);
+	if (la->bound > 0) {
+		log_info_kv(LOG_KV({ "nodeclaim", la->name }, { "node", la->node_name }),
+			    "bound %u pod(s) to node %s", la->bound, la->node_name);
+		metrics_counter_add(l->m.pods_bound, la->bound, la->planned->nodepool, NULL);
+	}
+	launcher_publish_result(l, la, PROTO_LAUNCH_BOUND, NULL);
+	if (la->needs_tag) {
+		la->needs_tag = false;
+		launcher_tag_instance(l, la->launched.instance_id, la->name);
+	}
+	metrics_histogram_observe(l->m.launch_seconds, (double)(now_usec() - la->t_received) / 1e6,
+				  NULL);
+	launch_finish(la, true);
+}
+
+static void on_bound(struct kube_client *c, const struct kube_response *resp, void *userdata)
+{
+	struct launch *la = userdata;
+
+	(void)c;
+	if (resp->status >= 200 && resp->status < 300)
+		la->bound++;
+	else if (resp->status != 409 && resp->status != 404)
+		log_warn_kv(LOG_KV({ "nodeclaim", la->name }, { "node", la->node_name }),
+			    "Failed to bind a pod to node %s: %s", la->node_name, resp->error ?: "HTTP error");
+	if (--la->binds_outstanding == 0)
+		binds_finished(la);
+}
+
+/* Still waiting for a node: pending, unbound, not being deleted. */
+static bool pod_bindable(const struct state_store *st, const char *key, char *ns, size_t ns_size,
+			 const char **name)
+{
+	const char *slash = strchr(key, '/');
+	const struct state_entry *e;
+
+	if (!slash || (size_t)(slash - key) >= ns_size)
+		return false;
+	memcpy(ns, key, (size_t)(slash - key));
+	ns[slash - key] = 0;
+	*name = slash + 1;
+	e = state_store_get(st, PROTO_OBJECT_POD, ns, *name);
+	return e && !e->obj.pod->node_name && !e->obj.pod->deletion_time;
+}
+
+void launch_bind_pods(struct launch *la)
+{
+	const struct state_store *st = launcher_store(la->l);
+
+	la->bound = 0;
+	la->binds_outstanding = 1; /* held while requests are issued */
+	la->busy = true;
+	for (uint32_t i = 0; la->l->cfg->bind_pods && i < la->planned->n_pods; i++) {
+		char ns[256], path[700], *text;
+		const char *name;
+		json_t *b;
+		int r;
+
+		if (!pod_bindable(st, la->planned->pods[i], ns, sizeof(ns), &name))
+			continue;
+		b = binding_json(name, la->node_name);
+		text = b ? json_dumps(b, JSON_COMPACT) : NULL;
+		json_decref(b);
+		if (!text)
+			continue;
+		snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/binding", ns, name);
+		la->binds_outstanding++;
+		r = kube_request(la->l->kube, "POST", path, NULL, text, on_bound, la);
+		free(text);
+		if (r < 0)
+			la->binds_outstanding--;
+	}
+	if (--la->binds_outstanding == 0)
+		binds_finished(la);
+}
