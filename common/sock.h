@@ -38,6 +38,7 @@
 
 #include "common/loop.h"
 #include "common/util.h"
+#include "proto/limits.h"
 
 #define SOCK_RUNTIME_DIR_DEFAULT "/run/kanna"
 /* Only the owning user and its group (the kanna daemons) reach the sockets. */
@@ -51,11 +52,11 @@
  */
 #define SOCK_HWM 100000
 /*
- * Largest message a socket accepts; a bigger one is a bug or an attack and
- * the peer is disconnected. A full cluster-state snapshot of a large
- * cluster (10k nodes, 150k pods) in compact msgpack stays below this.
+ * Largest message a socket accepts: the largest frame the codec may
+ * produce (a snapshot travels as one item per message, so no message is
+ * bigger). A bigger one is a bug or an attack and the peer is disconnected.
  */
-#define SOCK_MAXMSGSIZE (64LL * 1024 * 1024)
+#define SOCK_MAXMSGSIZE ((int64_t)PROTO_MAX_FRAME_BYTES)
 /*
  * How long zmq_close()/context shutdown may keep flushing queued messages:
  * long enough for a clean handover on SIGTERM, short enough that a stop
