@@ -215,7 +215,7 @@ static int tap_add_peer(struct tap *tap, const char *process, const char *path)
 		return r;
 	}
 	tap->peers[tap->n_peers++] = peer;
-	log_debug("Following %s (%s)", process, path);
+	log_info("Following %s (%s)", process, path);
 	return 0;
 }
 

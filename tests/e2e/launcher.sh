@@ -43,9 +43,30 @@ ok "the launcher logs created, launched and bound lines"
 wait_for "the node Ready" 30 sh -c "kubectl get node $node -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
 ok "the node turned Ready"
 
+# kanna-tap on the live daemons: the scale to 20 shows up as a plan the
+# scheduler sends and the launcher receives, then the launcher's result.
+"$BUILDDIR/tools/kanna-tap" --runtime-dir "$tmp/run" --type launch_plan --type launch_result \
+	--count 3 >"$tmp/tap.jsonl" 2>"$tmp/tap.log" &
+pid_tap=$!
+e2e_pids="$e2e_pids $pid_tap"
+wait_for "kanna-tap to follow the launcher" 15 grep -q "Following launcher" "$tmp/tap.log"
+wait_for "kanna-tap to follow the scheduler" 15 grep -q "Following scheduler" "$tmp/tap.log"
+sleep 1 # its subscriptions reach the daemons' tap sockets
 kubectl scale deployment inflate --replicas 20 >/dev/null
 wait_for "20 inflate pods bound" 90 sh -c "[ \$(kubectl get pods -l app=inflate -o jsonpath='{range .items[*]}{.spec.nodeName}{\"\\n\"}{end}' | grep -c .) = 20 ]"
 ok "20 pods bound"
+wait_for "kanna-tap to print 3 messages and exit" 30 sh -c "! kill -0 $pid_tap 2>/dev/null"
+python3 - "$tmp/tap.jsonl" <<'PY' || fail "kanna-tap's output: $(cat "$tmp/tap.jsonl")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert len(lines) == 3, len(lines)
+seen = {(m["process"], m["direction"], m["type"]) for m in lines}
+assert any(p.startswith("scheduler") and d == "send" and t == "launch_plan" for p, d, t in seen), seen
+assert ("launcher", "recv", "launch_plan") in seen or ("launcher", "send", "launch_result") in seen, seen
+plan = next(m for m in lines if m["type"] == "launch_plan")
+assert plan["fields"]["body"]["nodeclaims"][0]["nodepool"] == "default", plan
+PY
+ok "kanna-tap shows the plan the scheduler sent and the launcher took, decoded"
 expect_one_instance_per_nodeclaim "S5 at 20 replicas"
 expect_eq "NodeClaims and Nodes agree" "$(kubectl get nodeclaims -o name | grep -c .)" "$(kubectl get nodes -o name | grep -c .)"
 grep -q "already launching; ignoring" "$tmp/launcher.log" && fail "a plan was replayed onto a running launch"
