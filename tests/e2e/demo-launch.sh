@@ -33,6 +33,13 @@ say "kubectl scale deployment inflate --replicas 20"
 kubectl scale deployment inflate --replicas 20 >/dev/null
 progress inflate 20
 
+say "waiting for the new nodes to turn Ready and the pods to run"
+wait_for "every node Ready" 60 sh -c \
+	"! kubectl get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}' | grep -qv '^True$'"
+wait_for "every inflate pod Running" 60 sh -c \
+	"! kubectl get pods -l app=inflate -o jsonpath='{range .items[*]}{.status.phase}{\"\\n\"}{end}' | grep -qv '^Running$'"
+echo "  $(kubectl get nodes -o name | grep -c .) node(s) Ready, $(bound_pods app=inflate) pod(s) Running"
+
 say "what the daemons logged (Karpenter's lines)"
 grep -hE "found [0-9]+ provisionable|computed (new nodeclaim|packing)" "$tmp/scheduler.log" |
 	sed 's/^[^ ]* [a-z]* *//; s/ nodeclaim=.*//; s/ shard=.*//; s/^/  /'
