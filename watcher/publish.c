@@ -9,6 +9,7 @@
  * sent (its delete delta follows).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -89,8 +90,14 @@ static bool job_slice(struct publisher *p, struct snapshot_job *j)
 		r = job_send(p, j, &m);
 		if (r == -EAGAIN)
 			return false; /* the replica's queue is full: next turn */
-		if (r < 0)
-			return true; /* EHOSTUNREACH: the replica went away */
+		if (r == -EHOSTUNREACH)
+			return true; /* the replica went away */
+		if (r < 0) {
+			/* publisher_apply() stores only what encodes: not expected. */
+			log_error("Failed to send a state snapshot: %s",
+				  r == -EBADMSG || r == -EMSGSIZE ? p->io.last_error.text : strerror(-r));
+			return true;
+		}
 		j->next_key++;
 		budget--;
 	}
@@ -251,18 +258,28 @@ int publisher_apply(struct publisher *p, enum proto_delta_op op, const struct pr
 {
 	uint64_t seq = p->store.seq + 1;
 	struct proto_msg m = { .env.type = PROTO_MSG_STATE_DELTA };
+	char key[STATE_KEY_MAX];
 	int r;
 
-	r = state_store_apply(&p->store, op, obj, seq);
-	if (r <= 0)
-		return r;
 	m.env.seq = seq;
 	m.body.state_delta.seq = seq;
 	m.body.state_delta.op = (uint8_t)op;
 	m.body.state_delta.object = *obj;
+	/* Encode first: what cannot go on the wire must not enter the store,
+	 * or every snapshot would stop at it and no replica would sync. */
+	r = msg_encode(&p->io, &m);
+	if (r < 0) {
+		if (state_key(obj, key, sizeof(key)) < 0)
+			snprintf(key, sizeof(key), "%s", proto_object_kind_name(obj->kind));
+		log_error("Failed to publish %s: %s", key, p->io.last_error.text);
+		return r;
+	}
+	r = state_store_apply(&p->store, op, obj, seq);
+	if (r <= 0)
+		return r;
 	p->stats.deltas++;
 	/* A PUB never blocks; a slow replica drops and resyncs on the gap. */
-	r = msg_send(&p->io, p->pub, &m, ZMQ_DONTWAIT);
+	r = msg_send_encoded(&p->io, p->pub, ZMQ_DONTWAIT);
 	if (r < 0 && r != -EAGAIN)
 		return log_error_errno(r, "Failed to publish state delta %" PRIu64 ": %m", seq);
 	return 1;

@@ -195,3 +195,34 @@ Test(replica, consumers_see_each_live_change_once)
 	replica_free(g.r[0]);
 	publisher_free(g.p);
 }
+
+Test(replica, a_delta_that_cannot_be_encoded_changes_neither_the_store_nor_the_sequence)
+{
+	static char big[5001];
+	struct proto_kv ann[] = { { "example.com/blob", big } };
+	struct proto_nodepool np = { .name = "big", .uid = "u1", .annotations = ann, .n_annotations = 1 };
+	struct proto_nodepool ok = { .name = "ok", .uid = "u2" };
+	struct goal g = { 0 };
+	uint64_t seq;
+	size_t n;
+
+	memset(big, 'x', sizeof(big) - 1);
+	cr_assert_eq(publisher_new(&g.p, ctx, loop, ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC), 0);
+	cr_assert_eq(publisher_apply(g.p, PROTO_DELTA_ADD,
+				     &(struct proto_object){ .kind = PROTO_OBJECT_NODEPOOL, .nodepool = &ok }), 1);
+	seq = publisher_seq(g.p);
+	n = publisher_store(g.p)->objects.n;
+	cr_assert_eq(publisher_apply(g.p, PROTO_DELTA_ADD,
+				     &(struct proto_object){ .kind = PROTO_OBJECT_NODEPOOL, .nodepool = &np }),
+		     -EBADMSG);
+	cr_assert_eq(publisher_seq(g.p), seq);
+	cr_assert_eq(publisher_store(g.p)->objects.n, n);
+	/* Snapshots still complete: a replica syncs to the one good object. */
+	cr_assert_eq(replica_new(&g.r[0], ctx, loop, PROTO_PROCESS_SCHEDULER, ENDPOINT_STATE_PUB,
+				 ENDPOINT_STATE_SYNC, NULL), 0);
+	g.n = 1;
+	run_until_converged(&g);
+	cr_assert_eq(replica_store(g.r[0])->objects.n, 1);
+	replica_free(g.r[0]);
+	publisher_free(g.p);
+}
