@@ -99,6 +99,9 @@ static int on_ready_check(struct loop *loop, void *userdata)
 			return 0;
 		}
 	w->ready = true;
+	/* Only now may replicas take a snapshot: all of the cluster is in it. */
+	if (publisher_set_complete(w->pub) < 0)
+		log_error("Failed to answer the held state snapshot requests: out of memory");
 	snprintf(status, sizeof(status), "replicating %zu object(s)",
 		 publisher_store(w->pub)->objects.n);
 	health_server_set_ready(w->health, true, NULL);
