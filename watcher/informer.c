@@ -268,7 +268,8 @@ int informer_new(struct informer **ret, const struct informer_def *def, struct k
 		 const struct informer_metrics *metrics)
 {
 	struct informer *inf = calloc(1, sizeof(*inf));
-	struct kube_watch_handlers h = { on_relist, on_event, on_synced, on_error, inf };
+	struct kube_watch_handlers h = { .on_relist = on_relist, .on_event = on_event,
+					 .on_synced = on_synced, .on_error = on_error, .userdata = inf };
 	int r;
 
 	if (!inf)
