@@ -10,7 +10,8 @@ libkanna_decode_a_SOURCES = \
 noinst_LIBRARIES += libkanna-watcher.a
 libkanna_watcher_a_SOURCES = \
 	watcher/publish.h watcher/publish.c \
-	watcher/informer.h watcher/informer.c watcher/pending.h watcher/pending.c \
+	watcher/informer.h watcher/informer.c watcher/discovery.h watcher/discovery.c \
+	watcher/pending.h watcher/pending.c \
 	watcher/config.h watcher/config.c
 WATCHER_LIBS = libkanna-watcher.a libkanna-decode.a libkanna-state.a libkanna-proto.a $(COMMON_LIBS)
 
@@ -55,3 +56,10 @@ check_PROGRAMS += tests/unit/test_watcher_config
 TESTS += tests/unit/test_watcher_config
 tests_unit_test_watcher_config_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_watcher_config_LDADD = $(WATCHER_LIBS) $(TEST_LIBS)
+
+# Informers and discovery against kanna-sim's API server in the test process.
+check_PROGRAMS += tests/unit/test_watcher_informer
+TESTS += tests/unit/test_watcher_informer
+tests_unit_test_watcher_informer_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_watcher_informer_LDADD = libkanna-watcher.a libkanna-decode.a libkanna-simk8s.a \
+	$(STATE_LIBS) -lpthread $(TEST_LIBS)

@@ -342,6 +342,14 @@ int publisher_apply(struct publisher *p, enum proto_delta_op op, const struct pr
 	return 1;
 }
 
+int publisher_delete(struct publisher *p, const char *key)
+{
+	const struct state_entry *e = hashmap_get(&p->store.objects, key);
+
+	/* The delta is encoded from the entry before the store drops it. */
+	return e ? publisher_apply(p, PROTO_DELTA_DELETE, &e->obj) : 0;
+}
+
 int publisher_set_complete(struct publisher *p)
 {
 	struct held_request *h;

@@ -35,6 +35,9 @@ struct publisher *publisher_free(struct publisher *p);
  * object cannot go on the wire, logged).
  */
 int publisher_apply(struct publisher *p, enum proto_delta_op op, const struct proto_object *obj);
+/* Deletes the object stored under key ("pod/default/web-1"), if any, as
+ * publisher_apply() would: 1, 0 (absent), or a negative errno. */
+int publisher_delete(struct publisher *p, const char *key);
 /*
  * The store now holds the whole cluster (every collection's first LIST is
  * in): held snapshot requests are answered and deltas go out from here on.

@@ -88,8 +88,9 @@ grep -q '"key":"nodepool//legacy".*"source_api":"v1alpha5"' "$tmp/replica.txt" |
 grep -q '"key":"nodeclass//legacy"' "$tmp/replica.txt" || fail "inline provider not converted to a node class"
 ok "a v1alpha5 Provisioner becomes a NodePool and a node class"
 
-# An object that cannot be decoded: reported with an Event, nothing changes.
-before=$(grep -c '"key":"nodepool//' "$tmp/replica.txt")
+# A NodePool that cannot be decoded: reported with an Event and published as
+# invalid (never planned with); nothing else changes.
+grep '"key":"nodepool//' "$tmp/replica.txt" >"$tmp/nodepools-before.txt"
 kubectl apply -f - >/dev/null <<'YAML'
 apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -108,7 +109,11 @@ wait_for "ValidationSucceeded=False on the undecodable NodePool" 15 sh -c \
 	"kubectl get nodepool broken -o jsonpath='{.status.conditions[?(@.type==\"ValidationSucceeded\")].message}' | grep -q \"'Near' is not one of\""
 ok "the undecodable NodePool's status says why"
 "$PROBE" replica --runtime-dir "$tmp/run" >"$tmp/replica.txt"
-expect_eq "the undecodable NodePool changed nothing" "$(grep -c '"key":"nodepool//' "$tmp/replica.txt")" "$before"
+grep -q '"key":"nodepool//broken".*"status":"invalid"' "$tmp/replica.txt" ||
+	fail "the undecodable NodePool is not published as invalid: $(grep broken "$tmp/replica.txt")"
+grep '"key":"nodepool//' "$tmp/replica.txt" | grep -v '"key":"nodepool//broken"' >"$tmp/nodepools-after.txt"
+cmp -s "$tmp/nodepools-before.txt" "$tmp/nodepools-after.txt" || fail "other NodePools changed"
+ok "the undecodable NodePool is published as invalid and nothing else changed"
 
 # Churn, then compare the replica with the API pod by pod.
 compare_pods() {

@@ -83,6 +83,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 		return reply(conn, 404,
 			     "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"NotFound\","
 			     "\"message\":\"pods \\\"a\\\" not found\",\"code\":404}", NULL, NULL);
+	/* Served for its list, then gone (its CRD deleted) when watched. */
+	if (strcmp(url, "/apis/example.com/v1/things") == 0)
+		return watch ? reply(conn, 404,
+				     "{\"kind\":\"Status\",\"reason\":\"NotFound\",\"code\":404}",
+				     NULL, NULL) :
+			       reply(conn, 200,
+				     "{\"kind\":\"ThingList\",\"metadata\":{\"resourceVersion\":\"10\"},"
+				     "\"items\":[" POD("t", "9") "]}", NULL, NULL);
 	if (strcmp(url, "/api/v1/pods") != 0)
 		return reply(conn, 404, "{}", NULL, NULL);
 	if (!watch && !cont)
@@ -292,6 +300,36 @@ Test(kube_client, a_collection_that_answers_404_is_absent_and_not_retried, .time
 	cr_assert_eq(st.errors, 0);
 	cr_assert_eq(rep.errors, 0);
 	cr_assert_eq(srv.requests, 1);
+	sd_event_source_disable_unref(t);
+	kube_watch_free(rep.w);
+	kube_client_free(c);
+	loop_free(loop);
+	MHD_stop_daemon(srv.d);
+}
+
+Test(kube_client, a_collection_gone_when_its_watch_resumes_is_absent, .timeout = 30)
+{
+	struct loop *loop;
+	struct kube_client *c;
+	struct replica rep = { 0 };
+	struct kube_watch_handlers h = { .on_relist = on_relist, .on_event = on_event,
+					 .on_synced = on_synced, .on_error = on_error,
+					 .on_absent = on_absent, .userdata = &rep };
+	struct kube_watch_stats st;
+	sd_event_source *t = NULL;
+	server_start();
+	cr_assert_eq(loop_new(&loop, "test"), 0);
+	rep.loop = loop;
+	c = client_new(loop);
+	cr_assert_eq(kube_watch_start(c, "/apis/example.com/v1/things", NULL, &h, &rep.w), 0);
+	cr_assert_eq(loop_add_timer(loop, 2 * 1000 * 1000, stop_loop, NULL, &t), 0);
+	cr_assert_geq(loop_run(loop), 0);
+	kube_watch_get_stats(rep.w, &st);
+	cr_assert_eq(rep.n, 1, "the list delivered its item");
+	cr_assert_eq(rep.synced, 2, "synced once, then told it is absent");
+	cr_assert_eq(st.absent, 1);
+	cr_assert_eq(st.watches, 1, "no retry of the 404 watch");
+	cr_assert_eq(srv.requests, 2);
 	sd_event_source_disable_unref(t);
 	kube_watch_free(rep.w);
 	kube_client_free(c);
