@@ -40,7 +40,8 @@ tests_unit_test_hashmap_LDADD = $(LDADD) $(TEST_LIBS)
 
 # End-to-end: kanna-sim + kanna-watcher, observed through kanna-probe.
 check_PROGRAMS += tests/e2e/kanna-probe
-tests_e2e_kanna_probe_SOURCES = tests/e2e/kanna-probe.c
+tests_e2e_kanna_probe_SOURCES = tests/e2e/kanna-probe.c tests/e2e/probe.h \
+	tests/e2e/probe-compare.c tests/e2e/probe-churn.c
 tests_e2e_kanna_probe_LDADD = $(WATCHER_LIBS)
 TESTS += tests/e2e/watcher.sh
 EXTRA_DIST += tests/e2e/watcher.sh tests/e2e/lib.sh
