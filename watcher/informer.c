@@ -66,7 +66,7 @@ struct informer {
 	struct kube_watch *watch;
 	struct hashmap seen; /* state key → (void *)generation */
 	uintptr_t generation;
-	uint64_t lists;
+	unsigned lists; /* LISTs of the current watch: the first, then 410 relists */
 	bool synced, absent;
 	struct arena arena;
 };
@@ -341,6 +341,7 @@ static void on_relist(void *userdata)
 	struct informer *inf = userdata;
 
 	inf->generation++;
+	/* Relists the watch started on its own (410 Gone), not the first. */
 	if (++inf->lists > 1 && inf->env.on_relist)
 		inf->env.on_relist(inf, inf->env.userdata);
 }
@@ -425,6 +426,7 @@ int informer_set_version(struct informer *inf, const char *version)
 	if (was && was != *v)
 		log_info_kv(LOG_KV({ "resource", def->resource }), "%s: watching %s instead of %s",
 			    def->resource, inf->api_version, was);
+	inf->lists = 0;
 	return kube_watch_start(inf->env.client, inf->collection, NULL, &h, &inf->watch);
 }
 

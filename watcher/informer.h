@@ -55,7 +55,8 @@ struct informer_env {
 	struct publisher *pub;
 	struct kube_events *events; /* may be NULL */
 	const struct informer_metrics *metrics;
-	/* A LIST starts again after the first one (410 Gone, a recheck). */
+	/* A watch lists again on its own (410 Gone); not called for the first
+	 * LIST of a watch that informer_set_version() started. */
 	void (*on_relist)(struct informer *inf, void *userdata);
 	void *userdata;
 };

@@ -291,3 +291,32 @@ Test(informer, discovery_says_which_crd_versions_are_served)
 	cr_assert_not(discovery_served(d, "karpenter.k8s.aws", "v1", "ec2nodeclasses"));
 	discovery_free(d);
 }
+
+static void count_relist(struct informer *inf, void *userdata)
+{
+	(void)inf;
+	(*(int *)userdata)++;
+}
+
+Test(informer, only_a_relist_after_410_calls_the_relist_hook_not_a_version_switch)
+{
+	int relists = 0;
+	struct informer_env env = { .client = client, .pub = pub, .metrics = &metrics,
+				    .on_relist = count_relist, .userdata = &relists };
+	struct informer *inf;
+
+	cr_assert_eq(informer_new(&inf, def_named("nodepools"), &env), 0);
+	cr_assert_eq(informer_set_version(inf, "v1beta1"), 0);
+	RUN_UNTIL(informer_synced(inf), "nodepools never synced");
+	/* The next stream is cut after one event and its resumption is 410 Gone. */
+	set_faults("{\"watchCutAfterEvents\":1,\"watchGone\":1}");
+	cr_assert_eq(informer_set_version(inf, "v1"), 0);
+	sim("POST", "/apis/karpenter.sh/v1/nodepools", NODEPOOL("after-switch", "In"));
+	RUN_UNTIL(relists == 1, "no relist after 410 Gone");
+	set_faults("{}");
+	sim("POST", "/apis/karpenter.sh/v1/nodepools", NODEPOOL("after-relist", "In"));
+	RUN_UNTIL(get(PROTO_OBJECT_NODEPOOL, "", "after-relist"), "the watch did not resume after the relist");
+	cr_assert_not_null(get(PROTO_OBJECT_NODEPOOL, "", "after-switch"));
+	cr_assert_eq(relists, 1, "%d relist(s)", relists);
+	informer_free(inf);
+}
