@@ -69,8 +69,12 @@ static int open_sync(struct replica *r)
 	int k;
 
 	r->sync = sock_free(r->sync);
-	if ((k = sock_new(&r->sync, r->ctx, ZMQ_DEALER, "state.sync")) < 0 ||
-	    (k = sock_connect(r->sync, r->sync_endpoint)) < 0 ||
+	if ((k = sock_new(&r->sync, r->ctx, ZMQ_DEALER, "state.sync")) < 0)
+		return k;
+	if (zmq_setsockopt(sock_zsock(r->sync), ZMQ_RCVHWM, &(int){ REPLICA_SYNC_RCVHWM },
+			   sizeof(int)) < 0)
+		return -errno;
+	if ((k = sock_connect(r->sync, r->sync_endpoint)) < 0 ||
 	    (k = sock_watch(r->sync, on_sub_readable, r)) < 0)
 		return k;
 	return 0;
