@@ -95,6 +95,13 @@ struct kube_watch_handlers {
 	void (*on_synced)(const char *resource_version, void *userdata);
 	/* Something went wrong and will be retried (for logs and metrics). */
 	void (*on_error)(const char *what, void *userdata);
+	/*
+	 * The collection answered 404 Not Found: the API server does not serve
+	 * it (its CRD is not installed, or not at this version). The consumer's
+	 * copy is empty and the watch has stopped; start a new one to look
+	 * again. NULL: a 404 is retried like any other failure.
+	 */
+	void (*on_absent)(void *userdata);
 	void *userdata;
 };
 
@@ -112,7 +119,7 @@ struct kube_watch *kube_watch_free(struct kube_watch *w);
 const char *kube_watch_resource_version(const struct kube_watch *w);
 /* Counters for metrics and tests. */
 struct kube_watch_stats {
-	uint64_t lists, watches, events, bookmarks, gone, errors;
+	uint64_t lists, watches, events, bookmarks, gone, errors, absent;
 };
 void kube_watch_get_stats(const struct kube_watch *w, struct kube_watch_stats *ret);
 

@@ -4,8 +4,10 @@
  * collection's resourceVersion; a WATCH from that version streams
  * newline-delimited JSON events with bookmarks. A stream that ends is
  * resumed from the last version seen; 410 Gone (as a status or an ERROR
- * event) relists; failures back off with jitter. The consumer's copy is
- * level-triggered: after a relist it is replaced, never patched by guess.
+ * event) relists; failures back off with jitter; 404 Not Found means the
+ * collection is not served and stops the watch (on_absent). The consumer's
+ * copy is level-triggered: after a relist it is replaced, never patched by
+ * guess.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -82,6 +84,19 @@ static void watch_retry_later(struct kube_watch *w)
 		watch_error(w, "failed to schedule a retry");
 }
 
+/* 404: not served. The watch stops here; the consumer decides when to look
+ * again. Returns true when the consumer takes 404s (it was told). */
+static bool watch_absent(struct kube_watch *w)
+{
+	if (!w->h.on_absent)
+		return false;
+	w->stats.absent++;
+	free(w->resource_version);
+	w->resource_version = NULL;
+	w->h.on_absent(w->h.userdata);
+	return true;
+}
+
 static void on_list_page(struct kube_client *c, const struct kube_response *resp, void *userdata)
 {
 	struct kube_watch *w = userdata;
@@ -99,6 +114,8 @@ static void on_list_page(struct kube_client *c, const struct kube_response *resp
 		watch_retry_later(w);
 		return;
 	}
+	if (resp->status == 404 && watch_absent(w))
+		return;
 	if (resp->status != 200 || !json_is_object(resp->body)) {
 		watch_error(w, "Failed to list %s: %s", w->collection,
 			    resp->error ? resp->error : "unexpected response");
@@ -262,6 +279,8 @@ static void on_watch_end(struct kube_req *req, CURLcode result, long status)
 
 	w->req = NULL;
 	kube_req_free(req);
+	if (status == 404 && watch_absent(w))
+		return;
 	if (gone) {
 		/* Our version is older than the server keeps: start over. */
 		w->stats.gone++;

@@ -23,7 +23,7 @@ void msg_io_done(struct msg_io *io)
 	io->decoder = NULL;
 }
 
-static int msg_encode(struct msg_io *io, struct proto_msg *msg)
+int msg_encode(struct msg_io *io, struct proto_msg *msg)
 {
 	struct timespec ts;
 	int r;
@@ -37,16 +37,20 @@ static int msg_encode(struct msg_io *io, struct proto_msg *msg)
 	return r;
 }
 
+int msg_send_encoded(struct msg_io *io, struct sock *s, int flags)
+{
+	int r = sock_send(s, io->buf.data, io->buf.size, flags);
+
+	if (r >= 0)
+		io->sent++;
+	return r;
+}
+
 int msg_send(struct msg_io *io, struct sock *s, struct proto_msg *msg, int flags)
 {
 	int r = msg_encode(io, msg);
 
-	if (r < 0)
-		return r;
-	r = sock_send(s, io->buf.data, io->buf.size, flags);
-	if (r >= 0)
-		io->sent++;
-	return r;
+	return r < 0 ? r : msg_send_encoded(io, s, flags);
 }
 
 int msg_send_routed(struct msg_io *io, struct sock *s, const struct iovec *route, size_t n_route,

@@ -26,6 +26,14 @@ void msg_io_done(struct msg_io *io);
 
 /* Fills msg->env (sender, shard, time) and sends it; flags as sock_send(). */
 int msg_send(struct msg_io *io, struct sock *s, struct proto_msg *msg, int flags);
+/*
+ * The two halves of msg_send(), for a sender that must know a message can
+ * go before it commits to it: msg_encode() fills msg->env and encodes into
+ * io's buffer (-EBADMSG/-EMSGSIZE with io->last_error saying which field);
+ * msg_send_encoded() sends that buffer.
+ */
+int msg_encode(struct msg_io *io, struct proto_msg *msg);
+int msg_send_encoded(struct msg_io *io, struct sock *s, int flags);
 /* The same, as the last frame after routing frames (ROUTER replies). */
 int msg_send_routed(struct msg_io *io, struct sock *s, const struct iovec *route, size_t n_route,
 		    struct proto_msg *msg, int flags);

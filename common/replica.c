@@ -3,6 +3,12 @@
  * for; items go into a fresh store, deltas are buffered) and LIVE (deltas
  * apply in order). The fresh store replaces the live one only when the
  * snapshot ends, so readers never see a half-loaded picture.
+ *
+ * Each request goes out on a new state.sync socket: the watcher answers a
+ * socket, so the rest of an earlier snapshot (one that timed out, or one a
+ * watcher killed since was sending) lands on a closed socket instead of
+ * mixing into the new one, where its end would pass a partial picture off
+ * as complete. A snapshot that keeps arriving is never cut by the timeout.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,7 +23,10 @@ struct buffered_delta {
 
 struct replica {
 	struct loop *loop;
+	struct sock_ctx *ctx;
+	char *sync_endpoint;
 	struct sock *sub, *sync;
+	uint64_t items, items_at_check; /* snapshot items received: progress */
 	struct msg_io io;
 	struct replica_handlers h;
 	struct state_store store, incoming;
@@ -37,15 +46,38 @@ static void drop_buffered(struct replica *r)
 	r->n_buffered = 0;
 }
 
+static int on_sub_readable(struct sock *s, void *userdata);
+
 static int on_timeout(struct loop *loop, void *userdata)
 {
 	struct replica *r = userdata;
 
-	(void)loop;
 	r->timeout = sd_event_source_disable_unref(r->timeout);
-	log_warn("No state snapshot from the watcher in %llus, asking again",
-		 REPLICA_SNAPSHOT_TIMEOUT_USEC / 1000000);
+	if (r->items != r->items_at_check) {
+		/* Still arriving: a big snapshot, not a lost one. */
+		r->items_at_check = r->items;
+		return loop_add_timer(loop, REPLICA_SNAPSHOT_TIMEOUT_USEC, on_timeout, r, &r->timeout);
+	}
+	log_info("No state snapshot from the watcher in %llus (it may still be listing the "
+		 "cluster, or restarting), asking again", REPLICA_SNAPSHOT_TIMEOUT_USEC / 1000000);
 	return replica_request_snapshot(r);
+}
+
+/* A new state.sync socket (see the top of this file). */
+static int open_sync(struct replica *r)
+{
+	int k;
+
+	r->sync = sock_free(r->sync);
+	if ((k = sock_new(&r->sync, r->ctx, ZMQ_DEALER, "state.sync")) < 0)
+		return k;
+	if (zmq_setsockopt(sock_zsock(r->sync), ZMQ_RCVHWM, &(int){ REPLICA_SYNC_RCVHWM },
+			   sizeof(int)) < 0)
+		return -errno;
+	if ((k = sock_connect(r->sync, r->sync_endpoint)) < 0 ||
+	    (k = sock_watch(r->sync, on_sub_readable, r)) < 0)
+		return k;
+	return 0;
 }
 
 static int replica_request_snapshot(struct replica *r)
@@ -56,8 +88,12 @@ static int replica_request_snapshot(struct replica *r)
 	state_store_clear(&r->incoming);
 	drop_buffered(r);
 	r->syncing = true;
+	r->items_at_check = r->items;
 	r->timeout = sd_event_source_disable_unref(r->timeout);
 	k = loop_add_timer(r->loop, REPLICA_SNAPSHOT_TIMEOUT_USEC, on_timeout, r, &r->timeout);
+	if (k < 0)
+		return k;
+	k = open_sync(r);
 	if (k < 0)
 		return k;
 	k = msg_send(&r->io, r->sync, &m, ZMQ_DONTWAIT);
@@ -195,6 +231,7 @@ static int on_message(struct replica *r, struct sock *s)
 		k = on_heartbeat(r, m);
 		break;
 	case PROTO_MSG_SNAPSHOT_ITEM:
+		r->items++;
 		k = r->syncing ? state_store_apply(&r->incoming, PROTO_DELTA_ADD,
 						   &m->body.snapshot_item.object,
 						   m->body.snapshot_item.seq) : 0;
@@ -214,6 +251,7 @@ static int on_message(struct replica *r, struct sock *s)
 
 static int on_sub_readable(struct sock *s, void *userdata)
 {
+	/* on_message() may replace r->sync: it touches s no more after that. */
 	return on_message(userdata, s);
 }
 
@@ -227,18 +265,21 @@ int replica_new(struct replica **ret, struct sock_ctx *ctx, struct loop *loop,
 	if (!r)
 		return -ENOMEM;
 	r->loop = loop;
+	r->ctx = ctx;
 	if (h)
 		r->h = *h;
 	state_store_init(&r->store);
 	state_store_init(&r->incoming);
+	r->sync_endpoint = strdup(sync_endpoint);
+	if (!r->sync_endpoint) {
+		free(r);
+		return -ENOMEM;
+	}
 	if ((k = msg_io_init(&r->io, self, 0)) < 0 ||
 	    (k = sock_new(&r->sub, ctx, ZMQ_SUB, "state.pub")) < 0 ||
-	    (k = sock_new(&r->sync, ctx, ZMQ_DEALER, "state.sync")) < 0 ||
 	    (k = sock_subscribe(r->sub, "", 0)) < 0 ||
 	    (k = sock_connect(r->sub, pub_endpoint)) < 0 ||
-	    (k = sock_connect(r->sync, sync_endpoint)) < 0 ||
 	    (k = sock_watch(r->sub, on_sub_readable, r)) < 0 ||
-	    (k = sock_watch(r->sync, on_sub_readable, r)) < 0 ||
 	    (k = replica_request_snapshot(r)) < 0) {
 		replica_free(r);
 		return k;
@@ -259,6 +300,7 @@ struct replica *replica_free(struct replica *r)
 	free(r->buffered);
 	state_store_done(&r->store);
 	state_store_done(&r->incoming);
+	free(r->sync_endpoint);
 	free(r);
 	return NULL;
 }

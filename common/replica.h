@@ -13,8 +13,15 @@
 #include "common/msg.h"
 #include "common/state-store.h"
 
-/* No snapshot answer in this long: ask again (the watcher may be restarting). */
+/* Nothing of the snapshot arrived in this long: ask again (the watcher may
+ * be restarting, or still listing the cluster: it holds requests until its
+ * first list is complete). A snapshot still arriving is waited for. */
 #define REPLICA_SNAPSHOT_TIMEOUT_USEC (5ULL * 1000 * 1000)
+/* Snapshot items queued in this process before the watcher waits to send
+ * more: a snapshot comes in one burst, and without this bound all of it
+ * (100k objects, tens of MB) would sit in this socket's queue beside the
+ * store being loaded. */
+#define REPLICA_SYNC_RCVHWM 2000
 /* Deltas held while a snapshot is in flight; beyond this, start over. */
 #define REPLICA_MAX_BUFFERED 1000000
 

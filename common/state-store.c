@@ -35,8 +35,8 @@ void state_object_name(const struct proto_object *o, const char **ns, const char
 		*name = "";
 }
 
-static int key_of(enum proto_object_kind kind, const char *ns, const char *name, char *buf,
-		  size_t size)
+int state_key_of(enum proto_object_kind kind, const char *ns, const char *name, char *buf,
+		 size_t size)
 {
 	int n = snprintf(buf, size, "%s/%s/%s", proto_object_kind_name(kind), ns ? ns : "", name);
 
@@ -50,7 +50,7 @@ int state_key(const struct proto_object *obj, char *buf, size_t size)
 	if (obj->kind > PROTO_OBJECT_NAMESPACE || !obj->ptr)
 		return -EINVAL;
 	state_object_name(obj, &ns, &name);
-	return key_of(obj->kind, ns, name, buf, size);
+	return state_key_of(obj->kind, ns, name, buf, size);
 }
 
 void state_store_init(struct state_store *s)
@@ -184,7 +184,7 @@ const struct state_entry *state_store_get(const struct state_store *s, enum prot
 {
 	char key[STATE_KEY_MAX];
 
-	if (key_of(kind, ns, name, key, sizeof(key)) < 0)
+	if (state_key_of(kind, ns, name, key, sizeof(key)) < 0)
 		return NULL;
 	return hashmap_get(&s->objects, key);
 }

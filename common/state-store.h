@@ -37,6 +37,9 @@ struct state_pod_set {
 };
 
 int state_key(const struct proto_object *obj, char *buf, size_t size);
+/* The same key from its parts (ns "" or NULL for cluster-scoped kinds). */
+int state_key_of(enum proto_object_kind kind, const char *ns, const char *name, char *buf,
+		 size_t size);
 /* Namespace and name of any object (ns "" for cluster-scoped). */
 void state_object_name(const struct proto_object *obj, const char **ns, const char **name);
 

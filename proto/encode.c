@@ -394,3 +394,30 @@ fail:
 	out->size = start; /* leave the buffer as it was */
 	return r;
 }
+
+int proto_object_check(const struct proto_object *obj, struct proto_error *err)
+{
+	/* The widest message an object travels in: snapshot_item carries a
+	 * seq and the object, state_delta a seq, an op and the object. */
+	struct proto_msg m = {
+		.env = { .type = PROTO_MSG_STATE_DELTA, .seq = UINT64_MAX,
+			 .sender = PROTO_PROCESS_WATCHER, .sender_shard = UINT32_MAX,
+			 .send_time_ns = INT64_MAX, .trace_id = UINT64_MAX },
+		.body.state_delta = { .seq = UINT64_MAX, .op = PROTO_DELTA_DELETE, .object = *obj },
+	};
+	static const char prefix[] = "state_delta.object";
+	msgpack_sbuffer sb;
+	int r;
+
+	msgpack_sbuffer_init(&sb);
+	r = proto_encode(&m, &sb, err);
+	msgpack_sbuffer_destroy(&sb);
+	/* The path from the object down is the one its owner knows. */
+	if (r < 0 && err && strncmp(err->text, prefix, sizeof(prefix) - 1) == 0) {
+		size_t skip = sizeof(prefix) - 1;
+
+		skip += err->text[skip] == '.' ? 1 : err->text[skip] == ':' ? 2 : 0;
+		memmove(err->text, err->text + skip, strlen(err->text + skip) + 1);
+	}
+	return r;
+}

@@ -799,6 +799,17 @@ int proto_encode(const struct proto_msg *msg, struct msgpack_sbuffer *out,
 		 struct proto_error *err);
 
 /*
+ * Whether a cluster-state object can travel at all: encodes it inside the
+ * largest message that carries one (a state_delta whose envelope and
+ * sequence fields are at their widest) and discards the bytes. 0, or
+ * -EBADMSG/-EMSGSIZE/-ENOMEM with err naming the field from the object
+ * down ("annotations[0]: string of 5000 bytes exceeds limit 4096"). The
+ * watcher's decoders call it, so that what they accept can always be
+ * published.
+ */
+int proto_object_check(const struct proto_object *obj, struct proto_error *err);
+
+/*
  * A decoder owns the memory of the last message it decoded; that message is
  * valid until the next proto_decode() or proto_decoder_free(). Keep data
  * longer with proto_msg_dup() / proto_<struct>_dup().

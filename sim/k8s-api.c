@@ -461,6 +461,13 @@ int k8s_api_handle(struct k8s_api *api, const struct k8s_request *req,
 	}
 	if (k8s_route_parse(api->reg, req->path, &route, &err) < 0)
 		return k8s_reply_error(resp, &err);
+	if ((route.kind == K8S_ROUTE_GROUP &&
+	     k8s_faults_unserved(api, route.group, NULL)) ||
+	    (route.kind != K8S_ROUTE_GROUP && route.version[0] &&
+	     k8s_faults_unserved(api, route.group, route.version))) {
+		k8s_error_set(&err, 404, "NotFound", "the server could not find the requested resource");
+		return k8s_reply_error(resp, &err);
+	}
 	if (route.res && route.res->namespaced && !route.ns[0] &&
 	    route.kind == K8S_ROUTE_OBJECT) {
 		k8s_error_set(&err, 404, "NotFound", "the server could not find the requested resource");

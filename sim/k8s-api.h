@@ -50,12 +50,21 @@ int k8s_route_parse(const struct k8s_registry *reg, const char *path,
  * Faults the Kubernetes side injects (GET/POST /_sim/faults, or the
  * config's k8s-faults), so that clients' retry paths can be tested.
  */
+/* Group versions a fault set may hide: a cluster's Karpenter CRDs have a
+ * handful (karpenter.sh v1/v1beta1/v1alpha5, karpenter.k8s.aws …). */
+#define K8S_FAULT_MAX_UNSERVED 16
+#define K8S_FAULT_GROUP_VERSION_MAX 128
+
 struct k8s_faults {
 	double error_5xx_rate;    /* share of requests answered 500 */
 	double throttle_rate;     /* share answered 429 TooManyRequests */
 	unsigned latency_ms;      /* added before every answer */
 	unsigned watch_cut_after; /* events per watch stream, 0: never cut */
 	unsigned watch_gone;      /* the next N resumed watches get 410 */
+	/* "group/version"s answered as if their CRD version were not
+	 * installed: 404 on every path under them, absent from discovery. */
+	char unserved[K8S_FAULT_MAX_UNSERVED][K8S_FAULT_GROUP_VERSION_MAX];
+	unsigned n_unserved;
 };
 
 /* Largest added latency, so a typo cannot hang every client. */
@@ -114,6 +123,9 @@ int k8s_faults_apply(struct k8s_api *api, const struct k8s_request *req,
 		     struct k8s_response *resp);
 /* Events after which a new watch stream is cut, 0: never. */
 unsigned k8s_faults_watch_cut(struct k8s_api *api);
+/* Whether group/version is hidden by unservedVersions; with version NULL,
+ * whether every version the registry has of group is. */
+bool k8s_faults_unserved(struct k8s_api *api, const char *group, const char *version);
 
 /* Server-side printing (k8s-table.c). */
 bool k8s_accepts_table(const char *accept);

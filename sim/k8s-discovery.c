@@ -2,7 +2,9 @@
  * Discovery documents for kanna-sim: /version, /api (APIVersions), /apis
  * (APIGroupList), /apis/<group> (APIGroup) and the APIResourceList of each
  * group version, built from the resource registry, so that kubectl's
- * RESTMapper finds every kind, short name and subresource. Read-only.
+ * RESTMapper finds every kind, short name and subresource. Group versions
+ * the unservedVersions fault hides are left out, as a cluster without
+ * that CRD version would. Read-only.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -118,8 +120,9 @@ static json_t *resource_list(const struct k8s_registry *reg, const char *group,
 			 "v1", "groupVersion", gv, "resources", list);
 }
 
-static json_t *group_entry(const struct k8s_registry *reg, const char *group)
+static json_t *group_entry(struct k8s_api *api, const char *group)
 {
+	const struct k8s_registry *reg = api->reg;
 	json_t *versions = json_array();
 	const char *best = NULL;
 
@@ -130,7 +133,7 @@ static json_t *group_entry(const struct k8s_registry *reg, const char *group)
 		size_t j;
 		json_t *v;
 
-		if (!streq(r->group, group))
+		if (!streq(r->group, group) || k8s_faults_unserved(api, group, r->version))
 			continue;
 		json_array_foreach(versions, j, v)
 			seen = seen || streq(json_string_value(json_object_get(v, "version")),
@@ -153,8 +156,9 @@ static json_t *group_entry(const struct k8s_registry *reg, const char *group)
 			 "preferredVersion", "groupVersion", pref, "version", best);
 }
 
-static json_t *group_list(const struct k8s_registry *reg)
+static json_t *group_list(struct k8s_api *api)
 {
+	const struct k8s_registry *reg = api->reg;
 	json_t *groups = json_array();
 
 	for (size_t i = 0; i < reg->n_resources; i++) {
@@ -163,12 +167,12 @@ static json_t *group_list(const struct k8s_registry *reg)
 		size_t j;
 		json_t *e;
 
-		if (!*g)
+		if (!*g || k8s_faults_unserved(api, g, NULL))
 			continue;
 		json_array_foreach(groups, j, e)
 			seen = seen || streq(json_string_value(json_object_get(e, "name")), g);
 		if (!seen)
-			json_array_append_new(groups, group_entry(reg, g));
+			json_array_append_new(groups, group_entry(api, g));
 	}
 	return json_pack("{s:s, s:s, s:o}", "kind", "APIGroupList", "apiVersion", "v1",
 			 "groups", groups);
@@ -194,10 +198,10 @@ int k8s_discovery_handle(struct k8s_api *api, const struct k8s_route *route,
 				"0.0.0.0/0", "serverAddress", api->server_address);
 		break;
 	case K8S_ROUTE_GROUPS:
-		doc = group_list(api->reg);
+		doc = group_list(api);
 		break;
 	case K8S_ROUTE_GROUP:
-		doc = group_entry(api->reg, route->group);
+		doc = group_entry(api, route->group);
 		if (doc) {
 			json_object_set_new(doc, "kind", json_string("APIGroup"));
 			json_object_set_new(doc, "apiVersion", json_string("v1"));

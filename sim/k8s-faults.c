@@ -1,9 +1,11 @@
 /*
  * Fault injection on kanna-sim's Kubernetes side: added latency, 500s and
- * 429s at a rate, watch streams cut after N events and 410 Gone on the
- * next resumed watches. Set from the config (k8s-faults) or at run time
- * with GET/POST /_sim/faults on the API port (same token). Draws come from
- * a fixed-seed xorshift generator held in struct k8s_api.
+ * 429s at a rate, watch streams cut after N events, 410 Gone on the next
+ * resumed watches, and CRD versions answered as not installed (so that
+ * clients can be tested against a cluster without v1beta1 NodePools, or
+ * one whose CRDs appear later). Set from the config (k8s-faults) or at run
+ * time with GET/POST /_sim/faults on the API port (same token). Draws come
+ * from a fixed-seed xorshift generator held in struct k8s_api.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -47,6 +49,26 @@ static unsigned count_of(const json_t *v, unsigned max, bool *ok)
 	return (unsigned)i;
 }
 
+/* ["karpenter.sh/v1beta1", …]: named groups only (the core group stays). */
+static bool unserved_of(const json_t *v, struct k8s_faults *f)
+{
+	const json_t *e;
+	size_t i;
+
+	if (!json_is_array(v) || json_array_size(v) > K8S_FAULT_MAX_UNSERVED)
+		return false;
+	json_array_foreach(v, i, e) {
+		const char *gv = json_string_value(e);
+		const char *slash = gv ? strchr(gv, '/') : NULL;
+
+		if (!slash || slash == gv || !slash[1] || strchr(slash + 1, '/') ||
+		    strlen(gv) >= K8S_FAULT_GROUP_VERSION_MAX)
+			return false;
+		snprintf(f->unserved[f->n_unserved++], K8S_FAULT_GROUP_VERSION_MAX, "%s", gv);
+	}
+	return true;
+}
+
 int k8s_faults_from_json(const json_t *j, struct k8s_faults *ret, char *err, size_t errlen)
 {
 	struct k8s_faults f = {};
@@ -70,11 +92,14 @@ int k8s_faults_from_json(const json_t *j, struct k8s_faults *ret, char *err, siz
 			f.watch_cut_after = count_of(v, 1u << 30, &ok);
 		else if (streq(key, "watchGone"))
 			f.watch_gone = count_of(v, 1u << 30, &ok);
+		else if (streq(key, "unservedVersions"))
+			ok = unserved_of(v, &f);
 		else
 			ok = false;
 		if (!ok) {
-			snprintf(err, errlen, "invalid fault \"%s\" (rates are 0..1, counts >= 0, latencyMs <= %d)",
-				 key, K8S_FAULT_MAX_LATENCY_MS);
+			snprintf(err, errlen, "invalid fault \"%s\" (rates are 0..1, counts >= 0, latencyMs <= %d, "
+				 "unservedVersions at most %d \"group/version\" strings)",
+				 key, K8S_FAULT_MAX_LATENCY_MS, K8S_FAULT_MAX_UNSERVED);
 			return -EINVAL;
 		}
 	}
@@ -84,10 +109,14 @@ int k8s_faults_from_json(const json_t *j, struct k8s_faults *ret, char *err, siz
 
 json_t *k8s_faults_to_json(const struct k8s_faults *f)
 {
-	return json_pack("{s:f, s:f, s:i, s:i, s:i}", "error5xxRate", f->error_5xx_rate,
+	json_t *unserved = json_array();
+
+	for (unsigned i = 0; unserved && i < f->n_unserved; i++)
+		json_array_append_new(unserved, json_string(f->unserved[i]));
+	return json_pack("{s:f, s:f, s:i, s:i, s:i, s:o*}", "error5xxRate", f->error_5xx_rate,
 			 "throttleRate", f->throttle_rate, "latencyMs", (int)f->latency_ms,
 			 "watchCutAfterEvents", (int)f->watch_cut_after, "watchGone",
-			 (int)f->watch_gone);
+			 (int)f->watch_gone, "unservedVersions", unserved);
 }
 
 /* Lock held. Uniform in [0, 1). */
@@ -186,4 +215,42 @@ unsigned k8s_faults_watch_cut(struct k8s_api *api)
 	n = api->faults.watch_cut_after;
 	pthread_mutex_unlock(&api->faults_lock);
 	return n;
+}
+
+static bool hidden(const struct k8s_faults *f, const char *group, const char *version)
+{
+	char gv[K8S_FAULT_GROUP_VERSION_MAX];
+
+	snprintf(gv, sizeof(gv), "%s/%s", group, version);
+	for (unsigned i = 0; i < f->n_unserved; i++)
+		if (streq(f->unserved[i], gv))
+			return true;
+	return false;
+}
+
+bool k8s_faults_unserved(struct k8s_api *api, const char *group, const char *version)
+{
+	bool ret = false, any = false;
+
+	if (!group || !*group)
+		return false;
+	pthread_mutex_lock(&api->faults_lock);
+	if (api->faults.n_unserved == 0) {
+		ret = false;
+	} else if (version) {
+		ret = hidden(&api->faults, group, version);
+	} else {
+		ret = true;
+		for (size_t i = 0; i < api->reg->n_resources; i++) {
+			const struct k8s_resource *r = &api->reg->resources[i];
+
+			if (!streq(r->group, group))
+				continue;
+			any = true;
+			ret = ret && hidden(&api->faults, group, r->version);
+		}
+		ret = ret && any;
+	}
+	pthread_mutex_unlock(&api->faults_lock);
+	return ret;
 }

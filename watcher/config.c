@@ -8,6 +8,9 @@
 
 /* How often pending pods are announced again until they are bound. */
 #define WATCHER_ANNOUNCE_DEFAULT "2s"
+/* How often the API is asked again which CRD versions it serves and absent
+ * collections are looked for: a CRD installed later is watched within this. */
+#define WATCHER_DISCOVERY_DEFAULT "1m"
 
 static const struct config_option watcher_options[] = {
 	CONFIG_COMMON_OPTIONS(struct watcher_config, common, CONFIG_WATCHER_METRICS_PORT,
@@ -21,15 +24,20 @@ static const struct config_option watcher_options[] = {
 	  .flags = CONFIG_RELOADABLE, .default_value = WATCHER_ANNOUNCE_DEFAULT,
 	  .min = 100000, .max = 60000000,
 	  .help = "How often unscheduled pods are announced to the schedulers again." },
+	{ .name = "discovery-interval", .type = CONFIG_DURATION,
+	  .offset = offsetof(struct watcher_config, discovery_interval_usec),
+	  .default_value = WATCHER_DISCOVERY_DEFAULT, .min = 1000000, .max = 3600000000ULL,
+	  .help = "How often CRD versions are discovered again and collections that were not "
+		  "served are looked for." },
 	{ .name = "resources", .type = CONFIG_STRING_LIST,
 	  .offset = offsetof(struct watcher_config, resources),
-	  .default_value = "pods,nodes,nodepools,nodepools.v1beta1,provisioners,nodeclaims,"
-			   "ec2nodeclasses,ec2nodeclasses.v1beta1,awsnodetemplates,"
-			   "poddisruptionbudgets,persistentvolumeclaims,persistentvolumes,"
-			   "storageclasses,daemonsets,namespaces",
+	  .default_value = "pods,nodes,nodepools,provisioners,nodeclaims,ec2nodeclasses,"
+			   "awsnodetemplates,poddisruptionbudgets,persistentvolumeclaims,"
+			   "persistentvolumes,storageclasses,daemonsets,namespaces",
 	  .metavar = "LIST",
-	  .help = "Collections to watch. Where one CRD serves several versions of the same "
-		  "objects (v1 and v1beta1 NodePools), list only one of them." },
+	  .help = "Kinds to watch. NodePools and EC2NodeClasses are read at v1 where the API "
+		  "serves it, else v1beta1 (nodepools.v1beta1, ec2nodeclasses.v1beta1: that "
+		  "version only); a kind the API does not serve is empty until it is." },
 };
 
 const struct config_schema watcher_schema = {

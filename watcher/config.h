@@ -15,6 +15,7 @@ struct watcher_config {
 	struct kube_settings kube;
 	uint64_t shards;
 	uint64_t announce_interval_usec;
+	uint64_t discovery_interval_usec;
 	char **resources;
 };
 

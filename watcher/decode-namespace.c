@@ -15,6 +15,6 @@ int decode_namespace(struct decoder *d, const json_t *obj, struct proto_namespac
 	ns->name = m.name;
 	ns->uid = m.uid;
 	ns->resource_version = m.resource_version;
-	r = decode_kv(d, m.labels, "metadata.labels", &ns->labels, &ns->n_labels);
+	r = decode_kv(d, m.labels, "metadata.labels", PROTO_MAX_LABELS, PROTO_MAX_LABEL_VALUE_LEN, &ns->labels, &ns->n_labels);
 	return r < 0 ? decode_prefix(d, "namespace", NULL, m.name, r) : 0;
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include "common/state-store.h"
 #include "watcher/decode.h"
 
 int decode_node(struct decoder *d, const json_t *obj, struct proto_node *n)
@@ -24,7 +25,7 @@ int decode_node(struct decoder *d, const json_t *obj, struct proto_node *n)
 	n->resource_version = m.resource_version;
 	n->creation_time = m.creation_ms;
 	n->deletion_time = m.deletion_ms;
-	if ((r = decode_kv(d, m.labels, "metadata.labels", &n->labels, &n->n_labels)) < 0 ||
+	if ((r = decode_kv(d, m.labels, "metadata.labels", PROTO_MAX_LABELS, PROTO_MAX_LABEL_VALUE_LEN, &n->labels, &n->n_labels)) < 0 ||
 	    (r = decode_taints(d, json_object_get(spec, "taints"), "spec.taints", &n->taints,
 			       &n->n_taints)) < 0 ||
 	    (r = decode_resources(d, json_object_get(status, "capacity"), "status.capacity",
@@ -54,9 +55,30 @@ fail:
 	return decode_prefix(d, "node", NULL, m.name, r);
 }
 
+/*
+ * What decodes must also travel: an object proto would refuse to encode (a
+ * string or list past its limit in proto/limits.h, or more than a frame
+ * holds) is invalid here, with the field named, instead of failing later
+ * in the publisher where nothing can be done about it.
+ */
+static int fits_the_wire(struct decoder *d, const struct proto_object *o)
+{
+	struct proto_error err;
+	const char *ns, *name;
+	int r = proto_object_check(o, &err);
+
+	if (r >= 0 || r == -ENOMEM)
+		return r;
+	state_object_name(o, &ns, &name);
+	return decode_fail(d, "%s %s%s%s: too large for kanna's wire format: %s",
+			   proto_object_kind_name(o->kind), ns, *ns ? "/" : "", name, err.text);
+}
+
 int decode_object(struct decoder *d, const char *kind, const json_t *obj,
 		  struct proto_object *ret)
 {
+	int r;
+
 #define KIND(name, k, s, fn)                                                        \
 	if (streq(kind, name)) {                                                    \
 		struct proto_##s *p = arena_alloc(d->arena, sizeof(*p));            \
@@ -64,7 +86,8 @@ int decode_object(struct decoder *d, const char *kind, const json_t *obj,
 			return -ENOMEM;                                             \
 		ret->kind = k;                                                      \
 		ret->s = p;                                                         \
-		return fn(d, obj, p);                                               \
+		r = fn(d, obj, p);                                                  \
+		return r < 0 ? r : fits_the_wire(d, ret);                           \
 	}
 	KIND("Pod", PROTO_OBJECT_POD, pod, decode_pod)
 	KIND("Node", PROTO_OBJECT_NODE, node, decode_node)

@@ -27,7 +27,7 @@ static int selector_terms(struct decoder *d, const json_t *arr, const char *wher
 	json_array_foreach(arr, i, e) {
 		struct proto_selector_term *t = &(*ret)[i];
 		decode_path(at, sizeof(at), "%s[%zu]", where, i);
-		if ((r = decode_kv(d, json_object_get(e, "tags"), at, &t->tags, &t->n_tags)) < 0 ||
+		if ((r = decode_kv(d, json_object_get(e, "tags"), at, PROTO_MAX_LABELS, PROTO_MAX_VALUE_LEN, &t->tags, &t->n_tags)) < 0 ||
 		    (r = decode_string(d, e, "id", at, &t->id)) < 0 ||
 		    (r = decode_string(d, e, "name", at, &t->name)) < 0 ||
 		    (r = decode_string(d, e, "alias", at, &t->alias)) < 0 ||
@@ -89,7 +89,7 @@ static int map_selector(struct decoder *d, const json_t *map, const char *where,
 	json_object_del(tags, "aws::name");
 	json_object_del(tags, "aws::owners");
 	if (json_object_size(tags) > 0 && k < PROTO_MAX_SELECTOR_TERMS) {
-		r = decode_kv(d, tags, where, &(*ret)[k].tags, &(*ret)[k].n_tags);
+		r = decode_kv(d, tags, where, PROTO_MAX_LABELS, PROTO_MAX_VALUE_LEN, &(*ret)[k].tags, &(*ret)[k].n_tags);
 		if (r < 0) {
 			json_decref(tags);
 			return r;
@@ -208,7 +208,7 @@ static int nodeclass_common(struct decoder *d, const json_t *spec, struct proto_
 	if ((r = decode_string(d, spec, "amiFamily", "spec", &nc->ami_family)) < 0 ||
 	    (r = decode_string(d, spec, "role", "spec", &nc->role)) < 0 ||
 	    (r = decode_string(d, spec, "instanceProfile", "spec", &nc->instance_profile)) < 0 ||
-	    (r = decode_kv(d, json_object_get(spec, "tags"), "spec.tags", &nc->tags, &nc->n_tags)) < 0 ||
+	    (r = decode_kv(d, json_object_get(spec, "tags"), "spec.tags", PROTO_MAX_LABELS, PROTO_MAX_VALUE_LEN, &nc->tags, &nc->n_tags)) < 0 ||
 	    (r = decode_string(d, spec, "userData", "spec", &nc->user_data)) < 0 ||
 	    (r = block_devices(d, json_object_get(spec, "blockDeviceMappings"), nc)) < 0 ||
 	    (r = metadata_options(d, json_object_get(spec, "metadataOptions"),

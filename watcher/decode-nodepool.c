@@ -170,7 +170,8 @@ static int kubelet(struct decoder *d, const json_t *k, const char *where, struct
 				  &ret->n_kube_reserved)) < 0)
 		return r;
 	decode_path(at, sizeof(at), "%s.evictionHard", where);
-	return decode_kv(d, json_object_get(k, "evictionHard"), at, &ret->eviction_hard,
+	return decode_kv(d, json_object_get(k, "evictionHard"), at,
+			 PROTO_MAX_RESOURCES, PROTO_MAX_LABEL_VALUE_LEN, &ret->eviction_hard,
 			 &ret->n_eviction_hard);
 }
 
@@ -210,9 +211,9 @@ static int nodepool_v1(struct decoder *d, const json_t *spec, bool beta, struct 
 
 	np->source_api = beta ? PROTO_API_V1BETA1 : PROTO_API_V1;
 	if ((r = decode_kv(d, json_path(tmpl, "metadata.labels"), "spec.template.metadata.labels",
-			   &np->labels, &np->n_labels)) < 0 ||
+			   PROTO_MAX_LABELS, PROTO_MAX_LABEL_VALUE_LEN, &np->labels, &np->n_labels)) < 0 ||
 	    (r = decode_kv(d, json_path(tmpl, "metadata.annotations"),
-			   "spec.template.metadata.annotations", &np->annotations,
+			   "spec.template.metadata.annotations", PROTO_MAX_LABELS, PROTO_MAX_ANNOTATION_LEN, &np->annotations,
 			   &np->n_annotations)) < 0 ||
 	    (r = decode_requirements(d, json_object_get(tspec, "requirements"),
 				     "spec.template.spec.requirements", &np->requirements,
@@ -263,10 +264,10 @@ static int provisioner_v1alpha5(struct decoder *d, const json_t *spec, struct pr
 	int r;
 
 	np->source_api = PROTO_API_V1ALPHA5;
-	if ((r = decode_kv(d, json_object_get(spec, "labels"), "spec.labels", &np->labels,
+	if ((r = decode_kv(d, json_object_get(spec, "labels"), "spec.labels", PROTO_MAX_LABELS, PROTO_MAX_LABEL_VALUE_LEN, &np->labels,
 			   &np->n_labels)) < 0 ||
 	    (r = decode_kv(d, json_object_get(spec, "annotations"), "spec.annotations",
-			   &np->annotations, &np->n_annotations)) < 0 ||
+			   PROTO_MAX_LABELS, PROTO_MAX_ANNOTATION_LEN, &np->annotations, &np->n_annotations)) < 0 ||
 	    (r = decode_requirements(d, json_object_get(spec, "requirements"), "spec.requirements",
 				     &np->requirements, &np->n_requirements)) < 0 ||
 	    (r = decode_taints(d, json_object_get(spec, "taints"), "spec.taints", &np->taints,
@@ -367,7 +368,7 @@ int decode_nodeclaim(struct decoder *d, const json_t *obj, struct proto_nodeclai
 	nc->resource_version = m.resource_version;
 	nc->creation_time = m.creation_ms;
 	nc->deletion_time = m.deletion_ms;
-	if ((r = decode_kv(d, m.labels, "metadata.labels", &nc->labels, &nc->n_labels)) < 0 ||
+	if ((r = decode_kv(d, m.labels, "metadata.labels", PROTO_MAX_LABELS, PROTO_MAX_LABEL_VALUE_LEN, &nc->labels, &nc->n_labels)) < 0 ||
 	    (r = decode_requirements(d, json_object_get(spec, "requirements"), "spec.requirements",
 				     &nc->requirements, &nc->n_requirements)) < 0 ||
 	    (r = decode_resources(d, json_path(spec, "resources.requests"), "spec.resources.requests",

@@ -384,7 +384,7 @@ static int pod_spec(struct decoder *d, const json_t *spec, const char *where, st
 	if ((r = pod_requests(d, spec, where, &p->requests, &p->n_requests)) < 0)
 		return r;
 	decode_path(at, sizeof(at), "%s.nodeSelector", where);
-	if ((r = decode_kv(d, json_object_get(spec, "nodeSelector"), at, &p->node_selector,
+	if ((r = decode_kv(d, json_object_get(spec, "nodeSelector"), at, PROTO_MAX_LABELS, PROTO_MAX_LABEL_VALUE_LEN, &p->node_selector,
 			   &p->n_node_selector)) < 0)
 		return r;
 	if ((r = node_affinity(d, spec, where, &p->node_affinity_required,
@@ -442,7 +442,7 @@ int decode_pod(struct decoder *d, const json_t *obj, struct proto_pod *p)
 	p->resource_version = m.resource_version;
 	p->creation_time = m.creation_ms;
 	p->deletion_time = m.deletion_ms;
-	if ((r = decode_kv(d, m.labels, "metadata.labels", &p->labels, &p->n_labels)) < 0)
+	if ((r = decode_kv(d, m.labels, "metadata.labels", PROTO_MAX_LABELS, PROTO_MAX_LABEL_VALUE_LEN, &p->labels, &p->n_labels)) < 0)
 		goto fail;
 	p->do_not_disrupt = streq_ptr(json_string_value(json_object_get(m.annotations,
 									ANNOTATION_DO_NOT_DISRUPT)), "true");
@@ -506,7 +506,7 @@ int decode_daemonset(struct decoder *d, const json_t *obj, struct proto_daemonse
 	r = pod_requests(d, spec, "spec.template.spec", &pod.requests, &pod.n_requests);
 	if (r >= 0)
 		r = decode_kv(d, json_object_get(spec, "nodeSelector"), "spec.template.spec.nodeSelector",
-			      &ds->node_selector, &ds->n_node_selector);
+			      PROTO_MAX_LABELS, PROTO_MAX_LABEL_VALUE_LEN, &ds->node_selector, &ds->n_node_selector);
 	if (r >= 0)
 		r = node_affinity(d, spec, "spec.template.spec", &ds->node_affinity_required,
 				  &ds->n_node_affinity_required, NULL, NULL);

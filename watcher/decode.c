@@ -96,8 +96,8 @@ int decode_string(struct decoder *d, const json_t *o, const char *key, const cha
 	return *ret ? 0 : -ENOMEM;
 }
 
-int decode_kv(struct decoder *d, const json_t *map, const char *where, struct proto_kv **ret,
-	      uint32_t *n)
+int decode_kv(struct decoder *d, const json_t *map, const char *where, uint32_t max_entries,
+	      size_t max_value, struct proto_kv **ret, uint32_t *n)
 {
 	const char *k;
 	const json_t *v;
@@ -109,15 +109,21 @@ int decode_kv(struct decoder *d, const json_t *map, const char *where, struct pr
 		return 0;
 	if (!json_is_object(map))
 		return decode_fail(d, "%s: expected a map of strings", where);
-	if (json_object_size(map) > PROTO_MAX_LABELS)
+	if (json_object_size(map) > max_entries)
 		return decode_fail(d, "%s: %zu entries exceed the limit of %u", where,
-				   json_object_size(map), PROTO_MAX_LABELS);
+				   json_object_size(map), max_entries);
 	*ret = arena_calloc(d->arena, json_object_size(map) + 1, sizeof(**ret));
 	if (!*ret)
 		return -ENOMEM;
 	json_object_foreach((json_t *)map, k, v) {
 		if (!json_is_string(v))
 			return decode_fail(d, "%s.%s: expected a string", where, k);
+		if (strlen(k) > PROTO_MAX_KEY_LEN)
+			return decode_fail(d, "%s: key of %zu bytes exceeds the limit of %u", where,
+					   strlen(k), PROTO_MAX_KEY_LEN);
+		if (json_string_length(v) > max_value)
+			return decode_fail(d, "%s.%s: value of %zu bytes exceeds the limit of %zu", where,
+					   k, json_string_length(v), max_value);
 		(*ret)[i].key = arena_strdup(d->arena, k);
 		(*ret)[i].value = arena_strdup(d->arena, json_string_value(v));
 		if (!(*ret)[i].key || !(*ret)[i].value)
@@ -320,8 +326,8 @@ int decode_label_selector(struct decoder *d, const json_t *sel, const char *wher
 	if (!json_is_object(sel))
 		return decode_fail(d, "%s: expected a label selector", where);
 	decode_path(at, sizeof(at), "%s.matchLabels", where);
-	r = decode_kv(d, json_object_get(sel, "matchLabels"), at, &ret->match_labels,
-		      &ret->n_match_labels);
+	r = decode_kv(d, json_object_get(sel, "matchLabels"), at, PROTO_MAX_LABELS,
+		      PROTO_MAX_LABEL_VALUE_LEN, &ret->match_labels, &ret->n_match_labels);
 	if (r < 0)
 		return r;
 	decode_path(at, sizeof(at), "%s.matchExpressions", where);

@@ -71,8 +71,10 @@ int decode_list(struct decoder *d, const json_t *arr, const char *where, size_t 
 /* Optional string at key; -EINVAL when present but not a string. */
 int decode_string(struct decoder *d, const json_t *o, const char *key, const char *where,
 		  char **ret);
-int decode_kv(struct decoder *d, const json_t *map, const char *where, struct proto_kv **ret,
-	      uint32_t *n);
+/* A string map of at most max_entries, keys within PROTO_MAX_KEY_LEN and
+ * values within max_value bytes: the limits of the proto field it fills. */
+int decode_kv(struct decoder *d, const json_t *map, const char *where, uint32_t max_entries,
+	      size_t max_value, struct proto_kv **ret, uint32_t *n);
 int decode_strings(struct decoder *d, const json_t *arr, const char *where, char ***ret,
 		   uint32_t *n);
 /* metadata.namespace/name/uid/resourceVersion/creation/deletion. */

@@ -1,7 +1,9 @@
 /*
  * Informers (see informer.h). Each keeps the keys it has published with the
  * generation of the LIST that last confirmed them; when a LIST completes,
- * keys of older generations are gone from the API and are deleted. A v1alpha5
+ * keys of older generations are gone from the API and are deleted. The
+ * same sweep empties an informer whose collection turns out not to be
+ * served, and completes a switch from one version to another. A v1alpha5
  * Provisioner yields two objects: the NodePool and, from its inline
  * provider, the node class named after it.
  */
@@ -15,42 +17,57 @@
 #include "watcher/decode.h"
 #include "watcher/informer.h"
 
+#define CORE(res, plural, kind, ok, ns) \
+	{ res, "", plural, kind, ok, ns, false, { "v1" } }
+#define GROUP(res, group, plural, kind, ok, ns, crd, ...) \
+	{ res, group, plural, kind, ok, ns, crd, { __VA_ARGS__ } }
+
 const struct informer_def informer_defs[] = {
-	{ "/api/v1/pods", "v1", "Pod", "pods" },
-	{ "/api/v1/nodes", "v1", "Node", "nodes" },
-	{ "/apis/karpenter.sh/v1/nodepools", "karpenter.sh/v1", "NodePool", "nodepools" },
-	{ "/apis/karpenter.sh/v1beta1/nodepools", "karpenter.sh/v1beta1", "NodePool",
-	  "nodepools.v1beta1" },
-	{ "/apis/karpenter.sh/v1alpha5/provisioners", "karpenter.sh/v1alpha5", "Provisioner",
-	  "provisioners" },
-	{ "/apis/karpenter.sh/v1/nodeclaims", "karpenter.sh/v1", "NodeClaim", "nodeclaims" },
-	{ "/apis/karpenter.k8s.aws/v1/ec2nodeclasses", "karpenter.k8s.aws/v1", "EC2NodeClass",
-	  "ec2nodeclasses" },
-	{ "/apis/karpenter.k8s.aws/v1beta1/ec2nodeclasses", "karpenter.k8s.aws/v1beta1",
-	  "EC2NodeClass", "ec2nodeclasses.v1beta1" },
-	{ "/apis/karpenter.k8s.aws/v1alpha1/awsnodetemplates", "karpenter.k8s.aws/v1alpha1",
-	  "AWSNodeTemplate", "awsnodetemplates" },
-	{ "/apis/policy/v1/poddisruptionbudgets", "policy/v1", "PodDisruptionBudget",
-	  "poddisruptionbudgets" },
-	{ "/api/v1/persistentvolumeclaims", "v1", "PersistentVolumeClaim", "persistentvolumeclaims" },
-	{ "/api/v1/persistentvolumes", "v1", "PersistentVolume", "persistentvolumes" },
-	{ "/apis/storage.k8s.io/v1/storageclasses", "storage.k8s.io/v1", "StorageClass",
-	  "storageclasses" },
-	{ "/apis/apps/v1/daemonsets", "apps/v1", "DaemonSet", "daemonsets" },
-	{ "/api/v1/namespaces", "v1", "Namespace", "namespaces" },
+	CORE("pods", "pods", "Pod", PROTO_OBJECT_POD, true),
+	CORE("nodes", "nodes", "Node", PROTO_OBJECT_NODE, false),
+	/* One CRD serves both versions of the same NodePools: v1 where served. */
+	GROUP("nodepools", "karpenter.sh", "nodepools", "NodePool", PROTO_OBJECT_NODEPOOL, false,
+	      true, "v1", "v1beta1"),
+	GROUP("nodepools.v1beta1", "karpenter.sh", "nodepools", "NodePool", PROTO_OBJECT_NODEPOOL,
+	      false, true, "v1beta1"),
+	GROUP("provisioners", "karpenter.sh", "provisioners", "Provisioner", PROTO_OBJECT_NODEPOOL,
+	      false, true, "v1alpha5"),
+	GROUP("nodeclaims", "karpenter.sh", "nodeclaims", "NodeClaim", PROTO_OBJECT_NODECLAIM,
+	      false, true, "v1"),
+	GROUP("ec2nodeclasses", "karpenter.k8s.aws", "ec2nodeclasses", "EC2NodeClass",
+	      PROTO_OBJECT_NODECLASS, false, true, "v1", "v1beta1"),
+	GROUP("ec2nodeclasses.v1beta1", "karpenter.k8s.aws", "ec2nodeclasses", "EC2NodeClass",
+	      PROTO_OBJECT_NODECLASS, false, true, "v1beta1"),
+	GROUP("awsnodetemplates", "karpenter.k8s.aws", "awsnodetemplates", "AWSNodeTemplate",
+	      PROTO_OBJECT_NODECLASS, false, true, "v1alpha1"),
+	GROUP("poddisruptionbudgets", "policy", "poddisruptionbudgets", "PodDisruptionBudget",
+	      PROTO_OBJECT_PDB, true, false, "v1"),
+	CORE("persistentvolumeclaims", "persistentvolumeclaims", "PersistentVolumeClaim",
+	     PROTO_OBJECT_PVC, true),
+	CORE("persistentvolumes", "persistentvolumes", "PersistentVolume", PROTO_OBJECT_PV, false),
+	GROUP("storageclasses", "storage.k8s.io", "storageclasses", "StorageClass",
+	      PROTO_OBJECT_STORAGECLASS, false, false, "v1"),
+	GROUP("daemonsets", "apps", "daemonsets", "DaemonSet", PROTO_OBJECT_DAEMONSET, true, false,
+	      "v1"),
+	CORE("namespaces", "namespaces", "Namespace", PROTO_OBJECT_NAMESPACE, false),
 };
 const size_t informer_n_defs = ARRAY_SIZE(informer_defs);
 
+/* "/apis/karpenter.sh/v1beta1/nodepools": group, version and plural. */
+#define INFORMER_COLLECTION_MAX 256
+
 struct informer {
 	const struct informer_def *def;
-	struct kube_client *client;
-	struct publisher *pub;
-	struct kube_events *events;
+	struct informer_env env;
 	struct informer_metrics metrics;
+	const char *version; /* one of def->versions, or NULL */
+	char collection[INFORMER_COLLECTION_MAX];
+	char api_version[INFORMER_COLLECTION_MAX]; /* "karpenter.sh/v1beta1" */
 	struct kube_watch *watch;
 	struct hashmap seen; /* state key → (void *)generation */
 	uintptr_t generation;
-	bool synced;
+	unsigned lists; /* LISTs of the current watch: the first, then 410 relists */
+	bool synced, absent;
 	struct arena arena;
 };
 
@@ -58,7 +75,7 @@ static void report_invalid(struct informer *inf, const json_t *obj, const char *
 {
 	const json_t *meta = json_object_get(obj, "metadata");
 	struct kube_object_ref ref = {
-		.api_version = inf->def->api_version,
+		.api_version = inf->api_version,
 		.kind = inf->def->kind,
 		.namespace = json_string_value(json_object_get(meta, "namespace")),
 		.name = json_string_value(json_object_get(meta, "name")),
@@ -68,8 +85,9 @@ static void report_invalid(struct informer *inf, const json_t *obj, const char *
 	metrics_counter_add(inf->metrics.decode_errors, 1, inf->def->resource, NULL);
 	log_warn_kv(LOG_KV({ "resource", inf->def->resource }), "Failed to decode %s: %s",
 		    inf->def->kind, why);
-	if (ref.name && inf->events)
-		kube_event_record(inf->events, &ref, KUBE_EVENT_WARNING, "FailedValidation", "%s", why);
+	if (ref.name && inf->env.events)
+		kube_event_record(inf->env.events, &ref, KUBE_EVENT_WARNING, "FailedValidation", "%s",
+				  why);
 }
 
 /* The NodePool condition the watcher owns (Karpenter v1's name for it). */
@@ -115,7 +133,7 @@ static void nodepool_set_validation(struct informer *inf, const json_t *obj, boo
 	time_t t = time(NULL);
 	struct tm tm;
 
-	if (!name || !inf->client)
+	if (!name || !inf->env.client)
 		return;
 	if (cur && streq_ptr(json_string_value(json_object_get(cur, "status")), want_status) &&
 	    streq_ptr(json_string_value(json_object_get(cur, "message")) ?: "", want_msg))
@@ -135,9 +153,9 @@ static void nodepool_set_validation(struct informer *inf, const json_t *obj, boo
 	patch = json_pack("{s:{s:o}}", "status", "conditions", conds);
 	body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
 	json_decref(patch);
-	if (!body || asprintf(&path, "%s/%s/status", inf->def->collection, name) < 0)
+	if (!body || asprintf(&path, "%s/%s/status", inf->collection, name) < 0)
 		return;
-	kube_request(inf->client, "PATCH", path, "application/merge-patch+json", body,
+	kube_request(inf->env.client, "PATCH", path, "application/merge-patch+json", body,
 		     on_status_written, inf);
 }
 
@@ -150,14 +168,98 @@ static int publish(struct informer *inf, enum proto_delta_op op, const struct pr
 	r = state_key(o, key, sizeof(key));
 	if (r < 0)
 		return r;
-	r = publisher_apply(inf->pub, op, o);
+	r = publisher_apply(inf->env.pub, op, o);
 	if (r < 0)
 		return r;
-	if (op == PROTO_DELTA_DELETE) {
-		hashmap_remove(&inf->seen, key);
+	return hashmap_put(&inf->seen, key, (void *)inf->generation, NULL);
+}
+
+/* Deletes what this informer published under kind/ns/name, if anything. */
+static int forget(struct informer *inf, enum proto_object_kind kind, const char *ns,
+		  const char *name)
+{
+	char key[STATE_KEY_MAX];
+	int r;
+
+	r = state_key_of(kind, ns, name, key, sizeof(key));
+	if (r < 0 || !hashmap_get(&inf->seen, key))
+		return r < 0 ? r : 0;
+	r = publisher_delete(inf->env.pub, key);
+	if (r < 0)
+		return r;
+	hashmap_remove(&inf->seen, key);
+	return 0;
+}
+
+/*
+ * A NodePool that cannot be decoded is invalid, as one with impossible
+ * requirements is: published with status invalid and the reason, so that
+ * a valid version published before stops being planned with (Karpenter
+ * stops using a NodePool that fails validation).
+ */
+static int publish_invalid_nodepool(struct informer *inf, enum proto_delta_op op,
+				    const json_t *obj, const char *why)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	const char *version = strchr(inf->api_version, '/');
+	struct proto_nodepool np = {
+		.name = (char *)json_string_value(json_object_get(meta, "name")),
+		.uid = (char *)(json_string_value(json_object_get(meta, "uid")) ?: ""),
+		.resource_version = (char *)json_string_value(json_object_get(meta, "resourceVersion")),
+		.source_api = streq_ptr(version, "/v1beta1") ? PROTO_API_V1BETA1 :
+			      streq_ptr(version, "/v1alpha5") ? PROTO_API_V1ALPHA5 : PROTO_API_V1,
+		.status = PROTO_NODEPOOL_INVALID,
+		.status_reason = (char *)why,
+	};
+
+	if (!np.name || !*np.name)
+		return 0; /* no key to publish it under */
+	return publish(inf, op, &(struct proto_object){ .kind = PROTO_OBJECT_NODEPOOL,
+							 .nodepool = &np });
+}
+
+/* The node class a v1alpha5 Provisioner carries inline, or none any more. */
+static int publish_provider(struct informer *inf, enum proto_delta_op op, const json_t *obj,
+			    const char *name)
+{
+	struct decoder d = { .arena = &inf->arena };
+	struct proto_object o;
+	int r;
+
+	if (!json_is_object(json_path(obj, "spec.provider")))
+		return forget(inf, PROTO_OBJECT_NODECLASS, "", name);
+	r = decode_object(&d, "AWSNodeTemplate", obj, &o);
+	if (r == -EINVAL) {
+		report_invalid(inf, obj, d.error);
 		return 0;
 	}
-	return hashmap_put(&inf->seen, key, (void *)inf->generation, NULL);
+	return r < 0 ? r : publish(inf, op, &o);
+}
+
+/*
+ * DELETED: the key is all it takes. The body may not decode (it is the
+ * object's last state, which may be invalid); the object must go anyway,
+ * or it would stay in every replica.
+ */
+static void on_deleted(struct informer *inf, const json_t *obj)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	const char *name = json_string_value(json_object_get(meta, "name"));
+	const char *ns = inf->def->namespaced ? json_string_value(json_object_get(meta, "namespace")) :
+						"";
+	int r;
+
+	if (!name || !ns) {
+		log_warn_kv(LOG_KV({ "resource", inf->def->resource }),
+			    "Failed to delete a %s: its DELETED event names no object", inf->def->kind);
+		return;
+	}
+	r = forget(inf, inf->def->object_kind, ns, name);
+	if (r >= 0 && streq(inf->def->kind, "Provisioner"))
+		r = forget(inf, PROTO_OBJECT_NODECLASS, "", name);
+	if (r < 0)
+		log_error_errno(r, "Failed to delete %s %s%s%s: %m", inf->def->kind, ns, *ns ? "/" : "",
+				name);
 }
 
 static void on_event(enum kube_event_type type, json_t *obj, void *userdata)
@@ -165,50 +267,73 @@ static void on_event(enum kube_event_type type, json_t *obj, void *userdata)
 	struct informer *inf = userdata;
 	struct decoder d = { .arena = &inf->arena };
 	struct proto_object o;
-	enum proto_delta_op op = type == KUBE_EVENT_DELETED ? PROTO_DELTA_DELETE :
-				 type == KUBE_EVENT_ADDED ? PROTO_DELTA_ADD : PROTO_DELTA_UPDATE;
+	enum proto_delta_op op = type == KUBE_EVENT_ADDED ? PROTO_DELTA_ADD : PROTO_DELTA_UPDATE;
+	bool nodepool = inf->def->object_kind == PROTO_OBJECT_NODEPOOL;
 	int r;
 
 	metrics_counter_add(inf->metrics.events, 1, inf->def->resource, NULL);
+	if (type == KUBE_EVENT_DELETED) {
+		on_deleted(inf, obj);
+		return;
+	}
 	/* LIST items carry no apiVersion/kind; the decoders need them. */
-	json_object_set_new(obj, "apiVersion", json_string(inf->def->api_version));
+	json_object_set_new(obj, "apiVersion", json_string(inf->api_version));
 	json_object_set_new(obj, "kind", json_string(inf->def->kind));
 	r = decode_object(&d, inf->def->kind, obj, &o);
-	if (op != PROTO_DELTA_DELETE && streq(inf->def->kind, "NodePool") && r != -ENOMEM) {
+	if (streq(inf->def->kind, "NodePool") && r != -ENOMEM) {
 		bool valid = r >= 0 && o.nodepool->status == PROTO_NODEPOOL_OK;
 		nodepool_set_validation(inf, obj, valid,
 					r < 0 ? d.error : valid ? "" : o.nodepool->status_reason);
-		if (r >= 0 && !valid) {
-			struct kube_object_ref ref = { inf->def->api_version, inf->def->kind, NULL,
-						       o.nodepool->name, o.nodepool->uid };
-			log_warn_kv(LOG_KV({ "nodepool", o.nodepool->name }), "nodepool %s is invalid: %s",
-				    o.nodepool->name, o.nodepool->status_reason);
-			if (inf->events)
-				kube_event_record(inf->events, &ref, KUBE_EVENT_WARNING, "FailedValidation",
-						  "%s", o.nodepool->status_reason);
-		}
+	}
+	if (nodepool && r >= 0 && o.nodepool->status != PROTO_NODEPOOL_OK) {
+		struct kube_object_ref ref = { inf->api_version, inf->def->kind, NULL,
+					       o.nodepool->name, o.nodepool->uid };
+		log_warn_kv(LOG_KV({ "nodepool", o.nodepool->name }), "nodepool %s is invalid: %s",
+			    o.nodepool->name, o.nodepool->status_reason);
+		if (inf->env.events)
+			kube_event_record(inf->env.events, &ref, KUBE_EVENT_WARNING, "FailedValidation",
+					  "%s", o.nodepool->status_reason);
 	}
 	if (r == -EINVAL) {
-		if (op != PROTO_DELTA_DELETE)
-			report_invalid(inf, obj, d.error);
-	} else if (r < 0) {
-		log_error_errno(r, "Failed to decode %s: %m", inf->def->kind);
-	} else {
+		report_invalid(inf, obj, d.error);
+		r = nodepool ? publish_invalid_nodepool(inf, op, obj, d.error) : 0;
+	} else if (r >= 0) {
 		r = publish(inf, op, &o);
-		if (r >= 0 && streq(inf->def->kind, "Provisioner") &&
-		    json_is_object(json_path(obj, "spec.provider"))) {
-			struct proto_nodeclass *nc = arena_alloc(&inf->arena, sizeof(*nc));
-			r = nc ? decode_nodeclass(&d, obj, nc) : -ENOMEM;
-			if (r == -EINVAL)
-				report_invalid(inf, obj, d.error);
-			else if (r >= 0)
-				r = publish(inf, op, &(struct proto_object){ .kind = PROTO_OBJECT_NODECLASS,
-									     .nodeclass = nc });
-		}
-		if (r < 0 && r != -EINVAL)
-			log_error_errno(r, "Failed to publish %s: %m", inf->def->kind);
+		if (r >= 0 && streq(inf->def->kind, "Provisioner"))
+			r = publish_provider(inf, op, obj, o.nodepool->name);
 	}
+	if (r == -EBADMSG || r == -EMSGSIZE)
+		metrics_counter_add(inf->metrics.decode_errors, 1, inf->def->resource, NULL);
+	else if (r < 0)
+		log_error_errno(r, "Failed to publish %s: %m", inf->def->kind);
 	arena_reset(&inf->arena);
+}
+
+/* Deletes every key that the current generation has not confirmed. */
+static size_t sweep(struct informer *inf)
+{
+	const char *key;
+	void *gen;
+	size_t it = 0, gone = 0;
+	/* Collect first: deleting while iterating would disturb the map. */
+	char **stale = calloc(inf->seen.n + 1, sizeof(char *));
+
+	if (!stale) {
+		log_error("Failed to sweep %s after a list: out of memory", inf->def->resource);
+		return 0;
+	}
+	while (hashmap_next(&inf->seen, &it, &key, &gen))
+		if ((uintptr_t)gen != inf->generation && !(stale[gone++] = strdup(key)))
+			gone--;
+	for (size_t i = 0; i < gone; i++) {
+		int r = publisher_delete(inf->env.pub, stale[i]);
+		if (r < 0)
+			log_error_errno(r, "Failed to delete %s: %m", stale[i]);
+		hashmap_remove(&inf->seen, stale[i]);
+		free(stale[i]);
+	}
+	free(stale);
+	return gone;
 }
 
 static void on_relist(void *userdata)
@@ -216,44 +341,49 @@ static void on_relist(void *userdata)
 	struct informer *inf = userdata;
 
 	inf->generation++;
+	/* Relists the watch started on its own (410 Gone), not the first. */
+	if (++inf->lists > 1 && inf->env.on_relist)
+		inf->env.on_relist(inf, inf->env.userdata);
 }
 
 static void on_synced(const char *rv, void *userdata)
 {
 	struct informer *inf = userdata;
-	struct state_store *store = publisher_store(inf->pub);
-	const char *key;
-	void *gen;
-	size_t it = 0, gone = 0;
+	size_t gone = sweep(inf);
 
-	/* Collect first: deleting while iterating would disturb the map. */
-	char **stale = calloc(inf->seen.n + 1, sizeof(char *));
-	if (!stale) {
-		log_error("Failed to sweep %s after a list: out of memory", inf->def->resource);
-		return;
-	}
-	while (hashmap_next(&inf->seen, &it, &key, &gen))
-		if ((uintptr_t)gen != inf->generation && !(stale[gone++] = strdup(key)))
-			gone--;
-	for (size_t i = 0; i < gone; i++) {
-		struct state_entry *e = hashmap_get(&store->objects, stale[i]);
-		if (e) {
-			struct proto_object copy;
-			if (proto_object_dup(&e->obj, &copy) >= 0) {
-				publisher_apply(inf->pub, PROTO_DELTA_DELETE, &copy);
-				proto_object_free(&copy);
-			}
-		}
-		hashmap_remove(&inf->seen, stale[i]);
-		free(stale[i]);
-	}
-	free(stale);
-	if (!inf->synced)
+	if (!inf->synced || inf->absent)
 		log_info_kv(LOG_KV({ "resource", inf->def->resource }, { "resourceVersion", rv }),
-			    "synced %s: %zu object(s)", inf->def->resource, inf->seen.n);
+			    "synced %s from %s: %zu object(s)", inf->def->resource, inf->collection,
+			    inf->seen.n);
 	else if (gone)
 		log_info("relisted %s: %zu object(s) gone", inf->def->resource, gone);
 	inf->synced = true;
+	inf->absent = false;
+}
+
+/* Not served: the collection is empty. Said once per absence. */
+static void become_absent(struct informer *inf, const char *why)
+{
+	bool was = inf->absent;
+	size_t gone;
+
+	inf->generation++;
+	gone = sweep(inf);
+	inf->synced = true;
+	inf->absent = true;
+	if (!was)
+		log_info_kv(LOG_KV({ "resource", inf->def->resource }),
+			    "%s: %s; treating it as empty (%zu object(s) deleted) and checking again",
+			    inf->def->resource, why, gone);
+}
+
+static void on_absent(void *userdata)
+{
+	struct informer *inf = userdata;
+	char why[INFORMER_COLLECTION_MAX + 64];
+
+	snprintf(why, sizeof(why), "the API server does not serve %s (404)", inf->collection);
+	become_absent(inf, why);
 }
 
 static void on_error(const char *what, void *userdata)
@@ -263,26 +393,54 @@ static void on_error(const char *what, void *userdata)
 	log_warn_kv(LOG_KV({ "resource", inf->def->resource }), "%s", what);
 }
 
-int informer_new(struct informer **ret, const struct informer_def *def, struct kube_client *c,
-		 struct publisher *pub, struct kube_events *events,
-		 const struct informer_metrics *metrics)
+int informer_set_version(struct informer *inf, const char *version)
+{
+	const struct informer_def *def = inf->def;
+	struct kube_watch_handlers h = { .on_relist = on_relist, .on_event = on_event,
+					 .on_synced = on_synced, .on_error = on_error,
+					 .on_absent = on_absent, .userdata = inf };
+	const char *was = inf->version;
+	const char *const *v;
+	char why[256];
+
+	if (!version) {
+		inf->watch = kube_watch_free(inf->watch);
+		inf->version = NULL;
+		snprintf(why, sizeof(why), "the API server serves no version of %s%s%s that kanna reads",
+			 def->plural, *def->group ? "." : "", def->group);
+		become_absent(inf, why);
+		return 0;
+	}
+	for (v = def->versions; *v && !streq(*v, version); v++)
+		;
+	if (!*v)
+		return -EINVAL;
+	if (was == *v && inf->watch && !inf->absent)
+		return 0;
+	inf->watch = kube_watch_free(inf->watch);
+	inf->version = *v;
+	snprintf(inf->collection, sizeof(inf->collection), "/api%s%s/%s/%s", *def->group ? "s/" : "",
+		 def->group, *v, def->plural);
+	snprintf(inf->api_version, sizeof(inf->api_version), "%s%s%s", def->group,
+		 *def->group ? "/" : "", *v);
+	if (was && was != *v)
+		log_info_kv(LOG_KV({ "resource", def->resource }), "%s: watching %s instead of %s",
+			    def->resource, inf->api_version, was);
+	inf->lists = 0;
+	return kube_watch_start(inf->env.client, inf->collection, NULL, &h, &inf->watch);
+}
+
+int informer_new(struct informer **ret, const struct informer_def *def,
+		 const struct informer_env *env)
 {
 	struct informer *inf = calloc(1, sizeof(*inf));
-	struct kube_watch_handlers h = { on_relist, on_event, on_synced, on_error, inf };
-	int r;
 
 	if (!inf)
 		return -ENOMEM;
 	inf->def = def;
-	inf->client = c;
-	inf->pub = pub;
-	inf->events = events;
-	inf->metrics = *metrics;
-	r = kube_watch_start(c, def->collection, NULL, &h, &inf->watch);
-	if (r < 0) {
-		informer_free(inf);
-		return r;
-	}
+	inf->env = *env;
+	inf->metrics = *env->metrics;
+	inf->env.metrics = &inf->metrics;
 	*ret = inf;
 	return 0;
 }
@@ -298,9 +456,19 @@ struct informer *informer_free(struct informer *inf)
 	return NULL;
 }
 
+const char *informer_version(const struct informer *inf)
+{
+	return inf->version;
+}
+
 bool informer_synced(const struct informer *inf)
 {
 	return inf->synced;
+}
+
+bool informer_absent(const struct informer *inf)
+{
+	return inf->absent;
 }
 
 const struct informer_def *informer_def_of(const struct informer *inf)

@@ -10,7 +10,8 @@ libkanna_decode_a_SOURCES = \
 noinst_LIBRARIES += libkanna-watcher.a
 libkanna_watcher_a_SOURCES = \
 	watcher/publish.h watcher/publish.c \
-	watcher/informer.h watcher/informer.c watcher/pending.h watcher/pending.c \
+	watcher/informer.h watcher/informer.c watcher/discovery.h watcher/discovery.c \
+	watcher/pending.h watcher/pending.c \
 	watcher/config.h watcher/config.c
 WATCHER_LIBS = libkanna-watcher.a libkanna-decode.a libkanna-state.a libkanna-proto.a $(COMMON_LIBS)
 
@@ -39,7 +40,8 @@ tests_unit_test_hashmap_LDADD = $(LDADD) $(TEST_LIBS)
 
 # End-to-end: kanna-sim + kanna-watcher, observed through kanna-probe.
 check_PROGRAMS += tests/e2e/kanna-probe
-tests_e2e_kanna_probe_SOURCES = tests/e2e/kanna-probe.c
+tests_e2e_kanna_probe_SOURCES = tests/e2e/kanna-probe.c tests/e2e/probe.h \
+	tests/e2e/probe-compare.c tests/e2e/probe-churn.c
 tests_e2e_kanna_probe_LDADD = $(WATCHER_LIBS)
 TESTS += tests/e2e/watcher.sh
 EXTRA_DIST += tests/e2e/watcher.sh tests/e2e/lib.sh
@@ -55,3 +57,10 @@ check_PROGRAMS += tests/unit/test_watcher_config
 TESTS += tests/unit/test_watcher_config
 tests_unit_test_watcher_config_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_watcher_config_LDADD = $(WATCHER_LIBS) $(TEST_LIBS)
+
+# Informers and discovery against kanna-sim's API server in the test process.
+check_PROGRAMS += tests/unit/test_watcher_informer
+TESTS += tests/unit/test_watcher_informer
+tests_unit_test_watcher_informer_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_watcher_informer_LDADD = libkanna-watcher.a libkanna-decode.a libkanna-simk8s.a \
+	$(STATE_LIBS) -lpthread $(TEST_LIBS)

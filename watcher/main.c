@@ -1,9 +1,10 @@
 /*
  * kanna-watcher: the only process that reads the Kubernetes API. Wires the
  * configuration, the event loop, the Kubernetes client, one informer per
- * collection, the state publisher (state.pub / state.sync) and the pending
- * pod router (pending.<shard>), plus metrics, health and readiness. The
- * work is in informer.c, publish.c and pending.c.
+ * kind, API discovery (which version of each CRD to read), the state
+ * publisher (state.pub / state.sync) and the pending pod router
+ * (pending.<shard>), plus metrics, health and readiness. The work is in
+ * informer.c, discovery.c, publish.c and pending.c.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -21,12 +22,16 @@
 #include "common/metrics.h"
 #include "common/sock.h"
 #include "watcher/config.h"
+#include "watcher/discovery.h"
 #include "watcher/informer.h"
 #include "watcher/pending.h"
 #include "watcher/publish.h"
 
 /* How often gauges (node count, pending pods) are refreshed. */
 #define WATCHER_GAUGE_PERIOD_USEC (5ULL * 1000 * 1000)
+
+/* The groups whose served versions vary by cluster (Karpenter's CRDs). */
+static const char *const discovered_groups[] = { "karpenter.sh", "karpenter.k8s.aws", NULL };
 
 struct watcher {
 	struct watcher_config cfg;
@@ -43,6 +48,7 @@ struct watcher {
 	struct msg_io io;
 	struct informer **informers;
 	size_t n_informers;
+	struct discovery *discovery;
 	bool ready;
 	struct informer_metrics inf_metrics;
 	struct metrics_gauge *node_count, *synced_gauge, *pending_gauge;
@@ -84,6 +90,69 @@ static int on_gauges(struct loop *loop, void *userdata)
 	return 0;
 }
 
+/* The version a CRD-served kind is read at: the first of its versions that
+ * discovery found, or none when none is served. */
+static const char *discovered_version(struct watcher *w, const struct informer_def *def)
+{
+	for (const char *const *v = def->versions; *v; v++)
+		if (discovery_served(w->discovery, def->group, *v, def->plural))
+			return *v;
+	return NULL;
+}
+
+static void on_discovered(struct discovery *d, int result, void *userdata)
+{
+	struct watcher *w = userdata;
+
+	for (size_t i = 0; i < w->n_informers; i++) {
+		struct informer *inf = w->informers[i];
+		const struct informer_def *def = informer_def_of(inf);
+		const char *v;
+		int r;
+
+		if (!def->crd)
+			continue;
+		if (result >= 0)
+			v = discovered_version(w, def);
+		else if (!discovery_known(d) && !informer_synced(inf) && !informer_version(inf))
+			v = def->versions[0]; /* no answer yet: the preferred one, 404 tells */
+		else
+			continue; /* keep what the last answer chose */
+		r = informer_set_version(inf, v);
+		if (r < 0)
+			log_error_errno(r, "Failed to watch %s: %m", def->resource);
+	}
+	if (result < 0 && !discovery_known(d))
+		log_warn("Failed to discover which Karpenter CRD versions are served; reading the "
+			 "preferred ones and checking again every %" PRIu64 "s",
+			 w->cfg.discovery_interval_usec / 1000000);
+}
+
+/* Periodic: discover again; look again for the built-in kinds found absent. */
+static int on_recheck(struct loop *loop, void *userdata)
+{
+	struct watcher *w = userdata;
+
+	(void)loop;
+	for (size_t i = 0; i < w->n_informers; i++) {
+		struct informer *inf = w->informers[i];
+
+		if (!informer_def_of(inf)->crd && informer_absent(inf) &&
+		    informer_set_version(inf, informer_version(inf)) < 0)
+			log_error("Failed to watch %s again", informer_def_of(inf)->resource);
+	}
+	return discovery_refresh(w->discovery);
+}
+
+/* A CRD kind relisted (410 Gone): its CRD may have changed too. */
+static void on_informer_relist(struct informer *inf, void *userdata)
+{
+	struct watcher *w = userdata;
+
+	if (informer_def_of(inf)->crd)
+		(void)discovery_refresh(w->discovery);
+}
+
 static int on_ready_check(struct loop *loop, void *userdata)
 {
 	struct watcher *w = userdata;
@@ -93,12 +162,17 @@ static int on_ready_check(struct loop *loop, void *userdata)
 		return 0;
 	for (size_t i = 0; i < w->n_informers; i++)
 		if (!informer_synced(w->informers[i])) {
-			snprintf(status, sizeof(status), "waiting for the first list of %s",
-				 informer_def_of(w->informers[i])->resource);
+			const struct informer_def *def = informer_def_of(w->informers[i]);
+			snprintf(status, sizeof(status), "waiting for the first list of %s%s",
+				 def->resource,
+				 def->crd && !discovery_known(w->discovery) ? " (API discovery)" : "");
 			health_server_set_ready(w->health, false, status);
 			return 0;
 		}
 	w->ready = true;
+	/* Only now may replicas take a snapshot: all of the cluster is in it. */
+	if (publisher_set_complete(w->pub) < 0)
+		log_error("Failed to answer the held state snapshot requests: out of memory");
 	snprintf(status, sizeof(status), "replicating %zu object(s)",
 		 publisher_store(w->pub)->objects.n);
 	health_server_set_ready(w->health, true, NULL);
@@ -145,15 +219,27 @@ static int watcher_work(struct watcher *w)
 	w->informers = calloc(informer_n_defs, sizeof(*w->informers));
 	if (!w->informers)
 		return log_error_errno(-ENOMEM, "Failed to start informers: %m");
+	if ((r = discovery_new(&w->discovery, w->kube, discovered_groups, on_discovered, w)) < 0)
+		return log_error_errno(r, "Failed to start API discovery: %m");
 	for (size_t i = 0; i < informer_n_defs; i++) {
-		if (!resource_enabled(&w->cfg, informer_defs[i].resource))
+		const struct informer_def *def = &informer_defs[i];
+		struct informer_env env = { .client = w->kube, .pub = w->pub, .events = w->events,
+					    .metrics = &w->inf_metrics,
+					    .on_relist = on_informer_relist, .userdata = w };
+
+		if (!resource_enabled(&w->cfg, def->resource))
 			continue;
-		r = informer_new(&w->informers[w->n_informers], &informer_defs[i], w->kube, w->pub,
-				 w->events, &w->inf_metrics);
+		r = informer_new(&w->informers[w->n_informers], def, &env);
+		/* Built-in kinds start now; CRD kinds once discovery chose a version. */
+		if (r >= 0 && !def->crd)
+			r = informer_set_version(w->informers[w->n_informers], def->versions[0]);
+		if (w->informers[w->n_informers])
+			w->n_informers++;
 		if (r < 0)
-			return log_error_errno(r, "Failed to watch %s: %m", informer_defs[i].collection);
-		w->n_informers++;
+			return log_error_errno(r, "Failed to watch %s: %m", def->resource);
 	}
+	if ((r = discovery_refresh(w->discovery)) < 0)
+		return log_error_errno(r, "Failed to start API discovery: %m");
 	for (char **res = w->cfg.resources; res && *res; res++) {
 		bool known = false;
 		for (size_t i = 0; i < informer_n_defs; i++)
@@ -165,7 +251,9 @@ static int watcher_work(struct watcher *w)
 	if ((r = loop_add_periodic(w->loop, "ready-check", 100000, on_ready_check, w)) < 0 ||
 	    (r = loop_add_periodic(w->loop, "announce-pending", w->cfg.announce_interval_usec,
 				   on_announce, w)) < 0 ||
-	    (r = loop_add_periodic(w->loop, "gauges", WATCHER_GAUGE_PERIOD_USEC, on_gauges, w)) < 0)
+	    (r = loop_add_periodic(w->loop, "gauges", WATCHER_GAUGE_PERIOD_USEC, on_gauges, w)) < 0 ||
+	    (r = loop_add_periodic(w->loop, "recheck", w->cfg.discovery_interval_usec, on_recheck,
+				   w)) < 0)
 		return log_error_errno(r, "Failed to schedule periodic work: %m");
 	log_info_kv(LOG_KV({ "runtime_dir", sock_ctx_runtime_dir(w->socks) }),
 		    "watching %zu collection(s), %" PRIu64 " scheduler shard(s)", w->n_informers,
@@ -288,6 +376,7 @@ static void watcher_stop(struct watcher *w)
 	for (size_t i = 0; i < w->n_informers; i++)
 		informer_free(w->informers[i]);
 	free(w->informers);
+	discovery_free(w->discovery);
 	pending_router_free(w->pending);
 	publisher_free(w->pub);
 	msg_io_done(&w->io);

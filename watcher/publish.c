@@ -7,8 +7,14 @@
  * whole objects, so an item that is newer than the seq changes nothing
  * when its delta arrives, and an object deleted meanwhile is simply not
  * sent (its delete delta follows).
+ *
+ * Until the owner says the store is complete (every collection listed),
+ * snapshot requests wait and deltas are not sent: a snapshot of a third of
+ * the cluster would let a replica call itself synced, and deltas are of no
+ * use to replicas that cannot have a snapshot yet.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,11 +32,21 @@ struct snapshot_job {
 	uint64_t as_of;
 };
 
+/* A snapshot request that came before the store was complete. */
+struct held_request {
+	struct held_request *next;
+	size_t identity_len;
+	unsigned char identity[];
+};
+
 struct publisher {
 	struct loop *loop;
 	struct state_store store;
 	struct sock *pub, *sync;
 	struct msg_io io;
+	bool complete;
+	struct held_request *held;
+	size_t n_held;
 	struct snapshot_job *jobs;
 	sd_event_source *slice_timer;
 	struct publisher_stats stats;
@@ -89,8 +105,14 @@ static bool job_slice(struct publisher *p, struct snapshot_job *j)
 		r = job_send(p, j, &m);
 		if (r == -EAGAIN)
 			return false; /* the replica's queue is full: next turn */
-		if (r < 0)
-			return true; /* EHOSTUNREACH: the replica went away */
+		if (r == -EHOSTUNREACH)
+			return true; /* the replica went away */
+		if (r < 0) {
+			/* publisher_apply() stores only what encodes: not expected. */
+			log_error("Failed to send a state snapshot: %s",
+				  r == -EBADMSG || r == -EMSGSIZE ? p->io.last_error.text : strerror(-r));
+			return true;
+		}
 		j->next_key++;
 		budget--;
 	}
@@ -157,6 +179,42 @@ static int snapshot_start(struct publisher *p, const void *identity, size_t iden
 	return schedule_slice(p);
 }
 
+/* Until the store is complete, a request waits (one per replica: a
+ * replica that times out and asks again is the same request). */
+static int hold_request(struct publisher *p, const void *identity, size_t len)
+{
+	struct held_request *h;
+
+	for (h = p->held; h; h = h->next)
+		if (h->identity_len == len && memcmp(h->identity, identity, len) == 0)
+			return 0;
+	if (p->n_held >= PUBLISH_MAX_HELD_REQUESTS) {
+		log_warn("Failed to hold a state snapshot request: %zu already wait for the first "
+			 "list; the replica will ask again", p->n_held);
+		return 0;
+	}
+	h = malloc(sizeof(*h) + len);
+	if (!h)
+		return -ENOMEM;
+	h->identity_len = len;
+	memcpy(h->identity, identity, len);
+	h->next = p->held;
+	p->held = h;
+	p->n_held++;
+	log_debug("holding a state snapshot request until every collection is listed");
+	return 0;
+}
+
+static void drop_held(struct publisher *p)
+{
+	while (p->held) {
+		struct held_request *h = p->held;
+		p->held = h->next;
+		free(h);
+	}
+	p->n_held = 0;
+}
+
 static int on_sync_readable(struct sock *s, void *userdata)
 {
 	struct publisher *p = userdata;
@@ -180,7 +238,10 @@ static int on_sync_readable(struct sock *s, void *userdata)
 		sock_msg_close(&msg);
 		return 0;
 	}
-	r = snapshot_start(p, sock_msg_data(&msg, 0), sock_msg_size(&msg, 0));
+	if (p->complete)
+		r = snapshot_start(p, sock_msg_data(&msg, 0), sock_msg_size(&msg, 0));
+	else
+		r = hold_request(p, sock_msg_data(&msg, 0), sock_msg_size(&msg, 0));
 	sock_msg_close(&msg);
 	if (r < 0)
 		return log_error_errno(r, "Failed to prepare a state snapshot: %m");
@@ -234,6 +295,7 @@ struct publisher *publisher_free(struct publisher *p)
 		return NULL;
 	loop_remove_periodic(p->loop, "state-heartbeat");
 	sd_event_source_disable_unref(p->slice_timer);
+	drop_held(p);
 	while (p->jobs) {
 		struct snapshot_job *j = p->jobs;
 		p->jobs = j->next;
@@ -251,21 +313,62 @@ int publisher_apply(struct publisher *p, enum proto_delta_op op, const struct pr
 {
 	uint64_t seq = p->store.seq + 1;
 	struct proto_msg m = { .env.type = PROTO_MSG_STATE_DELTA };
+	char key[STATE_KEY_MAX];
 	int r;
 
-	r = state_store_apply(&p->store, op, obj, seq);
-	if (r <= 0)
-		return r;
 	m.env.seq = seq;
 	m.body.state_delta.seq = seq;
 	m.body.state_delta.op = (uint8_t)op;
 	m.body.state_delta.object = *obj;
+	/* Encode first: what cannot go on the wire must not enter the store,
+	 * or every snapshot would stop at it and no replica would sync. */
+	r = msg_encode(&p->io, &m);
+	if (r < 0) {
+		if (state_key(obj, key, sizeof(key)) < 0)
+			snprintf(key, sizeof(key), "%s", proto_object_kind_name(obj->kind));
+		log_error("Failed to publish %s: %s", key, p->io.last_error.text);
+		return r;
+	}
+	r = state_store_apply(&p->store, op, obj, seq);
+	if (r <= 0)
+		return r;
 	p->stats.deltas++;
+	if (!p->complete)
+		return 1; /* no replica holds a snapshot to apply it to yet */
 	/* A PUB never blocks; a slow replica drops and resyncs on the gap. */
-	r = msg_send(&p->io, p->pub, &m, ZMQ_DONTWAIT);
+	r = msg_send_encoded(&p->io, p->pub, ZMQ_DONTWAIT);
 	if (r < 0 && r != -EAGAIN)
 		return log_error_errno(r, "Failed to publish state delta %" PRIu64 ": %m", seq);
 	return 1;
+}
+
+int publisher_delete(struct publisher *p, const char *key)
+{
+	const struct state_entry *e = hashmap_get(&p->store.objects, key);
+
+	/* The delta is encoded from the entry before the store drops it. */
+	return e ? publisher_apply(p, PROTO_DELTA_DELETE, &e->obj) : 0;
+}
+
+int publisher_set_complete(struct publisher *p)
+{
+	struct held_request *h;
+	int r = 0;
+
+	if (p->complete)
+		return 0;
+	p->complete = true;
+	log_debug("answering %zu held state snapshot request(s) as of seq %" PRIu64, p->n_held,
+		  p->store.seq);
+	for (h = p->held; h && r >= 0; h = h->next)
+		r = snapshot_start(p, h->identity, h->identity_len);
+	drop_held(p);
+	return r;
+}
+
+bool publisher_complete(const struct publisher *p)
+{
+	return p->complete;
 }
 
 struct state_store *publisher_store(struct publisher *p)

@@ -19,6 +19,9 @@
 #define PUBLISH_SNAPSHOT_SLICE 2000
 /* Heartbeats carry the latest seq so quiet replicas still notice gaps. */
 #define PUBLISH_HEARTBEAT_USEC (1000ULL * 1000)
+/* Snapshot requests held before the first complete list: one per replica
+ * process (a few dozen); beyond this they are dropped and asked again. */
+#define PUBLISH_MAX_HELD_REQUESTS 1024
 
 struct publisher;
 
@@ -26,8 +29,23 @@ int publisher_new(struct publisher **ret, struct sock_ctx *ctx, struct loop *loo
 		  const char *pub_endpoint, const char *sync_endpoint);
 struct publisher *publisher_free(struct publisher *p);
 
-/* Applies one change and, if it changed anything, publishes it. */
+/*
+ * Applies one change and, if it changed anything, publishes it: 1, 0 (no
+ * change), or a negative errno with nothing changed (-EBADMSG/-EMSGSIZE: the
+ * object cannot go on the wire, logged).
+ */
 int publisher_apply(struct publisher *p, enum proto_delta_op op, const struct proto_object *obj);
+/* Deletes the object stored under key ("pod/default/web-1"), if any, as
+ * publisher_apply() would: 1, 0 (absent), or a negative errno. */
+int publisher_delete(struct publisher *p, const char *key);
+/*
+ * The store now holds the whole cluster (every collection's first LIST is
+ * in): held snapshot requests are answered and deltas go out from here on.
+ * Before this, replicas asking for a snapshot wait, so that none reports
+ * itself synced with part of the cluster.
+ */
+int publisher_set_complete(struct publisher *p);
+bool publisher_complete(const struct publisher *p);
 struct state_store *publisher_store(struct publisher *p);
 uint64_t publisher_seq(const struct publisher *p);
 

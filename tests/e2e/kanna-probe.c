@@ -13,6 +13,19 @@
  *   kanna-probe instances < aws-status.json
  *       reads kanna-sim's AWS /_sim/status from stdin and prints a line per
  *       instance: id, state, type, zone, capacity type, $/hour, its NodeClaim tag.
+ *   kanna-probe compare --runtime-dir D --api FILE [--timeout S]
+ *       joins replication, waits until synced and compares the replica field
+ *       by field with FILE (`kubectl get pods,nodes,nodepools.v1.karpenter.sh,
+ *       pvc,namespaces -A -o json`); prints the differences, exits 1 if any.
+ *   kanna-probe follow --runtime-dir D --api FILE [--timeout S]
+ *       one long-lived replica: stays subscribed (across watcher restarts)
+ *       and compares with FILE whenever the replica or FILE (replaced by
+ *       rename) changed, until they are equal; then prints what it lived
+ *       through (snapshots, gaps, duplicate deltas, objects whose
+ *       resourceVersion went back) and exits 0; 1 at the timeout.
+ *   kanna-probe churn [--count N] [--prefix P]
+ *       creates, updates and deletes N pods and their nodes, NodePools and
+ *       PVCs through the API ($KUBECONFIG), see probe.h.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,9 +34,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/endpoints.h"
 #include "common/log.h"
 #include "common/replica.h"
-#include "common/endpoints.h"
+#include "tests/e2e/probe.h"
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -71,6 +88,165 @@ static int probe_replica(struct sock_ctx *ctx, struct loop *loop, unsigned timeo
 	free(lines);
 	replica_free(r);
 	return 0;
+}
+
+static uint64_t now_msec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int wait_synced(struct replica *r, struct loop *loop, unsigned timeout)
+{
+	for (uint64_t end = now_msec() + timeout * 1000ULL; !replica_synced(r) && now_msec() < end;)
+		sd_event_run(loop_event(loop), 10000);
+	if (!replica_synced(r))
+		return log_error_errno(-ETIMEDOUT, "Failed to sync a replica within %us", timeout);
+	return 0;
+}
+
+static int compare_with(const struct replica *r, const char *api_path, FILE *out)
+{
+	json_error_t err;
+	json_t *api = json_load_file(api_path, 0, &err);
+	size_t compared;
+	int n;
+
+	if (!api)
+		return log_error_errno(-EINVAL, "Failed to read %s: %s", api_path, err.text);
+	n = probe_compare(replica_store(r), api, out, &compared);
+	json_decref(api);
+	if (out && n >= 0)
+		fprintf(out, "compared %zu object(s): %d difference(s)\n", compared, n);
+	return n;
+}
+
+static int probe_compare_once(struct sock_ctx *ctx, struct loop *loop, const char *api,
+			      unsigned timeout)
+{
+	struct replica *r;
+	int k;
+
+	k = replica_new(&r, ctx, loop, PROTO_PROCESS_TOOL, ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC, NULL);
+	if (k < 0)
+		return log_error_errno(k, "Failed to join state replication: %m");
+	k = wait_synced(r, loop, timeout);
+	if (k >= 0)
+		k = compare_with(r, api, stdout);
+	replica_free(r);
+	return k < 0 ? k : k > 0 ? -EDOM : 0;
+}
+
+/* What a long-lived replica saw: each object's resourceVersion must only
+ * grow (a stale object coming back would be a delta replayed or lost). */
+struct follow {
+	struct replica *r;
+	struct hashmap rv; /* key → (void *)resourceVersion */
+	uint64_t changes, regressions;
+	bool said_synced;
+};
+
+static uint64_t rv_of(const struct proto_object *o)
+{
+	const char *rv = NULL;
+
+	switch (o->kind) {
+#define RV_CASE(c, s) case c: rv = o->s->resource_version; break;
+	RV_CASE(PROTO_OBJECT_POD, pod) RV_CASE(PROTO_OBJECT_NODE, node)
+	RV_CASE(PROTO_OBJECT_NODEPOOL, nodepool) RV_CASE(PROTO_OBJECT_NODECLAIM, nodeclaim)
+	RV_CASE(PROTO_OBJECT_NODECLASS, nodeclass) RV_CASE(PROTO_OBJECT_PDB, pdb)
+	RV_CASE(PROTO_OBJECT_PVC, pvc) RV_CASE(PROTO_OBJECT_PV, pv)
+	RV_CASE(PROTO_OBJECT_STORAGECLASS, storageclass) RV_CASE(PROTO_OBJECT_DAEMONSET, daemonset)
+	RV_CASE(PROTO_OBJECT_NAMESPACE, namespace)
+#undef RV_CASE
+	}
+	return rv ? strtoull(rv, NULL, 10) : 0;
+}
+
+static void follow_saw(struct follow *f, const struct proto_object *o)
+{
+	char key[STATE_KEY_MAX];
+	uint64_t rv = rv_of(o), prev;
+
+	if (state_key(o, key, sizeof(key)) < 0)
+		return;
+	prev = (uintptr_t)hashmap_get(&f->rv, key);
+	if (rv < prev) {
+		f->regressions++;
+		fprintf(stderr, "kanna-probe: %s went back from resourceVersion %" PRIu64 " to %" PRIu64 "\n",
+			key, prev, rv);
+	}
+	if (rv > prev)
+		(void)hashmap_put(&f->rv, key, (void *)(uintptr_t)rv, NULL);
+}
+
+static void follow_change(enum proto_delta_op op, const struct proto_object *old,
+			  const struct proto_object *now, void *userdata)
+{
+	struct follow *f = userdata;
+	char key[STATE_KEY_MAX];
+
+	f->changes++;
+	if (op == PROTO_DELTA_DELETE) {
+		if (old && state_key(old, key, sizeof(key)) >= 0)
+			hashmap_remove(&f->rv, key);
+		return;
+	}
+	follow_saw(f, now);
+}
+
+static void follow_synced(uint64_t seq, void *userdata)
+{
+	struct follow *f = userdata;
+	const struct state_entry *e;
+	size_t it = 0;
+
+	(void)seq;
+	while ((e = state_store_next(replica_store(f->r), &it)))
+		follow_saw(f, &e->obj);
+	if (!f->said_synced) {
+		/* The script waits for this before it disturbs the watcher. */
+		printf("synced %zu object(s)\n", replica_store(f->r)->objects.n);
+		fflush(stdout);
+		f->said_synced = true;
+	}
+}
+
+static int probe_follow(struct sock_ctx *ctx, struct loop *loop, const char *api,
+			unsigned timeout)
+{
+	struct follow f = { 0 };
+	struct replica_handlers h = { follow_change, follow_synced, &f };
+	struct replica_stats st;
+	uint64_t end = now_msec() + timeout * 1000ULL, seen_seq = 0;
+	ino_t seen_ino = 0;
+	int k, n = -1;
+
+	k = replica_new(&f.r, ctx, loop, PROTO_PROCESS_TOOL, ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC, &h);
+	if (k < 0)
+		return log_error_errno(k, "Failed to join state replication: %m");
+	while (n != 0 && now_msec() < end) {
+		struct stat sb;
+
+		sd_event_run(loop_event(loop), 100000);
+		if (!replica_synced(f.r) || stat(api, &sb) < 0 ||
+		    (sb.st_ino == seen_ino && replica_store(f.r)->seq == seen_seq))
+			continue;
+		seen_ino = sb.st_ino;
+		seen_seq = replica_store(f.r)->seq;
+		n = compare_with(f.r, api, NULL);
+	}
+	if (n != 0 && replica_synced(f.r))
+		n = compare_with(f.r, api, stdout);
+	replica_get_stats(f.r, &st);
+	printf("snapshots=%" PRIu64 " gaps=%" PRIu64 " duplicates=%" PRIu64 " deltas=%" PRIu64
+	       " changes=%" PRIu64 " rv_regressions=%" PRIu64 " equal=%s\n", st.snapshots, st.gaps,
+	       st.duplicates, st.deltas, f.changes, f.regressions, n == 0 ? "yes" : "no");
+	hashmap_done(&f.rv);
+	replica_free(f.r);
+	return n == 0 ? 0 : -ETIMEDOUT;
 }
 
 static int probe_pending(struct sock_ctx *ctx, unsigned shard, unsigned timeout)
@@ -191,9 +367,11 @@ int main(int argc, char **argv)
 		{ "shard", required_argument, NULL, 's' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "count", required_argument, NULL, 'n' },
+		{ "api", required_argument, NULL, 'a' },
+		{ "prefix", required_argument, NULL, 'p' },
 		{ 0 },
 	};
-	const char *dir = NULL;
+	const char *dir = NULL, *api = NULL, *prefix = "churn";
 	unsigned shard = 0, timeout = 30, count = 1;
 	struct loop *loop;
 	struct sock_ctx *ctx;
@@ -209,22 +387,42 @@ int main(int argc, char **argv)
 			timeout = (unsigned)atoi(optarg);
 		else if (c == 'n')
 			count = (unsigned)atoi(optarg);
+		else if (c == 'a')
+			api = optarg;
+		else if (c == 'p')
+			prefix = optarg;
 		else
 			return 2;
 	}
 	if (optind < argc && strcmp(argv[optind], "instances") == 0)
 		return probe_instances() < 0 ? 1 : 0;
+	if (optind < argc && strcmp(argv[optind], "churn") == 0) {
+		if (loop_new(&loop, "kanna-probe") < 0)
+			return 1;
+		r = probe_churn(loop, count > 1 ? count : 1000, prefix);
+		loop_free(loop);
+		return r < 0 ? 1 : 0;
+	}
 	if (optind >= argc || !dir) {
-		fprintf(stderr, "usage: kanna-probe replica|pending|plan|instances --runtime-dir DIR [--shard N] [--timeout S]\n");
+		fprintf(stderr, "usage: kanna-probe replica|pending|plan|compare|follow|instances|churn "
+				"--runtime-dir DIR [--shard N] [--timeout S] [--api FILE] [--count N]\n");
 		return 2;
 	}
 	if (loop_new(&loop, "kanna-probe") < 0 || sock_ctx_new(&ctx, NULL, "probe", dir) < 0)
 		return 1;
-	if (strcmp(argv[optind], "replica") == 0) {
+	if (strcmp(argv[optind], "replica") == 0 || strcmp(argv[optind], "compare") == 0 ||
+	    strcmp(argv[optind], "follow") == 0) {
 		sock_ctx_free(ctx);
 		if (sock_ctx_new(&ctx, loop, "probe", dir) < 0)
 			return 1;
-		r = probe_replica(ctx, loop, timeout);
+		if (strcmp(argv[optind], "replica") == 0)
+			r = probe_replica(ctx, loop, timeout);
+		else if (!api)
+			r = log_error_errno(-EINVAL, "Failed to compare: no --api FILE");
+		else if (strcmp(argv[optind], "compare") == 0)
+			r = probe_compare_once(ctx, loop, api, timeout);
+		else
+			r = probe_follow(ctx, loop, api, timeout);
 	} else if (strcmp(argv[optind], "pending") == 0) {
 		r = probe_pending(ctx, shard, timeout);
 	} else if (strcmp(argv[optind], "plan") == 0) {

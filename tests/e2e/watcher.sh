@@ -1,9 +1,12 @@
 #!/bin/sh
 # End-to-end: kanna-watcher against kanna-sim, observed as another kanna
-# process would see it (kanna-probe). The replica equals the API after
-# churn; pending pods reach scheduler shard 0; invalid objects get an Event
-# and change nothing; kill -9 of the watcher mid-stream is recovered by
-# resync with nothing lost or duplicated.
+# process would see it (kanna-probe). CRD versions come from discovery and
+# absent ones are picked up later; pending pods reach scheduler shard 0;
+# invalid objects get an Event and are never planned with; the replica
+# equals the API field by field after churn of thousands of objects through
+# cut watches and 410 Gone; a subscriber that stays connected across kill -9
+# of the watcher ends equal to the API with nothing replayed; and no replica
+# is synced while the watcher is still listing.
 set -eu
 BUILDDIR=${KANNA_BUILDDIR:-$(pwd)}
 SRCDIR=${KANNA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -12,12 +15,67 @@ command -v kubectl >/dev/null 2>&1 || { echo "SKIP: no kubectl on PATH (./quicks
 PROBE="$BUILDDIR/tests/e2e/kanna-probe"
 
 e2e_init
-start_sim
-start watcher "$BUILDDIR/watcher/kanna-watcher" --runtime-dir "$tmp/run" --metrics-port 0 \
-	--health-port 0 --announce-interval 500ms --lease-duration 3s
+export KUBECACHEDIR="$tmp/kubecache" # discovery changes below: keep kubectl's cache fresh
+# A cluster without Provisioners (v1alpha5) and with EC2NodeClasses at v1beta1 only.
+cat >"$tmp/sim.yaml" <<'YAML'
+k8s-faults:
+  unservedVersions: [karpenter.sh/v1alpha5, karpenter.k8s.aws/v1]
+YAML
+start_sim --config "$tmp/sim.yaml"
+server=$(sed -n 's/.*"server": *"\([^"]*\)".*/\1/p' "$KUBECONFIG")
+sim_faults() { # JSON: replaces every Kubernetes-side fault
+	curl -sS --cacert "$tmp/state/ca.crt" -H "Authorization: Bearer $(cat "$tmp/state/token")" \
+		-H 'Content-Type: application/json' -X "${2:-POST}" "$server/_sim/faults" -d "$1"
+}
+watcher_flags="--runtime-dir $tmp/run --metrics-port 0 --health-port 0 --discovery-interval 1s"
+start watcher "$BUILDDIR/watcher/kanna-watcher" $watcher_flags --announce-interval 500ms \
+	--lease-duration 3s
 wait_for "the watcher's first sync" 30 grep -q "cluster state synced" "$tmp/watcher.log"
 ok "watcher lists every collection and reports synced"
 
+# --- which versions: discovery, absent collections, CRDs installed later
+log=$tmp/watcher.log
+expect_eq "a collection that is not served is logged once, at info" \
+	"$(grep -c 'provisioners: the API server serves no version of provisioners.karpenter.sh' "$log")" 1
+grep -q "synced ec2nodeclasses from /apis/karpenter.k8s.aws/v1beta1/ec2nodeclasses" "$log" ||
+	fail "EC2NodeClasses not read at v1beta1 where v1 is not served"
+ok "EC2NodeClasses are read at v1beta1 where v1 is not served"
+grep -q "synced nodepools from /apis/karpenter.sh/v1/nodepools" "$log" || fail "NodePools not read at v1"
+grep -q "/apis/karpenter.sh/v1beta1/nodepools" "$log" && fail "NodePools read at v1beta1 too"
+ok "NodePools are read at v1 only where v1 and v1beta1 are both served"
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: karpenter.k8s.aws/v1beta1
+kind: EC2NodeClass
+metadata: {name: beta-class}
+spec:
+  amiFamily: AL2
+  role: KarpenterNodeRole
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: kanna}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: kanna}}]
+---
+apiVersion: karpenter.sh/v1beta1
+kind: NodePool
+metadata: {name: beta-pool}
+spec:
+  template:
+    spec:
+      nodeClassRef: {apiVersion: karpenter.k8s.aws/v1beta1, kind: EC2NodeClass, name: beta-class}
+YAML
+wait_for "the v1beta1 EC2NodeClass in the replica" 15 sh -c \
+	"'$PROBE' replica --runtime-dir '$tmp/run' | grep -q '\"key\":\"nodeclass//beta-class\"'"
+"$PROBE" replica --runtime-dir "$tmp/run" >"$tmp/replica.txt"
+grep -q '"key":"nodepool//beta-pool"' "$tmp/replica.txt" && fail "a v1beta1 NodePool was read beside v1"
+ok "a v1beta1 object is read where v1beta1 is the version served, and only there"
+# Karpenter upgraded: v1 EC2NodeClasses and v1alpha5 Provisioners appear.
+sim_faults '{}' >/dev/null
+rm -rf "$KUBECACHEDIR"
+wait_for "EC2NodeClasses read at v1" 15 grep -q "ec2nodeclasses: watching karpenter.k8s.aws/v1 instead of v1beta1" "$log"
+wait_for "Provisioners once served" 15 grep -q "synced provisioners from /apis/karpenter.sh/v1alpha5/provisioners" "$log"
+wait_for "the v1beta1-only EC2NodeClass to leave the replica" 15 sh -c \
+	"! '$PROBE' replica --runtime-dir '$tmp/run' | grep -q '\"key\":\"nodeclass//beta-class\"'"
+ok "a CRD version installed later is picked up, and preferred once it is v1"
+
+# --- NodePools, pending pods, invalid objects
 kubectl apply -f - >/dev/null <<'YAML'
 apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -74,7 +132,8 @@ want=$(kubectl get pods -o jsonpath='{range .items[*]}default/{.metadata.name}{"
 expect_eq "pending pods announced to shard 0" "$pending" "$want"
 
 # Replica contents: objects by key, with the conversions applied.
-"$PROBE" replica --runtime-dir "$tmp/run" >"$tmp/replica.txt" || fail "probe replica"
+wait_for "the Provisioner's node class" 15 sh -c \
+	"'$PROBE' replica --runtime-dir '$tmp/run' >'$tmp/replica.txt' && grep -q '\"key\":\"nodeclass//legacy\"' '$tmp/replica.txt'"
 grep -q '"key":"nodepool//impossible".*"status":"invalid"' "$tmp/replica.txt" ||
 	fail "impossible NodePool not marked invalid: $(grep impossible "$tmp/replica.txt")"
 ok "a NodePool with impossible requirements is published as invalid"
@@ -85,12 +144,14 @@ expect_eq "the impossible NodePool's ValidationSucceeded condition" "$(cond impo
 wait_for "ValidationSucceeded=True on the default NodePool" 15 sh -c "[ \"\$(kubectl get nodepool default -o jsonpath='{.status.conditions[?(@.type==\"ValidationSucceeded\")].status}')\" = True ]"
 ok "a valid NodePool gets ValidationSucceeded=True"
 grep -q '"key":"nodepool//legacy".*"source_api":"v1alpha5"' "$tmp/replica.txt" || fail "provisioner not converted"
-grep -q '"key":"nodeclass//legacy"' "$tmp/replica.txt" || fail "inline provider not converted to a node class"
 ok "a v1alpha5 Provisioner becomes a NodePool and a node class"
 
-# An object that cannot be decoded: reported with an Event, nothing changes.
-before=$(grep -c '"key":"nodepool//' "$tmp/replica.txt")
-kubectl apply -f - >/dev/null <<'YAML'
+# NodePools that cannot be decoded, or not carried (a 5,000-byte annotation
+# is legal in Kubernetes, past kanna's wire limit): an Event, the condition,
+# published as invalid (never planned with); nothing else changes.
+grep '"key":"nodepool//' "$tmp/replica.txt" >"$tmp/nodepools-before.txt"
+blob=$(head -c 5000 /dev/zero | tr '\0' x)
+kubectl apply -f - >/dev/null <<YAML
 apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: broken}
@@ -100,42 +161,94 @@ spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
       requirements:
       - {key: kubernetes.io/arch, operator: Near, values: [amd64]}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: big}
+spec:
+  template:
+    metadata: {annotations: {example.com/blob: "$blob"}}
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
 YAML
-wait_for "a FailedValidation Event" 15 sh -c \
-	"kubectl get events -A -o jsonpath='{range .items[*]}{.reason} {.involvedObject.name}{\"\n\"}{end}' | grep -q 'FailedValidation broken'"
-ok "an undecodable NodePool gets a FailedValidation Event"
+for np in broken big; do
+	wait_for "a FailedValidation Event on $np" 15 sh -c \
+		"kubectl get events -A -o jsonpath='{range .items[*]}{.reason} {.involvedObject.name}{\"\n\"}{end}' | grep -q 'FailedValidation $np'"
+done
+ok "undecodable and oversized NodePools get a FailedValidation Event"
 wait_for "ValidationSucceeded=False on the undecodable NodePool" 15 sh -c \
 	"kubectl get nodepool broken -o jsonpath='{.status.conditions[?(@.type==\"ValidationSucceeded\")].message}' | grep -q \"'Near' is not one of\""
-ok "the undecodable NodePool's status says why"
-"$PROBE" replica --runtime-dir "$tmp/run" >"$tmp/replica.txt"
-expect_eq "the undecodable NodePool changed nothing" "$(grep -c '"key":"nodepool//' "$tmp/replica.txt")" "$before"
+wait_for "ValidationSucceeded=False on the oversized NodePool" 15 sh -c \
+	"kubectl get nodepool big -o jsonpath='{.status.conditions[?(@.type==\"ValidationSucceeded\")].message}' | grep -q 'value of 5000 bytes exceeds the limit of 4096'"
+ok "their status says why"
+"$PROBE" replica --runtime-dir "$tmp/run" >"$tmp/replica.txt" || fail "no replica syncs after an oversized NodePool"
+for np in broken big; do
+	grep -q "\"key\":\"nodepool//$np\".*\"status\":\"invalid\"" "$tmp/replica.txt" ||
+		fail "NodePool $np is not published as invalid: $(grep "nodepool//$np" "$tmp/replica.txt")"
+done
+grep '"key":"nodepool//' "$tmp/replica.txt" | grep -v '"key":"nodepool//\(broken\|big\)"' >"$tmp/nodepools-after.txt"
+cmp -s "$tmp/nodepools-before.txt" "$tmp/nodepools-after.txt" || fail "other NodePools changed"
+ok "they are published as invalid, replicas still sync, nothing else changed"
 
-# Churn, then compare the replica with the API pod by pod.
-compare_pods() {
-	"$PROBE" replica --runtime-dir "$tmp/run" >"$tmp/replica.txt" || return 1
-	sed -n 's/^{"key":"pod\/default\/\([^"]*\)".*"resource_version":"\([^"]*\)".*/\1 \2/p' \
-		"$tmp/replica.txt" | sort >"$tmp/replica-pods.txt"
-	kubectl get pods -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.resourceVersion}{"\n"}{end}' |
-		sort >"$tmp/api-pods.txt"
-	cmp -s "$tmp/replica-pods.txt" "$tmp/api-pods.txt"
+# --- churn of thousands of objects of several kinds, compared field by field
+api_json() { # FILE: the API's objects of the kinds kanna-probe compares, replaced at once
+	kubectl get pods,nodes,nodepools.v1.karpenter.sh,persistentvolumeclaims,namespaces -A -o json >"$1.new" &&
+		mv "$1.new" "$1"
+}
+compare() {
+	api_json "$tmp/api.json" && "$PROBE" compare --runtime-dir "$tmp/run" --api "$tmp/api.json" >"$tmp/compare.txt"
 }
 kubectl scale deployment inflate --replicas=300 >/dev/null
-wait_for "300 pods" 60 sh -c "kubectl get pods --no-headers | wc -l | grep -qx 300"
-kubectl scale deployment inflate --replicas=120 >/dev/null
-wait_for "the replica to equal the API after churn" 60 compare_pods
-ok "replica equals the API pod by pod (name and resourceVersion) after churn"
+"$PROBE" churn --count 2000 --prefix c1 >"$tmp/churn.txt" || fail "churn: $(cat "$tmp/churn.txt")"
+wait_for "300 pods of the Deployment" 60 sh -c "kubectl get pods -l app=inflate --no-headers | wc -l | grep -qx 300"
+wait_for "the replica to equal the API field by field" 60 compare
+ok "after churn of $(sed -n 's/^churned //p' "$tmp/churn.txt") the replica equals the API field by field ($(tail -n 1 "$tmp/compare.txt"))"
 
-# kill -9 the watcher mid-stream; a new one starts; replicas resync.
+# --- a subscriber connected across kill -9 of the watcher, and the new
+# watcher's streams cut every 50 events, the first resumed ones 410 Gone
+"$PROBE" follow --runtime-dir "$tmp/run" --api "$tmp/api-follow.json" --timeout 120 >"$tmp/follow.txt" 2>&1 &
+follower=$!
+e2e_pids="$e2e_pids $follower"
+wait_for "the follower's first sync" 30 grep -q "^synced" "$tmp/follow.txt"
+sim_faults '{"watchCutAfterEvents":50,"watchGone":3}' >/dev/null
+"$PROBE" churn --count 1000 --prefix c2 >"$tmp/churn2.txt" &
+churner=$!
 kubectl scale deployment inflate --replicas=400 >/dev/null
+sleep 0.3
 kill -9 "$pid_watcher"
-start watcher2 "$BUILDDIR/watcher/kanna-watcher" --runtime-dir "$tmp/run" --metrics-port 0 \
-	--health-port 0 --lease-duration 3s
-kubectl scale deployment inflate --replicas=250 >/dev/null
+start watcher2 "$BUILDDIR/watcher/kanna-watcher" $watcher_flags --lease-duration 3s
+wait "$churner" || fail "churn during the restart: $(cat "$tmp/churn2.txt")"
 wait_for "the restarted watcher's sync" 30 grep -q "cluster state synced" "$tmp/watcher2.log"
 grep -q "is held by" "$tmp/watcher2.log" || fail "the new watcher did not wait for the dead one's lease"
 grep -q "successfully acquired lease" "$tmp/watcher2.log" || fail "the new watcher did not take the lease over"
 ok "a new watcher waits out the killed one's Lease, then takes over"
-wait_for "the replica to equal the API after a kill -9" 60 compare_pods
-ok "after kill -9 of the watcher the replica equals the API again"
+kubectl scale deployment inflate --replicas=250 >/dev/null
+"$PROBE" churn --count 500 --prefix c3 >"$tmp/churn3.txt" || fail "churn: $(cat "$tmp/churn3.txt")"
+left=$(sim_faults '' GET | sed -n 's/.*"watchGone": *\([0-9]*\).*/\1/p')
+expect_eq "watches resumed after cuts met 410 Gone and relisted" "$left" 0
+sim_faults '{}' >/dev/null
+deadline=$(($(date +%s) + 90))
+while kill -0 "$follower" 2>/dev/null; do
+	[ "$(date +%s)" -lt "$deadline" ] || fail "the follower never equalled the API: $(tail -n 5 "$tmp/follow.txt")"
+	api_json "$tmp/api-follow.json"
+	sleep 1
+done
+wait "$follower" || fail "the follower ended unequal: $(tail -n 25 "$tmp/follow.txt")"
+stats=$(tail -n 1 "$tmp/follow.txt")
+case $stats in *" gaps=0 "*|"snapshots=1 "*) fail "the follower did not live through the restart: $stats" ;; esac
+case $stats in *" duplicates=0 "*" rv_regressions=0 equal=yes") ;; *) fail "the follower saw replayed or stale deltas: $stats" ;; esac
+ok "a subscriber connected across kill -9, cut watches and 410 ends equal to the API field by field, nothing lost or replayed ($stats)"
+"$PROBE" replica --runtime-dir "$tmp/run" >"$tmp/replica.txt"
 dups=$(sed -n 's/^{"key":"\([^"]*\)".*/\1/p' "$tmp/replica.txt" | sort | uniq -d | wc -l)
 expect_eq "no object twice in the replica" "$dups" "0"
+
+# --- no replica is synced while the watcher is still listing
+api_json "$tmp/api.json"
+sim_faults '{"latencyMs":1500}' >/dev/null
+kill -9 "$pid_watcher2"
+start watcher3 "$BUILDDIR/watcher/kanna-watcher" $watcher_flags --leader-elect=false
+"$PROBE" compare --runtime-dir "$tmp/run" --api "$tmp/api.json" --timeout 60 >"$tmp/compare.txt" ||
+	fail "a replica synced on part of the cluster: $(tail -n 5 "$tmp/compare.txt")"
+sim_faults '{}' >/dev/null
+grep -q "cluster state synced" "$tmp/watcher3.log" || fail "the probe synced before the watcher did"
+ok "a replica that asks while the watcher lists gets the whole cluster ($(tail -n 1 "$tmp/compare.txt"))"

@@ -83,6 +83,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 		return reply(conn, 404,
 			     "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"NotFound\","
 			     "\"message\":\"pods \\\"a\\\" not found\",\"code\":404}", NULL, NULL);
+	/* Served for its list, then gone (its CRD deleted) when watched. */
+	if (strcmp(url, "/apis/example.com/v1/things") == 0)
+		return watch ? reply(conn, 404,
+				     "{\"kind\":\"Status\",\"reason\":\"NotFound\",\"code\":404}",
+				     NULL, NULL) :
+			       reply(conn, 200,
+				     "{\"kind\":\"ThingList\",\"metadata\":{\"resourceVersion\":\"10\"},"
+				     "\"items\":[" POD("t", "9") "]}", NULL, NULL);
 	if (strcmp(url, "/api/v1/pods") != 0)
 		return reply(conn, 404, "{}", NULL, NULL);
 	if (!watch && !cont)
@@ -229,7 +237,8 @@ Test(kube_client, list_pages_then_watch_resumes_relists_on_gone_and_survives_bad
 	struct loop *loop;
 	struct kube_client *c;
 	struct replica rep = { 0 };
-	struct kube_watch_handlers h = { on_relist, on_event, on_synced, on_error, &rep };
+	struct kube_watch_handlers h = { .on_relist = on_relist, .on_event = on_event,
+					 .on_synced = on_synced, .on_error = on_error, .userdata = &rep };
 	struct kube_watch_stats st;
 	server_start();
 	cr_assert_eq(loop_new(&loop, "test"), 0);
@@ -247,6 +256,81 @@ Test(kube_client, list_pages_then_watch_resumes_relists_on_gone_and_survives_bad
 	cr_assert_str_eq(rep.names[2], "c");
 	cr_assert_geq(srv.watches, 3);
 	cr_assert_str_eq(srv.last_watch_rv, "10", "third watch starts from the relisted version");
+	kube_watch_free(rep.w);
+	kube_client_free(c);
+	loop_free(loop);
+	MHD_stop_daemon(srv.d);
+}
+
+static void on_absent(void *userdata)
+{
+	struct replica *r = userdata;
+	r->synced++;
+}
+
+static int stop_loop(struct loop *loop, void *userdata)
+{
+	(void)userdata;
+	loop_exit(loop, 0);
+	return 0;
+}
+
+Test(kube_client, a_collection_that_answers_404_is_absent_and_not_retried, .timeout = 30)
+{
+	struct loop *loop;
+	struct kube_client *c;
+	struct replica rep = { 0 };
+	struct kube_watch_handlers h = { .on_relist = on_relist, .on_event = on_event,
+					 .on_error = on_error, .on_absent = on_absent,
+					 .userdata = &rep };
+	struct kube_watch_stats st;
+	sd_event_source *t = NULL;
+	server_start();
+	cr_assert_eq(loop_new(&loop, "test"), 0);
+	rep.loop = loop;
+	c = client_new(loop);
+	cr_assert_eq(kube_watch_start(c, "/apis/karpenter.sh/v1alpha5/provisioners", NULL, &h, &rep.w), 0);
+	/* Long enough for several backoff retries, were there any. */
+	cr_assert_eq(loop_add_timer(loop, 2 * 1000 * 1000, stop_loop, NULL, &t), 0);
+	cr_assert_geq(loop_run(loop), 0);
+	kube_watch_get_stats(rep.w, &st);
+	cr_assert_eq(rep.synced, 1, "told once that the collection is absent");
+	cr_assert_eq(st.absent, 1);
+	cr_assert_eq(st.lists, 1, "no retry after 404");
+	cr_assert_eq(st.errors, 0);
+	cr_assert_eq(rep.errors, 0);
+	cr_assert_eq(srv.requests, 1);
+	sd_event_source_disable_unref(t);
+	kube_watch_free(rep.w);
+	kube_client_free(c);
+	loop_free(loop);
+	MHD_stop_daemon(srv.d);
+}
+
+Test(kube_client, a_collection_gone_when_its_watch_resumes_is_absent, .timeout = 30)
+{
+	struct loop *loop;
+	struct kube_client *c;
+	struct replica rep = { 0 };
+	struct kube_watch_handlers h = { .on_relist = on_relist, .on_event = on_event,
+					 .on_synced = on_synced, .on_error = on_error,
+					 .on_absent = on_absent, .userdata = &rep };
+	struct kube_watch_stats st;
+	sd_event_source *t = NULL;
+	server_start();
+	cr_assert_eq(loop_new(&loop, "test"), 0);
+	rep.loop = loop;
+	c = client_new(loop);
+	cr_assert_eq(kube_watch_start(c, "/apis/example.com/v1/things", NULL, &h, &rep.w), 0);
+	cr_assert_eq(loop_add_timer(loop, 2 * 1000 * 1000, stop_loop, NULL, &t), 0);
+	cr_assert_geq(loop_run(loop), 0);
+	kube_watch_get_stats(rep.w, &st);
+	cr_assert_eq(rep.n, 1, "the list delivered its item");
+	cr_assert_eq(rep.synced, 2, "synced once, then told it is absent");
+	cr_assert_eq(st.absent, 1);
+	cr_assert_eq(st.watches, 1, "no retry of the 404 watch");
+	cr_assert_eq(srv.requests, 2);
+	sd_event_source_disable_unref(t);
 	kube_watch_free(rep.w);
 	kube_client_free(c);
 	loop_free(loop);

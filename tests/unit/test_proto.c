@@ -493,6 +493,37 @@ Test(proto, state_delta_carries_a_typed_object)
 	}
 }
 
+Test(proto, object_check_refuses_what_no_delta_could_carry_naming_the_field)
+{
+	static char big[5001], value[PROTO_MAX_VALUE_LEN + 1];
+	static char *values[PROTO_MAX_REQUIREMENT_VALUES];
+	static struct proto_requirement reqs[PROTO_MAX_REQUIREMENTS];
+	struct proto_kv ann[] = { { "example.com/ok", "small" }, { "example.com/blob", big } };
+	struct proto_nodepool np = { .name = "big", .uid = "u1", .annotations = ann, .n_annotations = 1 };
+	struct proto_object o = { .kind = PROTO_OBJECT_NODEPOOL, .nodepool = &np };
+	struct proto_error err;
+
+	memset(big, 'x', sizeof(big) - 1);
+	cr_assert_eq(proto_object_check(&o, &err), 0, "%s", err.text);
+	np.n_annotations = 2;
+	cr_assert_eq(proto_object_check(&o, &err), -EBADMSG);
+	cr_assert_eq(err.code, PROTO_E_TOO_LONG);
+	cr_assert_str_eq(err.text, "annotations[1]: string of 5000 bytes exceeds limit 4096");
+	/* Every field within its limit, but more than a frame holds. */
+	np.n_annotations = 0;
+	memset(value, 'v', sizeof(value) - 1);
+	for (size_t i = 0; i < ARRAY_SIZE(values); i++)
+		values[i] = value;
+	for (size_t i = 0; i < ARRAY_SIZE(reqs); i++)
+		reqs[i] = (struct proto_requirement){ .key = "k", .values = values,
+						      .n_values = ARRAY_SIZE(values) };
+	np.requirements = reqs;
+	np.n_requirements = ARRAY_SIZE(reqs);
+	cr_assert_eq(proto_object_check(&o, &err), -EMSGSIZE);
+	cr_assert_eq(err.code, PROTO_E_FRAME_SIZE);
+	cr_assert(strstr(err.text, "exceeds limit 16777216"), "%s", err.text);
+}
+
 Test(proto, readme_field_tables_match_the_schema)
 {
 	static const char begin[] = "<!-- BEGIN GENERATED FIELDS -->\n";

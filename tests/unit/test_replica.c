@@ -101,12 +101,19 @@ static void run_until_converged(struct goal *g)
 	cr_assert(converged(g), "replicas did not converge");
 }
 
+/* A publisher whose store is complete from the start (as after the first list). */
+static void publisher_start(struct publisher **p)
+{
+	cr_assert_eq(publisher_new(p, ctx, loop, ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC), 0);
+	cr_assert_eq(publisher_set_complete(*p), 0);
+}
+
 Test(replica, early_and_late_replicas_equal_the_publisher_after_churn)
 {
 	struct proto_rng rng = { 42 };
 	struct goal g = { 0 };
 	struct replica_stats st;
-	cr_assert_eq(publisher_new(&g.p, ctx, loop, ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC), 0);
+	publisher_start(&g.p);
 	cr_assert_eq(replica_new(&g.r[0], ctx, loop, PROTO_PROCESS_SCHEDULER, ENDPOINT_STATE_PUB,
 				 ENDPOINT_STATE_SYNC, NULL), 0);
 	g.n = 1;
@@ -132,7 +139,7 @@ Test(replica, a_restarted_publisher_is_noticed_and_replicas_resync_to_its_state)
 	struct proto_rng rng = { 7 };
 	struct goal g = { 0 };
 	struct replica_stats st;
-	cr_assert_eq(publisher_new(&g.p, ctx, loop, ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC), 0);
+	publisher_start(&g.p);
 	cr_assert_eq(replica_new(&g.r[0], ctx, loop, PROTO_PROCESS_LAUNCHER, ENDPOINT_STATE_PUB,
 				 ENDPOINT_STATE_SYNC, NULL), 0);
 	g.n = 1;
@@ -141,7 +148,7 @@ Test(replica, a_restarted_publisher_is_noticed_and_replicas_resync_to_its_state)
 	/* The watcher dies and comes back with a different picture. */
 	publisher_free(g.p);
 	usleep(2000); /* a new start time, so a new sequence origin */
-	cr_assert_eq(publisher_new(&g.p, ctx, loop, ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC), 0);
+	publisher_start(&g.p);
 	churn(g.p, &rng, 300);
 	run_until_converged(&g);
 	replica_get_stats(g.r[0], &st);
@@ -182,7 +189,7 @@ Test(replica, consumers_see_each_live_change_once)
 	struct goal g = { 0 };
 	struct counter c = { 0 };
 	struct replica_handlers h = { on_change, on_synced, &c };
-	cr_assert_eq(publisher_new(&g.p, ctx, loop, ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC), 0);
+	publisher_start(&g.p);
 	cr_assert_eq(replica_new(&g.r[0], ctx, loop, PROTO_PROCESS_SCHEDULER, ENDPOINT_STATE_PUB,
 				 ENDPOINT_STATE_SYNC, &h), 0);
 	g.n = 1;
@@ -194,4 +201,194 @@ Test(replica, consumers_see_each_live_change_once)
 	cr_assert_geq(c.adds, 60);
 	replica_free(g.r[0]);
 	publisher_free(g.p);
+}
+
+Test(replica, a_delta_that_cannot_be_encoded_changes_neither_the_store_nor_the_sequence)
+{
+	static char big[5001];
+	struct proto_kv ann[] = { { "example.com/blob", big } };
+	struct proto_nodepool np = { .name = "big", .uid = "u1", .annotations = ann, .n_annotations = 1 };
+	struct proto_nodepool ok = { .name = "ok", .uid = "u2" };
+	struct goal g = { 0 };
+	uint64_t seq;
+	size_t n;
+
+	memset(big, 'x', sizeof(big) - 1);
+	publisher_start(&g.p);
+	cr_assert_eq(publisher_apply(g.p, PROTO_DELTA_ADD,
+				     &(struct proto_object){ .kind = PROTO_OBJECT_NODEPOOL, .nodepool = &ok }), 1);
+	seq = publisher_seq(g.p);
+	n = publisher_store(g.p)->objects.n;
+	cr_assert_eq(publisher_apply(g.p, PROTO_DELTA_ADD,
+				     &(struct proto_object){ .kind = PROTO_OBJECT_NODEPOOL, .nodepool = &np }),
+		     -EBADMSG);
+	cr_assert_eq(publisher_seq(g.p), seq);
+	cr_assert_eq(publisher_store(g.p)->objects.n, n);
+	/* Snapshots still complete: a replica syncs to the one good object. */
+	cr_assert_eq(replica_new(&g.r[0], ctx, loop, PROTO_PROCESS_SCHEDULER, ENDPOINT_STATE_PUB,
+				 ENDPOINT_STATE_SYNC, NULL), 0);
+	g.n = 1;
+	run_until_converged(&g);
+	cr_assert_eq(replica_store(g.r[0])->objects.n, 1);
+	replica_free(g.r[0]);
+	publisher_free(g.p);
+}
+
+Test(replica, a_replica_is_not_synced_until_the_publisher_has_the_whole_cluster)
+{
+	struct proto_rng rng = { 11 };
+	struct goal g = { 0 };
+	struct replica_stats st;
+	cr_assert_eq(publisher_new(&g.p, ctx, loop, ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC), 0);
+	cr_assert_eq(replica_new(&g.r[0], ctx, loop, PROTO_PROCESS_SCHEDULER, ENDPOINT_STATE_PUB,
+				 ENDPOINT_STATE_SYNC, NULL), 0);
+	g.n = 1;
+	/* A third of the cluster is listed: the replica's request waits. */
+	churn(g.p, &rng, 300);
+	for (int i = 0; i < 100; i++)
+		cr_assert_geq(sd_event_run(loop_event(loop), 10000), 0);
+	cr_assert_not(replica_synced(g.r[0]), "synced on a partial store");
+	cr_assert_eq(replica_store(g.r[0])->objects.n, 0);
+	/* The rest is listed; now the replica gets all of it. */
+	churn(g.p, &rng, 600);
+	cr_assert_eq(publisher_set_complete(g.p), 0);
+	run_until_converged(&g);
+	replica_get_stats(g.r[0], &st);
+	cr_assert_eq(st.snapshots, 1, "one snapshot, of the whole store");
+	churn(g.p, &rng, 100); /* and deltas flow from then on */
+	run_until_converged(&g);
+	replica_free(g.r[0]);
+	publisher_free(g.p);
+}
+
+/* ---- a scripted watcher: a bare ROUTER on state.sync ---- */
+
+struct fake_watcher {
+	struct sock *sync;
+	struct msg_io io;
+	unsigned char who[2][256]; /* identities of the requests seen */
+	size_t who_len[2];
+	int requests;
+};
+
+static void fake_start(struct fake_watcher *f)
+{
+	cr_assert_eq(msg_io_init(&f->io, PROTO_PROCESS_WATCHER, 0), 0);
+	cr_assert_eq(sock_new(&f->sync, ctx, ZMQ_ROUTER, "state.sync"), 0);
+	cr_assert_eq(sock_bind(f->sync, ENDPOINT_STATE_SYNC), 0);
+}
+
+static void fake_stop(struct fake_watcher *f)
+{
+	sock_free(f->sync);
+	msg_io_done(&f->io);
+}
+
+/* Turns the loop until the fake has seen n requests (or seconds pass). */
+static void fake_wait_requests(struct fake_watcher *f, int n, int seconds)
+{
+	for (int i = 0; i <= seconds * 100 && (i == 0 || f->requests < n); i++) {
+		struct sock_msg msg;
+		if (i > 0)
+			cr_assert_geq(sd_event_run(loop_event(loop), 10000), 0);
+		while (sock_recv(f->sync, &msg, ZMQ_DONTWAIT) >= 0) {
+			int k = f->requests++ % 2;
+			f->who_len[k] = MIN(sock_msg_size(&msg, 0), sizeof(f->who[k]));
+			memcpy(f->who[k], sock_msg_data(&msg, 0), f->who_len[k]);
+			sock_msg_close(&msg);
+		}
+	}
+	cr_assert_geq(f->requests, n, "%d snapshot request(s), want %d", f->requests, n);
+}
+
+static struct proto_namespace ns_obj[4] = {
+	{ .name = "a", .uid = "1" }, { .name = "b", .uid = "2" },
+	{ .name = "c", .uid = "3" }, { .name = "d", .uid = "4" },
+};
+
+/* Sends snapshot items [from, to) and, when end, the end (as of seq 100). */
+static void fake_send(struct fake_watcher *f, int request, int from, int to, bool end)
+{
+	struct iovec route = { f->who[request % 2], f->who_len[request % 2] };
+	struct proto_msg m;
+
+	for (int i = from; i < to; i++) {
+		m = (struct proto_msg){ .env.type = PROTO_MSG_SNAPSHOT_ITEM };
+		m.body.snapshot_item.seq = 10 + (uint64_t)i;
+		m.body.snapshot_item.object = (struct proto_object){ .kind = PROTO_OBJECT_NAMESPACE,
+								     .namespace = &ns_obj[i] };
+		(void)msg_send_routed(&f->io, f->sync, &route, 1, &m, ZMQ_DONTWAIT);
+	}
+	if (!end)
+		return;
+	m = (struct proto_msg){ .env.type = PROTO_MSG_SNAPSHOT_END };
+	m.body.snapshot_end.as_of_seq = 100;
+	m.body.snapshot_end.n_items = (uint64_t)(to - from);
+	(void)msg_send_routed(&f->io, f->sync, &route, 1, &m, ZMQ_DONTWAIT);
+}
+
+static void on_synced_count(uint64_t seq, void *userdata)
+{
+	struct counter *c = userdata;
+	(void)seq;
+	c->synced++;
+}
+
+static void turn(int ms)
+{
+	for (int i = 0; i < ms / 10; i++)
+		cr_assert_geq(sd_event_run(loop_event(loop), 10000), 0);
+}
+
+Test(replica, the_rest_of_a_snapshot_that_timed_out_never_completes_the_next_one)
+{
+	struct fake_watcher f = { 0 };
+	struct counter c = { 0 };
+	struct replica_handlers h = { NULL, on_synced_count, &c };
+	struct replica *r;
+
+	fake_start(&f);
+	cr_assert_eq(replica_new(&r, ctx, loop, PROTO_PROCESS_SCHEDULER, ENDPOINT_STATE_PUB,
+				 ENDPOINT_STATE_SYNC, &h), 0);
+	fake_wait_requests(&f, 1, 5);
+	fake_send(&f, 0, 0, 1, false); /* one item, then the watcher stalls */
+	fake_wait_requests(&f, 2, 15);  /* the replica times out and asks again */
+	/* The first snapshot's end arrives late: it must not count. */
+	fake_send(&f, 0, 3, 4, true);
+	turn(300);
+	cr_assert_eq(c.synced, 0, "synced on %zu object(s) of a stale stream",
+		     replica_store(r)->objects.n);
+	fake_send(&f, 1, 0, 4, true);
+	for (int i = 0; i < 300 && !replica_synced(r); i++)
+		turn(10);
+	cr_assert(replica_synced(r));
+	cr_assert_eq(c.synced, 1);
+	cr_assert_eq(replica_store(r)->objects.n, 4);
+	replica_free(r);
+	fake_stop(&f);
+}
+
+Test(replica, a_snapshot_that_keeps_arriving_is_not_cut_by_the_timeout)
+{
+	struct fake_watcher f = { 0 };
+	struct replica *r;
+
+	fake_start(&f);
+	cr_assert_eq(replica_new(&r, ctx, loop, PROTO_PROCESS_SCHEDULER, ENDPOINT_STATE_PUB,
+				 ENDPOINT_STATE_SYNC, NULL), 0);
+	fake_wait_requests(&f, 1, 5);
+	/* Slower than the timeout in all, never silent for as long. */
+	for (int i = 0; i < 4; i++) {
+		fake_send(&f, 0, i, i + 1, false);
+		turn((int)(REPLICA_SNAPSHOT_TIMEOUT_USEC / 1000 / 3));
+	}
+	fake_send(&f, 0, 4, 4, true);
+	for (int i = 0; i < 300 && !replica_synced(r); i++)
+		turn(10);
+	cr_assert(replica_synced(r));
+	cr_assert_eq(replica_store(r)->objects.n, 4);
+	fake_wait_requests(&f, 1, 0); /* collects any request sent meanwhile */
+	cr_assert_eq(f.requests, 1, "asked again while the snapshot was arriving");
+	replica_free(r);
+	fake_stop(&f);
 }

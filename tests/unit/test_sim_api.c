@@ -3,6 +3,7 @@
  * kubectl explain, and request bodies (YAML accepted, protobuf 415). */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sim/k8s-api.h"
@@ -136,4 +137,46 @@ Test(sim_api, yaml_bodies_are_accepted_and_protobuf_gets_upstreams_415)
 	cr_assert(strstr(msg, "kubectl apply -f"), "%s", msg);
 	cr_assert_str_eq(json_string_value(json_object_get(ns, "reason")), "UnsupportedMediaType");
 	json_decref(ns);
+}
+
+static bool lists_version(const json_t *group, const char *version)
+{
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(json_object_get(group, "versions"), i, v)
+		if (strcmp(json_string_value(json_object_get(v, "version")), version) == 0)
+			return true;
+	return false;
+}
+
+Test(sim_api, unserved_versions_answer_404_and_leave_discovery_as_without_their_crd)
+{
+	json_t *j;
+
+	j = call("POST", "/_sim/faults", NULL, "{\"unservedVersions\":[\"karpenter.sh/v1beta1\"]}", 200);
+	cr_assert_eq(json_array_size(json_object_get(j, "unservedVersions")), 1);
+	json_decref(j);
+	j = call("GET", "/apis/karpenter.sh", NULL, NULL, 200);
+	cr_assert(lists_version(j, "v1"));
+	cr_assert_not(lists_version(j, "v1beta1"));
+	json_decref(j);
+	json_decref(call("GET", "/apis/karpenter.sh/v1beta1/nodepools", NULL, NULL, 404));
+	json_decref(call("GET", "/apis/karpenter.sh/v1beta1", NULL, NULL, 404));
+	json_decref(call("GET", "/apis/karpenter.sh/v1/nodepools", NULL, NULL, 200));
+	/* Every version hidden: the group itself is gone. */
+	json_decref(call("POST", "/_sim/faults", NULL,
+			 "{\"unservedVersions\":[\"karpenter.sh/v1beta1\",\"karpenter.sh/v1\"]}", 200));
+	json_decref(call("GET", "/apis/karpenter.sh", NULL, NULL, 404));
+	j = call("GET", "/apis", NULL, NULL, 200);
+	{
+		char *text = json_dumps(j, JSON_COMPACT);
+		cr_assert_not(strstr(text, "karpenter.sh"), "group still listed: %s", text);
+		free(text);
+	}
+	json_decref(j);
+	/* Cleared: served again, as a CRD installed later. */
+	json_decref(call("POST", "/_sim/faults", NULL, "{}", 200));
+	json_decref(call("GET", "/apis/karpenter.sh/v1beta1/nodepools", NULL, NULL, 200));
+	json_decref(call("POST", "/_sim/faults", NULL, "{\"unservedVersions\":[\"v1\"]}", 400));
 }

@@ -3,6 +3,7 @@
  * NodePool version, and the exact errors for objects that cannot decode.
  */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "watcher/decode.h"
@@ -395,5 +396,56 @@ Test(decode, a_limit_without_its_request_stands_in_for_it_resource_by_resource)
 	cr_assert_eq(res(p.requests, p.n_requests, "cpu"), 2000, "a request given wins over its limit");
 	cr_assert_eq(res(p.requests, p.n_requests, "memory"), 1LL << 30);
 	cr_assert_eq(res(p.requests, p.n_requests, "nvidia.com/gpu"), 2);
+	json_decref(j);
+}
+
+/* A NodePool whose template carries one annotation of n bytes. */
+static json_t *nodepool_with_annotation(size_t n)
+{
+	json_t *j = parse("{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\","
+			  "\"metadata\":{\"name\":\"big\",\"uid\":\"u-big\"},\"spec\":{\"template\":{"
+			  "\"metadata\":{\"annotations\":{}},\"spec\":{\"nodeClassRef\":{"
+			  "\"group\":\"karpenter.k8s.aws\",\"kind\":\"EC2NodeClass\",\"name\":\"default\"}}}}}");
+	char *blob = malloc(n + 1);
+
+	cr_assert_not_null(blob);
+	memset(blob, 'x', n);
+	blob[n] = '\0';
+	json_object_set_new((json_t *)json_path(j, "spec.template.metadata.annotations"),
+			    "example.com/blob", json_string(blob));
+	free(blob);
+	return j;
+}
+
+Test(decode, an_annotation_larger_than_the_wire_carries_makes_the_nodepool_invalid_not_unpublishable)
+{
+	json_t *j = nodepool_with_annotation(PROTO_MAX_ANNOTATION_LEN);
+	struct proto_object o;
+	struct proto_error err;
+
+	cr_assert_eq(decode_object(&dec, "NodePool", j, &o), 0, "%s", dec.error);
+	cr_assert_eq(proto_object_check(&o, &err), 0, "%s", err.text);
+	json_decref(j);
+	/* 5,000 bytes: legal in Kubernetes (256 KiB for all annotations), past proto's 4,096. */
+	j = nodepool_with_annotation(5000);
+	cr_assert_eq(decode_object(&dec, "NodePool", j, &o), -EINVAL);
+	cr_assert_str_eq(dec.error, "nodepool big: spec.template.metadata.annotations.example.com/blob: "
+				    "value of 5000 bytes exceeds the limit of 4096");
+	json_decref(j);
+}
+
+Test(decode, an_object_proto_would_refuse_is_invalid_with_the_field_named)
+{
+	/* A providerID longer than proto's id limit: no Kubernetes rule stops it. */
+	json_t *j = parse("{\"metadata\":{\"name\":\"n1\",\"uid\":\"u1\"},\"spec\":{\"providerID\":\"\"}}");
+	char id[PROTO_MAX_ID_LEN + 2];
+	struct proto_object o;
+
+	memset(id, 'i', sizeof(id) - 1);
+	id[sizeof(id) - 1] = '\0';
+	json_object_set_new(json_object_get(j, "spec"), "providerID", json_string(id));
+	cr_assert_eq(decode_object(&dec, "Node", j, &o), -EINVAL);
+	cr_assert_str_eq(dec.error, "node n1: too large for kanna's wire format: provider_id: "
+				    "string of 129 bytes exceeds limit 128");
 	json_decref(j);
 }
