@@ -109,11 +109,13 @@ static int parse_body(const struct k8s_request *req, json_t **ret,
 	return 0;
 }
 
-static int parse_selectors(const struct k8s_request *req, struct k8s_selector **labels,
+static int parse_selectors(const struct k8s_api *api, const struct k8s_request *req,
+			   const struct k8s_route *route, struct k8s_selector **labels,
 			   struct k8s_selector **fields, struct k8s_error *err)
 {
 	const char *ls = arg(req, "labelSelector"), *fs = arg(req, "fieldSelector");
 	char msg[256] = "";
+	int r;
 
 	*labels = *fields = NULL;
 	if (ls && k8s_label_selector_parse(ls, labels, msg, sizeof(msg)) < 0) {
@@ -123,6 +125,15 @@ static int parse_selectors(const struct k8s_request *req, struct k8s_selector **
 	if (fs && k8s_field_selector_parse(fs, fields, msg, sizeof(msg)) < 0) {
 		*labels = k8s_selector_free(*labels);
 		k8s_error_set(err, 400, "BadRequest", "invalid field selector: %s", msg);
+		return -EINVAL;
+	}
+	r = k8s_field_selector_prepare(api->reg, route->res, *fields, msg, sizeof(msg));
+	if (r < 0) {
+		*labels = k8s_selector_free(*labels);
+		*fields = k8s_selector_free(*fields);
+		if (r == -ENOMEM)
+			return r;
+		k8s_error_set(err, 400, "BadRequest", "%s", msg);
 		return -EINVAL;
 	}
 	return 0;
@@ -175,7 +186,7 @@ static int handle_watch(struct k8s_api *api, const struct k8s_request *req,
 		opts.transform = table_of_one;
 		opts.transform_cls = api;
 	}
-	if (parse_selectors(req, &labels, &fields, &err) < 0)
+	if (parse_selectors(api, req, route, &labels, &fields, &err) < 0)
 		return k8s_reply_error(resp, &err);
 	r = k8s_watch_new(api->store, route->res, route->ns, labels, fields, &opts,
 			  &resp->watch, &err);
@@ -196,7 +207,7 @@ static int handle_list(struct k8s_api *api, const struct k8s_request *req,
 
 	if (arg_true(req, "watch"))
 		return handle_watch(api, req, route, resp);
-	if (parse_selectors(req, &labels, &fields, &err) < 0)
+	if (parse_selectors(api, req, route, &labels, &fields, &err) < 0)
 		return k8s_reply_error(resp, &err);
 	opts.labels = labels;
 	opts.fields = fields;
@@ -272,7 +283,7 @@ static int handle_delete_collection(struct k8s_api *api, const struct k8s_reques
 
 	r = delete_options(req, &body, &opts, &err);
 	if (r >= 0)
-		r = parse_selectors(req, &labels, &fields, &err);
+		r = parse_selectors(api, req, route, &labels, &fields, &err);
 	if (r >= 0) {
 		selected.labels = labels;
 		selected.fields = fields;

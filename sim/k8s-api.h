@@ -115,6 +115,14 @@ int k8s_faults_apply(struct k8s_api *api, const struct k8s_request *req,
 /* Events after which a new watch stream is cut, 0: never. */
 unsigned k8s_faults_watch_cut(struct k8s_api *api);
 
+/*
+ * Field selectors (k8s-fields.c): refuses a label res does not support
+ * (-EINVAL, err "field label not supported: <label>") and turns the others
+ * into the JSON paths and absent values the store matches against.
+ */
+int k8s_field_selector_prepare(const struct k8s_registry *reg, const struct k8s_resource *res,
+			       struct k8s_selector *sel, char *err, size_t errlen);
+
 /* Server-side printing (k8s-table.c). */
 bool k8s_accepts_table(const char *accept);
 json_t *k8s_table_new(const struct k8s_api *api, const struct k8s_resource *res,

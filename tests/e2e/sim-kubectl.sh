@@ -212,6 +212,9 @@ expect_match "kubectl get events lists the scheduler's" "$(kubectl get events)" 
 expect_eq "events select by involved object and reason" \
 	"$(kubectl get events --field-selector "involvedObject.name=$pod,reason=Pulled" -o jsonpath='{.items[*].source.host}')" \
 	node-1
+expect_match "an unsupported field selector is upstream's 400" \
+	"$(kubectl get pods --field-selector spec.bogus=x 2>&1 || true)" \
+	"(BadRequest).*field label not supported: spec.bogus"
 expect_match "describe node lists its pods" "$(kubectl describe node node-1)" "Non-terminated Pods: *(5 in total)"
 expect_eq "the manually scheduled pod is left alone" "$(kubectl get pod web -o jsonpath='{.spec.nodeName}')" ""
 kubectl cordon node-1 >/dev/null
