@@ -64,6 +64,9 @@ json_t *k8s_pod_volume_terms(struct k8s_store *store, const json_t *pod, char *w
 			     size_t whylen);
 int k8s_volumes_bind_for_pod(struct k8s_store *store, const json_t *pod, const json_t *node);
 
+/* FNV-1a of a pod template's canonical JSON: pod-template-hash, revisions. */
+uint32_t k8s_template_hash(const json_t *tmpl);
+
 /* Parsed copies of every object of group/v1/plural, taken under the lock. */
 json_t *k8s_controller_snapshot(struct k8s_store *store, const char *group,
 				const char *plural);
