@@ -356,6 +356,7 @@ static void *controllers_main(void *userdata)
 			(void)k8s_deployments_reconcile(c->store);
 			(void)k8s_statefulsets_reconcile(c->store);
 			(void)k8s_daemonsets_reconcile(c->store);
+			(void)k8s_disruption_reconcile(c->store);
 			(void)k8s_scheduler_reconcile(c->store);
 			if (c->extra)
 				c->extra(c->extra_userdata);

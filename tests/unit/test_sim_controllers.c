@@ -516,3 +516,34 @@ Test(sim_controllers, statefulset_status_names_its_revision)
 	json_decref(set);
 	json_decref(pod);
 }
+
+Test(sim_controllers, pdb_status_counts_healthy_pods_against_the_budget)
+{
+	struct k8s_resource *pdbs = k8s_registry_find(reg, "policy", "v1", "poddisruptionbudgets");
+	json_t *pdb;
+
+	create(pods, "default", "{\"metadata\":{\"name\":\"web-1\",\"labels\":{\"app\":\"web\"}},"
+				"\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+	create(pods, "default", "{\"metadata\":{\"name\":\"web-2\",\"labels\":{\"app\":\"web\"}},"
+				"\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+	create(pods, "default", "{\"metadata\":{\"name\":\"other\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+	create(pdbs, "default", "{\"metadata\":{\"name\":\"web\"},\"spec\":{\"maxUnavailable\":\"50%\","
+				"\"selector\":{\"matchLabels\":{\"app\":\"web\"}}}}");
+	cr_assert_eq(k8s_disruption_reconcile(store), 1);
+	pdb = get_obj("policy", "poddisruptionbudgets", "default", "web");
+	cr_assert_eq(status_int(pdb, "expectedPods"), 2);
+	cr_assert_eq(status_int(pdb, "desiredHealthy"), 1, "2 less 50%% of 2, rounded up");
+	cr_assert_eq(status_int(pdb, "currentHealthy"), 0);
+	cr_assert_eq(status_int(pdb, "disruptionsAllowed"), 0);
+	cr_assert_str_eq(condition_of(pdb, "DisruptionAllowed", "reason"), "InsufficientPods");
+	json_decref(pdb);
+	make_ready("web-");
+	cr_assert_eq(k8s_disruption_reconcile(store), 1);
+	cr_assert_eq(k8s_disruption_reconcile(store), 0, "nothing changed");
+	pdb = get_obj("policy", "poddisruptionbudgets", "default", "web");
+	cr_assert_eq(status_int(pdb, "currentHealthy"), 2);
+	cr_assert_eq(status_int(pdb, "disruptionsAllowed"), 1);
+	cr_assert_str_eq(condition_of(pdb, "DisruptionAllowed", "status"), "True");
+	cr_assert_str_eq(condition_of(pdb, "DisruptionAllowed", "reason"), "SufficientPods");
+	json_decref(pdb);
+}
