@@ -7,6 +7,7 @@
 # (201 then 409), eviction blocked by a PDB (429) and allowed without it,
 # drain, watch resume from a resourceVersion, 410 Expired after the watch
 # window, finalizers holding deletion, 409 on a stale update, CRD resources,
+# server-side tables of workloads, storage, PDBs, leases and NodeClaims,
 # the /_sim/status timeline, clean SIGTERM exit.
 # Fails loudly on the first mismatch; always stops the simulator.
 set -eu
@@ -366,6 +367,92 @@ expect_match "garbage collector removes dependents" "$(kubectl get pod owned 2>&
 
 kubectl delete node node-1 >/dev/null
 expect_match "kubectl delete node" "$(kubectl get node node-1 2>&1 || true)" "NotFound"
+
+# --- server-side tables of the workload and storage kinds, as upstream prints them
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-p
+  labels: {kubernetes.io/hostname: node-p, topology.kubernetes.io/zone: us-west-2a}
+status:
+  conditions: [{type: Ready, status: "True"}]
+  allocatable: {cpu: "4", memory: 16Gi, pods: "110"}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: standard}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: node-p}
+      containers: [{name: agent, image: busybox}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 1
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: db, image: postgres}]
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      accessModes: [ReadWriteOnce]
+      storageClassName: standard
+      resources: {requests: {storage: 1Gi}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: db}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: db}}
+---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: e2e-lock}
+spec: {holderIdentity: e2e-holder}
+YAML
+# Tables are checked header and row in one line.
+wait_for "the DaemonSet reports its pod ready" \
+	"kubectl get daemonset agent -o jsonpath='{.status.desiredNumberScheduled}/{.status.numberReady}/{.status.numberAvailable}'" \
+	"1/1/1"
+daemonsets=$(kubectl get daemonsets -o wide)
+expect_match "get daemonsets: upstream's columns" "$daemonsets" \
+	"NAME *DESIRED *CURRENT *READY *UP-TO-DATE *AVAILABLE *NODE SELECTOR *AGE *CONTAINERS *IMAGES *SELECTOR"
+expect_match "get daemonsets: the counts" "$daemonsets" \
+	"agent *1 *1 *1 *1 *1 *kubernetes.io/hostname=node-p *[0-9]*s *agent *busybox *app=agent"
+wait_for "the StatefulSet's pod is ready" "kubectl get statefulset db -o jsonpath='{.status.readyReplicas}'" 1
+expect_match "get statefulsets: upstream's columns" "$(kubectl get statefulsets -o wide | tr '\n' ' ')" \
+	"NAME *READY *AGE *CONTAINERS *IMAGES.*db *1/1 *[0-9]*s *db *postgres"
+expect_match "get pvc: a bound claim" "$(kubectl get pvc | tr '\n' ' ')" \
+	"NAME *STATUS *VOLUME *CAPACITY *ACCESS MODES *STORAGECLASS *VOLUMEATTRIBUTESCLASS *AGE.*data-db-0 *Bound *pvc-[0-9a-f-]* *1Gi *RWO *standard *<unset>"
+expect_match "get pv: its volume" "$(kubectl get pv | tr '\n' ' ')" \
+	"NAME *CAPACITY *ACCESS MODES *RECLAIM POLICY *STATUS *CLAIM *STORAGECLASS.*1Gi *RWO *Delete *Bound *default/data-db-0 *standard"
+expect_match "get storageclasses" "$(kubectl get storageclasses | tr '\n' ' ')" \
+	"NAME *PROVISIONER *RECLAIMPOLICY *VOLUMEBINDINGMODE *ALLOWVOLUMEEXPANSION *AGE.*standard *ebs.csi.aws.com *Delete *WaitForFirstConsumer *false"
+wait_for "the PDB's status counts the healthy pod" \
+	"kubectl get pdb db -o jsonpath='{.status.currentHealthy}/{.status.disruptionsAllowed}'" "1/0"
+expect_match "get pdb: upstream's columns" "$(kubectl get pdb db | tr '\n' ' ')" \
+	"NAME *MIN AVAILABLE *MAX UNAVAILABLE *ALLOWED DISRUPTIONS *AGE.*db *1 *N/A *0"
+expect_match "get leases: the holder" "$(kubectl get leases | tr '\n' ' ')" "NAME *HOLDER *AGE.*e2e-lock *e2e-holder"
+expect_match "get nodeclaims -o wide: label columns with escaped dots" "$(kubectl get nodeclaims -o wide | tr '\n' ' ')" \
+	"NAME *TYPE *CAPACITY *ZONE *NODE *READY *AGE *IMAGEID *ID *NODEPOOL *NODECLASS *DRIFTED.*default-e2e .* default *default"
+kubectl delete statefulset db >/dev/null
+kubectl delete daemonset agent >/dev/null
 
 # --- the admin status: nodes and pods as they are now, and the timeline
 status=$(c "$server/_sim/status")
