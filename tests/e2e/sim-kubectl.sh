@@ -92,17 +92,37 @@ expect_eq "split CRD files serve each version once, v1 stored" \
 expect_match "kubectl explain reads the CRD schema" "$(kubectl explain nodepool.spec.disruption)" \
 	"FIELD: disruption <Object>"
 
-# --- kubectl's generator subcommands. client-go's typed clients always send
-# built-in kinds as protobuf (they fall back to JSON after a 415 for CBOR
-# only); kanna-sim decodes no protobuf and answers as kube-apiserver does for
-# a kind it cannot decode. The --dry-run=client pipe into apply is the way.
-expect_match "kubectl create namespace gets upstream's 415" \
-	"$(kubectl create namespace team-a 2>&1 || true)" \
-	"(UnsupportedMediaType): the body of the request was in an unknown format .*kubectl apply -f"
-kubectl create namespace team-a --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-expect_eq "a generated namespace applies" "$(kubectl get namespace team-a -o jsonpath='{.status.phase}')" Active
-kubectl create deployment web -n team-a --image=nginx --replicas=2 --dry-run=client -o yaml |
-	kubectl apply -f - >/dev/null
+# --- kubectl's generator subcommands. client-go's typed clients send
+# built-in kinds as protobuf (falling back to JSON after a 415 for CBOR
+# only), so these go through kanna-sim's protobuf decoder.
+expect_match "kubectl create namespace" "$(kubectl create namespace team-a 2>&1)" "namespace/team-a created"
+expect_eq "the created namespace is Active" "$(kubectl get namespace team-a -o jsonpath='{.status.phase}')" Active
+expect_match "kubectl create deployment" \
+	"$(kubectl create deployment web -n team-a --image=nginx --replicas=2 --port=80 2>&1)" \
+	"deployment.apps/web created"
+expect_eq "the created deployment is as kubectl generated it" \
+	"$(kubectl get deployment web -n team-a -o jsonpath='{.spec.replicas} {.spec.selector.matchLabels.app} {.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].ports[0].containerPort}')" \
+	"2 web nginx 80"
+expect_match "kubectl create configmap" \
+	"$(kubectl create configmap settings -n team-a --from-literal=mode=fast --from-literal=level=3 2>&1)" \
+	"configmap/settings created"
+expect_eq "the configmap holds the literals" \
+	"$(kubectl get configmap settings -n team-a -o jsonpath='{.data.mode}/{.data.level}')" "fast/3"
+expect_match "kubectl create serviceaccount" "$(kubectl create serviceaccount builder -n team-a 2>&1)" \
+	"serviceaccount/builder created"
+expect_match "kubectl create poddisruptionbudget" \
+	"$(kubectl create poddisruptionbudget web -n team-a --selector=app=web --max-unavailable=50% 2>&1)" \
+	"poddisruptionbudget.policy/web created"
+expect_eq "the PDB keeps its percentage" \
+	"$(kubectl get pdb web -n team-a -o jsonpath='{.spec.maxUnavailable}')" "50%"
+expect_match "kubectl create service" "$(kubectl create service nodeport web -n team-a --tcp=80:8080 2>&1)" \
+	"service/web created"
+expect_eq "the service's ports are as generated" \
+	"$(kubectl get service web -n team-a -o jsonpath='{.spec.type} {.spec.ports[0].port}:{.spec.ports[0].targetPort}')" \
+	"NodePort 80:8080"
+expect_match "a kind kanna-sim does not serve is not found, not a decode error" \
+	"$(kubectl create secret generic s -n team-a --from-literal=a=b 2>&1 || true)" \
+	"failed to create secret the server could not find the requested resource"
 web_pods() { # count
 	i=0
 	while [ "$(kubectl get pods -n team-a -l app=web -o name | wc -l)" != "$1" ]; do
