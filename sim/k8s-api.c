@@ -20,6 +20,7 @@ void k8s_response_clear(struct k8s_response *resp)
 {
 	free(resp->body);
 	k8s_watch_free(resp->watch);
+	k8s_list_stream_free(resp->list);
 	memset(resp, 0, sizeof(*resp));
 }
 
@@ -217,8 +218,13 @@ static int handle_list(struct k8s_api *api, const struct k8s_request *req,
 	opts.labels = labels;
 	opts.fields = fields;
 	opts.limit = limit ? MAX(strtol(limit, NULL, 10), 0L) : 0;
-	r = k8s_store_list(api->store, route->res, route->ns, &opts, &resp->body,
-			   &resp->len, &err);
+	/* Tables are built from the whole body; plain Lists stream. */
+	if (req->stream_lists && !k8s_accepts_table(req->accept))
+		r = k8s_store_list_stream(api->store, route->res, route->ns, &opts, &resp->list,
+					  &err);
+	else
+		r = k8s_store_list(api->store, route->res, route->ns, &opts, &resp->body,
+				   &resp->len, &err);
 	k8s_selector_free(labels);
 	k8s_selector_free(fields);
 	if (r < 0)

@@ -83,6 +83,8 @@ struct k8s_request {
 	const char *accept; /* kubectl asks for meta.k8s.io Tables */
 	const char *body;
 	size_t body_len;
+	/* The HTTP server streams LIST bodies (resp.list); tests take them whole. */
+	bool stream_lists;
 	/* Query parameters by name, NULL when absent. */
 	const char *(*arg)(void *cls, const char *name);
 	void *arg_cls;
@@ -94,6 +96,7 @@ struct k8s_response {
 	char *body; /* JSON, malloc'ed */
 	size_t len;
 	struct k8s_watch *watch; /* instead of body: stream this */
+	struct k8s_list_stream *list; /* instead of body: a LIST to stream */
 };
 
 /* Always fills resp (errors become Status bodies); returns 0 or -ENOMEM. */
