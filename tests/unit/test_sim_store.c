@@ -355,6 +355,7 @@ Test(sim_store, a_streamed_list_is_the_listed_body_read_from_a_snapshot)
 		slen += len;
 	streamed[slen] = '\0';
 	cr_assert_str_eq(streamed, body);
+	k8s_list_stream_free(s);
 	free(streamed);
 	free(body);
 	/* Freed half-read, it lets go of what it held. */
