@@ -14,11 +14,13 @@
 #include "common/yaml-json.h"
 #include "sim/k8s-api.h"
 #include "sim/k8s-patch.h"
+#include "sim/k8s-protobuf.h"
 
 void k8s_response_clear(struct k8s_response *resp)
 {
 	free(resp->body);
 	k8s_watch_free(resp->watch);
+	k8s_list_stream_free(resp->list);
 	memset(resp, 0, sizeof(*resp));
 }
 
@@ -77,24 +79,28 @@ static int parse_yaml_body(const struct k8s_request *req, json_t **ret, struct k
 	return 0;
 }
 
-static int parse_body(const struct k8s_request *req, json_t **ret,
-		      struct k8s_error *err)
+static int parse_body(const struct k8s_request *req, const struct k8s_resource *res,
+		      json_t **ret, struct k8s_error *err)
 {
 	const char *ct = req->content_type;
 	json_error_t jerr;
+	int r;
 
 	/*
-	 * kube-apiserver decodes protobuf for built-in kinds only and answers
-	 * this 415 for custom resources. kanna-sim decodes no protobuf, so
-	 * every kind gets it; client-go falls back to JSON on 415 for CBOR
-	 * only, and kubectl's `create <generator>` subcommands (namespace,
-	 * deployment, configmap, ...) always send protobuf.
+	 * client-go's typed clients, and so kubectl's `create <generator>`
+	 * subcommands (namespace, deployment, configmap, ...), send built-in
+	 * kinds as protobuf and fall back to JSON after a 415 for CBOR only:
+	 * kube-apiserver decodes protobuf for built-in kinds, so kanna-sim
+	 * decodes it for the kinds those clients send (k8s-protobuf.c).
 	 */
-	if (ct && (strstr(ct, "protobuf") || strstr(ct, "cbor"))) {
+	if (ct && strstr(ct, "application/vnd.kubernetes.protobuf")) {
+		r = k8s_protobuf_decode(req->body ? req->body : "", req->body_len, res, ret, err);
+		return r == -ENOMEM ? r : r < 0 ? -EINVAL : 0;
+	}
+	if (ct && strstr(ct, "cbor")) {
 		*ret = NULL;
 		k8s_error_set(err, 415, "UnsupportedMediaType",
-			      "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (kanna-sim does not decode %.64s: use kubectl create -f or kubectl apply -f)",
-			      ct);
+			      "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf");
 		return -EINVAL;
 	}
 	if (ct && strstr(ct, "yaml"))
@@ -109,11 +115,13 @@ static int parse_body(const struct k8s_request *req, json_t **ret,
 	return 0;
 }
 
-static int parse_selectors(const struct k8s_request *req, struct k8s_selector **labels,
+static int parse_selectors(const struct k8s_api *api, const struct k8s_request *req,
+			   const struct k8s_route *route, struct k8s_selector **labels,
 			   struct k8s_selector **fields, struct k8s_error *err)
 {
 	const char *ls = arg(req, "labelSelector"), *fs = arg(req, "fieldSelector");
 	char msg[256] = "";
+	int r;
 
 	*labels = *fields = NULL;
 	if (ls && k8s_label_selector_parse(ls, labels, msg, sizeof(msg)) < 0) {
@@ -123,6 +131,15 @@ static int parse_selectors(const struct k8s_request *req, struct k8s_selector **
 	if (fs && k8s_field_selector_parse(fs, fields, msg, sizeof(msg)) < 0) {
 		*labels = k8s_selector_free(*labels);
 		k8s_error_set(err, 400, "BadRequest", "invalid field selector: %s", msg);
+		return -EINVAL;
+	}
+	r = k8s_field_selector_prepare(api->reg, route->res, *fields, msg, sizeof(msg));
+	if (r < 0) {
+		*labels = k8s_selector_free(*labels);
+		*fields = k8s_selector_free(*fields);
+		if (r == -ENOMEM)
+			return r;
+		k8s_error_set(err, 400, "BadRequest", "%s", msg);
 		return -EINVAL;
 	}
 	return 0;
@@ -175,7 +192,7 @@ static int handle_watch(struct k8s_api *api, const struct k8s_request *req,
 		opts.transform = table_of_one;
 		opts.transform_cls = api;
 	}
-	if (parse_selectors(req, &labels, &fields, &err) < 0)
+	if (parse_selectors(api, req, route, &labels, &fields, &err) < 0)
 		return k8s_reply_error(resp, &err);
 	r = k8s_watch_new(api->store, route->res, route->ns, labels, fields, &opts,
 			  &resp->watch, &err);
@@ -196,13 +213,18 @@ static int handle_list(struct k8s_api *api, const struct k8s_request *req,
 
 	if (arg_true(req, "watch"))
 		return handle_watch(api, req, route, resp);
-	if (parse_selectors(req, &labels, &fields, &err) < 0)
+	if (parse_selectors(api, req, route, &labels, &fields, &err) < 0)
 		return k8s_reply_error(resp, &err);
 	opts.labels = labels;
 	opts.fields = fields;
 	opts.limit = limit ? MAX(strtol(limit, NULL, 10), 0L) : 0;
-	r = k8s_store_list(api->store, route->res, route->ns, &opts, &resp->body,
-			   &resp->len, &err);
+	/* Tables are built from the whole body; plain Lists stream. */
+	if (req->stream_lists && !k8s_accepts_table(req->accept))
+		r = k8s_store_list_stream(api->store, route->res, route->ns, &opts, &resp->list,
+					  &err);
+	else
+		r = k8s_store_list(api->store, route->res, route->ns, &opts, &resp->body,
+				   &resp->len, &err);
 	k8s_selector_free(labels);
 	k8s_selector_free(fields);
 	if (r < 0)
@@ -213,8 +235,8 @@ static int handle_list(struct k8s_api *api, const struct k8s_request *req,
 	return 0;
 }
 
-static int delete_options(const struct k8s_request *req, json_t **body,
-			  struct k8s_delete_options *opts, struct k8s_error *err)
+static int delete_options(const struct k8s_request *req, const struct k8s_resource *res,
+			  json_t **body, struct k8s_delete_options *opts, struct k8s_error *err)
 {
 	const char *grace = arg(req, "gracePeriodSeconds");
 	const char *prop = arg(req, "propagationPolicy");
@@ -223,7 +245,7 @@ static int delete_options(const struct k8s_request *req, json_t **body,
 	k8s_delete_options_init(opts);
 	*body = NULL;
 	if (req->body_len > 0) {
-		r = parse_body(req, body, err);
+		r = parse_body(req, res, body, err);
 		if (r < 0)
 			return r;
 		r = k8s_delete_options_from_json(opts, *body, err);
@@ -250,7 +272,7 @@ static int handle_delete(struct k8s_api *api, const struct k8s_request *req,
 	json_t *body = NULL, *obj = NULL;
 	int r;
 
-	r = delete_options(req, &body, &opts, &err);
+	r = delete_options(req, route->res, &body, &opts, &err);
 	if (r >= 0)
 		r = k8s_store_delete(api->store, route->res, route->ns, route->name, &opts,
 				     &obj, &err);
@@ -270,9 +292,9 @@ static int handle_delete_collection(struct k8s_api *api, const struct k8s_reques
 	json_t *body = NULL;
 	int r;
 
-	r = delete_options(req, &body, &opts, &err);
+	r = delete_options(req, route->res, &body, &opts, &err);
 	if (r >= 0)
-		r = parse_selectors(req, &labels, &fields, &err);
+		r = parse_selectors(api, req, route, &labels, &fields, &err);
 	if (r >= 0) {
 		selected.labels = labels;
 		selected.fields = fields;
@@ -307,8 +329,8 @@ static json_t *apply_patch(const json_t *cur, void *userdata, struct k8s_error *
 	return r < 0 ? NULL : out;
 }
 
-static int decode_patch(const struct k8s_request *req, struct patch_ctx *p,
-			struct k8s_error *err)
+static int decode_patch(const struct k8s_request *req, const struct k8s_resource *res,
+			struct patch_ctx *p, struct k8s_error *err)
 {
 	struct yaml_docs *docs = NULL;
 	char msg[512];
@@ -319,7 +341,7 @@ static int decode_patch(const struct k8s_request *req, struct patch_ctx *p,
 		return -EINVAL;
 	}
 	if (p->type != K8S_PATCH_APPLY)
-		return parse_body(req, &p->patch, err);
+		return parse_body(req, res, &p->patch, err);
 	if (yaml_docs_load_buffer(req->body ? req->body : "", req->body_len, "body", &docs,
 				  msg, sizeof(msg)) < 0 || docs->n_docs != 1) {
 		yaml_docs_free(docs);
@@ -340,7 +362,7 @@ static int handle_patch(struct k8s_api *api, const struct k8s_request *req,
 	json_t *obj = NULL;
 	int r;
 
-	r = decode_patch(req, &p, &err);
+	r = decode_patch(req, route->res, &p, &err);
 	if (r < 0)
 		return k8s_reply_error(resp, &err);
 	r = k8s_store_mutate(api->store, route->res, route->ns, route->name, mode,
@@ -371,7 +393,7 @@ static int handle_object(struct k8s_api *api, const struct k8s_request *req,
 
 	if (streq(sub, "scale")) {
 		if (!streq(req->method, "PATCH") && req->body_len > 0 &&
-		    parse_body(req, &body, &err) < 0)
+		    parse_body(req, route->res, &body, &err) < 0)
 			return k8s_reply_error(resp, &err);
 		r = k8s_scale_handle(api, req, route, body, resp);
 		json_decref(body);
@@ -390,7 +412,7 @@ static int handle_object(struct k8s_api *api, const struct k8s_request *req,
 	else if (streq(req->method, "DELETE") && !*sub)
 		return handle_delete(api, req, route, resp);
 	else if (streq(req->method, "PUT") || streq(req->method, "POST")) {
-		r = parse_body(req, &body, &err);
+		r = parse_body(req, route->res, &body, &err);
 		if (r >= 0 && streq(req->method, "POST") && streq(sub, "binding"))
 			r = k8s_pod_binding(api, route, body, resp);
 		else if (r >= 0 && streq(req->method, "POST") && streq(sub, "eviction"))
@@ -433,7 +455,7 @@ static int handle_collection(struct k8s_api *api, const struct k8s_request *req,
 			      "the server does not allow this method on the requested resource");
 		return k8s_reply_error(resp, &err);
 	}
-	r = parse_body(req, &body, &err);
+	r = parse_body(req, route->res, &body, &err);
 	if (r >= 0)
 		r = k8s_store_create(api->store, route->res, route->ns[0] ? route->ns : NULL,
 				     body, &obj, &err);

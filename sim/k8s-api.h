@@ -92,6 +92,8 @@ struct k8s_request {
 	const char *accept; /* kubectl asks for meta.k8s.io Tables */
 	const char *body;
 	size_t body_len;
+	/* The HTTP server streams LIST bodies (resp.list); tests take them whole. */
+	bool stream_lists;
 	/* Query parameters by name, NULL when absent. */
 	const char *(*arg)(void *cls, const char *name);
 	void *arg_cls;
@@ -103,6 +105,7 @@ struct k8s_response {
 	char *body; /* JSON, malloc'ed */
 	size_t len;
 	struct k8s_watch *watch; /* instead of body: stream this */
+	struct k8s_list_stream *list; /* instead of body: a LIST to stream */
 };
 
 /* Always fills resp (errors become Status bodies); returns 0 or -ENOMEM. */
@@ -126,6 +129,14 @@ unsigned k8s_faults_watch_cut(struct k8s_api *api);
 /* Whether group/version is hidden by unservedVersions; with version NULL,
  * whether every version the registry has of group is. */
 bool k8s_faults_unserved(struct k8s_api *api, const char *group, const char *version);
+
+/*
+ * Field selectors (k8s-fields.c): refuses a label res does not support
+ * (-EINVAL, err "field label not supported: <label>") and turns the others
+ * into the JSON paths and absent values the store matches against.
+ */
+int k8s_field_selector_prepare(const struct k8s_registry *reg, const struct k8s_resource *res,
+			       struct k8s_selector *sel, char *err, size_t errlen);
 
 /* Server-side printing (k8s-table.c). */
 bool k8s_accepts_table(const char *accept);

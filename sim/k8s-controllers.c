@@ -3,8 +3,8 @@
  * controllers. A Deployment owns its pods directly (no ReplicaSet layer):
  * it creates pods from spec.template until spec.replicas exist, deletes the
  * least useful ones (unbound, then not ready, then newest) when scaled down,
- * reports status and writes ScalingReplicaSet Events. Writes go through
- * the store API only.
+ * reports status (with upstream's Available and Progressing conditions) and
+ * writes ScalingReplicaSet Events. Writes go through the store API only.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "sim/k8s-controllers.h"
+#include "sim/k8s-store-internal.h"
 
 struct k8s_controllers {
 	struct k8s_store *store;
@@ -87,7 +88,7 @@ static void scan_owned(struct k8s_object *o, void *userdata)
 	}
 }
 
-static uint32_t template_hash(const json_t *tmpl)
+uint32_t k8s_template_hash(const json_t *tmpl)
 {
 	char *s = json_dumps(tmpl, JSON_COMPACT | JSON_SORT_KEYS);
 	uint32_t h = 2166136261u; /* FNV-1a */
@@ -161,7 +162,7 @@ static int scale_pods(struct k8s_store *store, const json_t *d, struct owned_sca
 		k8s_error_clear(&err);
 	}
 	snprintf(hash, sizeof(hash), "%08x",
-		 template_hash(json_object_get(json_object_get(d, "spec"), "template")));
+		 k8s_template_hash(json_object_get(json_object_get(d, "spec"), "template")));
 	for (i = s->n; i < (size_t)want; i++) {
 		json_t *pod = pod_from_template(d, hash);
 		struct k8s_error err = {};
@@ -196,8 +197,89 @@ static void record_scaling(struct k8s_store *store, const json_t *d, json_int_t 
 	(void)k8s_event_record(store, &ref, &source, K8S_EVENT_NORMAL, "ScalingReplicaSet",
 			       "Scaled %s replica set %s-%08x from %lld to %lld",
 			       want > from ? "up" : "down", meta(d, "name"),
-			       template_hash(json_object_get(json_object_get(d, "spec"), "template")),
+			       k8s_template_hash(json_object_get(json_object_get(d, "spec"), "template")),
 			       (long long)from, (long long)want);
+}
+
+/*
+ * The Available condition's threshold: spec.replicas less maxUnavailable
+ * (RollingUpdate, default 25% rounded down; Recreate: 0), as upstream.
+ */
+static json_int_t min_available(const json_t *d, json_int_t want)
+{
+	const json_t *strategy = json_object_get(json_object_get(d, "spec"), "strategy");
+	const json_t *max = json_object_get(json_object_get(strategy, "rollingUpdate"),
+					    "maxUnavailable");
+	const char *pct = json_string_value(max);
+	json_int_t unavailable = want / 4;
+
+	if (streq_ptr(json_string_value(json_object_get(strategy, "type")), "Recreate"))
+		unavailable = 0;
+	else if (json_is_integer(max))
+		unavailable = json_integer_value(max);
+	else if (pct)
+		unavailable = want * strtoll(pct, NULL, 10) / 100;
+	return want - MIN(MAX(unavailable, 0), want);
+}
+
+/*
+ * One DeploymentCondition; the old one stays as it is while its status and
+ * reason do (upstream's SetDeploymentCondition), and a new one keeps the old
+ * lastTransitionTime when only the reason changed.
+ */
+static json_t *deployment_condition(const json_t *d, const char *type, bool ok,
+				    const char *reason, const char *message, const char *now)
+{
+	const json_t *c, *old = NULL;
+	const char *status = ok ? "True" : "False";
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(d, "status"), "conditions"), i, c)
+		if (streq_ptr(json_string_value(json_object_get(c, "type")), type))
+			old = c;
+	if (old && streq_ptr(json_string_value(json_object_get(old, "status")), status) &&
+	    streq_ptr(json_string_value(json_object_get(old, "reason")), reason))
+		return json_deep_copy(old);
+	if (old && streq_ptr(json_string_value(json_object_get(old, "status")), status))
+		now = json_string_value(json_object_get(old, "lastTransitionTime")) ?: now;
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", type, "status", status,
+			 "lastUpdateTime", now, "lastTransitionTime", now, "reason", reason,
+			 "message", message);
+}
+
+/* DeploymentStatus as upstream reports it (zero counts are omitted there too). */
+static json_t *deployment_status(const json_t *d, json_int_t want, json_int_t have,
+				 json_int_t ready)
+{
+	json_int_t gen = json_integer_value(json_object_get(json_object_get(d, "metadata"),
+							    "generation"));
+	bool complete = have == want && ready == want;
+	char now[32], rs[300], progress[400];
+	json_t *status, *conditions;
+
+	k8s_timestamp(now, 0);
+	snprintf(rs, sizeof(rs), "%s-%08x", meta(d, "name"),
+		 k8s_template_hash(json_object_get(json_object_get(d, "spec"), "template")));
+	snprintf(progress, sizeof(progress), "ReplicaSet \"%s\" %s.", rs,
+		 complete ? "has successfully progressed" : "is progressing");
+	conditions = json_pack("[o, o]",
+			       deployment_condition(d, "Available", ready >= min_available(d, want),
+						    ready >= min_available(d, want)
+							    ? "MinimumReplicasAvailable"
+							    : "MinimumReplicasUnavailable",
+						    ready >= min_available(d, want)
+							    ? "Deployment has minimum availability."
+							    : "Deployment does not have minimum availability.",
+						    now),
+			       deployment_condition(d, "Progressing", true,
+						    complete ? "NewReplicaSetAvailable" : "ReplicaSetUpdated",
+						    progress, now));
+	status = json_pack("{s:I, s:I, s:I, s:I, s:I, s:o}", "observedGeneration", gen, "replicas",
+			   have, "updatedReplicas", have, "readyReplicas", ready, "availableReplicas",
+			   ready, "conditions", conditions);
+	if (status && want > ready)
+		json_object_set_new(status, "unavailableReplicas", json_integer(want - ready));
+	return status;
 }
 
 static int reconcile_one(struct k8s_store *store, const json_t *d)
@@ -219,10 +301,7 @@ static int reconcile_one(struct k8s_store *store, const json_t *d)
 	if (writes > 0)
 		record_scaling(store, d, reported ? json_integer_value(reported) : (json_int_t)s.n,
 			       want);
-	status = json_pack("{s:I, s:I, s:I, s:I, s:I}", "observedGeneration",
-			   json_integer_value(json_object_get(json_object_get(d, "metadata"), "generation")),
-			   "replicas", (json_int_t)have, "updatedReplicas", (json_int_t)have,
-			   "readyReplicas", (json_int_t)s.ready, "availableReplicas", (json_int_t)s.ready);
+	status = deployment_status(d, want, (json_int_t)have, (json_int_t)s.ready);
 	if (status && !json_equal(status, json_object_get(d, "status"))) {
 		struct k8s_error err = {};
 
@@ -277,6 +356,7 @@ static void *controllers_main(void *userdata)
 			(void)k8s_deployments_reconcile(c->store);
 			(void)k8s_statefulsets_reconcile(c->store);
 			(void)k8s_daemonsets_reconcile(c->store);
+			(void)k8s_disruption_reconcile(c->store);
 			(void)k8s_scheduler_reconcile(c->store);
 			if (c->extra)
 				c->extra(c->extra_userdata);

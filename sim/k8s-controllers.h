@@ -1,7 +1,8 @@
 /*
  * kanna-sim's lite controllers: Deployment and StatefulSet controllers
  * (replicas ↔ pods, claims from volumeClaimTemplates), a DaemonSet
- * controller (a pod per selected node) and a
+ * controller (a pod per selected node), a disruption controller (PDB
+ * status) and a
  * kube-scheduler-lite (binds pending pods to Ready, schedulable nodes that
  * fit, or marks them PodScheduled=False reason Unschedulable). One thread
  * runs them whenever the store changed; passes are callable for tests.
@@ -36,6 +37,7 @@ int k8s_deployments_reconcile(struct k8s_store *store);
 int k8s_scheduler_reconcile(struct k8s_store *store);
 int k8s_statefulsets_reconcile(struct k8s_store *store);
 int k8s_daemonsets_reconcile(struct k8s_store *store);
+int k8s_disruption_reconcile(struct k8s_store *store); /* PodDisruptionBudget status */
 
 /* Scheduling predicates shared by the scheduler and the DaemonSet controller. */
 bool k8s_pod_selects_node(const json_t *pod, const json_t *node); /* nodeSelector, affinity */
@@ -63,6 +65,9 @@ struct k8s_pod_affinity *k8s_pod_affinity_free(struct k8s_pod_affinity *a);
 json_t *k8s_pod_volume_terms(struct k8s_store *store, const json_t *pod, char *why,
 			     size_t whylen);
 int k8s_volumes_bind_for_pod(struct k8s_store *store, const json_t *pod, const json_t *node);
+
+/* FNV-1a of a pod template's canonical JSON: pod-template-hash, revisions. */
+uint32_t k8s_template_hash(const json_t *tmpl);
 
 /* Parsed copies of every object of group/v1/plural, taken under the lock. */
 json_t *k8s_controller_snapshot(struct k8s_store *store, const char *group,

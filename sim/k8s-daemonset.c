@@ -5,7 +5,9 @@
  * (not-ready, unreachable, unschedulable, pressure). The pod is created
  * already bound to its node, as the DaemonSet controller did before it
  * delegated to the scheduler; pods on nodes that are gone or no longer
- * selected are deleted.
+ * selected are deleted. Status counts nodes as upstream's controller does
+ * (desired, current, misscheduled, ready, updated, available); a pod is
+ * updated when its controller-revision-hash is the template's.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -35,7 +37,7 @@ static const struct {
 };
 
 /* The pod the set would run, before it is bound (also its fit test). */
-static json_t *daemon_pod(const json_t *set)
+static json_t *daemon_pod(const json_t *set, const char *revision)
 {
 	const json_t *tmpl = json_object_get(json_object_get(set, "spec"), "template");
 	json_t *spec = json_deep_copy(json_object_get(tmpl, "spec"));
@@ -47,6 +49,7 @@ static json_t *daemon_pod(const json_t *set)
 		spec = json_object();
 	if (!labels)
 		labels = json_object();
+	json_object_set_new(labels, "controller-revision-hash", json_string(revision));
 	tols = json_object_get(spec, "tolerations");
 	if (!json_is_array(tols))
 		json_object_set_new(spec, "tolerations", tols = json_array());
@@ -63,21 +66,72 @@ static json_t *daemon_pod(const json_t *set)
 }
 
 struct daemon_pods {
-	const char *uid;
-	json_t *by_node; /* node name → pod name */
+	const char *uid, *revision;
+	json_t *by_node; /* node name → {"name", "ready", "updated"} */
 	json_t *orphans; /* pod names without a node */
 };
 
 static void find_daemon_pods(struct k8s_object *o, void *userdata)
 {
 	struct daemon_pods *d = userdata;
+	const char *rev = json_string_value(json_object_get(o->labels, "controller-revision-hash"));
 
 	if (o->deleting || o->n_owners == 0 || !streq(o->owners[0], d->uid))
 		return;
 	if (o->node_name && !json_object_get(d->by_node, o->node_name))
-		json_object_set_new(d->by_node, o->node_name, json_string(o->name));
+		json_object_set_new(d->by_node, o->node_name,
+				    json_pack("{s:s, s:b, s:b}", "name", o->name, "ready", o->pod_ready,
+					      "updated", streq_ptr(rev, d->revision)));
 	else
 		json_array_append_new(d->orphans, json_string(o->name));
+}
+
+/* DaemonSetStatus: the four counts always, the rest omitted when 0 (omitempty). */
+struct daemon_status {
+	json_int_t desired, current, misscheduled, ready, updated, available;
+};
+
+static json_t *status_json(const json_t *set, const struct daemon_status *st)
+{
+	json_int_t gen = json_integer_value(json_object_get(json_object_get(set, "metadata"),
+							    "generation"));
+	json_t *out = json_pack("{s:I, s:I, s:I, s:I}", "currentNumberScheduled", st->current,
+				"numberMisscheduled", st->misscheduled, "desiredNumberScheduled",
+				st->desired, "numberReady", st->ready);
+
+	if (out && gen > 0)
+		json_object_set_new(out, "observedGeneration", json_integer(gen));
+	if (out && st->updated > 0)
+		json_object_set_new(out, "updatedNumberScheduled", json_integer(st->updated));
+	if (out && st->available > 0)
+		json_object_set_new(out, "numberAvailable", json_integer(st->available));
+	if (out && st->desired > st->available)
+		json_object_set_new(out, "numberUnavailable", json_integer(st->desired - st->available));
+	return out;
+}
+
+static json_t *set_status(const json_t *cur, void *userdata, struct k8s_error *err)
+{
+	json_t *out = json_deep_copy(cur);
+
+	json_object_set(out, "status", userdata);
+	return out;
+}
+
+static int write_status(struct k8s_store *store, const json_t *set, const struct daemon_status *st)
+{
+	const struct k8s_resource *sets = k8s_registry_find(store->reg, "apps", "v1", "daemonsets");
+	json_t *status = status_json(set, st);
+	struct k8s_error err = {};
+	int writes = 0;
+
+	if (status && !json_equal(status, json_object_get(set, "status")) &&
+	    k8s_store_mutate(store, sets, meta(set, "namespace"), meta(set, "name"), K8S_WRITE_STATUS,
+			     set_status, status, NULL, &err) >= 0)
+		writes++;
+	k8s_error_clear(&err);
+	json_decref(status);
+	return writes;
 }
 
 static int delete_pod(struct k8s_store *store, const char *ns, const char *name)
@@ -97,35 +151,55 @@ static int reconcile_set(struct k8s_store *store, const json_t *set, const json_
 {
 	const struct k8s_resource *pods = k8s_registry_find(store->reg, "", "v1", "pods");
 	const char *ns = meta(set, "namespace");
-	struct daemon_pods d = { .uid = meta(set, "uid"), .by_node = json_object(),
-				 .orphans = json_array() };
-	json_t *pod = daemon_pod(set), *name;
-	const json_t *node;
+	char revision[16];
+	struct daemon_pods d = { .uid = meta(set, "uid"), .revision = revision,
+				 .by_node = json_object(), .orphans = json_array() };
+	struct daemon_status st = {};
+	json_t *pod, *name;
+	const json_t *node, *have;
 	const char *node_name;
 	int writes = 0;
 	size_t i;
 
+	snprintf(revision, sizeof(revision), "%08x",
+		 k8s_template_hash(json_object_get(json_object_get(set, "spec"), "template")));
+	pod = daemon_pod(set, revision);
 	if (!pod || !d.by_node || !d.orphans)
 		goto out;
 	k8s_store_foreach(store, pods, ns, find_daemon_pods, &d);
 	json_array_foreach(nodes, i, node) {
 		bool wanted = !meta(node, "deletionTimestamp") && k8s_pod_selects_node(pod, node) &&
 			      k8s_pod_tolerates_node(pod, node);
-		const char *have;
 
 		node_name = meta(node, "name");
-		have = json_string_value(json_object_get(d.by_node, node_name));
-		if (have && !wanted)
-			writes += delete_pod(store, ns, have);
+		have = json_object_get(d.by_node, node_name);
+		st.desired += wanted;
+		if (have && wanted) {
+			bool ready = json_is_true(json_object_get(have, "ready"));
+
+			st.current++;
+			st.ready += ready;
+			st.available += ready; /* minReadySeconds is not modelled */
+			st.updated += json_is_true(json_object_get(have, "updated"));
+		}
+		if (have && !wanted) {
+			int deleted = delete_pod(store, ns,
+						 json_string_value(json_object_get(have, "name")));
+
+			writes += deleted;
+			st.misscheduled += !deleted;
+		}
 		if (!have && wanted) {
 			json_t *bound = json_deep_copy(pod);
 			struct k8s_error err = {};
 
 			json_object_set_new(json_object_get(bound, "spec"), "nodeName",
 					    json_string(node_name));
-			if (k8s_store_create(store, pods, ns, bound, NULL, &err) >= 0)
+			if (k8s_store_create(store, pods, ns, bound, NULL, &err) >= 0) {
 				writes++;
-			else
+				st.current++;
+				st.updated++;
+			} else
 				log_warn("Failed to create daemon pod of %s/%s on %s: %s", ns,
 					 meta(set, "name"), node_name, err.message);
 			k8s_error_clear(&err);
@@ -135,9 +209,10 @@ static int reconcile_set(struct k8s_store *store, const json_t *set, const json_
 	}
 	/* Whatever is left runs on nodes that no longer exist. */
 	json_object_foreach(d.by_node, node_name, name)
-		writes += delete_pod(store, ns, json_string_value(name));
+		writes += delete_pod(store, ns, json_string_value(json_object_get(name, "name")));
 	json_array_foreach(d.orphans, i, name)
 		writes += delete_pod(store, ns, json_string_value(name));
+	writes += write_status(store, set, &st);
 out:
 	json_decref(pod);
 	json_decref(d.by_node);

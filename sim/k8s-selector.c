@@ -378,8 +378,8 @@ bool k8s_field_selector_matches(const struct k8s_selector *sel,
 	for (size_t i = 0; i < sel->n_reqs; i++) {
 		const char *v = resolve(sel->reqs[i].key, userdata);
 
-		/* A missing field compares as the empty string, as upstream. */
-		if (!requirement_matches(&sel->reqs[i], v ? v : ""))
+		/* A missing field compares as upstream's field set has it: "" or "false". */
+		if (!requirement_matches(&sel->reqs[i], v ? v : sel->reqs[i].absent ?: ""))
 			return false;
 	}
 	return true;

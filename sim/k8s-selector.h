@@ -27,6 +27,7 @@ struct k8s_requirement {
 	enum k8s_selector_op op;
 	char **values;
 	size_t n_values;
+	const char *absent; /* field selectors: the value of an absent field, NULL: "" */
 };
 
 struct k8s_selector {

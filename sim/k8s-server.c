@@ -53,6 +53,18 @@ static void watch_free(void *cls)
 	k8s_watch_free(cls);
 }
 
+static ssize_t list_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	size_t n = k8s_list_stream_read(cls, buf, max);
+
+	return n > 0 ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void list_free(void *cls)
+{
+	k8s_list_stream_free(cls);
+}
+
 static enum MHD_Result send_response(struct MHD_Connection *conn,
 				     struct k8s_response *resp)
 {
@@ -64,6 +76,12 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
 						      watch_reader, resp->watch, watch_free);
 		if (r)
 			resp->watch = NULL;
+	} else if (resp->list) {
+		r = MHD_create_response_from_callback(k8s_list_stream_length(resp->list),
+						      K8S_LIST_BLOCK_BYTES, list_reader, resp->list,
+						      list_free);
+		if (r)
+			resp->list = NULL;
 	} else {
 		r = MHD_create_response_from_buffer(resp->len, resp->body,
 						    MHD_RESPMEM_MUST_FREE);
@@ -158,6 +176,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	req.accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
 	req.body = ctx->body;
 	req.body_len = ctx->len;
+	req.stream_lists = true;
 	req.arg = mhd_arg;
 	req.arg_cls = conn;
 	if (k8s_api_handle(s->api, &req, &resp) < 0) {

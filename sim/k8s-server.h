@@ -19,6 +19,8 @@
 #define K8S_SERVER_MAX_CONNECTIONS 1024
 /* Watch stream bytes handed to libmicrohttpd per call. */
 #define K8S_WATCH_BLOCK_BYTES (64 * 1024)
+/* LIST body bytes per call: large enough that a 100,000-pod body is few calls. */
+#define K8S_LIST_BLOCK_BYTES (256 * 1024)
 
 struct k8s_server_config {
 	uint16_t port;              /* 0: ephemeral */

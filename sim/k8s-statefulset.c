@@ -78,6 +78,8 @@ static json_t *set_pod(const json_t *set, long ordinal)
 		pod_spec = json_object();
 	snprintf(name, sizeof(name), "%s-%ld", meta(set, "name"), ordinal);
 	json_object_set_new(labels, "statefulset.kubernetes.io/pod-name", json_string(name));
+	json_object_set_new(labels, "controller-revision-hash",
+			    json_sprintf("%s-%08x", meta(set, "name"), k8s_template_hash(tmpl)));
 	json_object_set_new(labels, "apps.kubernetes.io/pod-index", json_sprintf("%ld", ordinal));
 	json_object_set_new(pod_spec, "hostname", json_string(name));
 	if (json_object_get(spec, "serviceName"))
@@ -181,7 +183,8 @@ static int reconcile_set(struct k8s_store *store, const json_t *set)
 	bool parallel = streq_ptr(json_string_value(json_object_get(spec, "podManagementPolicy")),
 				  "Parallel");
 	long have = 0, ready = 0;
-	int writes = 0;
+	int writes = 0, created;
+	char revision[300];
 	json_t *status;
 
 	k8s_store_lock(store);
@@ -199,16 +202,23 @@ static int reconcile_set(struct k8s_store *store, const json_t *set)
 			continue;
 		}
 		ensure_claims(store, set, i, &writes);
+		created = writes;
 		create_quietly(store, pods, ns, set_pod(set, i), &writes);
+		have += writes > created; /* counted at once, as upstream's status does */
 		if (!parallel)
 			break;
 	}
 	writes += scale_down(store, set, want, parallel);
 	k8s_store_unlock(store);
-	status = json_pack("{s:I, s:I, s:I, s:I, s:I}", "observedGeneration",
+	/* Pods are never rolled, so every one is of the current (and update) revision. */
+	snprintf(revision, sizeof(revision), "%s-%08x", meta(set, "name"),
+		 k8s_template_hash(json_object_get(spec, "template")));
+	status = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s}", "observedGeneration",
 			   json_integer_value(json_object_get(json_object_get(set, "metadata"), "generation")),
 			   "replicas", (json_int_t)have, "readyReplicas", (json_int_t)ready,
-			   "currentReplicas", (json_int_t)have, "availableReplicas", (json_int_t)ready);
+			   "currentReplicas", (json_int_t)have, "updatedReplicas", (json_int_t)have,
+			   "availableReplicas", (json_int_t)ready, "currentRevision", revision,
+			   "updateRevision", revision);
 	if (status && !json_equal(status, json_object_get(set, "status"))) {
 		struct k8s_error err = {};
 

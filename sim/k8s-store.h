@@ -196,6 +196,18 @@ int k8s_store_delete_collection(struct k8s_store *store, const struct k8s_resour
 int k8s_store_list(struct k8s_store *store, const struct k8s_resource *res,
 		   const char *ns, const struct k8s_list_options *opts,
 		   char **body, size_t *len, struct k8s_error *err);
+/*
+ * The same List as a stream: a snapshot of references taken under the
+ * lock, read in pieces without it. _length() is the whole body's size;
+ * _read() fills up to max bytes and returns how many (0 at the end).
+ */
+struct k8s_list_stream;
+int k8s_store_list_stream(struct k8s_store *store, const struct k8s_resource *res,
+			  const char *ns, const struct k8s_list_options *opts,
+			  struct k8s_list_stream **ret, struct k8s_error *err);
+size_t k8s_list_stream_length(const struct k8s_list_stream *s);
+size_t k8s_list_stream_read(struct k8s_list_stream *s, char *buf, size_t max);
+struct k8s_list_stream *k8s_list_stream_free(struct k8s_list_stream *s);
 
 /* Does an object match a LIST/WATCH's namespace and selectors? */
 bool k8s_object_matches(const struct k8s_object *o, const char *ns,

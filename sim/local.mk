@@ -10,19 +10,24 @@ libkanna_simk8s_a_SOURCES = \
 	sim/k8s-status.c sim/k8s-write.c sim/k8s-delete.c sim/k8s-list.c \
 	sim/k8s-watch.h sim/k8s-watch.c \
 	sim/k8s-api.h sim/k8s-api.c sim/k8s-route.c sim/k8s-discovery.c \
-	sim/k8s-subresource.c sim/k8s-openapi.c sim/k8s-table.c sim/k8s-faults.c sim/k8s-admin.c sim/k8s-server.h sim/k8s-server.c \
+	sim/k8s-fields.c sim/k8s-protobuf.h sim/k8s-protobuf.c sim/k8s-protobuf-schema.c sim/k8s-subresource.c sim/k8s-openapi.c sim/k8s-printers.h sim/k8s-printers.c sim/k8s-table.c sim/k8s-faults.c sim/k8s-admin.c sim/k8s-server.h sim/k8s-server.c \
 	sim/tls.h sim/tls.c \
-	sim/k8s-controllers.h sim/k8s-controllers.c sim/k8s-statefulset.c sim/k8s-daemonset.c \
+	sim/k8s-controllers.h sim/k8s-controllers.c sim/k8s-statefulset.c sim/k8s-daemonset.c sim/k8s-disruption.c \
 	sim/k8s-scheduler.c sim/k8s-volumes.c sim/k8s-podaffinity.c \
 	sim/k8s-recorder.c sim/k8s-timeline.c
 SIM_K8S_LIBS = libkanna-simk8s.a $(LDADD) -lpthread
 
 check_PROGRAMS += tests/unit/test_sim_selector tests/unit/test_sim_patch \
 	tests/unit/test_sim_store tests/unit/test_sim_controllers \
-	tests/unit/test_sim_kubelet tests/unit/test_sim_events tests/unit/test_sim_api
+	tests/unit/test_sim_kubelet tests/unit/test_sim_events tests/unit/test_sim_api \
+	tests/unit/test_sim_protobuf
 TESTS += tests/unit/test_sim_selector tests/unit/test_sim_patch \
 	tests/unit/test_sim_store tests/unit/test_sim_controllers \
-	tests/unit/test_sim_kubelet tests/unit/test_sim_events tests/unit/test_sim_api
+	tests/unit/test_sim_kubelet tests/unit/test_sim_events tests/unit/test_sim_api \
+	tests/unit/test_sim_protobuf
+tests_unit_test_sim_protobuf_SOURCES = tests/unit/test_sim_protobuf.c tests/unit/sim-protobuf-fixtures.h
+tests_unit_test_sim_protobuf_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sim_protobuf_LDADD = $(SIM_K8S_LIBS) $(TEST_LIBS)
 tests_unit_test_sim_api_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sim_api_LDADD = $(SIM_K8S_LIBS) $(TEST_LIBS)
 tests_unit_test_sim_events_SOURCES = tests/unit/test_sim_events.c sim/kubelet.h sim/kubelet.c
@@ -61,5 +66,12 @@ tests_fuzz_fuzz_sim_request_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/
 tests_fuzz_fuzz_sim_request_LDFLAGS = $(FUZZ_LDFLAGS)
 tests_fuzz_fuzz_sim_request_LDADD = $(SIM_K8S_LIBS)
 EXTRA_DIST += tests/fuzz/corpus/sim_request
+
+FUZZ_PROGS += tests/fuzz/fuzz_sim_protobuf
+tests_fuzz_fuzz_sim_protobuf_SOURCES = tests/fuzz/fuzz_sim_protobuf.c tests/fuzz/standalone.c
+tests_fuzz_fuzz_sim_protobuf_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/fuzz/corpus/sim_protobuf\"
+tests_fuzz_fuzz_sim_protobuf_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_sim_protobuf_LDADD = $(SIM_K8S_LIBS)
+EXTRA_DIST += tests/fuzz/corpus/sim_protobuf
 
 include sim/aws.mk

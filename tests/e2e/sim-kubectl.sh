@@ -7,6 +7,7 @@
 # (201 then 409), eviction blocked by a PDB (429) and allowed without it,
 # drain, watch resume from a resourceVersion, 410 Expired after the watch
 # window, finalizers holding deletion, 409 on a stale update, CRD resources,
+# server-side tables of workloads, storage, PDBs, leases and NodeClaims,
 # the /_sim/status timeline, clean SIGTERM exit.
 # Fails loudly on the first mismatch; always stops the simulator.
 set -eu
@@ -91,17 +92,37 @@ expect_eq "split CRD files serve each version once, v1 stored" \
 expect_match "kubectl explain reads the CRD schema" "$(kubectl explain nodepool.spec.disruption)" \
 	"FIELD: disruption <Object>"
 
-# --- kubectl's generator subcommands. client-go's typed clients always send
-# built-in kinds as protobuf (they fall back to JSON after a 415 for CBOR
-# only); kanna-sim decodes no protobuf and answers as kube-apiserver does for
-# a kind it cannot decode. The --dry-run=client pipe into apply is the way.
-expect_match "kubectl create namespace gets upstream's 415" \
-	"$(kubectl create namespace team-a 2>&1 || true)" \
-	"(UnsupportedMediaType): the body of the request was in an unknown format .*kubectl apply -f"
-kubectl create namespace team-a --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-expect_eq "a generated namespace applies" "$(kubectl get namespace team-a -o jsonpath='{.status.phase}')" Active
-kubectl create deployment web -n team-a --image=nginx --replicas=2 --dry-run=client -o yaml |
-	kubectl apply -f - >/dev/null
+# --- kubectl's generator subcommands. client-go's typed clients send
+# built-in kinds as protobuf (falling back to JSON after a 415 for CBOR
+# only), so these go through kanna-sim's protobuf decoder.
+expect_match "kubectl create namespace" "$(kubectl create namespace team-a 2>&1)" "namespace/team-a created"
+expect_eq "the created namespace is Active" "$(kubectl get namespace team-a -o jsonpath='{.status.phase}')" Active
+expect_match "kubectl create deployment" \
+	"$(kubectl create deployment web -n team-a --image=nginx --replicas=2 --port=80 2>&1)" \
+	"deployment.apps/web created"
+expect_eq "the created deployment is as kubectl generated it" \
+	"$(kubectl get deployment web -n team-a -o jsonpath='{.spec.replicas} {.spec.selector.matchLabels.app} {.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].ports[0].containerPort}')" \
+	"2 web nginx 80"
+expect_match "kubectl create configmap" \
+	"$(kubectl create configmap settings -n team-a --from-literal=mode=fast --from-literal=level=3 2>&1)" \
+	"configmap/settings created"
+expect_eq "the configmap holds the literals" \
+	"$(kubectl get configmap settings -n team-a -o jsonpath='{.data.mode}/{.data.level}')" "fast/3"
+expect_match "kubectl create serviceaccount" "$(kubectl create serviceaccount builder -n team-a 2>&1)" \
+	"serviceaccount/builder created"
+expect_match "kubectl create poddisruptionbudget" \
+	"$(kubectl create poddisruptionbudget web -n team-a --selector=app=web --max-unavailable=50% 2>&1)" \
+	"poddisruptionbudget.policy/web created"
+expect_eq "the PDB keeps its percentage" \
+	"$(kubectl get pdb web -n team-a -o jsonpath='{.spec.maxUnavailable}')" "50%"
+expect_match "kubectl create service" "$(kubectl create service nodeport web -n team-a --tcp=80:8080 2>&1)" \
+	"service/web created"
+expect_eq "the service's ports are as generated" \
+	"$(kubectl get service web -n team-a -o jsonpath='{.spec.type} {.spec.ports[0].port}:{.spec.ports[0].targetPort}')" \
+	"NodePort 80:8080"
+expect_match "a kind kanna-sim does not serve is not found, not a decode error" \
+	"$(kubectl create secret generic s -n team-a --from-literal=a=b 2>&1 || true)" \
+	"failed to create secret the server could not find the requested resource"
 web_pods() { # count
 	i=0
 	while [ "$(kubectl get pods -n team-a -l app=web -o name | wc -l)" != "$1" ]; do
@@ -212,6 +233,9 @@ expect_match "kubectl get events lists the scheduler's" "$(kubectl get events)" 
 expect_eq "events select by involved object and reason" \
 	"$(kubectl get events --field-selector "involvedObject.name=$pod,reason=Pulled" -o jsonpath='{.items[*].source.host}')" \
 	node-1
+expect_match "an unsupported field selector is upstream's 400" \
+	"$(kubectl get pods --field-selector spec.bogus=x 2>&1 || true)" \
+	"(BadRequest).*field label not supported: spec.bogus"
 expect_match "describe node lists its pods" "$(kubectl describe node node-1)" "Non-terminated Pods: *(5 in total)"
 expect_eq "the manually scheduled pod is left alone" "$(kubectl get pod web -o jsonpath='{.spec.nodeName}')" ""
 kubectl cordon node-1 >/dev/null
@@ -363,6 +387,92 @@ expect_match "garbage collector removes dependents" "$(kubectl get pod owned 2>&
 
 kubectl delete node node-1 >/dev/null
 expect_match "kubectl delete node" "$(kubectl get node node-1 2>&1 || true)" "NotFound"
+
+# --- server-side tables of the workload and storage kinds, as upstream prints them
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-p
+  labels: {kubernetes.io/hostname: node-p, topology.kubernetes.io/zone: us-west-2a}
+status:
+  conditions: [{type: Ready, status: "True"}]
+  allocatable: {cpu: "4", memory: 16Gi, pods: "110"}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: standard}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: node-p}
+      containers: [{name: agent, image: busybox}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 1
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: db, image: postgres}]
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      accessModes: [ReadWriteOnce]
+      storageClassName: standard
+      resources: {requests: {storage: 1Gi}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: db}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: db}}
+---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: e2e-lock}
+spec: {holderIdentity: e2e-holder}
+YAML
+# Tables are checked header and row in one line.
+wait_for "the DaemonSet reports its pod ready" \
+	"kubectl get daemonset agent -o jsonpath='{.status.desiredNumberScheduled}/{.status.numberReady}/{.status.numberAvailable}'" \
+	"1/1/1"
+daemonsets=$(kubectl get daemonsets -o wide)
+expect_match "get daemonsets: upstream's columns" "$daemonsets" \
+	"NAME *DESIRED *CURRENT *READY *UP-TO-DATE *AVAILABLE *NODE SELECTOR *AGE *CONTAINERS *IMAGES *SELECTOR"
+expect_match "get daemonsets: the counts" "$daemonsets" \
+	"agent *1 *1 *1 *1 *1 *kubernetes.io/hostname=node-p *[0-9]*s *agent *busybox *app=agent"
+wait_for "the StatefulSet's pod is ready" "kubectl get statefulset db -o jsonpath='{.status.readyReplicas}'" 1
+expect_match "get statefulsets: upstream's columns" "$(kubectl get statefulsets -o wide | tr '\n' ' ')" \
+	"NAME *READY *AGE *CONTAINERS *IMAGES.*db *1/1 *[0-9]*s *db *postgres"
+expect_match "get pvc: a bound claim" "$(kubectl get pvc | tr '\n' ' ')" \
+	"NAME *STATUS *VOLUME *CAPACITY *ACCESS MODES *STORAGECLASS *VOLUMEATTRIBUTESCLASS *AGE.*data-db-0 *Bound *pvc-[0-9a-f-]* *1Gi *RWO *standard *<unset>"
+expect_match "get pv: its volume" "$(kubectl get pv | tr '\n' ' ')" \
+	"NAME *CAPACITY *ACCESS MODES *RECLAIM POLICY *STATUS *CLAIM *STORAGECLASS.*1Gi *RWO *Delete *Bound *default/data-db-0 *standard"
+expect_match "get storageclasses" "$(kubectl get storageclasses | tr '\n' ' ')" \
+	"NAME *PROVISIONER *RECLAIMPOLICY *VOLUMEBINDINGMODE *ALLOWVOLUMEEXPANSION *AGE.*standard *ebs.csi.aws.com *Delete *WaitForFirstConsumer *false"
+wait_for "the PDB's status counts the healthy pod" \
+	"kubectl get pdb db -o jsonpath='{.status.currentHealthy}/{.status.disruptionsAllowed}'" "1/0"
+expect_match "get pdb: upstream's columns" "$(kubectl get pdb db | tr '\n' ' ')" \
+	"NAME *MIN AVAILABLE *MAX UNAVAILABLE *ALLOWED DISRUPTIONS *AGE.*db *1 *N/A *0"
+expect_match "get leases: the holder" "$(kubectl get leases | tr '\n' ' ')" "NAME *HOLDER *AGE.*e2e-lock *e2e-holder"
+expect_match "get nodeclaims -o wide: label columns with escaped dots" "$(kubectl get nodeclaims -o wide | tr '\n' ' ')" \
+	"NAME *TYPE *CAPACITY *ZONE *NODE *READY *AGE *IMAGEID *ID *NODEPOOL *NODECLASS *DRIFTED.*default-e2e .* default *default"
+kubectl delete statefulset db >/dev/null
+kubectl delete daemonset agent >/dev/null
 
 # --- the admin status: nodes and pods as they are now, and the timeline
 status=$(c "$server/_sim/status")

@@ -1,11 +1,13 @@
-/* SigV4: every vector of ../shared/data/sigv4 (both layouts), presigning,
- * Authorization parsing and server-side verification errors. */
+/* SigV4: every vector of ../shared/data/sigv4 (both layouts) signed, and its
+ * signed request verified by the server side and refused with one byte
+ * tampered; presigning, Authorization parsing and verification errors. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "common/sigv4.h"
@@ -138,12 +140,108 @@ static struct sigv4_request to_sigv4(const struct raw_request *r)
 	};
 }
 
-/* One classic case: <dir>/<name>.{req,creq,sts,authz}. Returns failures. */
+#define VECTOR_NOW 1440938160
+
+/* Offset of the first byte of header name's value in a raw request, or -1. */
+static long header_value_offset(const char *text, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = strchr(text, '\n'); p && p[1] && p[1] != '\n'; p = strchr(p + 1, '\n'))
+		if (strncasecmp(p + 1, name, n) == 0 && p[1 + n] == ':') {
+			const char *v = p + 2 + n;
+
+			while (*v == ' ')
+				v++;
+			return v - text;
+		}
+	return -1;
+}
+
+/* sigv4_verify() of a raw signed request (Authorization among its headers). */
+static int verify_raw(const char *text, bool path_literal, char *err, size_t errlen)
+{
+	_cleanup_free_ char *copy = strdup(text);
+	struct sigv4_credentials key = { "AKIDEXAMPLE", VECTOR_SECRET, NULL };
+	struct raw_request raw;
+	struct sigv4_request req;
+	const char *authorization = NULL;
+
+	cr_assert(copy);
+	parse_raw_request(copy, &raw);
+	for (size_t i = 0; i < raw.n_headers; i++)
+		if (strcasecmp(raw.headers[i].name, "Authorization") == 0) {
+			authorization = raw.headers[i].value;
+			while (*authorization == ' ')
+				authorization++;
+			raw.headers[i] = raw.headers[--raw.n_headers];
+			break;
+		}
+	cr_assert(authorization, "no Authorization in %.60s", text);
+	req = to_sigv4(&raw);
+	req.path_literal = path_literal;
+	return sigv4_verify(&req, authorization, &key, 1, VECTOR_NOW, NULL, err, errlen);
+}
+
+/*
+ * A vector's signed request as sent (.sreq, header-signed-request.txt)
+ * through the server-side verifier: accepted as it is, and refused as a
+ * signature mismatch with one byte of the method, the Host value, the
+ * X-Amz-Date (a second later, inside the allowed skew) or the body bumped.
+ * Returns failures.
+ */
+static int verify_signed_vector(const char *name, const char *signed_text, bool path_literal)
+{
+	const char *body = strstr(signed_text, "\n\n");
+	long date = header_value_offset(signed_text, "X-Amz-Date");
+	long tampered[4] = { 0, header_value_offset(signed_text, "Host"), date < 0 ? -1 : date + 14,
+			     body && body[2] ? body + 2 - signed_text : -1 };
+	char err[256] = "";
+	int failures = 0, r;
+
+	cr_assert(tampered[1] >= 0 && date >= 0, "%s: Host or X-Amz-Date missing", name);
+	r = verify_raw(signed_text, path_literal, err, sizeof(err));
+	cr_expect_eq(r, 0, "%s: verify refused the vector: %s", name, err);
+	failures += r != 0;
+	for (size_t i = 0; i < ARRAY_SIZE(tampered); i++) {
+		_cleanup_free_ char *bad = strdup(signed_text);
+
+		if (tampered[i] < 0)
+			continue;
+		cr_assert(bad);
+		bad[tampered[i]]++;
+		r = verify_raw(bad, path_literal, err, sizeof(err));
+		cr_expect_eq(r, SIGV4_ERR_MISMATCH, "%s: byte %ld tampered: verify gave %d (%s)", name,
+			     tampered[i], r, err);
+		failures += r != SIGV4_ERR_MISMATCH;
+	}
+	return failures;
+}
+
+/*
+ * The .sreq with the .authz as its Authorization value: the .authz is what
+ * the suite signs against, and get-vanilla-with-session-token.sreq carries
+ * get-vanilla's signature instead of its own.
+ */
+static char *with_authorization(const char *sreq, const char *authz)
+{
+	long at = header_value_offset(sreq, "Authorization");
+	const char *end;
+	char *out = NULL;
+
+	cr_assert(at >= 0, "no Authorization in %.60s", sreq);
+	end = strchr(sreq + at, '\n');
+	cr_assert(asprintf(&out, "%.*s%s%s", (int)at, sreq, authz, end ? end : "") >= 0);
+	return out;
+}
+
+/* One classic case: <dir>/<name>.{req,creq,sts,authz,sreq}: signing,
+ * then verifying the signed request. Returns failures. */
 static int run_classic_case(const char *dir, const char *name)
 {
 	char file[512];
-	_cleanup_free_ char *req_text = NULL, *creq = NULL, *sts = NULL, *authz = NULL;
-	_cleanup_free_ char *got_creq = NULL, *got_sts = NULL, *got_authz = NULL;
+	_cleanup_free_ char *req_text = NULL, *creq = NULL, *sts = NULL, *authz = NULL, *sreq = NULL;
+	_cleanup_free_ char *got_creq = NULL, *got_sts = NULL, *got_authz = NULL, *signed_req = NULL;
 	struct raw_request raw;
 	struct sigv4_request req;
 	struct sigv4_credentials creds = { "AKIDEXAMPLE", VECTOR_SECRET, NULL };
@@ -156,7 +254,9 @@ static int run_classic_case(const char *dir, const char *name)
 	sts = read_case_file(dir, file);
 	snprintf(file, sizeof(file), "%s.authz", name);
 	authz = read_case_file(dir, file);
-	cr_assert(req_text && creq && sts && authz, "%s: vector files missing", name);
+	snprintf(file, sizeof(file), "%s.sreq", name);
+	sreq = read_case_file(dir, file);
+	cr_assert(req_text && creq && sts && authz && sreq, "%s: vector files missing", name);
 	parse_raw_request(req_text, &raw);
 	/* README: this case signs with a session token that the .req lacks;
 	 * the signer's caller adds the header, as the AWS client does */
@@ -169,7 +269,9 @@ static int run_classic_case(const char *dir, const char *name)
 	cr_expect_str_eq(got_creq, creq, "%s: canonical request differs", name);
 	cr_expect_str_eq(got_sts, sts, "%s: string to sign differs", name);
 	cr_expect_str_eq(got_authz, authz, "%s: authorization differs", name);
-	return !streq(got_creq, creq) + !streq(got_sts, sts) + !streq(got_authz, authz);
+	signed_req = with_authorization(sreq, authz);
+	return !streq(got_creq, creq) + !streq(got_sts, sts) + !streq(got_authz, authz) +
+	       verify_signed_vector(name, signed_req, false);
 }
 
 static int walk_classic(const char *dir, int *cases)
@@ -200,7 +302,7 @@ static int walk_classic(const char *dir, int *cases)
 	return failures;
 }
 
-Test(sigv4, passes_every_classic_aws4_testsuite_vector)
+Test(sigv4, signs_every_classic_aws4_testsuite_vector_and_verifies_it_unless_tampered)
 {
 	char dir[4096];
 	int cases = 0, failures;
@@ -216,7 +318,7 @@ static int run_crt_case(const char *dir, const char *name)
 {
 	_cleanup_free_ char *req_text = NULL, *ctx_text = NULL;
 	_cleanup_free_ char *hcreq = NULL, *hsts = NULL, *hsig = NULL;
-	_cleanup_free_ char *qcreq = NULL, *qsts = NULL, *qsig = NULL;
+	_cleanup_free_ char *qcreq = NULL, *qsts = NULL, *qsig = NULL, *hsigned = NULL;
 	_cleanup_free_ char *got = NULL, *got_sts = NULL, *query = NULL, *presigned = NULL;
 	struct raw_request raw;
 	struct sigv4_request req;
@@ -236,7 +338,8 @@ static int run_crt_case(const char *dir, const char *name)
 	qcreq = read_case_file(dir, "query-canonical-request.txt");
 	qsts = read_case_file(dir, "query-string-to-sign.txt");
 	qsig = read_case_file(dir, "query-signature.txt");
-	cr_assert(req_text && ctx_text && hcreq && hsts && hsig && qcreq && qsts && qsig,
+	hsigned = read_case_file(dir, "header-signed-request.txt");
+	cr_assert(req_text && ctx_text && hcreq && hsts && hsig && qcreq && qsts && qsig && hsigned,
 		  "%s: vector files missing", name);
 	ctx = json_loads(ctx_text, 0, &jerr);
 	cr_assert(ctx, "%s: context.json: %s", name, jerr.text);
@@ -289,11 +392,12 @@ static int run_crt_case(const char *dir, const char *name)
 	cr_expect_str_eq(sig, qsig, "%s: query signature differs", name);
 	cr_expect(strstr(presigned, needle), "%s: presigned query lacks %s", name, needle);
 	failures += !streq(got, qcreq) + !streq(got_sts, qsts) + !streq(sig, qsig) + !strstr(presigned, needle);
+	failures += verify_signed_vector(name, hsigned, !normalize);
 	json_decref(ctx);
 	return failures;
 }
 
-Test(sigv4, passes_every_aws_c_auth_vector_header_and_query_signing)
+Test(sigv4, signs_every_aws_c_auth_vector_in_header_and_query_and_verifies_the_header_form_unless_tampered)
 {
 	const char *root = vector_root();
 	DIR *d = opendir(root);
@@ -398,8 +502,6 @@ static void sign_fixture(struct signed_fixture *f, const char *key_id, const cha
 					 .payload_sha256_hex = f->payload_hash };
 	cr_assert_eq(sigv4_sign(&f->req, &creds, "us-west-2", "ec2", VECTOR_DATE, &f->authorization), 0);
 }
-
-#define VECTOR_NOW 1440938160
 
 Test(sigv4, verify_accepts_a_correctly_signed_request)
 {

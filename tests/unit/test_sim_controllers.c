@@ -1,4 +1,5 @@
-/* kanna-sim lite controllers: quantities, the Deployment controller and
+/* kanna-sim lite controllers: quantities, the Deployment, StatefulSet and
+ * DaemonSet controllers with the status upstream's report, and
  * kube-scheduler-lite (fit, selectors, taints, Unschedulable). */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -353,4 +354,196 @@ Test(sim_controllers, required_pod_affinity_and_anti_affinity_pick_the_zone)
 	cr_assert_str_eq(condition(p, "message"),
 			 "0/2 nodes are available: 2 node(s) didn't match pod affinity rules.");
 	json_decref(p);
+}
+
+static json_t *get_obj(const char *group, const char *plural, const char *ns, const char *name)
+{
+	struct k8s_resource *res = k8s_registry_find(reg, group, "v1", plural);
+	struct k8s_error err = {};
+	json_t *out = NULL;
+
+	cr_assert_eq(k8s_store_get(store, res, ns, name, &out, &err), 0, "%s", err.message);
+	return out;
+}
+
+static json_int_t status_int(const json_t *obj, const char *key)
+{
+	const json_t *v = json_object_get(json_object_get(obj, "status"), key);
+
+	cr_assert(!v || json_is_integer(v), "status.%s is not an integer", key);
+	return v ? json_integer_value(v) : -1; /* -1: omitted */
+}
+
+static void make_ready(const char *prefix)
+{
+	json_t *all = k8s_controller_snapshot(store, "", "pods");
+	struct k8s_error err = {};
+	json_t *p;
+	size_t i;
+
+	json_array_foreach(all, i, p) {
+		const char *name = json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
+
+		if (strncmp(name, prefix, strlen(prefix)) == 0)
+			cr_assert_eq(k8s_store_mutate(store, pods, "default", name, K8S_WRITE_ALL, ready,
+						      NULL, NULL, &err), 0, "%s", err.message);
+	}
+	json_decref(all);
+}
+
+Test(sim_controllers, daemonset_status_counts_nodes_as_the_daemonset_controller_does)
+{
+	struct k8s_resource *sets = k8s_registry_find(reg, "apps", "v1", "daemonsets");
+	json_t *ds;
+
+	create(nodes, NULL, NODE("a1", ""));
+	create(nodes, NULL, NODE("a2", ""));
+	create(nodes, NULL, "{\"metadata\":{\"name\":\"b1\",\"labels\":{\"zone\":\"b\"}},\"spec\":{}}");
+	create(sets, "default",
+	       "{\"metadata\":{\"name\":\"agent\"},\"spec\":{\"selector\":{\"matchLabels\":{\"app\":\"agent\"}},"
+	       "\"template\":{\"metadata\":{\"labels\":{\"app\":\"agent\"}},\"spec\":{\"nodeSelector\":"
+	       "{\"zone\":\"a\"},\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}");
+	cr_assert_eq(k8s_daemonsets_reconcile(store), 3, "two pods and the status");
+	ds = get_obj("apps", "daemonsets", "default", "agent");
+	cr_assert_eq(status_int(ds, "desiredNumberScheduled"), 2);
+	cr_assert_eq(status_int(ds, "currentNumberScheduled"), 2);
+	cr_assert_eq(status_int(ds, "numberMisscheduled"), 0);
+	cr_assert_eq(status_int(ds, "numberReady"), 0);
+	cr_assert_eq(status_int(ds, "updatedNumberScheduled"), 2);
+	cr_assert_eq(status_int(ds, "numberAvailable"), -1, "omitted while 0, as upstream");
+	cr_assert_eq(status_int(ds, "numberUnavailable"), 2);
+	cr_assert_eq(status_int(ds, "observedGeneration"), 1);
+	json_decref(ds);
+	make_ready("agent-");
+	cr_assert_eq(k8s_daemonsets_reconcile(store), 1, "only the status");
+	cr_assert_eq(k8s_daemonsets_reconcile(store), 0, "a settled set writes nothing");
+	ds = get_obj("apps", "daemonsets", "default", "agent");
+	cr_assert_eq(status_int(ds, "numberReady"), 2);
+	cr_assert_eq(status_int(ds, "numberAvailable"), 2);
+	cr_assert_eq(status_int(ds, "numberUnavailable"), -1);
+	json_decref(ds);
+}
+
+Test(sim_controllers, daemonset_pods_of_an_older_template_are_not_updated)
+{
+	struct k8s_resource *sets = k8s_registry_find(reg, "apps", "v1", "daemonsets");
+	struct k8s_error err = {};
+	json_t *ds;
+
+	create(nodes, NULL, NODE("a1", ""));
+	create(sets, "default",
+	       "{\"metadata\":{\"name\":\"agent\"},\"spec\":{\"selector\":{\"matchLabels\":{\"app\":\"agent\"}},"
+	       "\"template\":{\"metadata\":{\"labels\":{\"app\":\"agent\"}},\"spec\":"
+	       "{\"containers\":[{\"name\":\"c\",\"image\":\"x:1\"}]}}}}");
+	k8s_daemonsets_reconcile(store);
+	ds = get_obj("apps", "daemonsets", "default", "agent");
+	json_array_set_new(json_object_get(json_object_get(json_object_get(json_object_get(ds, "spec"),
+		"template"), "spec"), "containers"), 0, json_pack("{s:s, s:s}", "name", "c", "image", "x:2"));
+	cr_assert_eq(k8s_store_update(store, sets, "default", "agent", ds, K8S_WRITE_MAIN, NULL, &err), 0,
+		     "%s", err.message);
+	json_decref(ds);
+	k8s_daemonsets_reconcile(store);
+	ds = get_obj("apps", "daemonsets", "default", "agent");
+	cr_assert_eq(status_int(ds, "currentNumberScheduled"), 1);
+	cr_assert_eq(status_int(ds, "updatedNumberScheduled"), -1, "the pod runs the old template");
+	cr_assert_eq(status_int(ds, "observedGeneration"), 2);
+	json_decref(ds);
+}
+
+static const char *condition_of(const json_t *obj, const char *type, const char *key)
+{
+	const json_t *c;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(obj, "status"), "conditions"), i, c)
+		if (strcmp(json_string_value(json_object_get(c, "type")), type) == 0)
+			return json_string_value(json_object_get(c, key));
+	return NULL;
+}
+
+Test(sim_controllers, deployment_status_reports_availability_and_progress_as_upstream)
+{
+	json_t *d;
+
+	create(deployments, "default",
+	       "{\"metadata\":{\"name\":\"web\"},\"spec\":{\"replicas\":4,\"selector\":{\"matchLabels\":"
+	       "{\"app\":\"web\"}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"web\"}},\"spec\":"
+	       "{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}");
+	k8s_deployments_reconcile(store);
+	d = get_obj("apps", "deployments", "default", "web");
+	cr_assert_eq(status_int(d, "replicas"), 4);
+	cr_assert_eq(status_int(d, "updatedReplicas"), 4);
+	cr_assert_eq(status_int(d, "unavailableReplicas"), 4);
+	cr_assert_str_eq(condition_of(d, "Available", "status"), "False");
+	cr_assert_str_eq(condition_of(d, "Available", "reason"), "MinimumReplicasUnavailable");
+	cr_assert_str_eq(condition_of(d, "Progressing", "reason"), "ReplicaSetUpdated");
+	cr_assert_not_null(condition_of(d, "Progressing", "lastTransitionTime"));
+	json_decref(d);
+	make_ready("web-");
+	k8s_deployments_reconcile(store);
+	cr_assert_eq(k8s_deployments_reconcile(store), 0, "a settled deployment writes nothing");
+	d = get_obj("apps", "deployments", "default", "web");
+	cr_assert_eq(status_int(d, "readyReplicas"), 4);
+	cr_assert_eq(status_int(d, "availableReplicas"), 4);
+	cr_assert_eq(status_int(d, "unavailableReplicas"), -1);
+	cr_assert_str_eq(condition_of(d, "Available", "status"), "True");
+	cr_assert_str_eq(condition_of(d, "Available", "message"), "Deployment has minimum availability.");
+	cr_assert_str_eq(condition_of(d, "Progressing", "reason"), "NewReplicaSetAvailable");
+	cr_assert(strstr(condition_of(d, "Progressing", "message"), "has successfully progressed."));
+	json_decref(d);
+}
+
+Test(sim_controllers, statefulset_status_names_its_revision)
+{
+	struct k8s_resource *sets = k8s_registry_find(reg, "apps", "v1", "statefulsets");
+	json_t *set, *pod;
+	const char *rev;
+
+	create(sets, "default",
+	       "{\"metadata\":{\"name\":\"db\"},\"spec\":{\"replicas\":1,\"podManagementPolicy\":\"Parallel\","
+	       "\"selector\":{\"matchLabels\":{\"app\":\"db\"}},\"template\":{\"metadata\":{\"labels\":"
+	       "{\"app\":\"db\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}");
+	k8s_statefulsets_reconcile(store);
+	set = get_obj("apps", "statefulsets", "default", "db");
+	pod = get_pod("db-0");
+	rev = json_string_value(json_object_get(json_object_get(set, "status"), "updateRevision"));
+	cr_assert(rev && strncmp(rev, "db-", 3) == 0, "%s", rev);
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(set, "status"), "currentRevision")), rev);
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(pod, "metadata"),
+		"labels"), "controller-revision-hash")), rev);
+	cr_assert_eq(status_int(set, "updatedReplicas"), 1);
+	cr_assert_eq(status_int(set, "availableReplicas"), 0);
+	json_decref(set);
+	json_decref(pod);
+}
+
+Test(sim_controllers, pdb_status_counts_healthy_pods_against_the_budget)
+{
+	struct k8s_resource *pdbs = k8s_registry_find(reg, "policy", "v1", "poddisruptionbudgets");
+	json_t *pdb;
+
+	create(pods, "default", "{\"metadata\":{\"name\":\"web-1\",\"labels\":{\"app\":\"web\"}},"
+				"\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+	create(pods, "default", "{\"metadata\":{\"name\":\"web-2\",\"labels\":{\"app\":\"web\"}},"
+				"\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+	create(pods, "default", "{\"metadata\":{\"name\":\"other\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+	create(pdbs, "default", "{\"metadata\":{\"name\":\"web\"},\"spec\":{\"maxUnavailable\":\"50%\","
+				"\"selector\":{\"matchLabels\":{\"app\":\"web\"}}}}");
+	cr_assert_eq(k8s_disruption_reconcile(store), 1);
+	pdb = get_obj("policy", "poddisruptionbudgets", "default", "web");
+	cr_assert_eq(status_int(pdb, "expectedPods"), 2);
+	cr_assert_eq(status_int(pdb, "desiredHealthy"), 1, "2 less 50%% of 2, rounded up");
+	cr_assert_eq(status_int(pdb, "currentHealthy"), 0);
+	cr_assert_eq(status_int(pdb, "disruptionsAllowed"), 0);
+	cr_assert_str_eq(condition_of(pdb, "DisruptionAllowed", "reason"), "InsufficientPods");
+	json_decref(pdb);
+	make_ready("web-");
+	cr_assert_eq(k8s_disruption_reconcile(store), 1);
+	cr_assert_eq(k8s_disruption_reconcile(store), 0, "nothing changed");
+	pdb = get_obj("policy", "poddisruptionbudgets", "default", "web");
+	cr_assert_eq(status_int(pdb, "currentHealthy"), 2);
+	cr_assert_eq(status_int(pdb, "disruptionsAllowed"), 1);
+	cr_assert_str_eq(condition_of(pdb, "DisruptionAllowed", "status"), "True");
+	cr_assert_str_eq(condition_of(pdb, "DisruptionAllowed", "reason"), "SufficientPods");
+	json_decref(pdb);
 }

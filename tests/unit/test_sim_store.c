@@ -294,6 +294,78 @@ Test(sim_store, list_filters_by_labels_and_pages_with_continue)
 	json_decref(l2);
 }
 
+static json_t *relabel(const json_t *cur, void *userdata, struct k8s_error *err)
+{
+	json_t *out = json_deep_copy(cur);
+
+	json_object_set_new(json_object_get(out, "metadata"), "labels",
+			    json_pack("{s:s}", "app", "changed"));
+	return out;
+}
+
+/* A streamed LIST in reads of step bytes. */
+static char *read_stream(struct k8s_list_stream *s, size_t step, size_t *len)
+{
+	size_t cap = k8s_list_stream_length(s), n = 0, k;
+	char *out = malloc(cap + 1);
+
+	cr_assert_not_null(out);
+	while ((k = k8s_list_stream_read(s, out + n, MIN(step, cap - n))) > 0)
+		n += k;
+	cr_assert_eq(k8s_list_stream_read(s, out, 1), 0, "nothing after the end");
+	out[n] = '\0';
+	*len = n;
+	return out;
+}
+
+Test(sim_store, a_streamed_list_is_the_listed_body_read_from_a_snapshot)
+{
+	struct k8s_list_options opts = { .limit = 3 };
+	struct k8s_delete_options del;
+	struct k8s_list_stream *s;
+	struct k8s_error err = {};
+	char *body = NULL, *streamed;
+	size_t len, slen;
+
+	for (int i = 0; i < 5; i++) {
+		char obj[128];
+
+		snprintf(obj, sizeof(obj), "{\"metadata\":{\"name\":\"p%d\",\"labels\":{\"app\":\"a\"}}}", i);
+		json_decref(create(pods, "default", obj));
+	}
+	cr_assert_eq(k8s_store_list(store, pods, NULL, &opts, &body, &len, &err), 0);
+	for (size_t step = 1; step <= len + 1; step += step < 16 ? 1 : 37) {
+		cr_assert_eq(k8s_store_list_stream(store, pods, NULL, &opts, &s, &err), 0);
+		cr_assert_eq(k8s_list_stream_length(s), len);
+		streamed = read_stream(s, step, &slen);
+		cr_assert_eq(slen, len, "%zu-byte reads", step);
+		cr_assert_str_eq(streamed, body, "%zu-byte reads", step);
+		free(streamed);
+		k8s_list_stream_free(s);
+	}
+	/* What is written after the snapshot does not show in it, even half-read. */
+	cr_assert_eq(k8s_store_list_stream(store, pods, NULL, &opts, &s, &err), 0);
+	streamed = malloc(len + 1);
+	slen = k8s_list_stream_read(s, streamed, 10);
+	cr_assert_eq(k8s_store_mutate(store, pods, "default", "p1", K8S_WRITE_MAIN, relabel, NULL,
+				      NULL, &err), 0);
+	k8s_delete_options_init(&del);
+	cr_assert_eq(k8s_store_delete(store, pods, "default", "p2", &del, NULL, &err), 0);
+	while ((len = k8s_list_stream_read(s, streamed + slen, 64)) > 0)
+		slen += len;
+	streamed[slen] = '\0';
+	cr_assert_str_eq(streamed, body);
+	k8s_list_stream_free(s);
+	free(streamed);
+	free(body);
+	/* Freed half-read, it lets go of what it held. */
+	cr_assert_eq(k8s_store_list_stream(store, pods, NULL, &opts, &s, &err), 0);
+	streamed = malloc(16);
+	k8s_list_stream_read(s, streamed, 16);
+	free(streamed);
+	k8s_list_stream_free(s);
+}
+
 static char *read_all(struct k8s_watch *w)
 {
 	char *out = calloc(1, 1 << 16);
