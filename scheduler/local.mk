@@ -82,7 +82,8 @@ EXTRA_DIST += \
 	tests/scheduling/invalid/nodepool-weight.yaml \
 	tests/scheduling/invalid/duplicate-nodepool.yaml \
 	tests/scheduling/invalid/statefulset-template.yaml \
-	tests/scheduling/invalid/replicas.yaml
+	tests/scheduling/invalid/replicas.yaml \
+	tests/scheduling/invalid/requirement-gt-not-integer.yaml
 
 check_PROGRAMS += tests/unit/test_sched_from_state
 TESTS += tests/unit/test_sched_from_state

@@ -283,9 +283,12 @@ static int check_decoded(struct sim_input *in, const json_t *obj, const struct p
 {
 	if (o->kind == PROTO_OBJECT_NODEPOOL && o->nodepool->status == PROTO_NODEPOOL_INVALID) {
 		const json_t *spec = json_object_get(obj, "spec"), *weight = json_object_get(spec, "weight");
+		const char *why = o->nodepool->status_reason ?: "invalid";
 		bool bad_weight = o->nodepool->weight < 0 || o->nodepool->weight > 100;
-		return sim_error(in, bad_weight ? weight : spec, obj, "%s \"%s\": %s", sim_kind(obj),
-				 o->nodepool->name, o->nodepool->status_reason ?: "invalid");
+		/* A requirement's reason names its field: point there. */
+		const json_t *at = decode_error_node(in, obj, why);
+		return sim_error(in, at ? at : bad_weight ? weight : spec, obj, "%s \"%s\": %s",
+				 sim_kind(obj), o->nodepool->name, why);
 	}
 	if (o->kind == PROTO_OBJECT_NODE && !o->node->n_allocatable && !o->node->n_capacity)
 		return sim_error(in, obj, NULL, "Node \"%s\" has no status.allocatable or status.capacity",

@@ -247,13 +247,13 @@ Test(decode, impossible_requirements_mark_the_nodepool_invalid_with_a_reason)
 	struct proto_nodepool np;
 	cr_assert_eq(decode_nodepool(&dec, j, &np), 0, "%s", dec.error);
 	cr_assert_eq(np.status, PROTO_NODEPOOL_INVALID);
-	cr_assert_str_eq(np.status_reason, "requirements on kubernetes.io/arch have no value in common");
+	cr_assert_str_eq(np.status_reason, "spec.template.spec.requirements[1].values: requirements on kubernetes.io/arch have no value in common");
 	json_decref(j);
 	j = parse("{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"bad\"},"
 		  "\"spec\":{\"template\":{\"spec\":{\"requirements\":[{\"key\":\"karpenter.k8s.aws/instance-cpu\","
 		  "\"operator\":\"Gt\",\"values\":[\"many\"]}]}}}}");
 	cr_assert_eq(decode_nodepool(&dec, j, &np), 0);
-	cr_assert_str_eq(np.status_reason, "requirement karpenter.k8s.aws/instance-cpu Gt needs exactly one integer value");
+	cr_assert_str_eq(np.status_reason, "spec.template.spec.requirements[0].values: requirement karpenter.k8s.aws/instance-cpu Gt needs exactly one integer value");
 	json_decref(j);
 	j = parse("{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"bad\"},"
 		  "\"spec\":{\"template\":{\"spec\":{\"requirements\":[{\"key\":\"x\",\"operator\":\"Near\"}]}}}}");
