@@ -55,3 +55,8 @@ check_PROGRAMS += tests/unit/test_watcher_config
 TESTS += tests/unit/test_watcher_config
 tests_unit_test_watcher_config_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_watcher_config_LDADD = $(WATCHER_LIBS) $(TEST_LIBS)
+
+check_PROGRAMS += tests/unit/test_watcher_pending
+TESTS += tests/unit/test_watcher_pending
+tests_unit_test_watcher_pending_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_watcher_pending_LDADD = $(WATCHER_LIBS) $(TEST_LIBS)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/config.h"
@@ -49,6 +50,14 @@ struct watcher {
 	struct lease *lease;
 };
 
+static int64_t now_ms_realtime(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static bool resource_enabled(const struct watcher_config *cfg, const char *resource)
 {
 	for (char **r = cfg->resources; r && *r; r++)
@@ -65,7 +74,8 @@ static int on_announce(struct loop *loop, void *userdata)
 	(void)loop;
 	if (!w->ready)
 		return 0; /* a half-listed picture would announce pods twice */
-	r = pending_router_announce(w->pending, &w->io, publisher_store(w->pub), publisher_seq(w->pub));
+	r = pending_router_announce(w->pending, &w->io, publisher_store(w->pub), publisher_seq(w->pub),
+				    now_ms_realtime());
 	if (r < 0)
 		return log_error_errno(r, "Failed to announce pending pods: %m");
 	return 0;
