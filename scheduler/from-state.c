@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hashmap.h"
 #include "scheduler/catalog-proto.h"
 #include "scheduler/from-state-internal.h"
 
@@ -356,7 +357,8 @@ static int pod_spec(struct builder *b, const struct proto_pod *pp, struct pod *p
 	return 0;
 }
 
-static int add_pod(struct builder *b, const struct proto_pod *pp, bool pending)
+/* A pod bound to (or counted on) node, or pending when node is NULL. */
+static int add_pod(struct builder *b, const struct proto_pod *pp, const char *node)
 {
 	struct pod *p = cluster_add_pod(b->c);
 	int r;
@@ -365,10 +367,62 @@ static int add_pod(struct builder *b, const struct proto_pod *pp, bool pending)
 		return -ENOMEM;
 	p->ns = intern(b, pp->ns);
 	p->name = intern(b, pp->name);
-	p->node = pending || !pp->node_name ? STR_NONE : intern(b, pp->node_name);
+	p->node = node ? intern(b, node) : STR_NONE;
 	if ((r = pod_spec(b, pp, p)) < 0 || (r = pod_topology(b, pp, p)) < 0)
 		return r;
-	return pending ? from_state_pod_volumes(b, pp, p) : 0;
+	return node ? 0 : from_state_pod_volumes(b, pp, p);
+}
+
+/*
+ * DESIGN §2 rule 4: a pod planned for a NodeClaim that still speaks for it
+ * (state_nodeclaim_holds_planned_pods, the rule by which the watcher
+ * withholds it) and not bound yet occupies that NodeClaim as if bound
+ * there — requests, host ports, spread and (anti-)affinity counts — as
+ * Karpenter counts pods nominated to in-flight capacity. Once the NodeClaim
+ * names its Node the pod sits on that name (the Node, or the NodeClaim
+ * until the Node shows up). A pod of this very batch is the batch's to
+ * place, and a bound pod is its Node's (the POD case of
+ * cluster_from_state): neither is counted twice.
+ */
+static int add_planned_pods(struct builder *b, const struct proto_pod *const *pending,
+			    size_t n_pending, int64_t now_ms)
+{
+	struct hashmap seen = { 0 }; /* "ns/name": in the batch, or counted already */
+	bool indexed = false;
+	const struct state_entry *e;
+	char key[STATE_KEY_MAX], ns[PROTO_MAX_NAME_LEN + 1];
+	size_t it = 0;
+	int r = 0;
+
+	while (r >= 0 && (e = state_store_next(b->s, &it))) {
+		const struct proto_nodeclaim *nc = e->obj.nodeclaim;
+
+		if (e->obj.kind != PROTO_OBJECT_NODECLAIM || !nc->n_planned_pods ||
+		    !state_nodeclaim_holds_planned_pods(nc, now_ms))
+			continue;
+		for (size_t i = 0; !indexed && i < n_pending && r >= 0; i++) {
+			snprintf(key, sizeof(key), "%s/%s", pending[i]->ns, pending[i]->name);
+			r = hashmap_put(&seen, key, (void *)1, NULL);
+		}
+		indexed = true;
+		for (uint32_t i = 0; i < nc->n_planned_pods && r >= 0; i++) {
+			const char *k = nc->planned_pods[i], *slash = strchr(k, '/');
+			const struct state_entry *pe;
+
+			if (!slash || (size_t)(slash - k) >= sizeof(ns) || hashmap_get(&seen, k))
+				continue;
+			memcpy(ns, k, (size_t)(slash - k));
+			ns[slash - k] = '\0';
+			pe = state_store_get(b->s, PROTO_OBJECT_POD, ns, slash + 1);
+			if (!pe || !state_pod_awaits_binding(pe->obj.pod))
+				continue;
+			if ((r = hashmap_put(&seen, k, (void *)1, NULL)) >= 0)
+				r = add_pod(b, pe->obj.pod,
+					    nc->node_name && *nc->node_name ? nc->node_name : nc->name);
+		}
+	}
+	hashmap_done(&seen);
+	return r;
 }
 
 static int add_namespace(struct builder *b, const struct proto_namespace *ns)
@@ -465,7 +519,7 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 		return r;
 	/* Pending pods first, so that c->pods[i] is pending[i]. */
 	for (size_t i = 0; i < n_pending && r >= 0; i++)
-		r = add_pod(&b, pending[i], true);
+		r = add_pod(&b, pending[i], NULL);
 	while (r >= 0 && (e = state_store_next(s, &it))) {
 		switch (e->obj.kind) {
 		case PROTO_OBJECT_NODEPOOL:
@@ -481,7 +535,7 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 			if (e->obj.pod->node_name && *e->obj.pod->node_name &&
 			    e->obj.pod->phase != PROTO_PHASE_SUCCEEDED &&
 			    e->obj.pod->phase != PROTO_PHASE_FAILED)
-				r = add_pod(&b, e->obj.pod, false);
+				r = add_pod(&b, e->obj.pod, e->obj.pod->node_name);
 			break;
 		case PROTO_OBJECT_DAEMONSET:
 			r = add_daemonset(&b, e->obj.daemonset);
@@ -493,6 +547,8 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 			break;
 		}
 	}
+	if (r >= 0)
+		r = add_planned_pods(&b, pending, n_pending, opts->now_ms);
 	if (r >= 0)
 		r = opts->fill_catalog ? opts->fill_catalog(&b.c->cat, opts->userdata, err, errlen) :
 					 load_catalog(&b, opts);

@@ -209,31 +209,41 @@ static int add_nodes(struct solver *s)
 	return 0;
 }
 
+static bool node_named(const struct node *n, uint32_t name)
+{
+	return n->name == name || (n->in_flight && n->launched_as == name);
+}
+
 /* Bound pods occupy their nodes: requests, host ports, topology counts. */
 static int bind_existing_pods(struct solver *s)
 {
 	struct cluster *c = s->c;
 	/* Node name → index, so that binding pods costs O(pods). */
 	uint32_t cap = 16;
-	while (cap < c->n_nodes * 2)
+	while (cap < c->n_nodes * 4)
 		cap *= 2;
 	uint32_t *slot = malloc(cap * sizeof(*slot)); /* index + 1, 0 empty */
 	if (!slot)
 		return -ENOMEM;
 	memset(slot, 0, cap * sizeof(*slot));
-	for (uint32_t n = 0; n < c->n_nodes; n++) {
-		uint32_t h = (c->nodes[n].name * 2654435761u) & (cap - 1);
-		while (slot[h] && c->nodes[slot[h] - 1].name != c->nodes[n].name)
-			h = (h + 1) & (cap - 1);
-		if (!slot[h])
-			slot[h] = n + 1;
-	}
+	for (uint32_t n = 0; n < c->n_nodes; n++)
+		for (int alias = 0; alias < 2; alias++) {
+			/* An in-flight NodeClaim is also known by the Node name it
+			 * reported (pods bound before the Node object arrived). */
+			uint32_t name = alias ? c->nodes[n].launched_as : c->nodes[n].name, h;
+			if (name == STR_NONE || (alias && !c->nodes[n].in_flight))
+				continue;
+			for (h = (name * 2654435761u) & (cap - 1); slot[h] && !node_named(&c->nodes[slot[h] - 1], name);)
+				h = (h + 1) & (cap - 1);
+			if (!slot[h])
+				slot[h] = n + 1;
+		}
 	for (uint32_t p = 0; p < c->n_pods; p++) {
 		const struct pod *pod = &c->pods[p];
 		uint32_t h, n;
 		if (pod->node == STR_NONE)
 			continue;
-		for (h = (pod->node * 2654435761u) & (cap - 1); slot[h] && c->nodes[slot[h] - 1].name != pod->node;)
+		for (h = (pod->node * 2654435761u) & (cap - 1); slot[h] && !node_named(&c->nodes[slot[h] - 1], pod->node);)
 			h = (h + 1) & (cap - 1);
 		if (!slot[h])
 			continue; /* bound to a node not in the input: uses nothing we know */
