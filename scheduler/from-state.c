@@ -4,7 +4,8 @@
  * defaults; Nodes and in-flight NodeClaims as capacity; bound pods (they
  * count for spread, affinity and limits); DaemonSet templates; volume
  * topology from PVCs, PVs and StorageClasses; Namespace labels for
- * namespaceSelectors (volume topology: from-state-volumes.c). Called by the scheduler daemon once per batch and by
+ * namespaceSelectors; kubelet settings per NodePool (volume topology:
+ * from-state-volumes.c). Called by the scheduler daemon once per batch and by
  * --simulate once; owns no state.
  */
 #include <errno.h>
@@ -106,6 +107,7 @@ static int resources(struct builder *b, const struct proto_resource *r, uint32_t
 
 static int add_nodepool(struct builder *b, const struct proto_nodepool *p)
 {
+	const struct state_entry *nc;
 	struct nodepool *np;
 	int r;
 
@@ -131,6 +133,13 @@ static int add_nodepool(struct builder *b, const struct proto_nodepool *p)
 	}
 	if ((r = taints(b, p->taints, p->n_taints, &np->taints, &np->n_taints)) < 0)
 		return r;
+	/* Kubelet settings (v1: its EC2NodeClass's) change what its nodes hold.
+	 * The watcher refuses malformed evictionHard values, so a failure here
+	 * cannot happen from its replica; the defaults would stand. */
+	nc = p->nodeclass_ref.name ? state_store_get(b->s, PROTO_OBJECT_NODECLASS, "",
+						      p->nodeclass_ref.name) : NULL;
+	if (kubelet_settings_from_proto(kubelet_of(nc ? nc->obj.nodeclass : NULL, p), &np->kubelet) < 0)
+		np->kubelet = (struct kubelet_settings){ 0 };
 	for (uint32_t i = 0; i < p->n_limits; i++) {
 		int slot;
 		if (streq(p->limits[i].name, "nodes")) {
@@ -552,6 +561,8 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 	if (r >= 0)
 		r = opts->fill_catalog ? opts->fill_catalog(&b.c->cat, opts->userdata, err, errlen) :
 					 load_catalog(&b, opts);
+	if (r >= 0)
+		r = cluster_apply_kubelet(b.c);
 	if (r >= 0)
 		r = cluster_settle_in_flight(b.c);
 	if (r >= 0) {

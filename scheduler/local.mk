@@ -14,7 +14,7 @@ libkanna_sched_a_SOURCES = \
 	scheduler/simulate-workloads.c scheduler/simulate-catalog.c scheduler/simulate-output.c \
 	scheduler/from-state.h scheduler/from-state-internal.h scheduler/from-state.c \
 	scheduler/from-state-volumes.c scheduler/plan.h scheduler/plan.c \
-	scheduler/batch.h scheduler/batch.c \
+	scheduler/batch.h scheduler/batch.c scheduler/kubelet.h scheduler/kubelet.c \
 	scheduler/catalog-proto.h scheduler/catalog-proto.c
 
 bin_PROGRAMS += scheduler/kanna-scheduler
@@ -32,6 +32,11 @@ check_PROGRAMS += tests/unit/test_sched_catalog
 TESTS += tests/unit/test_sched_catalog
 tests_unit_test_sched_catalog_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sched_catalog_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
+
+check_PROGRAMS += tests/unit/test_sched_kubelet
+TESTS += tests/unit/test_sched_kubelet
+tests_unit_test_sched_kubelet_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sched_kubelet_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
 
 check_PROGRAMS += tests/unit/test_sched_solver
 TESTS += tests/unit/test_sched_solver
@@ -76,6 +81,7 @@ EXTRA_DIST += \
 	tests/scheduling/topology-spread-nodepool-zones.yaml \
 	tests/scheduling/topology-spread-zone.yaml \
 	tests/scheduling/inflight-nodeclaim.yaml \
+	tests/scheduling/kubelet-settings.yaml \
 	tests/scheduling/invalid/bad-operator.yaml \
 	tests/scheduling/invalid/bad-quantity.yaml \
 	tests/scheduling/invalid/bad-yaml.yaml \

@@ -6,9 +6,10 @@
  * cluster_from_state() — the daemon's own path, so that what --simulate
  * answers and what the daemon plans cannot differ. Pods without nodeName
  * are the pending ones, except those planned for an in-flight NodeClaim
- * (counted on it, as the daemon does). EC2NodeClasses, PodDisruptionBudgets and kinds the
- * scheduler never reads are accepted and ignored. Called by
- * simulate-main.c, the scenario tests and the fuzz target.
+ * (counted on it, as the daemon does). EC2NodeClasses count for their
+ * kubelet settings; PodDisruptionBudgets and kinds the scheduler never
+ * reads are accepted and ignored. Called by simulate-main.c, the scenario
+ * tests and the fuzz target.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -26,7 +27,7 @@
 /* Kinds the scheduler's model reads (from-state.c), by their decoders' names. */
 static const char *const modelled_kinds[] = {
 	"Pod", "Node", "NodePool", "Provisioner", "NodeClaim", "PersistentVolumeClaim",
-	"PersistentVolume", "StorageClass", "DaemonSet", "Namespace",
+	"PersistentVolume", "StorageClass", "DaemonSet", "Namespace", "EC2NodeClass",
 };
 
 const char *sim_kind(const json_t *obj)

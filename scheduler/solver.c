@@ -23,20 +23,17 @@ struct plan {
 	int32_t fit; /* a type that holds the bin with the pod */
 };
 
-static const struct resources *type_alloc(const struct solver *s, uint32_t t)
-{
-	return &s->cat->types[t].allocatable;
-}
-
-/* Highest type in bits that holds need, clearing nothing. -1 when none. */
-static int32_t find_fit(const struct solver *s, const uint64_t *bits, const struct resources *need)
+/* Highest type in bits that holds need on nodes of pool np, clearing
+ * nothing. -1 when none. */
+static int32_t find_fit(const struct solver *s, uint32_t np, const uint64_t *bits,
+			const struct resources *need)
 {
 	for (int32_t w = (int32_t)s->words - 1; w >= 0; w--) {
 		uint64_t x = bits[w];
 		while (x) {
 			int hi = 63 - __builtin_clzll(x);
 			uint32_t t = (uint32_t)w * 64 + (uint32_t)hi;
-			if (resources_fit(need, type_alloc(s, t), s->n_res))
+			if (resources_fit(need, pool_type_alloc(s->c, (int32_t)np, t), s->n_res))
 				return (int32_t)t;
 			x &= ~(1ULL << hi);
 		}
@@ -61,7 +58,7 @@ static void bin_max_alloc(struct solver *s, struct bin *b)
 	for (int32_t w = (int32_t)s->words - 1; w >= 0; w--)
 		if (b->cands[w]) {
 			uint32_t top = (uint32_t)w * 64 + 63 - (uint32_t)__builtin_clzll(b->cands[w]);
-			b->max_alloc = s->cat->prefix_max[top];
+			b->max_alloc = *pool_type_prefix_max(s->c, b->nodepool, top);
 			return;
 		}
 }
@@ -138,7 +135,7 @@ static void pin_offering(struct solver *s, uint32_t pi, const struct shape *sh, 
 
 /* Do the types of bits that hold need still offer minValues distinct values
  * of every requirement asking for them? (Only NodeClaims with minValues.) */
-static bool min_values_ok(const struct solver *s, const struct requirements *reqs,
+static bool min_values_ok(const struct solver *s, uint32_t np, const struct requirements *reqs,
 			  const uint64_t *bits, const struct resources *need)
 {
 	for (uint32_t q = 0; q < reqs->n; q++) {
@@ -149,9 +146,10 @@ static bool min_values_ok(const struct solver *s, const struct requirements *req
 			continue;
 		for (uint32_t w = 0; w < s->words && n < req->min_values; w++)
 			for (uint64_t x = bits[w]; x && n < req->min_values; x &= x - 1) {
-				const struct instance_type *it = &s->cat->types[w * 64 + (uint32_t)__builtin_ctzll(x)];
+				uint32_t t = w * 64 + (uint32_t)__builtin_ctzll(x);
+				const struct instance_type *it = &s->cat->types[t];
 				uint32_t v = labels_get(it->labels, it->n_labels, req->key), j;
-				if (!resources_fit(need, &it->allocatable, s->n_res))
+				if (!resources_fit(need, pool_type_alloc(s->c, (int32_t)np, t), s->n_res))
 					continue;
 				for (j = 0; j < n && seen[j] != v; j++)
 					;
@@ -195,10 +193,10 @@ static bool claim_accepts(struct solver *s, uint32_t bi, uint32_t pi, const stru
 		offers(s, pl->zones, pl->cts, s->scratch2);
 		bits_and(s->scratch, s->scratch2, s->words);
 	}
-	pl->fit = find_fit(s, s->scratch, &need);
+	pl->fit = find_fit(s, np, s->scratch, &need);
 	if (pl->fit < 0)
 		return false;
-	if (b->min_values && !min_values_ok(s, &b->reqs, s->scratch, &need))
+	if (b->min_values && !min_values_ok(s, np, &b->reqs, s->scratch, &need))
 		return false;
 	pin_offering(s, pi, sh, pl->fit, pl);
 	return true;
@@ -427,12 +425,12 @@ static int open_claim_types(struct solver *s, uint32_t np, const struct shape *s
 	for (uint32_t w = 0; w < s->words; w++)
 		for (uint64_t x = s->scratch[w]; x; x &= x - 1) {
 			uint32_t t = w * 64 + (uint32_t)__builtin_ctzll(x);
-			if (!resources_fit(need, type_alloc(s, t), s->n_res)) {
+			if (!resources_fit(need, pool_type_alloc(s->c, (int32_t)np, t), s->n_res)) {
 				bit_clear(s->scratch, t);
 				continue;
 			}
 			any_fit = true;
-			if (!resources_fit(&s->cat->types[t].capacity, &remaining, s->n_res)) {
+			if (!resources_fit(pool_type_capacity(s->c, (int32_t)np, t), &remaining, s->n_res)) {
 				bit_clear(s->scratch, t);
 				limited = true;
 			}
@@ -508,7 +506,7 @@ static int try_new_claim(struct solver *s, uint32_t pi, struct shape *sh,
 		for (uint32_t w = 0; w < s->words; w++)
 			for (uint64_t x = b->cands[w]; x; x &= x - 1) {
 				const struct resources *cap =
-					&s->cat->types[w * 64 + (uint32_t)__builtin_ctzll(x)].capacity;
+					pool_type_capacity(s->c, (int32_t)np, w * 64 + (uint32_t)__builtin_ctzll(x));
 				for (uint32_t q = 0; q < s->n_res; q++)
 					b->reserved.v[q] = MAX(b->reserved.v[q], cap->v[q]);
 			}

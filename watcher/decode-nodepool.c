@@ -157,29 +157,6 @@ static int consolidation_policy(struct decoder *d, const char *s, uint8_t dflt, 
 	return 0;
 }
 
-static int kubelet(struct decoder *d, const json_t *k, const char *where, struct proto_kubelet *ret)
-{
-	char at[128];
-	int r;
-
-	*ret = (struct proto_kubelet){ 0 };
-	if (!json_is_object(k))
-		return 0;
-	ret->max_pods = (int32_t)json_integer_value(json_object_get(k, "maxPods"));
-	ret->pods_per_core = (int32_t)json_integer_value(json_object_get(k, "podsPerCore"));
-	decode_path(at, sizeof(at), "%s.systemReserved", where);
-	if ((r = decode_resources(d, json_object_get(k, "systemReserved"), at, &ret->system_reserved,
-				  &ret->n_system_reserved)) < 0)
-		return r;
-	decode_path(at, sizeof(at), "%s.kubeReserved", where);
-	if ((r = decode_resources(d, json_object_get(k, "kubeReserved"), at, &ret->kube_reserved,
-				  &ret->n_kube_reserved)) < 0)
-		return r;
-	decode_path(at, sizeof(at), "%s.evictionHard", where);
-	return decode_kv(d, json_object_get(k, "evictionHard"), at, &ret->eviction_hard,
-			 &ret->n_eviction_hard);
-}
-
 /* Appends "key In [value]" unless some requirement already names key. */
 static int default_requirement(struct decoder *d, struct proto_nodepool *np, const char *key,
 			       const char *value)
@@ -256,7 +233,7 @@ static int nodepool_v1(struct decoder *d, const json_t *spec, bool beta, struct 
 				  &np->n_limits)) < 0)
 		return r;
 	if (beta)
-		return kubelet(d, json_object_get(tspec, "kubelet"), "spec.template.spec.kubelet",
+		return decode_kubelet(d, json_object_get(tspec, "kubelet"), "spec.template.spec.kubelet",
 			       &np->kubelet);
 	return 0;
 }
@@ -281,7 +258,7 @@ static int provisioner_v1alpha5(struct decoder *d, const json_t *spec, struct pr
 			       &np->startup_taints, &np->n_startup_taints)) < 0 ||
 	    (r = decode_resources(d, json_path(spec, "limits.resources"), "spec.limits.resources",
 				  &np->limits, &np->n_limits)) < 0 ||
-	    (r = kubelet(d, json_object_get(spec, "kubeletConfiguration"),
+	    (r = decode_kubelet(d, json_object_get(spec, "kubeletConfiguration"),
 			 "spec.kubeletConfiguration", &np->kubelet)) < 0)
 		return r;
 	if ((r = default_requirement(d, np, "karpenter.sh/capacity-type", "on-demand")) < 0 ||

@@ -538,3 +538,19 @@ Test(from_state, pods_of_a_long_ready_nodeclaim_no_longer_hold_its_node)
 	cr_assert_eq(sched_solve(cluster, &result), 0);
 	cr_assert_str_eq(node_of(0) ?: "(none)", "ip-10-0-0-9");
 }
+
+/* ---- kubelet settings ---- */
+
+Test(from_state, an_inflight_nodeclaim_holds_what_its_nodepools_kubelet_allows)
+{
+	struct proto_nodepool np = { .name = "default", .uid = "np", .kubelet = { .max_pods = 2 } };
+	struct proto_pod p[3] = { pod("default", "a", NULL), pod("default", "b", NULL), pod("default", "c", NULL) };
+	const struct proto_pod *pending[3] = { &p[0], &p[1], &p[2] };
+
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODEPOOL, .nodepool = &np });
+	add_inflight_claim("default-abcde", NULL, 0, NULL, NULL);
+	solve(pending, 3);
+	cr_assert_eq(pods_on_existing(), 2, "maxPods 2 on the in-flight m5.xlarge (58 by the ENI limit)");
+	cr_assert_eq(result->n_claims, 1);
+	cr_assert_eq(result->claims[0].n_pods, 1);
+}

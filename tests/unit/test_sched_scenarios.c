@@ -237,6 +237,22 @@ static const char *check(const struct cluster *c, json_t *out, const char *e, ch
 		snprintf(why, sz, "%lld claims", k);
 		return k == n ? NULL : why;
 	}
+	if (sscanf(e, "typesOf %255s %255s", a, b) == 2) {
+		/* Every claim of NodePool a lists exactly these types, cheapest first. */
+		long long k = 0;
+		json_array_foreach(claims, i, cl) {
+			if (!streq(json_string_value(json_object_get(cl, "nodePool")), a))
+				continue;
+			k++;
+			if (!list_equals(json_object_get(cl, "instanceTypes"), b)) {
+				char *s = json_dumps(json_object_get(cl, "instanceTypes"), JSON_COMPACT);
+				snprintf(why, sz, "claim %zu has %s", i, s);
+				free(s);
+				return why;
+			}
+		}
+		return k ? NULL : "no claim of that nodepool";
+	}
 	if (sscanf(e, "existingNode %255s %lld", a, &n) == 2) {
 		json_array_foreach(ex, i, t)
 			if (streq(json_string_value(json_object_get(t, "node")), a))
