@@ -247,8 +247,12 @@ static int watcher_start(struct watcher *w)
 		health_server_set_ready(w->health, false, "waiting for leadership");
 		if ((r = lease_new(&w->lease, w->kube, &lo, &lh)) < 0)
 			return log_error_errno(r, "Failed to start leader election: %m");
-		log_info("waiting to acquire lease %s/%s as %s", w->cfg.kube.leader_namespace,
-			 WATCHER_LEASE_NAME, identity);
+		/* Under Type=notify a standby must report itself started, or
+		 * systemd kills it at TimeoutStartSec; STATUS= says what it awaits. */
+		snprintf(err, sizeof(err), "standby: waiting to acquire lease %s/%s",
+			 w->cfg.kube.leader_namespace, WATCHER_LEASE_NAME);
+		loop_notify_ready(w->loop, err);
+		log_info("%s as %s", err, identity);
 	}
 	return 0;
 }
