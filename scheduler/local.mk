@@ -82,6 +82,13 @@ EXTRA_DIST += \
 	tests/scheduling/topology-spread-zone.yaml \
 	tests/scheduling/inflight-nodeclaim.yaml \
 	tests/scheduling/kubelet-settings.yaml \
+	tests/scheduling/pod-affinity-hostname.yaml \
+	tests/scheduling/pod-affinity-preferred.yaml \
+	tests/scheduling/replicaset-and-pdb.yaml \
+	tests/scheduling/requirement-lt.yaml \
+	tests/scheduling/topology-spread-hostname.yaml \
+	tests/scheduling/topology-spread-match-label-keys.yaml \
+	tests/scheduling/topology-spread-schedule-anyway.yaml \
 	tests/scheduling/invalid/bad-operator.yaml \
 	tests/scheduling/invalid/bad-quantity.yaml \
 	tests/scheduling/invalid/bad-yaml.yaml \
@@ -110,6 +117,8 @@ tests_fuzz_fuzz_simulate_yaml_LDADD = $(SCHED_LIBS)
 EXTRA_DIST += \
 	tests/fuzz/corpus/simulate_yaml/daemonset-overhead-instancetypes.yaml \
 	tests/fuzz/corpus/simulate_yaml/host-ports.yaml \
+	tests/fuzz/corpus/simulate_yaml/inflight-nodeclaim.yaml \
+	tests/fuzz/corpus/simulate_yaml/kubelet-settings.yaml \
 	tests/fuzz/corpus/simulate_yaml/invalid-operator.yaml \
 	tests/fuzz/corpus/simulate_yaml/invalid-yaml.yaml \
 	tests/fuzz/corpus/simulate_yaml/min-values.yaml \
