@@ -59,6 +59,7 @@ EXTRA_DIST += \
 	tests/scheduling/gpu-extended-resources.yaml \
 	tests/scheduling/host-ports.yaml \
 	tests/scheduling/min-values.yaml \
+	tests/scheduling/min-values-within-limits.yaml \
 	tests/scheduling/node-affinity-terms-and-preferences.yaml \
 	tests/scheduling/nodepool-node-limit.yaml \
 	tests/scheduling/nodepool-weights.yaml \

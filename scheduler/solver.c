@@ -133,10 +133,11 @@ static void pin_offering(struct solver *s, uint32_t pi, const struct shape *sh, 
 	}
 }
 
-/* Do the types of bits that hold need still offer minValues distinct values
- * of every requirement asking for them? (Only NodeClaims with minValues.) */
-static bool min_values_ok(const struct solver *s, uint32_t np, const struct requirements *reqs,
-			  const uint64_t *bits, const struct resources *need)
+/* The first requirement asking for minValues distinct values that the
+ * types of bits holding need no longer offer, or NULL when all are met. */
+static const struct requirement *min_values_unmet(const struct solver *s, uint32_t np,
+						  const struct requirements *reqs, const uint64_t *bits,
+						  const struct resources *need)
 {
 	for (uint32_t q = 0; q < reqs->n; q++) {
 		const struct requirement *req = &reqs->v[q];
@@ -157,9 +158,9 @@ static bool min_values_ok(const struct solver *s, uint32_t np, const struct requ
 					seen[n++] = v;
 			}
 		if (n < req->min_values)
-			return false;
+			return req;
 	}
-	return true;
+	return NULL;
 }
 
 /* Would NodeClaim bin bi take pod pi? Leaves the candidate types in s->scratch. */
@@ -196,7 +197,7 @@ static bool claim_accepts(struct solver *s, uint32_t bi, uint32_t pi, const stru
 	pl->fit = find_fit(s, np, s->scratch, &need);
 	if (pl->fit < 0)
 		return false;
-	if (b->min_values && !min_values_ok(s, np, &b->reqs, s->scratch, &need))
+	if (b->min_values && min_values_unmet(s, np, &b->reqs, s->scratch, &need))
 		return false;
 	pin_offering(s, pi, sh, pl->fit, pl);
 	return true;
@@ -435,8 +436,16 @@ static int open_claim_types(struct solver *s, uint32_t np, const struct shape *s
 				limited = true;
 			}
 		}
-	if (bits_any(s->scratch, s->words))
-		return 1;
+	if (bits_any(s->scratch, s->words)) {
+		/* The types left must still give minValues distinct values. */
+		const struct requirement *q = min_values_unmet(s, np, &pool->reqs, s->scratch, need);
+		if (!q)
+			return 1;
+		snprintf(why, size, "incompatible with nodepool %s: minValues %u of %s not satisfied by "
+			 "the instance types that fit%s", strtab_str(s->st, pool->name), q->min_values,
+			 strtab_str(s->st, q->key), limited ? " within its limits" : "");
+		return 0;
+	}
 	if (any_fit && limited)
 		snprintf(why, size, "incompatible with nodepool %s: all instance types exceed nodepool limits",
 			 strtab_str(s->st, pool->name));
