@@ -12,8 +12,37 @@
 
 #include "scheduler/solver-internal.h"
 
+/* The per-NodePool type views (solver-internal.h): kubelet settings'
+ * arrays where a pool has them, else contiguous copies of the catalog's. */
+static int pool_views_init(struct solver *s)
+{
+	const struct cluster *c = s->c;
+	uint32_t n = c->cat.n_types ? c->cat.n_types : 1, pools = c->n_nodepools ? c->n_nodepools : 1;
+
+	s->cat_alloc = malloc(n * sizeof(*s->cat_alloc));
+	s->cat_cap = malloc(n * sizeof(*s->cat_cap));
+	s->np_alloc = malloc(pools * sizeof(*s->np_alloc));
+	s->np_cap = malloc(pools * sizeof(*s->np_cap));
+	s->np_prefix_max = malloc(pools * sizeof(*s->np_prefix_max));
+	if (!s->cat_alloc || !s->cat_cap || !s->np_alloc || !s->np_cap || !s->np_prefix_max)
+		return -ENOMEM;
+	for (uint32_t t = 0; t < c->cat.n_types; t++) {
+		s->cat_alloc[t] = c->cat.types[t].allocatable;
+		s->cat_cap[t] = c->cat.types[t].capacity;
+	}
+	for (uint32_t p = 0; p < c->n_nodepools; p++) {
+		const struct nodepool *np = &c->nodepools[p];
+		s->np_alloc[p] = np->type_alloc ? np->type_alloc : s->cat_alloc;
+		s->np_cap[p] = np->type_capacity ? np->type_capacity : s->cat_cap;
+		s->np_prefix_max[p] = np->type_prefix_max ? np->type_prefix_max : c->cat.prefix_max;
+	}
+	return 0;
+}
+
 static int solver_init(struct solver *s, struct cluster *c)
 {
+	int r;
+
 	memset(s, 0, sizeof(*s));
 	s->c = c;
 	s->st = &c->st;
@@ -34,6 +63,8 @@ static int solver_init(struct solver *s, struct cluster *c)
 	for (uint32_t i = 0; i < c->n_pods; i++)
 		s->pod_bin[i] = -1;
 	s->last_pod = -1;
+	if ((r = pool_views_init(s)) < 0)
+		return r;
 	return topology_init(s);
 }
 
@@ -57,6 +88,11 @@ static void solver_done(struct solver *s)
 	free(s->np_order);
 	free(s->np_reserved);
 	free(s->np_claims);
+	free(s->np_alloc);
+	free(s->np_cap);
+	free(s->np_prefix_max);
+	free(s->cat_alloc);
+	free(s->cat_cap);
 	free(s->scratch);
 	free(s->scratch2);
 	free(s->keybuf);

@@ -28,12 +28,14 @@ struct plan {
 static int32_t find_fit(const struct solver *s, uint32_t np, const uint64_t *bits,
 			const struct resources *need)
 {
+	const struct resources *alloc = s->np_alloc[np];
+
 	for (int32_t w = (int32_t)s->words - 1; w >= 0; w--) {
 		uint64_t x = bits[w];
 		while (x) {
 			int hi = 63 - __builtin_clzll(x);
 			uint32_t t = (uint32_t)w * 64 + (uint32_t)hi;
-			if (resources_fit(need, pool_type_alloc(s->c, (int32_t)np, t), s->n_res))
+			if (resources_fit(need, &alloc[t], s->n_res))
 				return (int32_t)t;
 			x &= ~(1ULL << hi);
 		}
@@ -58,7 +60,7 @@ static void bin_max_alloc(struct solver *s, struct bin *b)
 	for (int32_t w = (int32_t)s->words - 1; w >= 0; w--)
 		if (b->cands[w]) {
 			uint32_t top = (uint32_t)w * 64 + 63 - (uint32_t)__builtin_clzll(b->cands[w]);
-			b->max_alloc = *pool_type_prefix_max(s->c, b->nodepool, top);
+			b->max_alloc = s->np_prefix_max[b->nodepool][top];
 			return;
 		}
 }
@@ -150,7 +152,7 @@ static const struct requirement *min_values_unmet(const struct solver *s, uint32
 				uint32_t t = w * 64 + (uint32_t)__builtin_ctzll(x);
 				const struct instance_type *it = &s->cat->types[t];
 				uint32_t v = labels_get(it->labels, it->n_labels, req->key), j;
-				if (!resources_fit(need, pool_type_alloc(s->c, (int32_t)np, t), s->n_res))
+				if (!resources_fit(need, &s->np_alloc[np][t], s->n_res))
 					continue;
 				for (j = 0; j < n && seen[j] != v; j++)
 					;
@@ -426,12 +428,12 @@ static int open_claim_types(struct solver *s, uint32_t np, const struct shape *s
 	for (uint32_t w = 0; w < s->words; w++)
 		for (uint64_t x = s->scratch[w]; x; x &= x - 1) {
 			uint32_t t = w * 64 + (uint32_t)__builtin_ctzll(x);
-			if (!resources_fit(need, pool_type_alloc(s->c, (int32_t)np, t), s->n_res)) {
+			if (!resources_fit(need, &s->np_alloc[np][t], s->n_res)) {
 				bit_clear(s->scratch, t);
 				continue;
 			}
 			any_fit = true;
-			if (!resources_fit(pool_type_capacity(s->c, (int32_t)np, t), &remaining, s->n_res)) {
+			if (!resources_fit(&s->np_cap[np][t], &remaining, s->n_res)) {
 				bit_clear(s->scratch, t);
 				limited = true;
 			}
@@ -515,7 +517,7 @@ static int try_new_claim(struct solver *s, uint32_t pi, struct shape *sh,
 		for (uint32_t w = 0; w < s->words; w++)
 			for (uint64_t x = b->cands[w]; x; x &= x - 1) {
 				const struct resources *cap =
-					pool_type_capacity(s->c, (int32_t)np, w * 64 + (uint32_t)__builtin_ctzll(x));
+					&s->np_cap[np][w * 64 + (uint32_t)__builtin_ctzll(x)];
 				for (uint32_t q = 0; q < s->n_res; q++)
 					b->reserved.v[q] = MAX(b->reserved.v[q], cap->v[q]);
 			}
