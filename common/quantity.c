@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/quantity.h"
@@ -133,4 +134,23 @@ void quantity_format(int64_t v, bool milli, bool binary, char *buf, size_t size)
 		return;
 	}
 	snprintf(buf, size, "%" PRId64, v);
+}
+
+int quantity_or_percent_parse(const char *s, int64_t *ret, double *percent)
+{
+	size_t len = strlen(s);
+	char *end;
+	int r;
+
+	*ret = 0;
+	*percent = -1;
+	if (len && s[len - 1] == '%') {
+		double p = strtod(s, &end);
+		if (len == 1 || end != s + len - 1 || !(p >= 0 && p <= 100))
+			return -EINVAL;
+		*percent = p;
+		return 0;
+	}
+	r = quantity_parse(s, false, ret);
+	return r < 0 || *ret < 0 ? -EINVAL : 0;
 }

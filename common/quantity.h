@@ -12,6 +12,12 @@
 
 /* Scaled by 1000 when milli (cpu). -EINVAL on malformed, -ERANGE on overflow. */
 int quantity_parse(const char *s, bool milli, int64_t *ret);
+/*
+ * A kubelet threshold: a quantity ("500Mi") or a percentage of capacity
+ * ("5%", "12.5%", 0 to 100). Sets *percent to it, or to -1 and *ret to the
+ * quantity (not negative). -EINVAL on anything else.
+ */
+int quantity_or_percent_parse(const char *s, int64_t *ret, double *percent);
 /* "96", "1.5", "512Mi", "2Gi" */
 void quantity_format(int64_t v, bool milli, bool binary, char *buf, size_t size);
 

@@ -231,3 +231,33 @@ bool state_pod_is_unschedulable(const struct proto_pod *p)
 	       streq_ptr(p->scheduled_reason, "Unschedulable") && (!p->node_name || !*p->node_name) &&
 	       p->deletion_time == 0 && !p->daemonset_owned && !p->mirror;
 }
+
+static const struct proto_condition *nodeclaim_condition(const struct proto_nodeclaim *nc,
+							 const char *type)
+{
+	for (uint32_t i = 0; i < nc->n_conditions; i++)
+		if (streq_ptr(nc->conditions[i].type, type))
+			return &nc->conditions[i];
+	return NULL;
+}
+
+bool state_nodeclaim_holds_planned_pods(const struct proto_nodeclaim *nc, int64_t now_ms)
+{
+	const struct proto_condition *launched = nodeclaim_condition(nc, "Launched");
+	const struct proto_condition *ready = nodeclaim_condition(nc, "Ready");
+
+	if (nc->deletion_time)
+		return false; /* failing or going away: its pods need a new plan */
+	if (launched && launched->status == PROTO_COND_FALSE)
+		return false;
+	if (ready && ready->status == PROTO_COND_TRUE)
+		return ready->last_transition > 0 &&
+		       now_ms - ready->last_transition < STATE_NOMINATION_GRACE_MS;
+	return true;
+}
+
+bool state_pod_awaits_binding(const struct proto_pod *p)
+{
+	return (!p->node_name || !*p->node_name) && p->deletion_time == 0 &&
+	       p->phase != PROTO_PHASE_SUCCEEDED && p->phase != PROTO_PHASE_FAILED;
+}

@@ -69,4 +69,30 @@ void state_store_clear(struct state_store *s);
  */
 bool state_pod_is_unschedulable(const struct proto_pod *p);
 
+/*
+ * How long a NodeClaim that turned Ready keeps speaking for its planned
+ * pods (the kanna.dev/planned-pods annotation) that are still unbound. The
+ * launcher binds them as it creates the Node, and its reconcile pass (every
+ * 10 s by default) binds any it missed: three such periods leave room for
+ * replica lag on a busy host. A pod still unbound after that did not fit
+ * (or kube-scheduler put it elsewhere, or its binding was refused): it is
+ * pending again and gets planned anew, as Karpenter's pod nominations
+ * expire (its nomination window is 2 x the batch max duration, 20 s).
+ */
+#define STATE_NOMINATION_GRACE_MS (30LL * 1000)
+
+/*
+ * Does this NodeClaim still speak for its planned pods (DESIGN §2 rule 4)?
+ * Yes while it is launching and while its Node joins; no once it is being
+ * deleted, its launch failed (Launched=False), or it has been Ready for
+ * STATE_NOMINATION_GRACE_MS (a Ready condition without a time counts as
+ * long Ready). now_ms: wall-clock milliseconds, as conditions carry.
+ * The watcher withholds such pods from the schedulers and the scheduler
+ * counts them against the NodeClaim's free capacity, with this one rule.
+ */
+bool state_nodeclaim_holds_planned_pods(const struct proto_nodeclaim *nc, int64_t now_ms);
+
+/* A planned pod that still needs its place: unbound, alive, not finished. */
+bool state_pod_awaits_binding(const struct proto_pod *p);
+
 #endif

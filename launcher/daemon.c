@@ -559,6 +559,14 @@ int launcher_run(struct launcher_config *cfg, int argc, char **argv)
 		snprintf(identity, sizeof(identity), "%s_%d", host, (int)getpid());
 		health_server_set_ready(l.health, false, "waiting for leadership");
 		r = lease_new(&l.lease, l.kube, &lo, &lh);
+		/* Under Type=notify a standby must report itself started, or
+		 * systemd kills it at TimeoutStartSec; STATUS= says what it awaits. */
+		if (r >= 0) {
+			snprintf(err, sizeof(err), "standby: waiting to acquire lease %s/%s",
+				 cfg->kube.leader_namespace, LAUNCHER_LEASE_NAME);
+			loop_notify_ready(l.loop, err);
+			log_info("%s as %s", err, identity);
+		}
 	}
 	if (r >= 0)
 		r = loop_run(l.loop);

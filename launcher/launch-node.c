@@ -22,16 +22,24 @@
 #include "launcher/launcher.h"
 #include "launcher/objects.h"
 #include "proto/schema.h"
+#include "scheduler/kubelet.h"
 
 /* ---- record the launch on the NodeClaim ---------------------------------------- */
 
 static void launched_instance_of(const struct launch *la, struct launched_instance *li)
 {
+	const struct state_store *st = launcher_store(la->l);
+	const struct state_entry *pe = state_store_get(st, PROTO_OBJECT_NODEPOOL, "", la->planned->nodepool);
+	const char *ncname = la->planned->nodeclass ?: (pe ? pe->obj.nodepool->nodeclass_ref.name : NULL);
+	const struct state_entry *ce = ncname ? state_store_get(st, PROTO_OBJECT_NODECLASS, "", ncname) : NULL;
+
 	*li = (struct launched_instance){
 		.instance_id = la->launched.instance_id, .instance_type = la->launched.instance_type,
 		.zone = la->launched.zone, .capacity_type = la->launched.capacity_type,
 		.image_id = *la->image_id ? la->image_id : NULL, .node_name = la->node_name,
 		.type = launcher_catalog_find(la->l->catalog, la->launched.instance_type),
+		/* What the node holds under these, as the scheduler planned it. */
+		.kubelet = kubelet_of(ce ? ce->obj.nodeclass : NULL, pe ? pe->obj.nodepool : NULL),
 	};
 }
 

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "launcher/nodeclass-internal.h"
+#include "scheduler/kubelet.h"
 
 enum { CALL_LT_DESCRIBE = 100, CALL_LT_CREATE, CALL_LT_LIST, CALL_LT_DELETE };
 
@@ -112,18 +113,6 @@ static int node_settings(const struct proto_nodepool *np, struct proto_kv **labe
 	for (uint32_t i = 0; i < np->n_startup_taints; i++)
 		(*taints)[(*n_taints)++] = np->startup_taints[i];
 	return 0;
-}
-
-static const struct proto_kubelet *kubelet_of(const struct proto_nodeclass *nc,
-					      const struct proto_nodepool *np)
-{
-	const struct proto_kubelet *k = &nc->kubelet;
-
-	/* v1 keeps kubelet in the EC2NodeClass; v1beta1 in the NodePool */
-	if (k->max_pods || k->pods_per_core || k->n_system_reserved || k->n_kube_reserved ||
-	    k->n_eviction_hard)
-		return k;
-	return &np->kubelet;
 }
 
 static struct nc_template_entry *template_find(struct nodeclass_resolver *r, const char *name)

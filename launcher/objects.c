@@ -12,6 +12,7 @@
 #include "common/util.h"
 #include "launcher/objects.h"
 #include "proto/schema.h"
+#include "scheduler/kubelet.h"
 
 #define INSTANCE_TYPE_LABEL "node.kubernetes.io/instance-type"
 
@@ -242,12 +243,19 @@ json_t *nodeclaim_labels_patch(const node_label *labels, size_t n_labels)
 	return json_pack("{s:{s:o}}", "metadata", "labels", labels_json(labels, n_labels));
 }
 
+/* The type's capacity or allocatable under the NodePool's kubelet settings. */
 static json_t *type_resources(const struct launched_instance *li, bool allocatable)
 {
+	struct proto_resource cap[PROTO_MAX_RESOURCES], alloc[PROTO_MAX_RESOURCES];
+	uint32_t n_cap, n_alloc;
+
 	if (!li->type)
 		return json_object();
-	return allocatable ? resources_json(li->type->allocatable, li->type->n_allocatable)
-			   : resources_json(li->type->capacity, li->type->n_capacity);
+	if (kubelet_type_resources(li->kubelet, li->type, cap, &n_cap, alloc, &n_alloc) < 0)
+		/* Refused by the watcher's decoder: cannot come from the replica. */
+		return allocatable ? resources_json(li->type->allocatable, li->type->n_allocatable)
+				   : resources_json(li->type->capacity, li->type->n_capacity);
+	return allocatable ? resources_json(alloc, n_alloc) : resources_json(cap, n_cap);
 }
 
 json_t *nodeclaim_launched_status(const struct launched_instance *li, const char *now)

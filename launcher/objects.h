@@ -44,6 +44,7 @@ struct launched_instance {
 	const char *image_id;
 	const char *node_name;     /* private DNS name */
 	const struct proto_instance_type *type; /* catalog entry; may be NULL */
+	const struct proto_kubelet *kubelet;    /* the NodePool's kubelet settings; may be NULL */
 };
 
 /* "aws:///<zone>/<instance-id>" */
@@ -63,7 +64,9 @@ json_t *nodeclaim_launched_status(const struct launched_instance *li, const char
  * The Node: name = private DNS name; labels = well-known + catalog +
  * NodePool labels + single-valued requirements; taints = NodePool taints +
  * startupTaints; providerID; the termination finalizer; owner reference to
- * the NodeClaim (uid). capacity / allocatable from the catalog in status.
+ * the NodeClaim (uid). capacity / allocatable in status: the catalog's
+ * under the kubelet settings (kubelet_type_resources(), as the scheduler
+ * computes them).
  */
 json_t *node_json(const struct launched_instance *li, const struct proto_nodeclaim *claim,
 		  const struct proto_nodepool *nodepool, const node_label *labels, size_t n_labels);

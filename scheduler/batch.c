@@ -16,6 +16,12 @@ void batch_init(struct batch *b, uint64_t idle_usec, uint64_t max_usec)
 	*b = (struct batch){ .idle_usec = idle_usec, .max_usec = max_usec };
 }
 
+void batch_set_windows(struct batch *b, uint64_t idle_usec, uint64_t max_usec)
+{
+	b->idle_usec = idle_usec;
+	b->max_usec = max_usec;
+}
+
 void batch_done(struct batch *b)
 {
 	size_t it = 0;

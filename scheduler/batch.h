@@ -22,6 +22,8 @@ struct batch {
 };
 
 void batch_init(struct batch *b, uint64_t idle_usec, uint64_t max_usec);
+/* New windows (SIGHUP); they apply to the batch being collected too. */
+void batch_set_windows(struct batch *b, uint64_t idle_usec, uint64_t max_usec);
 void batch_done(struct batch *b);
 /* Adds (or refreshes) a pod; ignored while the pod is held. */
 int batch_add(struct batch *b, const struct proto_pod *p, uint64_t now_usec);

@@ -14,14 +14,13 @@
 
 #include "config.h"
 #include "scheduler/catalog.h"
+#include "scheduler/kubelet.h"
 
 /* Longest line of the TSV we accept (real lines are ~300 bytes). */
 #define TSV_MAX_LINE 8192
 #define TSV_MAX_COLUMNS 64
-/* Root volume of Karpenter's default block device mapping, and its reserve. */
+/* Root volume of Karpenter's default block device mapping. */
 #define ROOT_VOLUME_BYTES (20LL << 30)
-#define EPHEMERAL_RESERVED_BYTES (1LL << 30)
-#define EPHEMERAL_EVICTION_PERCENT 10
 
 static const char *const fixed_strings[K_N_FIXED] = {
 	[K_NODEPOOL] = "karpenter.sh/nodepool",
@@ -424,32 +423,15 @@ void catalog_capacity(int64_t vcpus, int64_t memory_mib, int64_t max_pods,
 		      double vm_memory_overhead, struct resources *capacity,
 		      struct resources *allocatable)
 {
-	int64_t cpu = vcpus * 1000, reserved_cpu = 0, mem_mib, reserved_mem;
-	static const struct {
-		int64_t start, end;
-		double share;
-	} ranges[] = { { 0, 1000, 0.06 }, { 1000, 2000, 0.01 }, { 2000, 4000, 0.005 },
-		       { 4000, INT64_MAX, 0.0025 } };
+	struct resources cap = { { 0 } };
+	int64_t mem_mib = memory_mib - (int64_t)ceil((double)memory_mib * vm_memory_overhead);
 
-	for (size_t i = 0; i < ARRAY_SIZE(ranges); i++)
-		if (cpu > ranges[i].start)
-			reserved_cpu += (int64_t)((double)(MIN(cpu, ranges[i].end) - ranges[i].start) *
-						  ranges[i].share);
-	mem_mib = memory_mib - (int64_t)ceil((double)memory_mib * vm_memory_overhead);
-	reserved_mem = (11 * max_pods + 255) << 20;
-	memset(capacity, 0, sizeof(*capacity));
-	capacity->v[RES_CPU] = cpu;
-	capacity->v[RES_MEMORY] = mem_mib << 20;
-	capacity->v[RES_PODS] = max_pods;
-	capacity->v[RES_EPHEMERAL_STORAGE] = ROOT_VOLUME_BYTES;
-	*allocatable = *capacity;
-	allocatable->v[RES_CPU] -= reserved_cpu;
-	allocatable->v[RES_MEMORY] -= reserved_mem + SCHED_EVICTION_THRESHOLD_BYTES;
-	allocatable->v[RES_EPHEMERAL_STORAGE] -= EPHEMERAL_RESERVED_BYTES +
-						 ROOT_VOLUME_BYTES * EPHEMERAL_EVICTION_PERCENT / 100;
-	for (int r = 0; r < RES_N_BUILTIN; r++)
-		if (allocatable->v[r] < 0)
-			allocatable->v[r] = 0;
+	cap.v[RES_CPU] = vcpus * 1000;
+	cap.v[RES_MEMORY] = mem_mib << 20;
+	cap.v[RES_PODS] = max_pods;
+	cap.v[RES_EPHEMERAL_STORAGE] = ROOT_VOLUME_BYTES;
+	/* Default kubelet settings: the same formulas NodePools' settings change. */
+	kubelet_node_resources(NULL, &cap, &cap, capacity, allocatable);
 }
 
 void catalog_default_path(char *buf, size_t size)

@@ -134,12 +134,12 @@ int catalog_add_fake_types(struct catalog *cat, uint32_t n);
 void catalog_default_path(char *buf, size_t size);
 
 /*
- * Karpenter's AWS node overhead: kube-reserved cpu by core count (6% of the
- * first core, 1% of the second, 0.5% of the next two, 0.25% above), memory
- * 11Mi per pod + 255Mi, eviction threshold 100Mi, vm_memory_overhead
- * (VM_MEMORY_OVERHEAD_PERCENT, 7.5% by default) of memory, ephemeral storage
- * 20Gi root volume minus 1Gi reserved and 10% eviction. The launcher's live
- * catalog uses the same function, so that both sides agree on allocatable.
+ * A type's capacity and allocatable under default kubelet settings:
+ * vm_memory_overhead (VM_MEMORY_OVERHEAD_PERCENT, 7.5% by default) of the
+ * memory is the hypervisor's, ephemeral storage is the 20Gi root volume,
+ * and the overhead is Karpenter's (kubelet_node_resources(), kubelet.h).
+ * The launcher's live catalog uses the same function, so that both sides
+ * agree on allocatable.
  */
 void catalog_capacity(int64_t vcpus, int64_t memory_mib, int64_t max_pods,
 		      double vm_memory_overhead, struct resources *capacity,

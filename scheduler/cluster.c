@@ -278,6 +278,43 @@ void cluster_compute_daemon_overhead(struct cluster *c)
 	}
 }
 
+int cluster_apply_kubelet(struct cluster *c)
+{
+	uint32_t n = c->cat.n_types;
+
+	for (uint32_t p = 0; p < c->n_nodepools; p++) {
+		struct nodepool *np = &c->nodepools[p];
+		if (!np->kubelet.set || !n)
+			continue;
+		np->type_capacity = arena_alloc(&c->arena, n * sizeof(*np->type_capacity));
+		np->type_alloc = arena_alloc(&c->arena, n * sizeof(*np->type_alloc));
+		np->type_prefix_max = arena_alloc(&c->arena, n * sizeof(*np->type_prefix_max));
+		if (!np->type_capacity || !np->type_alloc || !np->type_prefix_max)
+			return -ENOMEM;
+		for (uint32_t t = 0; t < n; t++) {
+			kubelet_node_resources(&np->kubelet, &c->cat.types[t].capacity,
+					       &c->cat.types[t].allocatable, &np->type_capacity[t],
+					       &np->type_alloc[t]);
+			for (uint32_t r = 0; r < SCHED_MAX_RESOURCES; r++)
+				np->type_prefix_max[t].v[r] = MAX(t ? np->type_prefix_max[t - 1].v[r] : 0,
+								  np->type_alloc[t].v[r]);
+		}
+	}
+	return 0;
+}
+
+static int32_t nodepool_named(const struct cluster *c, const struct node *n)
+{
+	uint32_t pool = labels_get(n->labels, n->n_labels, K_NODEPOOL);
+
+	if (pool == STR_NONE)
+		pool = labels_get(n->labels, n->n_labels, K_PROVISIONER_NAME);
+	for (uint32_t p = 0; pool != STR_NONE && p < c->n_nodepools; p++)
+		if (c->nodepools[p].name == pool)
+			return (int32_t)p;
+	return -1;
+}
+
 /* After the catalog is loaded: drop in-flight NodeClaims whose Node is
  * known, size the others from their instance type, and order them after
  * the Nodes (existing nodes are tried first). */
@@ -300,10 +337,11 @@ int cluster_settle_in_flight(struct cluster *c)
 				continue;
 			if (n->in_flight && !n->allocatable.v[RES_CPU]) {
 				uint32_t type = labels_get(n->labels, n->n_labels, K_INSTANCE_TYPE);
+				int32_t pool = nodepool_named(c, n);
 				for (uint32_t t = 0; type != STR_NONE && t < c->cat.n_types; t++)
 					if (c->cat.types[t].name == type) {
-						n->allocatable = c->cat.types[t].allocatable;
-						n->capacity = c->cat.types[t].capacity;
+						n->allocatable = *pool_type_alloc(c, pool, t);
+						n->capacity = *pool_type_capacity(c, pool, t);
 					}
 			}
 			if (n->in_flight && !n->allocatable.v[RES_CPU])
@@ -322,15 +360,12 @@ void cluster_assign_nodepools(struct cluster *c)
 {
 	for (uint32_t i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
-		uint32_t pool = labels_get(n->labels, n->n_labels, K_NODEPOOL);
-		if (pool == STR_NONE)
-			pool = labels_get(n->labels, n->n_labels, K_PROVISIONER_NAME);
-		for (uint32_t p = 0; pool != STR_NONE && p < c->n_nodepools; p++)
-			if (c->nodepools[p].name == pool) {
-				n->nodepool = (int32_t)p;
-				resources_add(&c->nodepools[p].in_use, &n->capacity, c->cat.n_resources);
-				c->nodepools[p].nodes_in_use++;
-			}
+		int32_t p = nodepool_named(c, n);
+		if (p < 0)
+			continue;
+		n->nodepool = p;
+		resources_add(&c->nodepools[p].in_use, &n->capacity, c->cat.n_resources);
+		c->nodepools[p].nodes_in_use++;
 	}
 }
 

@@ -10,6 +10,7 @@
 #define KANNA_SCHEDULER_CLUSTER_H
 
 #include "scheduler/catalog.h"
+#include "scheduler/kubelet.h"
 
 enum taint_effect {
 	TAINT_NO_SCHEDULE,
@@ -40,6 +41,11 @@ struct nodepool {
 	struct resources daemon_overhead; /* requests of DaemonSets that run there */
 	struct resources in_use;  /* capacity of existing nodes of this pool */
 	int64_t nodes_in_use;
+	struct kubelet_settings kubelet; /* set: its nodes hold other than the catalog says */
+	/* With kubelet.set, after cluster_apply_kubelet(): per catalog type what
+	 * a node of this pool has, and the running maximum of type_alloc in
+	 * catalog order (the solver's upper bound); NULL: the catalog's own. */
+	struct resources *type_capacity, *type_alloc, *type_prefix_max;
 };
 
 enum topo_kind {
@@ -181,6 +187,28 @@ struct node *cluster_add_in_flight(struct cluster *c, uint32_t name, const struc
  * and ordered after the real nodes, which the solver tries first.
  */
 int cluster_settle_in_flight(struct cluster *c);
+/*
+ * After the catalog is final: each NodePool with kubelet settings gets its
+ * own capacity and allocatable per type (kubelet_node_resources()).
+ */
+int cluster_apply_kubelet(struct cluster *c);
+/* A type's allocatable / capacity on nodes of NodePool np (-1: the catalog's). */
+static inline const struct resources *pool_type_alloc(const struct cluster *c, int32_t np, uint32_t t)
+{
+	return np >= 0 && c->nodepools[np].type_alloc ? &c->nodepools[np].type_alloc[t]
+						       : &c->cat.types[t].allocatable;
+}
+static inline const struct resources *pool_type_capacity(const struct cluster *c, int32_t np, uint32_t t)
+{
+	return np >= 0 && c->nodepools[np].type_capacity ? &c->nodepools[np].type_capacity[t]
+							  : &c->cat.types[t].capacity;
+}
+static inline const struct resources *pool_type_prefix_max(const struct cluster *c, int32_t np,
+							   uint32_t t)
+{
+	return np >= 0 && c->nodepools[np].type_prefix_max ? &c->nodepools[np].type_prefix_max[t]
+							    : &c->cat.prefix_max[t];
+}
 /* Sets node->nodepool from its labels and adds up each pool's usage. */
 void cluster_assign_nodepools(struct cluster *c);
 /* Sum of DaemonSet requests that would run on nodes of this NodePool. */

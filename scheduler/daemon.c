@@ -35,6 +35,8 @@
 
 struct scheduler {
 	struct scheduler_config *cfg;
+	int argc;
+	char **argv; /* for SIGHUP: a reload reads the same command line */
 	unsigned shard, n_shards;
 	char process[32];
 	struct loop *loop;
@@ -340,6 +342,60 @@ static int on_results(struct sock *sk, void *userdata)
 	return 0;
 }
 
+static void log_windows(const struct scheduler *s, const char *how)
+{
+	char idle[32], max[32], hold[32];
+
+	config_format_duration(s->cfg->batch_idle_usec, idle, sizeof(idle));
+	config_format_duration(s->cfg->batch_max_usec, max, sizeof(max));
+	config_format_duration(s->cfg->plan_timeout_usec, hold, sizeof(hold));
+	log_info("%s: batch idle window %s, max window %s; planned pods held %s", how, idle, max, hold);
+}
+
+/* SIGHUP: everything read again; all of it applies or none (config_reload). */
+static int on_reload(struct loop *loop, void *userdata)
+{
+	struct scheduler *s = userdata;
+	struct config_source src = { s->argc, s->argv, NULL };
+	struct config_result res = { 0 };
+	struct scheduler_config fresh = { 0 };
+	int r;
+
+	(void)loop;
+	r = config_reload(&scheduler_schema, s->cfg, &fresh, &src, &res);
+	if (r < 0) {
+		log_error("%s; keeping the running configuration", res.error);
+		config_result_done(&res);
+		return 0;
+	}
+	config_free(&scheduler_schema, s->cfg);
+	*s->cfg = fresh;
+	config_setup_logging(&scheduler_schema, s->cfg);
+	/* The batch being collected gets the new windows; holds already
+	 * granted keep their expiry, later plans get the new timeout. */
+	batch_set_windows(&s->batch, s->cfg->batch_idle_usec, s->cfg->batch_max_usec);
+	log_info("reloaded configuration%s%s", res.changed[0] ? ": changed " : " (no change)",
+		 res.changed);
+	log_windows(s, "batching");
+	config_result_done(&res);
+	return 0;
+}
+
+/* SIGTERM: stop taking pods. Plans sent are the launcher's; the pods of the
+ * batch being collected are announced again by the watcher to whichever
+ * scheduler takes this shard next, so nothing is handed back. */
+static int on_shutdown(struct loop *loop, void *userdata)
+{
+	struct scheduler *s = userdata;
+
+	(void)loop;
+	if (s->pending_rx)
+		sock_unwatch(s->pending_rx);
+	log_info("stopping: %zu pending pod(s) of the unsolved batch are left to the next announcement",
+		 s->batch.pods.n);
+	return 0;
+}
+
 static int scheduler_work(struct scheduler *s)
 {
 	char name[64];
@@ -365,6 +421,7 @@ static int scheduler_work(struct scheduler *s)
 	loop_notify_ready(s->loop, "scheduling");
 	log_info_kv(LOG_KV({ "shard", s->process }), "scheduling shard %u of %u", s->shard,
 		    s->n_shards);
+	log_windows(s, "batching");
 	return 0;
 }
 
@@ -405,9 +462,9 @@ static int scheduler_metrics(struct scheduler *s)
 	return 0;
 }
 
-int scheduler_run(struct scheduler_config *cfg)
+int scheduler_run(struct scheduler_config *cfg, int argc, char **argv)
 {
-	struct scheduler s = { .cfg = cfg };
+	struct scheduler s = { .cfg = cfg, .argc = argc, .argv = argv };
 	struct kube_client_options ko = { .qps = cfg->kube.qps, .burst = (unsigned)cfg->kube.burst,
 					  .user_agent = "kanna-scheduler/" PACKAGE_VERSION };
 	struct kube_config *kcfg = NULL;
@@ -427,6 +484,7 @@ int scheduler_run(struct scheduler_config *cfg)
 		r = log_error_errno(-ENOMEM, "Failed to start: %m");
 		goto out;
 	}
+	loop_set_hooks(s.loop, &(struct loop_hooks){ on_shutdown, on_reload, &s });
 	r = health_server_new(s.metrics, (int)cfg->common.metrics_port, (int)cfg->common.health_port, 0,
 			      &s.health);
 	if (r < 0 || (r = health_server_attach_loop(s.health, s.loop)) < 0) {
@@ -459,6 +517,14 @@ int scheduler_run(struct scheduler_config *cfg)
 		snprintf(identity, sizeof(identity), "%s_%d", host, (int)getpid());
 		health_server_set_ready(s.health, false, "waiting for leadership");
 		r = lease_new(&s.lease, s.kube, &lo, &lh);
+		/* Under Type=notify a standby must report itself started, or
+		 * systemd kills it at TimeoutStartSec; STATUS= says what it awaits. */
+		if (r >= 0) {
+			snprintf(err, sizeof(err), "standby: waiting to acquire lease %s/%s",
+				 cfg->kube.leader_namespace, lease_name);
+			loop_notify_ready(s.loop, err);
+			log_info("%s as %s", err, identity);
+		}
 	}
 	if (r >= 0)
 		r = loop_run(s.loop);

@@ -84,7 +84,7 @@ int reason_no_type(struct solver *s, const struct shape *sh, uint32_t np, const 
 				continue;
 			any = true;
 			for (uint32_t r = 0; r < s->n_res; r++)
-				max.v[r] = MAX(max.v[r], it->allocatable.v[r]);
+				max.v[r] = MAX(max.v[r], s->np_alloc[np][t].v[r]);
 		}
 	if (!any)
 		return snprintf(buf, size,
@@ -212,7 +212,7 @@ static int finish_claim(struct solver *s, const struct bin *b, struct sched_clai
 	for (uint32_t w = 0; w < s->words; w++)
 		for (uint64_t x = b->cands[w]; x; x &= x - 1) {
 			uint32_t t = w * 64 + (uint32_t)__builtin_ctzll(x);
-			if (prices[t] < 0 || !resources_fit(&b->used, &s->cat->types[t].allocatable, s->n_res))
+			if (prices[t] < 0 || !resources_fit(&b->used, &s->np_alloc[b->nodepool][t], s->n_res))
 				continue;
 			all[n++] = (struct priced){ t, prices[t] };
 		}

@@ -4,35 +4,24 @@
  * defaults; Nodes and in-flight NodeClaims as capacity; bound pods (they
  * count for spread, affinity and limits); DaemonSet templates; volume
  * topology from PVCs, PVs and StorageClasses; Namespace labels for
- * namespaceSelectors. Called by the scheduler daemon once per batch and by
+ * namespaceSelectors; kubelet settings per NodePool (volume topology:
+ * from-state-volumes.c). Called by the scheduler daemon once per batch and by
  * --simulate once; owns no state.
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hashmap.h"
 #include "scheduler/catalog-proto.h"
-#include "scheduler/from-state.h"
+#include "scheduler/from-state-internal.h"
 
 /* Pod (anti-)affinity and spread terms one pod may carry. */
 #define POD_MAX_TOPO_TERMS 64
 
-struct builder {
-	struct cluster *c;
-	const struct state_store *s;
-	char *err;
-	size_t errlen;
-};
-
-static uint32_t intern(struct builder *b, const char *s)
-{
-	return cluster_intern(b->c, s ? s : "");
-}
-
-static int add_requirements(struct builder *b, struct requirements *r,
+int from_state_requirements(struct builder *b, struct requirements *r,
 			    const struct proto_requirement *q, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
@@ -118,6 +107,7 @@ static int resources(struct builder *b, const struct proto_resource *r, uint32_t
 
 static int add_nodepool(struct builder *b, const struct proto_nodepool *p)
 {
+	const struct state_entry *nc;
 	struct nodepool *np;
 	int r;
 
@@ -128,7 +118,7 @@ static int add_nodepool(struct builder *b, const struct proto_nodepool *p)
 		return -ENOMEM;
 	np->name = intern(b, p->name);
 	np->weight = p->weight;
-	if ((r = add_requirements(b, &np->reqs, p->requirements, p->n_requirements)) < 0 ||
+	if ((r = from_state_requirements(b, &np->reqs, p->requirements, p->n_requirements)) < 0 ||
 	    (r = kv_requirements(b, &np->reqs, p->labels, p->n_labels)) < 0 ||
 	    (r = requirements_add(&np->reqs, &b->c->st, K_NODEPOOL, REQ_IN, &np->name, 1, 0)) < 0)
 		return r;
@@ -143,6 +133,13 @@ static int add_nodepool(struct builder *b, const struct proto_nodepool *p)
 	}
 	if ((r = taints(b, p->taints, p->n_taints, &np->taints, &np->n_taints)) < 0)
 		return r;
+	/* Kubelet settings (v1: its EC2NodeClass's) change what its nodes hold.
+	 * The watcher refuses malformed evictionHard values, so a failure here
+	 * cannot happen from its replica; the defaults would stand. */
+	nc = p->nodeclass_ref.name ? state_store_get(b->s, PROTO_OBJECT_NODECLASS, "",
+						      p->nodeclass_ref.name) : NULL;
+	if (kubelet_settings_from_proto(kubelet_of(nc ? nc->obj.nodeclass : NULL, p), &np->kubelet) < 0)
+		np->kubelet = (struct kubelet_settings){ 0 };
 	for (uint32_t i = 0; i < p->n_limits; i++) {
 		int slot;
 		if (streq(p->limits[i].name, "nodes")) {
@@ -188,7 +185,7 @@ static int add_nodeclaim(struct builder *b, const struct proto_nodeclaim *p)
 	if (p->deletion_time)
 		return 0;
 	if ((r = labels(b, p->labels, p->n_labels, &l, &n_l)) < 0 ||
-	    (r = add_requirements(b, &reqs, p->requirements, p->n_requirements)) < 0)
+	    (r = from_state_requirements(b, &reqs, p->requirements, p->n_requirements)) < 0)
 		goto out;
 	r = -ENOMEM;
 	nd = cluster_add_in_flight(b->c, intern(b, p->name), l, n_l, &reqs,
@@ -213,7 +210,7 @@ static int selector(struct builder *b, const struct proto_label_selector *sel, s
 		return requirements_add(r, &b->c->st, K_HOSTNAME, REQ_IN, NULL, 0, 0); /* selects nothing */
 	if ((k = kv_requirements(b, r, sel->match_labels, sel->n_match_labels)) < 0)
 		return k;
-	return add_requirements(b, r, sel->match_expressions, sel->n_match_expressions);
+	return from_state_requirements(b, r, sel->match_expressions, sel->n_match_expressions);
 }
 
 /* A namespaceSelector: {} selects every namespace (no requirement). */
@@ -222,7 +219,7 @@ static int namespace_selector(struct builder *b, const struct proto_label_select
 {
 	int k = kv_requirements(b, r, sel->match_labels, sel->n_match_labels);
 
-	return k < 0 ? k : add_requirements(b, r, sel->match_expressions, sel->n_match_expressions);
+	return k < 0 ? k : from_state_requirements(b, r, sel->match_expressions, sel->n_match_expressions);
 }
 
 /* Which pods the group counts: those of the namespaces listed and of those
@@ -308,162 +305,6 @@ static int pod_topology(struct builder *b, const struct proto_pod *pp, struct po
 	return cluster_pod_set_topology(b->c, p, terms, n);
 }
 
-/* Node-selector terms a pod's volumes may multiply its required node
- * affinity into (several multi-zone volumes); further combinations are not
- * tried, as a pod never lists that many alternatives in practice. */
-#define POD_MAX_VOLUME_TERMS 64
-
-static int pod_unplaceable(struct builder *b, struct pod *p, const char *fmt, ...) _printf_(3, 4);
-
-static int pod_unplaceable(struct builder *b, struct pod *p, const char *fmt, ...)
-{
-	char why[PROTO_MAX_NAME_LEN * 2 + 96];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	p->invalid = arena_strdup(&b->c->arena, why);
-	return p->invalid ? 0 : -ENOMEM;
-}
-
-/* p := p ∧ (alt[0] ∨ alt[1] ∨ …), consuming alt. One alternative joins
- * p->reqs; several multiply the pod's required node affinity terms, which
- * the solver tries in order (as it tries the terms a pod lists). */
-static int and_any_of(struct builder *b, struct pod *p, struct requirements *alt, uint32_t n_alt)
-{
-	uint32_t have = p->n_terms ? p->n_terms : 1, k = 0;
-	struct requirements *out;
-	int r = 0;
-
-	if (n_alt == 1)
-		return requirements_intersect(&p->reqs, &alt[0], &b->c->st);
-	out = calloc(MIN(have * n_alt, POD_MAX_VOLUME_TERMS), sizeof(*out));
-	if (!out)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < have && r >= 0; i++)
-		for (uint32_t j = 0; j < n_alt && k < POD_MAX_VOLUME_TERMS && r >= 0; j++) {
-			if (p->n_terms && (r = requirements_copy(&out[k], &p->terms[i])) < 0)
-				break;
-			r = requirements_intersect(&out[k++], &alt[j], &b->c->st);
-		}
-	if (r < 0) {
-		for (uint32_t i = 0; i < k; i++)
-			requirements_free(&out[i]);
-		free(out);
-		return r;
-	}
-	for (uint32_t i = 0; i < p->n_terms; i++)
-		requirements_free(&p->terms[i]);
-	free(p->terms);
-	p->terms = out;
-	p->n_terms = k;
-	return 0;
-}
-
-/* Node selector terms → alternatives. A term without requirements selects
- * no node (Kubernetes' MatchNodeSelectorTerms), so it is left out. */
-static int terms_to_alternatives(struct builder *b, const struct proto_node_selector_term *t,
-				 uint32_t n, struct requirements *alt, uint32_t *n_alt)
-{
-	int r;
-
-	*n_alt = 0;
-	for (uint32_t i = 0; i < n && *n_alt < PROTO_MAX_TERMS; i++) {
-		if (!t[i].n_requirements)
-			continue;
-		if ((r = add_requirements(b, &alt[(*n_alt)++], t[i].requirements, t[i].n_requirements)) < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* A PV with no node affinity but zone labels (in-tree volumes) is held to
- * them, as kube-scheduler's VolumeZone does: "a__b" lists several zones. */
-static int zone_label_alternative(struct builder *b, const char *zone, struct requirements *alt)
-{
-	uint32_t values[16], n = 0;
-	const char *z = zone;
-	int64_t id;
-
-	while (*z && n < ARRAY_SIZE(values)) {
-		const char *end = strstr(z, "__");
-		size_t len = end ? (size_t)(end - z) : strlen(z);
-		if ((id = strtab_intern_len(&b->c->st, z, len)) < 0)
-			return (int)id;
-		values[n++] = (uint32_t)id;
-		z += len + (end ? 2 : 0);
-	}
-	return requirements_add(alt, &b->c->st, K_ZONE, REQ_IN, values, n, 0);
-}
-
-/*
- * Volume topology as kube-scheduler's VolumeBinding checks it: a claim bound
- * to a PersistentVolume holds the pod to the PV's node affinity (its terms
- * ORed) or zone labels; an unbound claim of a WaitForFirstConsumer
- * StorageClass holds it to the class's allowedTopologies (terms ORed), since
- * the volume will be provisioned where the pod lands. Claims AND with each
- * other and with the pod's own node affinity. An unbound claim of an
- * Immediate class is the provisioner's to bind and adds nothing here. A
- * missing claim, volume or class leaves the pod unplaceable, as it stays
- * Pending in Kubernetes.
- */
-static int pod_volumes(struct builder *b, const struct proto_pod *pp, struct pod *p)
-{
-	struct requirements alt[PROTO_MAX_TERMS];
-	uint32_t n_alt = 0;
-	int r = 0;
-
-	memset(alt, 0, sizeof(alt));
-	for (uint32_t i = 0; i < pp->n_pvc_names && r >= 0 && !p->invalid; i++) {
-		const struct state_entry *e = state_store_get(b->s, PROTO_OBJECT_PVC, pp->ns,
-							      pp->pvc_names[i]);
-		const struct state_entry *pv, *sc;
-		const struct proto_pvc *pvc;
-
-		if (!e) {
-			r = pod_unplaceable(b, p, "persistentvolumeclaim \"%s\" not found", pp->pvc_names[i]);
-			break;
-		}
-		pvc = e->obj.pvc;
-		n_alt = 0;
-		if (pvc->volume_name && *pvc->volume_name) {
-			pv = state_store_get(b->s, PROTO_OBJECT_PV, "", pvc->volume_name);
-			if (!pv)
-				r = pod_unplaceable(b, p, "persistentvolume \"%s\" not found", pvc->volume_name);
-			else if (pv->obj.pv->n_node_affinity) {
-				r = terms_to_alternatives(b, pv->obj.pv->node_affinity,
-							  pv->obj.pv->n_node_affinity, alt, &n_alt);
-				if (r >= 0 && !n_alt)
-					r = pod_unplaceable(b, p, "persistentvolume \"%s\" node affinity matches no node",
-							    pvc->volume_name);
-			} else if (pv->obj.pv->zone && *pv->obj.pv->zone) {
-				r = zone_label_alternative(b, pv->obj.pv->zone, &alt[0]);
-				n_alt = 1;
-			}
-		} else if (pvc->storage_class && *pvc->storage_class) {
-			sc = state_store_get(b->s, PROTO_OBJECT_STORAGECLASS, "", pvc->storage_class);
-			if (!sc)
-				r = pod_unplaceable(b, p, "storageclass.storage.k8s.io \"%s\" not found",
-						    pvc->storage_class);
-			else if (sc->obj.storageclass->binding_mode == PROTO_BINDING_WAIT_FOR_FIRST_CONSUMER &&
-				 sc->obj.storageclass->n_allowed_topologies) {
-				r = terms_to_alternatives(b, sc->obj.storageclass->allowed_topologies,
-							  sc->obj.storageclass->n_allowed_topologies, alt,
-							  &n_alt);
-				if (r >= 0 && !n_alt)
-					r = pod_unplaceable(b, p, "storageclass \"%s\" allowed topologies match no node",
-							    pvc->storage_class);
-			}
-		}
-		if (r >= 0 && n_alt && !p->invalid)
-			r = and_any_of(b, p, alt, n_alt);
-		for (uint32_t k = 0; k < ARRAY_SIZE(alt); k++)
-			requirements_free(&alt[k]);
-	}
-	return r;
-}
-
 static int pod_spec(struct builder *b, const struct proto_pod *pp, struct pod *p)
 {
 	int r;
@@ -479,7 +320,7 @@ static int pod_spec(struct builder *b, const struct proto_pod *pp, struct pod *p
 			return -ENOMEM;
 		for (uint32_t i = 0; i < pp->n_node_affinity_required; i++) {
 			const struct proto_node_selector_term *t = &pp->node_affinity_required[i];
-			if ((r = add_requirements(b, &p->terms[p->n_terms++], t->requirements,
+			if ((r = from_state_requirements(b, &p->terms[p->n_terms++], t->requirements,
 						  t->n_requirements)) < 0)
 				return r;
 		}
@@ -492,7 +333,7 @@ static int pod_spec(struct builder *b, const struct proto_pod *pp, struct pod *p
 			const struct proto_preferred_term *t = &pp->node_affinity_preferred[i];
 			struct preferred_term *o = &p->prefs[p->n_prefs++];
 			o->weight = t->weight;
-			if ((r = add_requirements(b, &o->reqs, t->term.requirements,
+			if ((r = from_state_requirements(b, &o->reqs, t->term.requirements,
 						  t->term.n_requirements)) < 0)
 				return r;
 		}
@@ -525,7 +366,8 @@ static int pod_spec(struct builder *b, const struct proto_pod *pp, struct pod *p
 	return 0;
 }
 
-static int add_pod(struct builder *b, const struct proto_pod *pp, bool pending)
+/* A pod bound to (or counted on) node, or pending when node is NULL. */
+static int add_pod(struct builder *b, const struct proto_pod *pp, const char *node)
 {
 	struct pod *p = cluster_add_pod(b->c);
 	int r;
@@ -534,10 +376,62 @@ static int add_pod(struct builder *b, const struct proto_pod *pp, bool pending)
 		return -ENOMEM;
 	p->ns = intern(b, pp->ns);
 	p->name = intern(b, pp->name);
-	p->node = pending || !pp->node_name ? STR_NONE : intern(b, pp->node_name);
+	p->node = node ? intern(b, node) : STR_NONE;
 	if ((r = pod_spec(b, pp, p)) < 0 || (r = pod_topology(b, pp, p)) < 0)
 		return r;
-	return pending ? pod_volumes(b, pp, p) : 0;
+	return node ? 0 : from_state_pod_volumes(b, pp, p);
+}
+
+/*
+ * DESIGN §2 rule 4: a pod planned for a NodeClaim that still speaks for it
+ * (state_nodeclaim_holds_planned_pods, the rule by which the watcher
+ * withholds it) and not bound yet occupies that NodeClaim as if bound
+ * there — requests, host ports, spread and (anti-)affinity counts — as
+ * Karpenter counts pods nominated to in-flight capacity. Once the NodeClaim
+ * names its Node the pod sits on that name (the Node, or the NodeClaim
+ * until the Node shows up). A pod of this very batch is the batch's to
+ * place, and a bound pod is its Node's (the POD case of
+ * cluster_from_state): neither is counted twice.
+ */
+static int add_planned_pods(struct builder *b, const struct proto_pod *const *pending,
+			    size_t n_pending, int64_t now_ms)
+{
+	struct hashmap seen = { 0 }; /* "ns/name": in the batch, or counted already */
+	bool indexed = false;
+	const struct state_entry *e;
+	char key[STATE_KEY_MAX], ns[PROTO_MAX_NAME_LEN + 1];
+	size_t it = 0;
+	int r = 0;
+
+	while (r >= 0 && (e = state_store_next(b->s, &it))) {
+		const struct proto_nodeclaim *nc = e->obj.nodeclaim;
+
+		if (e->obj.kind != PROTO_OBJECT_NODECLAIM || !nc->n_planned_pods ||
+		    !state_nodeclaim_holds_planned_pods(nc, now_ms))
+			continue;
+		for (size_t i = 0; !indexed && i < n_pending && r >= 0; i++) {
+			snprintf(key, sizeof(key), "%s/%s", pending[i]->ns, pending[i]->name);
+			r = hashmap_put(&seen, key, (void *)1, NULL);
+		}
+		indexed = true;
+		for (uint32_t i = 0; i < nc->n_planned_pods && r >= 0; i++) {
+			const char *k = nc->planned_pods[i], *slash = strchr(k, '/');
+			const struct state_entry *pe;
+
+			if (!slash || (size_t)(slash - k) >= sizeof(ns) || hashmap_get(&seen, k))
+				continue;
+			memcpy(ns, k, (size_t)(slash - k));
+			ns[slash - k] = '\0';
+			pe = state_store_get(b->s, PROTO_OBJECT_POD, ns, slash + 1);
+			if (!pe || !state_pod_awaits_binding(pe->obj.pod))
+				continue;
+			if ((r = hashmap_put(&seen, k, (void *)1, NULL)) >= 0)
+				r = add_pod(b, pe->obj.pod,
+					    nc->node_name && *nc->node_name ? nc->node_name : nc->name);
+		}
+	}
+	hashmap_done(&seen);
+	return r;
 }
 
 static int add_namespace(struct builder *b, const struct proto_namespace *ns)
@@ -634,7 +528,7 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 		return r;
 	/* Pending pods first, so that c->pods[i] is pending[i]. */
 	for (size_t i = 0; i < n_pending && r >= 0; i++)
-		r = add_pod(&b, pending[i], true);
+		r = add_pod(&b, pending[i], NULL);
 	while (r >= 0 && (e = state_store_next(s, &it))) {
 		switch (e->obj.kind) {
 		case PROTO_OBJECT_NODEPOOL:
@@ -650,7 +544,7 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 			if (e->obj.pod->node_name && *e->obj.pod->node_name &&
 			    e->obj.pod->phase != PROTO_PHASE_SUCCEEDED &&
 			    e->obj.pod->phase != PROTO_PHASE_FAILED)
-				r = add_pod(&b, e->obj.pod, false);
+				r = add_pod(&b, e->obj.pod, e->obj.pod->node_name);
 			break;
 		case PROTO_OBJECT_DAEMONSET:
 			r = add_daemonset(&b, e->obj.daemonset);
@@ -663,8 +557,12 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 		}
 	}
 	if (r >= 0)
+		r = add_planned_pods(&b, pending, n_pending, opts->now_ms);
+	if (r >= 0)
 		r = opts->fill_catalog ? opts->fill_catalog(&b.c->cat, opts->userdata, err, errlen) :
 					 load_catalog(&b, opts);
+	if (r >= 0)
+		r = cluster_apply_kubelet(b.c);
 	if (r >= 0)
 		r = cluster_settle_in_flight(b.c);
 	if (r >= 0) {

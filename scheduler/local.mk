@@ -12,8 +12,9 @@ libkanna_sched_a_SOURCES = \
 	scheduler/shape.c scheduler/topology.c scheduler/solve.c scheduler/finish.c \
 	scheduler/simulate.h scheduler/simulate-internal.h scheduler/simulate-load.c \
 	scheduler/simulate-workloads.c scheduler/simulate-catalog.c scheduler/simulate-output.c \
-	scheduler/from-state.h scheduler/from-state.c scheduler/plan.h scheduler/plan.c \
-	scheduler/batch.h scheduler/batch.c \
+	scheduler/from-state.h scheduler/from-state-internal.h scheduler/from-state.c \
+	scheduler/from-state-volumes.c scheduler/plan.h scheduler/plan.c \
+	scheduler/batch.h scheduler/batch.c scheduler/kubelet.h scheduler/kubelet.c \
 	scheduler/catalog-proto.h scheduler/catalog-proto.c
 
 bin_PROGRAMS += scheduler/kanna-scheduler
@@ -31,6 +32,11 @@ check_PROGRAMS += tests/unit/test_sched_catalog
 TESTS += tests/unit/test_sched_catalog
 tests_unit_test_sched_catalog_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sched_catalog_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
+
+check_PROGRAMS += tests/unit/test_sched_kubelet
+TESTS += tests/unit/test_sched_kubelet
+tests_unit_test_sched_kubelet_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sched_kubelet_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
 
 check_PROGRAMS += tests/unit/test_sched_solver
 TESTS += tests/unit/test_sched_solver
@@ -53,6 +59,7 @@ EXTRA_DIST += \
 	tests/scheduling/gpu-extended-resources.yaml \
 	tests/scheduling/host-ports.yaml \
 	tests/scheduling/min-values.yaml \
+	tests/scheduling/min-values-within-limits.yaml \
 	tests/scheduling/node-affinity-terms-and-preferences.yaml \
 	tests/scheduling/nodepool-node-limit.yaml \
 	tests/scheduling/nodepool-weights.yaml \
@@ -75,6 +82,14 @@ EXTRA_DIST += \
 	tests/scheduling/topology-spread-nodepool-zones.yaml \
 	tests/scheduling/topology-spread-zone.yaml \
 	tests/scheduling/inflight-nodeclaim.yaml \
+	tests/scheduling/kubelet-settings.yaml \
+	tests/scheduling/pod-affinity-hostname.yaml \
+	tests/scheduling/pod-affinity-preferred.yaml \
+	tests/scheduling/replicaset-and-pdb.yaml \
+	tests/scheduling/requirement-lt.yaml \
+	tests/scheduling/topology-spread-hostname.yaml \
+	tests/scheduling/topology-spread-match-label-keys.yaml \
+	tests/scheduling/topology-spread-schedule-anyway.yaml \
 	tests/scheduling/invalid/bad-operator.yaml \
 	tests/scheduling/invalid/bad-quantity.yaml \
 	tests/scheduling/invalid/bad-yaml.yaml \
@@ -82,7 +97,8 @@ EXTRA_DIST += \
 	tests/scheduling/invalid/nodepool-weight.yaml \
 	tests/scheduling/invalid/duplicate-nodepool.yaml \
 	tests/scheduling/invalid/statefulset-template.yaml \
-	tests/scheduling/invalid/replicas.yaml
+	tests/scheduling/invalid/replicas.yaml \
+	tests/scheduling/invalid/requirement-gt-not-integer.yaml
 
 check_PROGRAMS += tests/unit/test_sched_from_state
 TESTS += tests/unit/test_sched_from_state
@@ -102,6 +118,8 @@ tests_fuzz_fuzz_simulate_yaml_LDADD = $(SCHED_LIBS)
 EXTRA_DIST += \
 	tests/fuzz/corpus/simulate_yaml/daemonset-overhead-instancetypes.yaml \
 	tests/fuzz/corpus/simulate_yaml/host-ports.yaml \
+	tests/fuzz/corpus/simulate_yaml/inflight-nodeclaim.yaml \
+	tests/fuzz/corpus/simulate_yaml/kubelet-settings.yaml \
 	tests/fuzz/corpus/simulate_yaml/invalid-operator.yaml \
 	tests/fuzz/corpus/simulate_yaml/invalid-yaml.yaml \
 	tests/fuzz/corpus/simulate_yaml/min-values.yaml \
@@ -134,3 +152,6 @@ check_PROGRAMS += tests/unit/test_sched_catalog_proto
 TESTS += tests/unit/test_sched_catalog_proto
 tests_unit_test_sched_catalog_proto_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sched_catalog_proto_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
+# Standby readiness of every daemon, and the scheduler's SIGHUP and SIGTERM.
+TESTS += tests/e2e/daemon-signals.sh
+EXTRA_DIST += tests/e2e/daemon-signals.sh

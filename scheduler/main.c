@@ -19,7 +19,7 @@ int main(int argc, char **argv)
 			return simulate_main(argc, argv);
 	if (config_handle_command_line(&scheduler_schema, &cfg, argc, argv, &exit_code))
 		return exit_code;
-	exit_code = scheduler_run(&cfg);
+	exit_code = scheduler_run(&cfg, argc, argv);
 	config_free(&scheduler_schema, &cfg);
 	return exit_code;
 }

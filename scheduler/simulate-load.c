@@ -5,15 +5,18 @@
  * decoders into the proto objects the daemon replicates, and modelled by
  * cluster_from_state() — the daemon's own path, so that what --simulate
  * answers and what the daemon plans cannot differ. Pods without nodeName
- * are the pending ones. EC2NodeClasses, PodDisruptionBudgets and kinds the
- * scheduler never reads are accepted and ignored. Called by
- * simulate-main.c, the scenario tests and the fuzz target.
+ * are the pending ones, except those planned for an in-flight NodeClaim
+ * (counted on it, as the daemon does). EC2NodeClasses count for their
+ * kubelet settings; PodDisruptionBudgets and kinds the scheduler never
+ * reads are accepted and ignored. Called by simulate-main.c, the scenario
+ * tests and the fuzz target.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/hashmap.h"
 #include "common/state-store.h"
@@ -24,7 +27,7 @@
 /* Kinds the scheduler's model reads (from-state.c), by their decoders' names. */
 static const char *const modelled_kinds[] = {
 	"Pod", "Node", "NodePool", "Provisioner", "NodeClaim", "PersistentVolumeClaim",
-	"PersistentVolume", "StorageClass", "DaemonSet", "Namespace",
+	"PersistentVolume", "StorageClass", "DaemonSet", "Namespace", "EC2NodeClass",
 };
 
 const char *sim_kind(const json_t *obj)
@@ -283,9 +286,12 @@ static int check_decoded(struct sim_input *in, const json_t *obj, const struct p
 {
 	if (o->kind == PROTO_OBJECT_NODEPOOL && o->nodepool->status == PROTO_NODEPOOL_INVALID) {
 		const json_t *spec = json_object_get(obj, "spec"), *weight = json_object_get(spec, "weight");
+		const char *why = o->nodepool->status_reason ?: "invalid";
 		bool bad_weight = o->nodepool->weight < 0 || o->nodepool->weight > 100;
-		return sim_error(in, bad_weight ? weight : spec, obj, "%s \"%s\": %s", sim_kind(obj),
-				 o->nodepool->name, o->nodepool->status_reason ?: "invalid");
+		/* A requirement's reason names its field: point there. */
+		const json_t *at = decode_error_node(in, obj, why);
+		return sim_error(in, at ? at : bad_weight ? weight : spec, obj, "%s \"%s\": %s",
+				 sim_kind(obj), o->nodepool->name, why);
 	}
 	if (o->kind == PROTO_OBJECT_NODE && !o->node->n_allocatable && !o->node->n_capacity)
 		return sim_error(in, obj, NULL, "Node \"%s\" has no status.allocatable or status.capacity",
@@ -364,12 +370,59 @@ static int decode_all(struct sim_input *in, struct state_store *store, struct pe
 	return r;
 }
 
+/*
+ * The watcher withholds pods planned for a NodeClaim that still speaks for
+ * them (DESIGN §2 rule 4): the daemon never sees them pending, and its
+ * model counts them on that NodeClaim (from-state.c). So here: they leave
+ * the batch and join the state as the watcher's replica would hold them.
+ */
+static int withhold_planned(struct state_store *store, struct pending *p, int64_t now_ms)
+{
+	struct hashmap planned = { 0 };
+	const struct state_entry *e;
+	char key[STATE_KEY_MAX];
+	size_t it = 0, k = 0;
+	int r = 0;
+
+	while (r >= 0 && (e = state_store_next(store, &it))) {
+		const struct proto_nodeclaim *nc = e->obj.nodeclaim;
+		if (e->obj.kind != PROTO_OBJECT_NODECLAIM || !state_nodeclaim_holds_planned_pods(nc, now_ms))
+			continue;
+		for (uint32_t i = 0; i < nc->n_planned_pods && r >= 0; i++)
+			r = hashmap_put(&planned, nc->planned_pods[i], (void *)1, NULL);
+	}
+	for (size_t i = 0; i < p->n && r >= 0; i++) {
+		const struct proto_pod *pod = p->pods[i];
+		snprintf(key, sizeof(key), "%s/%s", pod->ns, pod->name);
+		if (!planned.n || !hashmap_get(&planned, key)) {
+			p->pods[k++] = pod;
+			continue;
+		}
+		r = state_store_apply(store, PROTO_DELTA_ADD,
+				      &(struct proto_object){ .kind = PROTO_OBJECT_POD, .pod = (struct proto_pod *)pod },
+				      store->seq + 1);
+	}
+	if (r >= 0)
+		p->n = k;
+	hashmap_done(&planned);
+	return r < 0 ? r : 0;
+}
+
+static int64_t now_ms_realtime(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int simulate_load(const char *file, const char *data, size_t size,
 		  const struct simulate_options *opts, struct cluster **ret, char *err,
 		  size_t err_size)
 {
 	struct sim_input in = { .file = file, .opts = opts, .err = err, .err_size = err_size };
-	struct from_state_options fo = { .fill_catalog = sim_fill_catalog, .userdata = &in };
+	struct from_state_options fo = { .fill_catalog = sim_fill_catalog, .userdata = &in,
+					 .now_ms = now_ms_realtime() };
 	struct pending pending = { 0 };
 	struct state_store store;
 	int r;
@@ -390,6 +443,8 @@ int simulate_load(const char *file, const char *data, size_t size,
 		r = sim_expand_workloads(&in);
 	if (r >= 0)
 		r = decode_all(&in, &store, &pending);
+	if (r >= 0)
+		r = withhold_planned(&store, &pending, fo.now_ms);
 	if (r >= 0)
 		r = cluster_from_state(&store, pending.pods, pending.n, &fo, ret, err, err_size);
 	pending_done(&pending);

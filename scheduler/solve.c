@@ -12,8 +12,37 @@
 
 #include "scheduler/solver-internal.h"
 
+/* The per-NodePool type views (solver-internal.h): kubelet settings'
+ * arrays where a pool has them, else contiguous copies of the catalog's. */
+static int pool_views_init(struct solver *s)
+{
+	const struct cluster *c = s->c;
+	uint32_t n = c->cat.n_types ? c->cat.n_types : 1, pools = c->n_nodepools ? c->n_nodepools : 1;
+
+	s->cat_alloc = malloc(n * sizeof(*s->cat_alloc));
+	s->cat_cap = malloc(n * sizeof(*s->cat_cap));
+	s->np_alloc = malloc(pools * sizeof(*s->np_alloc));
+	s->np_cap = malloc(pools * sizeof(*s->np_cap));
+	s->np_prefix_max = malloc(pools * sizeof(*s->np_prefix_max));
+	if (!s->cat_alloc || !s->cat_cap || !s->np_alloc || !s->np_cap || !s->np_prefix_max)
+		return -ENOMEM;
+	for (uint32_t t = 0; t < c->cat.n_types; t++) {
+		s->cat_alloc[t] = c->cat.types[t].allocatable;
+		s->cat_cap[t] = c->cat.types[t].capacity;
+	}
+	for (uint32_t p = 0; p < c->n_nodepools; p++) {
+		const struct nodepool *np = &c->nodepools[p];
+		s->np_alloc[p] = np->type_alloc ? np->type_alloc : s->cat_alloc;
+		s->np_cap[p] = np->type_capacity ? np->type_capacity : s->cat_cap;
+		s->np_prefix_max[p] = np->type_prefix_max ? np->type_prefix_max : c->cat.prefix_max;
+	}
+	return 0;
+}
+
 static int solver_init(struct solver *s, struct cluster *c)
 {
+	int r;
+
 	memset(s, 0, sizeof(*s));
 	s->c = c;
 	s->st = &c->st;
@@ -34,6 +63,8 @@ static int solver_init(struct solver *s, struct cluster *c)
 	for (uint32_t i = 0; i < c->n_pods; i++)
 		s->pod_bin[i] = -1;
 	s->last_pod = -1;
+	if ((r = pool_views_init(s)) < 0)
+		return r;
 	return topology_init(s);
 }
 
@@ -57,6 +88,11 @@ static void solver_done(struct solver *s)
 	free(s->np_order);
 	free(s->np_reserved);
 	free(s->np_claims);
+	free(s->np_alloc);
+	free(s->np_cap);
+	free(s->np_prefix_max);
+	free(s->cat_alloc);
+	free(s->cat_cap);
 	free(s->scratch);
 	free(s->scratch2);
 	free(s->keybuf);
@@ -209,31 +245,41 @@ static int add_nodes(struct solver *s)
 	return 0;
 }
 
+static bool node_named(const struct node *n, uint32_t name)
+{
+	return n->name == name || (n->in_flight && n->launched_as == name);
+}
+
 /* Bound pods occupy their nodes: requests, host ports, topology counts. */
 static int bind_existing_pods(struct solver *s)
 {
 	struct cluster *c = s->c;
 	/* Node name → index, so that binding pods costs O(pods). */
 	uint32_t cap = 16;
-	while (cap < c->n_nodes * 2)
+	while (cap < c->n_nodes * 4)
 		cap *= 2;
 	uint32_t *slot = malloc(cap * sizeof(*slot)); /* index + 1, 0 empty */
 	if (!slot)
 		return -ENOMEM;
 	memset(slot, 0, cap * sizeof(*slot));
-	for (uint32_t n = 0; n < c->n_nodes; n++) {
-		uint32_t h = (c->nodes[n].name * 2654435761u) & (cap - 1);
-		while (slot[h] && c->nodes[slot[h] - 1].name != c->nodes[n].name)
-			h = (h + 1) & (cap - 1);
-		if (!slot[h])
-			slot[h] = n + 1;
-	}
+	for (uint32_t n = 0; n < c->n_nodes; n++)
+		for (int alias = 0; alias < 2; alias++) {
+			/* An in-flight NodeClaim is also known by the Node name it
+			 * reported (pods bound before the Node object arrived). */
+			uint32_t name = alias ? c->nodes[n].launched_as : c->nodes[n].name, h;
+			if (name == STR_NONE || (alias && !c->nodes[n].in_flight))
+				continue;
+			for (h = (name * 2654435761u) & (cap - 1); slot[h] && !node_named(&c->nodes[slot[h] - 1], name);)
+				h = (h + 1) & (cap - 1);
+			if (!slot[h])
+				slot[h] = n + 1;
+		}
 	for (uint32_t p = 0; p < c->n_pods; p++) {
 		const struct pod *pod = &c->pods[p];
 		uint32_t h, n;
 		if (pod->node == STR_NONE)
 			continue;
-		for (h = (pod->node * 2654435761u) & (cap - 1); slot[h] && c->nodes[slot[h] - 1].name != pod->node;)
+		for (h = (pod->node * 2654435761u) & (cap - 1); slot[h] && !node_named(&c->nodes[slot[h] - 1], pod->node);)
 			h = (h + 1) & (cap - 1);
 		if (!slot[h])
 			continue; /* bound to a node not in the input: uses nothing we know */

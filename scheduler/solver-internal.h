@@ -89,6 +89,11 @@ struct solver {
 	uint32_t **matched;        /* per pod: groups whose selector counts it */
 	uint32_t *n_matched;
 	uint32_t *np_order;        /* NodePools by weight desc, name */
+	/* Per NodePool, per catalog type: allocatable, capacity and the running
+	 * maximum of allocatable on its nodes (kubelet settings), contiguous
+	 * for the fit scans; pools without settings share the catalog's. */
+	const struct resources **np_alloc, **np_cap, **np_prefix_max;
+	struct resources *cat_alloc, *cat_cap;
 	struct resources *np_reserved;
 	int64_t *np_claims;
 	int32_t *pod_bin;

@@ -23,20 +23,19 @@ struct plan {
 	int32_t fit; /* a type that holds the bin with the pod */
 };
 
-static const struct resources *type_alloc(const struct solver *s, uint32_t t)
+/* Highest type in bits that holds need on nodes of pool np, clearing
+ * nothing. -1 when none. */
+static int32_t find_fit(const struct solver *s, uint32_t np, const uint64_t *bits,
+			const struct resources *need)
 {
-	return &s->cat->types[t].allocatable;
-}
+	const struct resources *alloc = s->np_alloc[np];
 
-/* Highest type in bits that holds need, clearing nothing. -1 when none. */
-static int32_t find_fit(const struct solver *s, const uint64_t *bits, const struct resources *need)
-{
 	for (int32_t w = (int32_t)s->words - 1; w >= 0; w--) {
 		uint64_t x = bits[w];
 		while (x) {
 			int hi = 63 - __builtin_clzll(x);
 			uint32_t t = (uint32_t)w * 64 + (uint32_t)hi;
-			if (resources_fit(need, type_alloc(s, t), s->n_res))
+			if (resources_fit(need, &alloc[t], s->n_res))
 				return (int32_t)t;
 			x &= ~(1ULL << hi);
 		}
@@ -61,7 +60,7 @@ static void bin_max_alloc(struct solver *s, struct bin *b)
 	for (int32_t w = (int32_t)s->words - 1; w >= 0; w--)
 		if (b->cands[w]) {
 			uint32_t top = (uint32_t)w * 64 + 63 - (uint32_t)__builtin_clzll(b->cands[w]);
-			b->max_alloc = s->cat->prefix_max[top];
+			b->max_alloc = s->np_prefix_max[b->nodepool][top];
 			return;
 		}
 }
@@ -136,10 +135,11 @@ static void pin_offering(struct solver *s, uint32_t pi, const struct shape *sh, 
 	}
 }
 
-/* Do the types of bits that hold need still offer minValues distinct values
- * of every requirement asking for them? (Only NodeClaims with minValues.) */
-static bool min_values_ok(const struct solver *s, const struct requirements *reqs,
-			  const uint64_t *bits, const struct resources *need)
+/* The first requirement asking for minValues distinct values that the
+ * types of bits holding need no longer offer, or NULL when all are met. */
+static const struct requirement *min_values_unmet(const struct solver *s, uint32_t np,
+						  const struct requirements *reqs, const uint64_t *bits,
+						  const struct resources *need)
 {
 	for (uint32_t q = 0; q < reqs->n; q++) {
 		const struct requirement *req = &reqs->v[q];
@@ -149,9 +149,10 @@ static bool min_values_ok(const struct solver *s, const struct requirements *req
 			continue;
 		for (uint32_t w = 0; w < s->words && n < req->min_values; w++)
 			for (uint64_t x = bits[w]; x && n < req->min_values; x &= x - 1) {
-				const struct instance_type *it = &s->cat->types[w * 64 + (uint32_t)__builtin_ctzll(x)];
+				uint32_t t = w * 64 + (uint32_t)__builtin_ctzll(x);
+				const struct instance_type *it = &s->cat->types[t];
 				uint32_t v = labels_get(it->labels, it->n_labels, req->key), j;
-				if (!resources_fit(need, &it->allocatable, s->n_res))
+				if (!resources_fit(need, &s->np_alloc[np][t], s->n_res))
 					continue;
 				for (j = 0; j < n && seen[j] != v; j++)
 					;
@@ -159,9 +160,9 @@ static bool min_values_ok(const struct solver *s, const struct requirements *req
 					seen[n++] = v;
 			}
 		if (n < req->min_values)
-			return false;
+			return req;
 	}
-	return true;
+	return NULL;
 }
 
 /* Would NodeClaim bin bi take pod pi? Leaves the candidate types in s->scratch. */
@@ -195,10 +196,10 @@ static bool claim_accepts(struct solver *s, uint32_t bi, uint32_t pi, const stru
 		offers(s, pl->zones, pl->cts, s->scratch2);
 		bits_and(s->scratch, s->scratch2, s->words);
 	}
-	pl->fit = find_fit(s, s->scratch, &need);
+	pl->fit = find_fit(s, np, s->scratch, &need);
 	if (pl->fit < 0)
 		return false;
-	if (b->min_values && !min_values_ok(s, &b->reqs, s->scratch, &need))
+	if (b->min_values && min_values_unmet(s, np, &b->reqs, s->scratch, &need))
 		return false;
 	pin_offering(s, pi, sh, pl->fit, pl);
 	return true;
@@ -427,18 +428,26 @@ static int open_claim_types(struct solver *s, uint32_t np, const struct shape *s
 	for (uint32_t w = 0; w < s->words; w++)
 		for (uint64_t x = s->scratch[w]; x; x &= x - 1) {
 			uint32_t t = w * 64 + (uint32_t)__builtin_ctzll(x);
-			if (!resources_fit(need, type_alloc(s, t), s->n_res)) {
+			if (!resources_fit(need, &s->np_alloc[np][t], s->n_res)) {
 				bit_clear(s->scratch, t);
 				continue;
 			}
 			any_fit = true;
-			if (!resources_fit(&s->cat->types[t].capacity, &remaining, s->n_res)) {
+			if (!resources_fit(&s->np_cap[np][t], &remaining, s->n_res)) {
 				bit_clear(s->scratch, t);
 				limited = true;
 			}
 		}
-	if (bits_any(s->scratch, s->words))
-		return 1;
+	if (bits_any(s->scratch, s->words)) {
+		/* The types left must still give minValues distinct values. */
+		const struct requirement *q = min_values_unmet(s, np, &pool->reqs, s->scratch, need);
+		if (!q)
+			return 1;
+		snprintf(why, size, "incompatible with nodepool %s: minValues %u of %s not satisfied by "
+			 "the instance types that fit%s", strtab_str(s->st, pool->name), q->min_values,
+			 strtab_str(s->st, q->key), limited ? " within its limits" : "");
+		return 0;
+	}
 	if (any_fit && limited)
 		snprintf(why, size, "incompatible with nodepool %s: all instance types exceed nodepool limits",
 			 strtab_str(s->st, pool->name));
@@ -508,7 +517,7 @@ static int try_new_claim(struct solver *s, uint32_t pi, struct shape *sh,
 		for (uint32_t w = 0; w < s->words; w++)
 			for (uint64_t x = b->cands[w]; x; x &= x - 1) {
 				const struct resources *cap =
-					&s->cat->types[w * 64 + (uint32_t)__builtin_ctzll(x)].capacity;
+					&s->np_cap[np][w * 64 + (uint32_t)__builtin_ctzll(x)];
 				for (uint32_t q = 0; q < s->n_res; q++)
 					b->reserved.v[q] = MAX(b->reserved.v[q], cap->v[q]);
 			}

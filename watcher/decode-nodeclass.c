@@ -212,7 +212,8 @@ static int nodeclass_common(struct decoder *d, const json_t *spec, struct proto_
 	    (r = decode_string(d, spec, "userData", "spec", &nc->user_data)) < 0 ||
 	    (r = block_devices(d, json_object_get(spec, "blockDeviceMappings"), nc)) < 0 ||
 	    (r = metadata_options(d, json_object_get(spec, "metadataOptions"),
-				  &nc->metadata_options)) < 0)
+				  &nc->metadata_options)) < 0 ||
+	    (r = decode_kubelet(d, json_object_get(spec, "kubelet"), "spec.kubelet", &nc->kubelet)) < 0)
 		return r;
 	if (nc->user_data && strlen(nc->user_data) > PROTO_MAX_USER_DATA_LEN)
 		return decode_fail(d, "spec.userData: longer than EC2's %u bytes", PROTO_MAX_USER_DATA_LEN);

@@ -41,42 +41,47 @@ static bool is_integer(const char *s)
 	return *end == '\0';
 }
 
-/* Why a requirement list can never be met, or NULL. */
+/*
+ * Why a requirement list can never be met, or NULL. The reason starts with
+ * the field at fault ("<where>[2].values: ..."), so that a status condition
+ * and --simulate's file:line:column both point at the requirement.
+ */
 static const char *requirements_problem(const struct proto_requirement *q, uint32_t n,
-					char *buf, size_t size)
+					const char *where, char *buf, size_t size)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		for (size_t k = 0; k < ARRAY_SIZE(restricted_keys); k++)
 			if (streq(q[i].key, restricted_keys[k])) {
-				snprintf(buf, size, "requirement %s is restricted", q[i].key);
+				snprintf(buf, size, "%s[%u].key: requirement %s is restricted", where, i,
+					 q[i].key);
 				return buf;
 			}
 		switch (q[i].op) {
 		case PROTO_OP_IN:
 			if (q[i].n_values == 0) {
-				snprintf(buf, size, "requirement %s In [] can never be satisfied",
-					 q[i].key);
+				snprintf(buf, size, "%s[%u].values: requirement %s In [] can never be satisfied",
+					 where, i, q[i].key);
 				return buf;
 			}
 			if (q[i].min_values > q[i].n_values) {
-				snprintf(buf, size, "requirement %s: minValues %u exceeds its %u values",
-					 q[i].key, q[i].min_values, q[i].n_values);
+				snprintf(buf, size, "%s[%u].minValues: requirement %s: minValues %u exceeds its %u values",
+					 where, i, q[i].key, q[i].min_values, q[i].n_values);
 				return buf;
 			}
 			break;
 		case PROTO_OP_GT:
 		case PROTO_OP_LT:
 			if (q[i].n_values != 1 || !is_integer(q[i].values[0])) {
-				snprintf(buf, size, "requirement %s %s needs exactly one integer value",
-					 q[i].key, q[i].op == PROTO_OP_GT ? "Gt" : "Lt");
+				snprintf(buf, size, "%s[%u].values: requirement %s %s needs exactly one integer value",
+					 where, i, q[i].key, q[i].op == PROTO_OP_GT ? "Gt" : "Lt");
 				return buf;
 			}
 			break;
 		case PROTO_OP_EXISTS:
 		case PROTO_OP_DOES_NOT_EXIST:
 			if (q[i].n_values != 0) {
-				snprintf(buf, size, "requirement %s %s takes no values", q[i].key,
-					 q[i].op == PROTO_OP_EXISTS ? "Exists" : "DoesNotExist");
+				snprintf(buf, size, "%s[%u].values: requirement %s %s takes no values", where, i,
+					 q[i].key, q[i].op == PROTO_OP_EXISTS ? "Exists" : "DoesNotExist");
 				return buf;
 			}
 			break;
@@ -92,7 +97,8 @@ static const char *requirements_problem(const struct proto_requirement *q, uint3
 				for (uint32_t b = 0; b < q[j].n_values && !common; b++)
 					common = streq(q[i].values[a], q[j].values[b]);
 			if (!common) {
-				snprintf(buf, size, "requirements on %s have no value in common", q[i].key);
+				snprintf(buf, size, "%s[%u].values: requirements on %s have no value in common",
+					 where, i, q[i].key);
 				return buf;
 			}
 		}
@@ -149,30 +155,6 @@ static int consolidation_policy(struct decoder *d, const char *s, uint8_t dflt, 
 		return decode_fail(d, "spec.disruption.consolidationPolicy: '%s' is not "
 				   "WhenEmptyOrUnderutilized, WhenEmpty or WhenUnderutilized", s);
 	return 0;
-}
-
-static int kubelet(struct decoder *d, const json_t *k, const char *where, struct proto_kubelet *ret)
-{
-	char at[128];
-	int r;
-
-	*ret = (struct proto_kubelet){ 0 };
-	if (!json_is_object(k))
-		return 0;
-	ret->max_pods = (int32_t)json_integer_value(json_object_get(k, "maxPods"));
-	ret->pods_per_core = (int32_t)json_integer_value(json_object_get(k, "podsPerCore"));
-	decode_path(at, sizeof(at), "%s.systemReserved", where);
-	if ((r = decode_resources(d, json_object_get(k, "systemReserved"), at, &ret->system_reserved,
-				  &ret->n_system_reserved)) < 0)
-		return r;
-	decode_path(at, sizeof(at), "%s.kubeReserved", where);
-	if ((r = decode_resources(d, json_object_get(k, "kubeReserved"), at, &ret->kube_reserved,
-				  &ret->n_kube_reserved)) < 0)
-		return r;
-	decode_path(at, sizeof(at), "%s.evictionHard", where);
-	return decode_kv(d, json_object_get(k, "evictionHard"), at,
-			 PROTO_MAX_RESOURCES, PROTO_MAX_LABEL_VALUE_LEN, &ret->eviction_hard,
-			 &ret->n_eviction_hard);
 }
 
 /* Appends "key In [value]" unless some requirement already names key. */
@@ -251,7 +233,7 @@ static int nodepool_v1(struct decoder *d, const json_t *spec, bool beta, struct 
 				  &np->n_limits)) < 0)
 		return r;
 	if (beta)
-		return kubelet(d, json_object_get(tspec, "kubelet"), "spec.template.spec.kubelet",
+		return decode_kubelet(d, json_object_get(tspec, "kubelet"), "spec.template.spec.kubelet",
 			       &np->kubelet);
 	return 0;
 }
@@ -276,7 +258,7 @@ static int provisioner_v1alpha5(struct decoder *d, const json_t *spec, struct pr
 			       &np->startup_taints, &np->n_startup_taints)) < 0 ||
 	    (r = decode_resources(d, json_path(spec, "limits.resources"), "spec.limits.resources",
 				  &np->limits, &np->n_limits)) < 0 ||
-	    (r = kubelet(d, json_object_get(spec, "kubeletConfiguration"),
+	    (r = decode_kubelet(d, json_object_get(spec, "kubeletConfiguration"),
 			 "spec.kubeletConfiguration", &np->kubelet)) < 0)
 		return r;
 	if ((r = default_requirement(d, np, "karpenter.sh/capacity-type", "on-demand")) < 0 ||
@@ -318,7 +300,7 @@ int decode_nodepool(struct decoder *d, const json_t *obj, struct proto_nodepool 
 	const json_t *spec = json_object_get(obj, "spec");
 	bool provisioner = streq_ptr(kind, "Provisioner") || streq_ptr(api, "karpenter.sh/v1alpha5");
 	struct decoded_meta m;
-	char why[256];
+	char why[512];
 	const char *problem;
 	int r;
 
@@ -339,7 +321,11 @@ int decode_nodepool(struct decoder *d, const json_t *obj, struct proto_nodepool 
 	if (r < 0)
 		return r;
 	np->weight = (int32_t)json_integer_value(json_object_get(spec, "weight"));
-	problem = requirements_problem(np->requirements, np->n_requirements, why, sizeof(why));
+	/* v1alpha5 defaults are appended after the user's requirements: the
+	 * indexes of the user's own stay as written. */
+	problem = requirements_problem(np->requirements, np->n_requirements,
+				       provisioner ? "spec.requirements" : "spec.template.spec.requirements",
+				       why, sizeof(why));
 	if (!problem && np->weight < 0)
 		problem = "weight must be between 0 and 100";
 	if (!problem && np->weight > 100)

@@ -528,3 +528,37 @@ int decode_duration(struct decoder *d, const json_t *v, const char *where, int64
 	*ret = usec == CONFIG_DURATION_NEVER ? -1 : (int64_t)(usec / 1000000);
 	return 0;
 }
+
+int decode_kubelet(struct decoder *d, const json_t *k, const char *where, struct proto_kubelet *ret)
+{
+	char at[128];
+	int r;
+
+	*ret = (struct proto_kubelet){ 0 };
+	if (!json_is_object(k))
+		return 0;
+	ret->max_pods = (int32_t)json_integer_value(json_object_get(k, "maxPods"));
+	ret->pods_per_core = (int32_t)json_integer_value(json_object_get(k, "podsPerCore"));
+	decode_path(at, sizeof(at), "%s.systemReserved", where);
+	if ((r = decode_resources(d, json_object_get(k, "systemReserved"), at, &ret->system_reserved,
+				  &ret->n_system_reserved)) < 0)
+		return r;
+	decode_path(at, sizeof(at), "%s.kubeReserved", where);
+	if ((r = decode_resources(d, json_object_get(k, "kubeReserved"), at, &ret->kube_reserved,
+				  &ret->n_kube_reserved)) < 0)
+		return r;
+	decode_path(at, sizeof(at), "%s.evictionHard", where);
+	if ((r = decode_kv(d, json_object_get(k, "evictionHard"), at, PROTO_MAX_RESOURCES,
+			   PROTO_MAX_LABEL_VALUE_LEN, &ret->eviction_hard, &ret->n_eviction_hard)) < 0)
+		return r;
+	/* The allocatable of every node depends on these: refuse what no
+	 * kubelet would take rather than guess. */
+	for (uint32_t i = 0; i < ret->n_eviction_hard; i++) {
+		int64_t q;
+		double pct;
+		if (quantity_or_percent_parse(ret->eviction_hard[i].value, &q, &pct) < 0)
+			return decode_fail(d, "%s.evictionHard.%s: '%s' is not a quantity or a percentage",
+					   where, ret->eviction_hard[i].key, ret->eviction_hard[i].value);
+	}
+	return 0;
+}

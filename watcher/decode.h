@@ -101,6 +101,9 @@ int decode_conditions(struct decoder *d, const json_t *arr, const char *where,
  * in units (bytes, counts). */
 int decode_resources(struct decoder *d, const json_t *map, const char *where,
 		     struct proto_resource **ret, uint32_t *n);
+/* Kubelet settings that change allocatable (maxPods, podsPerCore,
+ * systemReserved, kubeReserved, evictionHard with quantities or percentages). */
+int decode_kubelet(struct decoder *d, const json_t *k, const char *where, struct proto_kubelet *ret);
 /* Go duration ("720h", "30s") or "Never" (-1) into seconds. */
 int decode_duration(struct decoder *d, const json_t *v, const char *where, int64_t *ret);
 int64_t decode_time_ms(const json_t *v);

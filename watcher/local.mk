@@ -64,3 +64,8 @@ TESTS += tests/unit/test_watcher_informer
 tests_unit_test_watcher_informer_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_watcher_informer_LDADD = libkanna-watcher.a libkanna-decode.a libkanna-simk8s.a \
 	$(STATE_LIBS) -lpthread $(TEST_LIBS)
+
+check_PROGRAMS += tests/unit/test_watcher_pending
+TESTS += tests/unit/test_watcher_pending
+tests_unit_test_watcher_pending_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_watcher_pending_LDADD = $(WATCHER_LIBS) $(TEST_LIBS)

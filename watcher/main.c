@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/config.h"
@@ -55,6 +56,14 @@ struct watcher {
 	struct lease *lease;
 };
 
+static int64_t now_ms_realtime(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static bool resource_enabled(const struct watcher_config *cfg, const char *resource)
 {
 	for (char **r = cfg->resources; r && *r; r++)
@@ -71,7 +80,8 @@ static int on_announce(struct loop *loop, void *userdata)
 	(void)loop;
 	if (!w->ready)
 		return 0; /* a half-listed picture would announce pods twice */
-	r = pending_router_announce(w->pending, &w->io, publisher_store(w->pub), publisher_seq(w->pub));
+	r = pending_router_announce(w->pending, &w->io, publisher_store(w->pub), publisher_seq(w->pub),
+				    now_ms_realtime());
 	if (r < 0)
 		return log_error_errno(r, "Failed to announce pending pods: %m");
 	return 0;
@@ -325,8 +335,12 @@ static int watcher_start(struct watcher *w)
 		health_server_set_ready(w->health, false, "waiting for leadership");
 		if ((r = lease_new(&w->lease, w->kube, &lo, &lh)) < 0)
 			return log_error_errno(r, "Failed to start leader election: %m");
-		log_info("waiting to acquire lease %s/%s as %s", w->cfg.kube.leader_namespace,
-			 WATCHER_LEASE_NAME, identity);
+		/* Under Type=notify a standby must report itself started, or
+		 * systemd kills it at TimeoutStartSec; STATUS= says what it awaits. */
+		snprintf(err, sizeof(err), "standby: waiting to acquire lease %s/%s",
+			 w->cfg.kube.leader_namespace, WATCHER_LEASE_NAME);
+		loop_notify_ready(w->loop, err);
+		log_info("%s as %s", err, identity);
 	}
 	return 0;
 }

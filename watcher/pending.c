@@ -141,14 +141,15 @@ static const char *group_key(const struct proto_pod *p)
 int pending_assign_shards(const struct proto_pod *const *pods, size_t n, unsigned n_shards,
 			  unsigned *out)
 {
-	_cleanup_free_ size_t *parent = calloc(n + 1, sizeof(size_t));
-	_cleanup_free_ size_t *reps = calloc(n + 1, sizeof(size_t));
+	size_t *parent = calloc(n + 1, sizeof(size_t)), *reps = calloc(n + 1, sizeof(size_t));
 	struct hashmap by_owner = { 0 };
 	size_t n_reps = 0;
 	int r = 0;
 
-	if (!parent || !reps)
-		return -ENOMEM;
+	if (!parent || !reps) {
+		r = -ENOMEM;
+		goto out;
+	}
 	for (size_t i = 0; i < n; i++) {
 		void *first;
 		parent[i] = i;
@@ -179,11 +180,15 @@ int pending_assign_shards(const struct proto_pod *const *pods, size_t n, unsigne
 				    (n_shards ? n_shards : 1));
 out:
 	hashmap_done(&by_owner);
+	free(parent);
+	free(reps);
 	return r;
 }
 
-/* Keys ("ns/name") of pods planned for NodeClaims that are still in flight. */
-static int planned_pods(const struct state_store *s, struct hashmap *planned)
+/* Keys ("ns/name") of pods planned for NodeClaims that still speak for them
+ * (state_nodeclaim_holds_planned_pods: launching, joining, or Ready for less
+ * than the grace period; not deleted, not failed). */
+static int planned_pods(const struct state_store *s, int64_t now_ms, struct hashmap *planned)
 {
 	const struct state_entry *e;
 	size_t it = 0;
@@ -194,13 +199,55 @@ static int planned_pods(const struct state_store *s, struct hashmap *planned)
 		if (e->obj.kind != PROTO_OBJECT_NODECLAIM)
 			continue;
 		nc = e->obj.nodeclaim;
-		if (nc->deletion_time)
-			continue; /* failing or going away: its pods need a new plan */
+		if (!state_nodeclaim_holds_planned_pods(nc, now_ms))
+			continue;
 		for (uint32_t i = 0; i < nc->n_planned_pods; i++)
 			if ((r = hashmap_put(planned, nc->planned_pods[i], (void *)1, NULL)) < 0)
 				return r;
 	}
 	return 0;
+}
+
+int pending_collect(const struct state_store *s, int64_t now_ms, const struct proto_pod ***ret,
+		    size_t *n_ret)
+{
+	struct hashmap planned = { 0 };
+	const struct proto_pod **pods = NULL;
+	const struct state_entry *e;
+	size_t n = 0, cap = 0, it = 0;
+	char key[2 * PROTO_MAX_NAME_LEN + 2];
+	int r;
+
+	if ((r = planned_pods(s, now_ms, &planned)) < 0)
+		goto out;
+	while ((e = state_store_next(s, &it))) {
+		const struct proto_pod *p;
+		if (e->obj.kind != PROTO_OBJECT_POD || !state_pod_is_unschedulable(e->obj.pod))
+			continue;
+		p = e->obj.pod;
+		snprintf(key, sizeof(key), "%s/%s", p->ns, p->name);
+		if (hashmap_get(&planned, key))
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			const struct proto_pod **np = realloc(pods, ncap * sizeof(*np));
+			if (!np) {
+				r = -ENOMEM;
+				goto out;
+			}
+			pods = np;
+			cap = ncap;
+		}
+		pods[n++] = p;
+	}
+	*ret = pods;
+	*n_ret = n;
+	pods = NULL;
+	r = 0;
+out:
+	hashmap_done(&planned);
+	free(pods);
+	return r;
 }
 
 static int send_shard(struct pending_router *pr, struct msg_io *io, unsigned shard,
@@ -228,40 +275,16 @@ static int send_shard(struct pending_router *pr, struct msg_io *io, unsigned sha
 }
 
 int pending_router_announce(struct pending_router *pr, struct msg_io *io,
-			    const struct state_store *s, uint64_t state_seq)
+			    const struct state_store *s, uint64_t state_seq, int64_t now_ms)
 {
-	struct hashmap planned = { 0 };
 	const struct proto_pod **pods = NULL;
 	struct proto_pod *by_shard = NULL;
 	unsigned *shard = NULL;
-	size_t n = 0, cap = 0, *counts = NULL;
-	const struct state_entry *e;
-	size_t it = 0;
-	char key[2 * PROTO_MAX_NAME_LEN + 2];
+	size_t n = 0, *counts = NULL;
 	int r;
 
-	if ((r = planned_pods(s, &planned)) < 0)
+	if ((r = pending_collect(s, now_ms, &pods, &n)) < 0)
 		goto out;
-	while ((e = state_store_next(s, &it))) {
-		const struct proto_pod *p;
-		if (e->obj.kind != PROTO_OBJECT_POD || !state_pod_is_unschedulable(e->obj.pod))
-			continue;
-		p = e->obj.pod;
-		snprintf(key, sizeof(key), "%s/%s", p->ns, p->name);
-		if (hashmap_get(&planned, key))
-			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			const struct proto_pod **np = realloc(pods, ncap * sizeof(*np));
-			if (!np) {
-				r = -ENOMEM;
-				goto out;
-			}
-			pods = np;
-			cap = ncap;
-		}
-		pods[n++] = p;
-	}
 	shard = calloc(n + 1, sizeof(*shard));
 	by_shard = calloc(n + 1, sizeof(*by_shard));
 	counts = calloc(pr->n_shards + 1, sizeof(*counts));
@@ -286,7 +309,6 @@ int pending_router_announce(struct pending_router *pr, struct msg_io *io,
 	}
 	r = 0;
 out:
-	hashmap_done(&planned);
 	free(pods);
 	free(shard);
 	free(by_shard);

@@ -30,9 +30,18 @@ struct pending_router *pending_router_free(struct pending_router *pr);
 int pending_assign_shards(const struct proto_pod *const *pods, size_t n, unsigned n_shards,
 			  unsigned *out);
 
+/*
+ * The pods to announce (exposed for tests): unschedulable pods (see
+ * state_pod_is_unschedulable) minus those planned for a NodeClaim that
+ * still speaks for them (state_nodeclaim_holds_planned_pods at now_ms,
+ * wall clock). *ret points into s; free() the array.
+ */
+int pending_collect(const struct state_store *s, int64_t now_ms, const struct proto_pod ***ret,
+		    size_t *n);
+
 /* Computes the pending pods from the store and sends them to their shards. */
 int pending_router_announce(struct pending_router *pr, struct msg_io *io,
-			    const struct state_store *s, uint64_t state_seq);
+			    const struct state_store *s, uint64_t state_seq, int64_t now_ms);
 
 struct pending_stats {
 	uint64_t announcements, pods_sent, send_failures;

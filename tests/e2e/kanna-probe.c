@@ -10,6 +10,10 @@
  *       binds the launcher's "plans" socket, receives N launch plans (1) and
  *       prints a line per plan and per NodeClaim: nodepool, pods,
  *       candidates, cheapest.
+ *   kanna-probe notify --socket PATH [--timeout S]
+ *       binds a datagram socket at PATH (give it to a daemon as
+ *       NOTIFY_SOCKET), prints each sd_notify message on one line, exits 0
+ *       after the first READY=1 (1 on timeout).
  *   kanna-probe instances < aws-status.json
  *       reads kanna-sim's AWS /_sim/status from stdin and prints a line per
  *       instance: id, state, type, zone, capacity type, $/hour, its NodeClaim tag.
@@ -29,6 +33,11 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -360,6 +369,47 @@ static int probe_instances(void)
 	return 0;
 }
 
+static int probe_notify(const char *path, unsigned timeout)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	time_t deadline = time(NULL) + timeout;
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), r = -ETIMEDOUT;
+
+	if (fd < 0 || strlen(path) >= sizeof(sun.sun_path))
+		return -EINVAL;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	unlink(path);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		perror("kanna-probe: bind");
+		close(fd);
+		return -errno;
+	}
+	while (time(NULL) < deadline) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		char buf[4096];
+		ssize_t n;
+
+		if (poll(&p, 1, 200) <= 0)
+			continue;
+		n = recv(fd, buf, sizeof(buf) - 1, 0);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		for (char *c = buf; *c; c++)
+			if (*c == '\n')
+				*c = ' ';
+		printf("%s\n", buf);
+		fflush(stdout);
+		if (strstr(buf, "READY=1")) {
+			r = 0;
+			break;
+		}
+	}
+	close(fd);
+	unlink(path);
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -369,9 +419,10 @@ int main(int argc, char **argv)
 		{ "count", required_argument, NULL, 'n' },
 		{ "api", required_argument, NULL, 'a' },
 		{ "prefix", required_argument, NULL, 'p' },
+		{ "socket", required_argument, NULL, 'S' },
 		{ 0 },
 	};
-	const char *dir = NULL, *api = NULL, *prefix = "churn";
+	const char *dir = NULL, *api = NULL, *prefix = "churn", *socket_path = NULL;
 	unsigned shard = 0, timeout = 30, count = 1;
 	struct loop *loop;
 	struct sock_ctx *ctx;
@@ -391,6 +442,8 @@ int main(int argc, char **argv)
 			api = optarg;
 		else if (c == 'p')
 			prefix = optarg;
+		else if (c == 'S')
+			socket_path = optarg;
 		else
 			return 2;
 	}
@@ -403,9 +456,12 @@ int main(int argc, char **argv)
 		loop_free(loop);
 		return r < 0 ? 1 : 0;
 	}
+	if (optind < argc && strcmp(argv[optind], "notify") == 0 && socket_path)
+		return probe_notify(socket_path, timeout) < 0 ? 1 : 0;
 	if (optind >= argc || !dir) {
 		fprintf(stderr, "usage: kanna-probe replica|pending|plan|compare|follow|instances|churn "
-				"--runtime-dir DIR [--shard N] [--timeout S] [--api FILE] [--count N]\n");
+				"--runtime-dir DIR [--shard N] [--timeout S] [--api FILE] [--count N]\n"
+				"       kanna-probe notify --socket PATH [--timeout S]\n");
 		return 2;
 	}
 	if (loop_new(&loop, "kanna-probe") < 0 || sock_ctx_new(&ctx, NULL, "probe", dir) < 0)

@@ -11,7 +11,10 @@
 
 #include "common/aws.h"
 #include "launcher/fleet.h"
+#include "common/quantity.h"
 #include "launcher/objects.h"
+#include "scheduler/catalog.h"
+#include "scheduler/kubelet.h"
 
 static struct proto_offering offs_m5[] = {
 	{ .zone = "us-west-2a", .capacity_type = PROTO_CAPACITY_SPOT, .price = 0.04, .available = true },
@@ -136,7 +139,7 @@ Test(launcher_objects, node_labels_and_taints)
 					 .capacity = type_cap, .n_capacity = 3, .allocatable = type_cap,
 					 .n_allocatable = 3 };
 	struct launched_instance li = { "i-1", "m6g.large", "us-west-2a", "on-demand", "ami-1",
-					"ip-10-0-0-1.us-west-2.compute.internal", &t };
+					"ip-10-0-0-1.us-west-2.compute.internal", &t, NULL };
 	struct proto_nodepool np = pool();
 	struct proto_nodeclaim claim = { .name = "default-abcde", .uid = "u-1" };
 	node_label labels[64];
@@ -172,7 +175,7 @@ Test(launcher_objects, node_labels_and_taints)
 
 Test(launcher_objects, launched_status_and_binding)
 {
-	struct launched_instance li = { "i-9", "m5.large", "us-west-2c", "spot", "ami-7", "ip-1", NULL };
+	struct launched_instance li = { "i-9", "m5.large", "us-west-2c", "spot", "ami-7", "ip-1", NULL, NULL };
 	json_t *s = nodeclaim_launched_status(&li, "2026-11-24T07:00:00Z");
 	json_t *b = binding_json("inflate-1", "ip-1");
 	const json_t *st = json_object_get(s, "status");
@@ -185,6 +188,64 @@ Test(launcher_objects, launched_status_and_binding)
 	cr_assert_str_eq(json_string_value(json_object_get(b, "kind")), "Binding");
 	json_decref(s);
 	json_decref(b);
+}
+
+static int64_t status_quantity(const json_t *obj, const char *list, const char *name)
+{
+	const char *q = json_string_value(json_object_get(json_object_get(json_object_get(obj, "status"),
+									  list), name));
+	int64_t v = -1;
+
+	cr_assert_not_null(q, "status.%s.%s missing", list, name);
+	cr_assert_eq(quantity_parse(q, streq(name, "cpu"), &v), 0, "%s", q);
+	return v;
+}
+
+/* The launcher writes what the scheduler planned with: the same function. */
+Test(launcher_objects, node_status_follows_the_kubelet_settings_the_scheduler_planned_with)
+{
+	struct resources cap, alloc, want_cap, want_alloc;
+	struct proto_resource pcap[4], palloc[4];
+	struct proto_resource sys[] = { { "cpu", 500 }, { "memory", 1LL << 30 } };
+	struct proto_kv hard[] = { { "memory.available", "5%" } };
+	struct proto_kubelet k = { .max_pods = 20, .system_reserved = sys, .n_system_reserved = 2,
+				   .eviction_hard = hard, .n_eviction_hard = 1 };
+	struct kubelet_settings ks;
+	static const char *const names[] = { "cpu", "memory", "pods", "ephemeral-storage" };
+	struct proto_instance_type t = { .name = "m5.xlarge", .capacity = pcap, .n_capacity = 4,
+					 .allocatable = palloc, .n_allocatable = 4 };
+	struct launched_instance li = { "i-1", "m5.xlarge", "us-west-2a", "on-demand", "ami-1",
+					"ip-10-0-0-1", &t, &k };
+	struct proto_nodeclaim claim = { .name = "default-abcde", .uid = "u-1" };
+	json_t *node, *status;
+
+	catalog_capacity(4, 16384, 58, SCHED_VM_MEMORY_OVERHEAD, &cap, &alloc);
+	for (int i = 0; i < 4; i++) {
+		pcap[i] = (struct proto_resource){ (char *)names[i], cap.v[i] };
+		palloc[i] = (struct proto_resource){ (char *)names[i], alloc.v[i] };
+	}
+	cr_assert_eq(kubelet_settings_from_proto(&k, &ks), 0);
+	kubelet_node_resources(&ks, &cap, &alloc, &want_cap, &want_alloc);
+	cr_assert_eq(want_alloc.v[RES_PODS], 20);
+	cr_assert_lt(want_alloc.v[RES_CPU], alloc.v[RES_CPU] - 499);
+	node = node_json(&li, &claim, NULL, NULL, 0);
+	status = nodeclaim_launched_status(&li, "2026-11-24T07:00:00Z");
+	cr_assert_not_null(node);
+	cr_assert_not_null(status);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(status_quantity(node, "allocatable", names[i]), want_alloc.v[i], "Node %s", names[i]);
+		cr_assert_eq(status_quantity(node, "capacity", names[i]), want_cap.v[i], "Node %s", names[i]);
+		cr_assert_eq(status_quantity(status, "allocatable", names[i]), want_alloc.v[i], "NodeClaim %s",
+			     names[i]);
+	}
+	json_decref(node);
+	json_decref(status);
+	/* Without settings the catalog's figures stand. */
+	li.kubelet = NULL;
+	node = node_json(&li, &claim, NULL, NULL, 0);
+	cr_assert_eq(status_quantity(node, "allocatable", "cpu"), alloc.v[RES_CPU]);
+	cr_assert_eq(status_quantity(node, "allocatable", "pods"), 58);
+	json_decref(node);
 }
 
 /* ---- CreateFleet ---------------------------------------------------------------- */

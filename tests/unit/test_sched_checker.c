@@ -1,11 +1,12 @@
 /*
  * Independent checker over seeded random inputs: builds random clusters
- * (NodePools with requirements, taints and limits; existing nodes with
- * bound pods; deployments with selectors, tolerations, host ports and
- * topology terms) from a plain description, solves them, and re-verifies
- * every placement against that description with its own simple string
- * logic — never the solver's requirement algebra. Hard constraints only;
- * preferences may be relaxed.
+ * (NodePools with requirements, minValues, taints and cpu, memory and node
+ * limits; DaemonSets; existing nodes, tainted or not, some of a NodePool,
+ * with few pod slots and bound pods holding host ports; deployments with
+ * selectors, tolerations, host ports and topology terms) from a plain
+ * description, solves them, and re-verifies every placement against that
+ * description with its own simple string logic — never the solver's
+ * requirement algebra. Hard constraints only; preferences may be relaxed.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -14,11 +15,14 @@
 
 #include "scheduler/solver.h"
 
-#define CASES 5000
+#define CASES 8000
 #define N_TYPES 40
 #define MAX_POOLS 3
 #define MAX_NODES 3
 #define MAX_DEPLOYS 8
+#define MAX_DAEMONSETS 3
+/* Host ports deployments pick from: few, so that they collide. */
+static const uint16_t host_ports[] = { 8080, 9090 };
 
 static const char *const zones[] = { "test-zone-1", "test-zone-2", "test-zone-3" };
 
@@ -36,13 +40,24 @@ struct spec_pool {
 	const char *team;     /* label team=... or NULL */
 	const char *taint;    /* key of a NoSchedule taint or NULL */
 	int64_t cpu_limit;    /* millicores, 0 none */
+	int64_t mem_limit;    /* bytes, 0 none */
+	int node_limit;       /* -1 none */
+	int min_values;       /* instance-cpu Exists minValues N, 0 none */
 	int32_t weight;
 };
 
 struct spec_node {
 	char name[16];
 	const char *zone, *team;
+	const char *taint;    /* key of a NoSchedule taint or NULL */
+	int pool;             /* NodePool it belongs to, -1 none */
+	int64_t cpu, mem, pods;
+};
+
+struct spec_ds { /* a DaemonSet: runs on a pool it tolerates and selects */
 	int64_t cpu, mem;
+	const char *tolerate; /* taint key or NULL */
+	const char *team;     /* nodeSelector team=... or NULL */
 };
 
 enum term { T_NONE, T_ZONE_SPREAD, T_HOST_SPREAD, T_HOST_ANTI, T_ZONE_AFFINITY, T_ZONE_ANTI };
@@ -66,6 +81,8 @@ struct spec {
 	int n_nodes;
 	struct spec_deploy dep[MAX_DEPLOYS];
 	int n_dep;
+	struct spec_ds ds[MAX_DAEMONSETS];
+	int n_ds;
 };
 
 static uint64_t rs;
@@ -130,6 +147,9 @@ static void random_spec(struct spec *sp)
 		p->team = rnd(3) == 0 ? "a" : rnd(2) ? "b" : NULL;
 		p->taint = rnd(4) == 0 ? "dedicated" : NULL;
 		p->cpu_limit = rnd(3) == 0 ? (int64_t)(1 + rnd(64)) * 1000 : 0;
+		p->mem_limit = rnd(4) == 0 ? (int64_t)(1 + rnd(128)) << 30 : 0;
+		p->node_limit = rnd(4) == 0 ? (int)rnd(4) : -1;
+		p->min_values = rnd(5) == 0 ? 1 + (int)rnd(5) : 0;
 		p->weight = (int32_t)rnd(3);
 	}
 	sp->n_nodes = (int)rnd(MAX_NODES + 1);
@@ -138,8 +158,19 @@ static void random_spec(struct spec *sp)
 		snprintf(n->name, sizeof(n->name), "node%d", i);
 		n->zone = zones[rnd(3)];
 		n->team = rnd(2) ? "a" : NULL;
+		n->taint = rnd(3) == 0 ? "dedicated" : NULL;
+		n->pool = rnd(3) == 0 ? (int)rnd((uint32_t)sp->n_pools) : -1;
 		n->cpu = (int64_t)(1 + rnd(16)) * 1000;
 		n->mem = (int64_t)(1 + rnd(32)) << 30;
+		n->pods = 1 + (int)rnd(rnd(2) ? 4 : 110);
+	}
+	sp->n_ds = (int)rnd(MAX_DAEMONSETS + 1);
+	for (int i = 0; i < sp->n_ds; i++) {
+		struct spec_ds *d = &sp->ds[i];
+		d->cpu = (int64_t)(1 + rnd(5)) * 100;
+		d->mem = (int64_t)(1 + rnd(8)) << 26;
+		d->tolerate = rnd(2) ? "dedicated" : NULL;
+		d->team = rnd(3) == 0 ? (rnd(2) ? "a" : "b") : NULL;
 	}
 	sp->n_dep = 1 + (int)rnd(MAX_DEPLOYS);
 	for (int i = 0; i < sp->n_dep; i++) {
@@ -152,12 +183,11 @@ static void random_spec(struct spec *sp)
 		d->tolerate = rnd(3) == 0 ? "dedicated" : NULL;
 		d->term = (enum term)rnd(6);
 		d->skew = 1 + (int)rnd(2);
-		d->port = rnd(6) == 0 ? 8080 : 0;
+		d->port = rnd(4) == 0 ? host_ports[rnd(ARRAY_SIZE(host_ports))] : 0;
 		d->bound_node = sp->n_nodes && rnd(5) == 0 ? (int)rnd((uint32_t)sp->n_nodes) : -1;
 		if (d->bound_node >= 0) {
 			d->replicas = 1;
 			d->term = T_NONE;
-			d->port = 0;
 		}
 	}
 }
@@ -239,16 +269,53 @@ static struct cluster *build(const struct spec *sp)
 		}
 		if (sp_p->cpu_limit)
 			np->limits.v[RES_CPU] = sp_p->cpu_limit;
+		if (sp_p->mem_limit)
+			np->limits.v[RES_MEMORY] = sp_p->mem_limit;
+		if (sp_p->node_limit >= 0)
+			np->node_limit = sp_p->node_limit;
+		if (sp_p->min_values)
+			cr_assert_eq(requirements_add(&np->reqs, &c->st, K_INSTANCE_CPU, REQ_EXISTS, NULL, 0,
+						      (uint32_t)sp_p->min_values), 0);
 	}
 	for (int i = 0; i < sp->n_nodes; i++) {
+		const struct spec_node *sn = &sp->nodes[i];
 		struct node *n = cluster_add_node(c);
-		n->name = S(c, sp->nodes[i].name);
-		n->labels = labels2(c, "topology.kubernetes.io/zone", sp->nodes[i].zone, "team",
-				    sp->nodes[i].team, &n->n_labels);
-		n->allocatable.v[RES_CPU] = sp->nodes[i].cpu;
-		n->allocatable.v[RES_MEMORY] = sp->nodes[i].mem;
-		n->allocatable.v[RES_PODS] = 110;
+		struct label *l = arena_alloc(&c->arena, 3 * sizeof(*l));
+		n->name = S(c, sn->name);
+		n->labels = l;
+		l[n->n_labels++] = (struct label){ K_ZONE, S(c, sn->zone) };
+		if (sn->team)
+			l[n->n_labels++] = (struct label){ S(c, "team"), S(c, sn->team) };
+		if (sn->pool >= 0)
+			l[n->n_labels++] = (struct label){ K_NODEPOOL, S(c, sp->pools[sn->pool].name) };
+		labels_sort(l, n->n_labels);
+		if (sn->taint) {
+			n->taints = arena_alloc(&c->arena, sizeof(*n->taints));
+			n->taints[0] = (struct taint){ S(c, sn->taint), STR_NONE, TAINT_NO_SCHEDULE };
+			n->n_taints = 1;
+		}
+		n->allocatable.v[RES_CPU] = sn->cpu;
+		n->allocatable.v[RES_MEMORY] = sn->mem;
+		n->allocatable.v[RES_PODS] = sn->pods;
 		n->capacity = n->allocatable;
+	}
+	for (int i = 0; i < sp->n_ds; i++) {
+		const struct spec_ds *d = &sp->ds[i];
+		struct pod *p = cluster_add_daemonset(c);
+		p->ns = S(c, "kube-system");
+		p->name = S(c, itoa_static(9000 + i));
+		p->req.v[RES_CPU] = d->cpu;
+		p->req.v[RES_MEMORY] = d->mem;
+		p->req.v[RES_PODS] = 1;
+		if (d->tolerate) {
+			p->tols = arena_alloc(&c->arena, sizeof(*p->tols));
+			p->tols[0] = (struct toleration){ S(c, d->tolerate), STR_NONE, true, -1 };
+			p->n_tols = 1;
+		}
+		if (d->team) {
+			uint32_t v = S(c, d->team);
+			cr_assert_eq(requirements_add(&p->reqs, &c->st, S(c, "team"), REQ_IN, &v, 1, 0), 0);
+		}
 	}
 	for (int i = 0; i < sp->n_dep; i++) {
 		const struct spec_deploy *d = &sp->dep[i];
@@ -276,6 +343,8 @@ static struct cluster *build(const struct spec *sp)
 				p->node = S(c, sp->nodes[d->bound_node].name);
 		}
 	}
+	cluster_assign_nodepools(c);
+	cluster_compute_daemon_overhead(c);
 	return c;
 }
 
@@ -368,23 +437,60 @@ static void dump(uint64_t seed, const struct spec *sp)
 	if (!want || strtoull(want, NULL, 10) != seed)
 		return;
 	for (int i = 0; i < sp->n_pools; i++) {
-		fprintf(stderr, "pool %s w%d team=%s taint=%s limit=%lld:", sp->pools[i].name, sp->pools[i].weight,
-			sp->pools[i].team ? sp->pools[i].team : "-", sp->pools[i].taint ? sp->pools[i].taint : "-",
-			(long long)sp->pools[i].cpu_limit);
+		fprintf(stderr, "pool %s w%d team=%s taint=%s limit cpu=%lld mem=%lld nodes=%d minValues=%d:",
+			sp->pools[i].name, sp->pools[i].weight, sp->pools[i].team ? sp->pools[i].team : "-",
+			sp->pools[i].taint ? sp->pools[i].taint : "-", (long long)sp->pools[i].cpu_limit,
+			(long long)sp->pools[i].mem_limit, sp->pools[i].node_limit, sp->pools[i].min_values);
 		dump_sel(&sp->pools[i].req[0]);
 		dump_sel(&sp->pools[i].req[1]);
 		fprintf(stderr, "\n");
 	}
 	for (int i = 0; i < sp->n_nodes; i++)
-		fprintf(stderr, "node %s %s team=%s cpu=%lld\n", sp->nodes[i].name, sp->nodes[i].zone,
-			sp->nodes[i].team ? sp->nodes[i].team : "-", (long long)sp->nodes[i].cpu);
+		fprintf(stderr, "node %s %s team=%s taint=%s pool=%d cpu=%lld mem=%lld pods=%lld\n",
+			sp->nodes[i].name, sp->nodes[i].zone, sp->nodes[i].team ? sp->nodes[i].team : "-",
+			sp->nodes[i].taint ? sp->nodes[i].taint : "-", sp->nodes[i].pool,
+			(long long)sp->nodes[i].cpu, (long long)sp->nodes[i].mem, (long long)sp->nodes[i].pods);
+	for (int i = 0; i < sp->n_ds; i++)
+		fprintf(stderr, "daemonset cpu=%lld mem=%lld tol=%s team=%s\n", (long long)sp->ds[i].cpu,
+			(long long)sp->ds[i].mem, sp->ds[i].tolerate ? sp->ds[i].tolerate : "-",
+			sp->ds[i].team ? sp->ds[i].team : "-");
 	for (int i = 0; i < sp->n_dep; i++) {
-		fprintf(stderr, "dep %s x%d cpu=%lld term=%d skew=%d bound=%d tol=%s:", sp->dep[i].app,
-			sp->dep[i].replicas, (long long)sp->dep[i].cpu, sp->dep[i].term, sp->dep[i].skew,
-			sp->dep[i].bound_node, sp->dep[i].tolerate ? sp->dep[i].tolerate : "-");
+		fprintf(stderr, "dep %s x%d cpu=%lld mem=%lld term=%d skew=%d bound=%d tol=%s port=%u:",
+			sp->dep[i].app, sp->dep[i].replicas, (long long)sp->dep[i].cpu,
+			(long long)sp->dep[i].mem, sp->dep[i].term, sp->dep[i].skew, sp->dep[i].bound_node,
+			sp->dep[i].tolerate ? sp->dep[i].tolerate : "-", sp->dep[i].port);
 		dump_sel(&sp->dep[i].sel);
 		fprintf(stderr, "\n");
 	}
+}
+
+/* Does DaemonSet d run on nodes of pool p? It must tolerate the pool's
+ * taint, and a team selector needs the pool to carry that team label. */
+static bool ds_runs_on(const struct spec_ds *d, const struct spec_pool *p)
+{
+	if (p->taint && !(d->tolerate && !strcmp(d->tolerate, p->taint)))
+		return false;
+	return !d->team || (p->team && !strcmp(p->team, d->team));
+}
+
+/* No host port twice on one place, unless only bound pods hold it (the
+ * input's doing, not the solver's). */
+static void check_ports(const struct spec *sp, const struct cluster *c, const struct sched_result *res,
+			uint32_t nb, uint64_t seed)
+{
+	for (uint32_t b = 0; b < nb; b++)
+		for (size_t k = 0; k < ARRAY_SIZE(host_ports); k++) {
+			int holders = 0, placed = 0;
+			for (uint32_t p = 0; p < c->n_pods; p++) {
+				const struct spec_deploy *d = dep_of(sp, c, p);
+				if (res->pod_bin[p] != (int32_t)b || d->port != host_ports[k])
+					continue;
+				holders++;
+				placed += d->bound_node < 0;
+			}
+			cr_assert(holders <= 1 || !placed, "seed %llu: host port %u taken %d times on bin %u",
+				  (unsigned long long)seed, host_ports[k], holders, b);
+		}
 }
 
 static void check_case(uint64_t seed)
@@ -407,7 +513,7 @@ static void check_case(uint64_t seed)
 		pl[n].team = sp.nodes[n].team;
 	}
 	/* Claims: every type and offering listed must be a valid launch. */
-	int64_t reserved[MAX_POOLS] = { 0 };
+	int64_t reserved[MAX_POOLS] = { 0 }, reserved_mem[MAX_POOLS] = { 0 }, claims[MAX_POOLS] = { 0 };
 	for (uint32_t k = 0; k < res->n_claims; k++) {
 		const struct sched_claim *cl = &res->claims[k];
 		struct place *p = &pl[c->n_nodes + k];
@@ -423,7 +529,7 @@ static void check_case(uint64_t seed)
 		if (cl->capacity_types & 2)
 			p->cts[p->n_cts++] = "on-demand";
 		cr_assert(p->n_zones && p->n_cts);
-		int64_t max_cpu = 0, min_type_cpu = INT64_MAX, max_type_cpu = 0;
+		int64_t max_cpu = 0, max_mem = 0, min_type_cpu = INT64_MAX, max_type_cpu = 0;
 		for (uint32_t i = 0; i < cl->n_types; i++) {
 			uint32_t t = cl->types[i];
 			bool any = false;
@@ -432,6 +538,7 @@ static void check_case(uint64_t seed)
 					any |= type_has_offering(c, t, p->zones[z], p->cts[q]);
 			cr_assert(any, "seed %llu: type without offering", (unsigned long long)seed);
 			max_cpu = MAX(max_cpu, c->cat.types[t].capacity.v[RES_CPU]);
+			max_mem = MAX(max_mem, c->cat.types[t].capacity.v[RES_MEMORY]);
 			min_type_cpu = MIN(min_type_cpu, type_cpu_label(c, t));
 			max_type_cpu = MAX(max_type_cpu, type_cpu_label(c, t));
 			/* The type satisfies the pool's own requirements. */
@@ -441,24 +548,55 @@ static void check_case(uint64_t seed)
 				  "seed %llu: type outside the pool's requirements", (unsigned long long)seed);
 		}
 		reserved[cl->nodepool] += max_cpu;
-		/* Pods fit the smallest listed type; cpu label checks use both ends. */
+		reserved_mem[cl->nodepool] += max_mem;
+		claims[cl->nodepool]++;
+		/* minValues: that many distinct instance-cpu values (one per fake type). */
+		cr_assert_geq((int)cl->n_types, pool->min_values, "seed %llu: minValues %d, %u types",
+			      (unsigned long long)seed, pool->min_values, cl->n_types);
+		/* Pods and the pool's DaemonSets fit every listed type. */
+		int64_t ds_cpu = 0, ds_mem = 0, ds_pods = 0;
+		for (int d = 0; d < sp.n_ds; d++)
+			if (ds_runs_on(&sp.ds[d], pool)) {
+				ds_cpu += sp.ds[d].cpu;
+				ds_mem += sp.ds[d].mem;
+				ds_pods++;
+			}
 		p->type_cpu = min_type_cpu;
 		for (uint32_t i = 0; i < cl->n_types; i++) {
 			const struct resources *a = &c->cat.types[cl->types[i]].allocatable;
-			int64_t sc = 0, sm = 0;
+			int64_t sc = ds_cpu, sm = ds_mem;
 			for (uint32_t j = 0; j < cl->n_pods; j++) {
 				sc += c->pods[cl->pods[j]].req.v[RES_CPU];
 				sm += c->pods[cl->pods[j]].req.v[RES_MEMORY];
 			}
 			cr_assert(sc <= a->v[RES_CPU] && sm <= a->v[RES_MEMORY] &&
-				  (int64_t)cl->n_pods <= a->v[RES_PODS],
-				  "seed %llu: pods exceed a listed type", (unsigned long long)seed);
+				  (int64_t)cl->n_pods + ds_pods <= a->v[RES_PODS],
+				  "seed %llu: pods and DaemonSets exceed a listed type", (unsigned long long)seed);
 		}
 		(void)max_type_cpu;
 	}
-	for (int i = 0; i < sp.n_pools; i++)
+	/* Limits: what the pool's nodes have plus the largest type of each
+	 * claim, whenever the pool got a claim at all. */
+	for (int i = 0; i < sp.n_pools; i++) {
+		int64_t cpu_in_use = 0, mem_in_use = 0, nodes_in_use = 0;
+		for (int n = 0; n < sp.n_nodes; n++)
+			if (sp.nodes[n].pool == i) {
+				cpu_in_use += sp.nodes[n].cpu;
+				mem_in_use += sp.nodes[n].mem;
+				nodes_in_use++;
+			}
+		if (!claims[i])
+			continue;
 		if (sp.pools[i].cpu_limit)
-			cr_assert_leq(reserved[i], sp.pools[i].cpu_limit, "seed %llu: limit", (unsigned long long)seed);
+			cr_assert_leq(cpu_in_use + reserved[i], sp.pools[i].cpu_limit, "seed %llu: cpu limit",
+				      (unsigned long long)seed);
+		if (sp.pools[i].mem_limit)
+			cr_assert_leq(mem_in_use + reserved_mem[i], sp.pools[i].mem_limit,
+				      "seed %llu: memory limit", (unsigned long long)seed);
+		if (sp.pools[i].node_limit >= 0)
+			cr_assert_leq(nodes_in_use + claims[i], sp.pools[i].node_limit, "seed %llu: node limit",
+				      (unsigned long long)seed);
+	}
 	/* Every pod: placed once, on a place satisfying it. */
 	for (uint32_t p = 0; p < c->n_pods; p++) {
 		const struct spec_deploy *d = dep_of(&sp, c, p);
@@ -475,6 +613,12 @@ static void check_case(uint64_t seed)
 		seen[b]++;
 		struct place one = pl[b];
 		cr_assert(sel_ok(&d->sel, &one), "seed %llu: pod %u selector", (unsigned long long)seed, p);
+		if ((uint32_t)b < c->n_nodes) {
+			const char *taint = sp.nodes[b].taint;
+			cr_assert(!taint || (d->tolerate && !strcmp(d->tolerate, taint)),
+				  "seed %llu: pod %u on a node whose taint it does not tolerate",
+				  (unsigned long long)seed, p);
+		}
 		if ((uint32_t)b >= c->n_nodes) {
 			/* Upper end of the type range too, for Gt/Lt on instance-cpu. */
 			const struct sched_claim *cl = &res->claims[(uint32_t)b - c->n_nodes];
@@ -489,21 +633,25 @@ static void check_case(uint64_t seed)
 				  "seed %llu: taint", (unsigned long long)seed);
 		}
 	}
-	for (uint32_t n = 0; n < c->n_nodes; n++)
-		cr_assert(!seen[n] || (cpu[n] <= sp.nodes[n].cpu && mem[n] <= sp.nodes[n].mem),
+	for (uint32_t n = 0; n < c->n_nodes; n++) {
+		int64_t pods = 0;
+		for (uint32_t p = 0; p < c->n_pods; p++)
+			pods += res->pod_bin[p] == (int32_t)n;
+		cr_assert(!seen[n] || (cpu[n] <= sp.nodes[n].cpu && mem[n] <= sp.nodes[n].mem &&
+				       pods <= sp.nodes[n].pods),
 			  "seed %llu: node %u overcommitted", (unsigned long long)seed, n);
+	}
+	check_ports(&sp, c, res, nb, seed);
 	/* Topology, per deployment (all its pods carry the term and the label). */
 	for (int i = 0; i < sp.n_dep; i++) {
 		const struct spec_deploy *d = &sp.dep[i];
-		int per_bin[64] = { 0 }, per_zone[3] = { 0 }, ports[64] = { 0 };
+		int per_bin[64] = { 0 }, per_zone[3] = { 0 };
 		for (uint32_t p = 0; p < c->n_pods; p++) {
 			int32_t b = res->pod_bin[p];
 			if (b < 0 || dep_of(&sp, c, p) != d)
 				continue;
 			cr_assert_lt(b, 64);
 			per_bin[b]++;
-			if (d->port)
-				ports[b]++;
 			if (d->term == T_ZONE_SPREAD || d->term == T_ZONE_AFFINITY || d->term == T_ZONE_ANTI) {
 				cr_assert_eq(pl[b].n_zones, 1, "seed %llu: zonal pod on an unpinned claim",
 					     (unsigned long long)seed);
@@ -512,7 +660,6 @@ static void check_case(uint64_t seed)
 			}
 		}
 		for (uint32_t b = 0; b < nb && b < 64; b++) {
-			cr_assert_leq(ports[b], 1, "seed %llu: host port", (unsigned long long)seed);
 			if (d->term == T_HOST_ANTI)
 				cr_assert_leq(per_bin[b], 1, "seed %llu: anti-affinity", (unsigned long long)seed);
 			if (d->term == T_HOST_SPREAD)
@@ -595,6 +742,7 @@ Test(checker, unconstrained_small_pods_are_always_placed)
 		sp.n_pools = 1;
 		memset(&sp.pools[0], 0, sizeof(sp.pools[0]));
 		snprintf(sp.pools[0].name, sizeof(sp.pools[0].name), "free");
+		sp.pools[0].node_limit = -1;
 		for (int i = 0; i < sp.n_dep; i++) {
 			memset(&sp.dep[i].sel, 0, sizeof(sp.dep[i].sel));
 			sp.dep[i].term = T_NONE;

@@ -56,6 +56,20 @@ Test(sched_batch, a_steady_stream_is_cut_at_the_max_window)
 	batch_done(&b);
 }
 
+Test(sched_batch, reloaded_windows_apply_to_the_batch_being_collected)
+{
+	struct batch b;
+	struct proto_pod a = pod("a", 100);
+	batch_init(&b, 1 * SEC, 10 * SEC);
+	cr_assert_eq(batch_add(&b, &a, 0), 1);
+	batch_set_windows(&b, 3 * SEC, 10 * SEC);
+	cr_assert_not(batch_due(&b, 2 * SEC), "the idle window is 3 s now");
+	cr_assert(batch_due(&b, 3 * SEC));
+	batch_set_windows(&b, 3 * SEC, 2 * SEC);
+	cr_assert(batch_due(&b, 2 * SEC), "and the max window 2 s");
+	batch_done(&b);
+}
+
 Test(sched_batch, held_pods_are_not_batched_until_released_or_expired)
 {
 	struct batch b;

@@ -384,3 +384,173 @@ Test(from_state, missing_claims_volumes_and_classes_leave_the_pod_pending_with_t
 			  want[u->pod]);
 	}
 }
+
+/* ---- in-flight NodeClaims and the pods planned for them (DESIGN §2 rule 4) ---- */
+
+static struct proto_resource one_cpu[] = { { "cpu", 1000 }, { "memory", 1LL << 30 } };
+
+/* An unschedulable pod in the replica (the watcher withholds it while a
+ * NodeClaim plans it), with app=<app> and one cpu. */
+static struct proto_pod planned_pod(const char *name, struct proto_kv *app)
+{
+	struct proto_pod p = pod("default", name, app);
+
+	p.requests = one_cpu;
+	p.phase = PROTO_PHASE_PENDING;
+	p.scheduled = PROTO_COND_FALSE;
+	p.scheduled_reason = "Unschedulable";
+	return p;
+}
+
+static void add_pod_object(struct proto_pod p)
+{
+	add((struct proto_object){ .kind = PROTO_OBJECT_POD, .pod = &p });
+}
+
+/* An m5.xlarge (3920m allocatable) NodeClaim of pool default in
+ * us-west-2a, planning pods "default/<name>"; node: its Node's name or NULL. */
+static void add_inflight_claim(const char *name, char **planned, uint32_t n_planned, const char *node,
+			       const struct proto_condition *ready)
+{
+	static struct proto_kv labels[] = { { "karpenter.sh/nodepool", "default" },
+					    { "node.kubernetes.io/instance-type", "m5.xlarge" },
+					    { "topology.kubernetes.io/zone", "us-west-2a" } };
+	struct proto_nodeclaim nc = { .name = (char *)name, .uid = (char *)name, .labels = labels,
+				      .n_labels = 3, .planned_pods = planned, .n_planned_pods = n_planned,
+				      .node_name = (char *)node,
+				      .conditions = (struct proto_condition *)ready,
+				      .n_conditions = ready ? 1 : 0 };
+
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODECLAIM, .nodeclaim = &nc });
+}
+
+static uint32_t pods_on_existing(void)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < cluster->n_pods; i++)
+		n += cluster->pods[i].node == STR_NONE && node_of(i) != NULL;
+	return n;
+}
+
+Test(from_state, pods_planned_for_an_inflight_nodeclaim_fill_it_for_the_next_batch)
+{
+	static char *planned[] = { "default/p0", "default/p1", "default/p2" };
+	struct proto_pod next[3] = { planned_pod("n0", NULL), planned_pod("n1", NULL), planned_pod("n2", NULL) };
+	const struct proto_pod *pending[3] = { &next[0], &next[1], &next[2] };
+
+	add_nodepool(NULL, 0);
+	for (int i = 0; i < 3; i++)
+		add_pod_object(planned_pod(planned[i] + 8, NULL));
+	add_inflight_claim("default-abcde", planned, 3, NULL, NULL);
+	solve(pending, 3);
+	cr_assert_eq(pods_on_existing(), 0, "3 of the claim's 3.92 cpus are spoken for: a fourth does not fit");
+	cr_assert_eq(result->n_claims, 1);
+	cr_assert_eq(result->claims[0].n_pods, 3);
+}
+
+Test(from_state, a_planned_pod_in_the_batch_itself_is_not_counted_twice)
+{
+	static char *planned[] = { "default/p0", "default/p1", "default/p2" };
+	struct proto_pod again = planned_pod("p0", NULL);
+	const struct proto_pod *pending[1] = { &again };
+
+	add_nodepool(NULL, 0);
+	for (int i = 0; i < 3; i++)
+		add_pod_object(planned_pod(planned[i] + 8, NULL));
+	add_inflight_claim("default-abcde", planned, 3, NULL, NULL);
+	solve(pending, 1);
+	cr_assert_str_eq(node_of(0) ?: "(none)", "default-abcde", "p0 takes its own place");
+	cr_assert_eq(result->n_claims, 0);
+}
+
+Test(from_state, planned_pods_bound_to_the_nodeclaims_node_count_once)
+{
+	static char *planned[] = { "default/p0", "default/p1", "default/p2" };
+	struct proto_pod small = pod("default", "small", NULL);
+	const struct proto_pod *pending[1] = { &small };
+	static struct proto_resource m5[] = { { "cpu", 3920 }, { "memory", 14LL << 30 }, { "pods", 58 } };
+	static struct proto_kv node_labels[] = { { HOSTNAME, "ip-10-0-0-9" }, { "karpenter.sh/nodepool", "default" } };
+	struct proto_node node = { .name = "ip-10-0-0-9", .uid = "n9", .labels = node_labels, .n_labels = 2,
+				   .allocatable = m5, .n_allocatable = 3 };
+
+	add_nodepool(NULL, 0);
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODE, .node = &node });
+	for (int i = 0; i < 3; i++) {
+		struct proto_pod p = planned_pod(planned[i] + 8, NULL);
+		p.node_name = "ip-10-0-0-9";
+		p.phase = PROTO_PHASE_RUNNING;
+		add_pod_object(p);
+	}
+	add_inflight_claim("default-abcde", planned, 3, "ip-10-0-0-9", NULL);
+	solve(pending, 1);
+	cr_assert_str_eq(node_of(0) ?: "(none)", "ip-10-0-0-9", "3 cpus used, 0.5 more fit");
+}
+
+Test(from_state, planned_pods_count_for_anti_affinity_on_the_inflight_nodeclaim)
+{
+	static char *planned[] = { "default/web-0" };
+	static struct proto_kv web[] = { { "app", "web" } };
+	struct proto_pod_affinity_term apart = { .topology_key = HOSTNAME,
+						 .selector = { .match_labels = web, .n_match_labels = 1 } };
+	struct proto_pod web1 = planned_pod("web-1", web);
+	const struct proto_pod *pending[1] = { &web1 };
+
+	web1.pod_anti_affinity_required = &apart;
+	web1.n_pod_anti_affinity_required = 1;
+	add_nodepool(NULL, 0);
+	add_pod_object(planned_pod("web-0", web));
+	add_inflight_claim("default-abcde", planned, 1, NULL, NULL);
+	solve(pending, 1);
+	cr_assert_null(node_of(0), "web-0 is spoken for on the claim: web-1 keeps away");
+	cr_assert_eq(result->n_claims, 1);
+}
+
+Test(from_state, pods_of_a_long_ready_nodeclaim_no_longer_hold_its_node)
+{
+	static char *planned[] = { "default/p0", "default/p1", "default/p2" };
+	struct proto_pod next = planned_pod("n0", NULL);
+	const struct proto_pod *pending[1] = { &next };
+	static struct proto_resource m5[] = { { "cpu", 3920 }, { "memory", 14LL << 30 }, { "pods", 58 } };
+	static struct proto_kv node_labels[] = { { HOSTNAME, "ip-10-0-0-9" }, { "karpenter.sh/nodepool", "default" } };
+	struct proto_node node = { .name = "ip-10-0-0-9", .uid = "n9", .labels = node_labels, .n_labels = 2,
+				   .allocatable = m5, .n_allocatable = 3 };
+	struct proto_condition ready = { .type = "Ready", .status = PROTO_COND_TRUE, .last_transition = 1000 };
+	struct from_state_options fo = { .region = "us-west-2",
+					 .now_ms = 1000 + STATE_NOMINATION_GRACE_MS + 1 };
+	char err[512];
+
+	add_nodepool(NULL, 0);
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODE, .node = &node });
+	for (int i = 0; i < 3; i++)
+		add_pod_object(planned_pod(planned[i] + 8, NULL));
+	add_inflight_claim("default-abcde", planned, 3, "ip-10-0-0-9", &ready);
+	/* Inside the grace period the unbound planned pods still hold the Node. */
+	fo.now_ms = 1000 + STATE_NOMINATION_GRACE_MS - 1;
+	cr_assert_eq(cluster_from_state(&store, pending, 1, &fo, &cluster, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(sched_solve(cluster, &result), 0);
+	cr_assert_null(node_of(0), "3 of 3.92 cpus are spoken for");
+	sched_result_free(result);
+	cluster_free(cluster);
+	/* Past it they are pending again (the watcher announces them): the Node is free. */
+	fo.now_ms = 1000 + STATE_NOMINATION_GRACE_MS + 1;
+	cr_assert_eq(cluster_from_state(&store, pending, 1, &fo, &cluster, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(sched_solve(cluster, &result), 0);
+	cr_assert_str_eq(node_of(0) ?: "(none)", "ip-10-0-0-9");
+}
+
+/* ---- kubelet settings ---- */
+
+Test(from_state, an_inflight_nodeclaim_holds_what_its_nodepools_kubelet_allows)
+{
+	struct proto_nodepool np = { .name = "default", .uid = "np", .kubelet = { .max_pods = 2 } };
+	struct proto_pod p[3] = { pod("default", "a", NULL), pod("default", "b", NULL), pod("default", "c", NULL) };
+	const struct proto_pod *pending[3] = { &p[0], &p[1], &p[2] };
+
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODEPOOL, .nodepool = &np });
+	add_inflight_claim("default-abcde", NULL, 0, NULL, NULL);
+	solve(pending, 3);
+	cr_assert_eq(pods_on_existing(), 2, "maxPods 2 on the in-flight m5.xlarge (58 by the ENI limit)");
+	cr_assert_eq(result->n_claims, 1);
+	cr_assert_eq(result->claims[0].n_pods, 1);
+}

@@ -16,7 +16,7 @@
 #include "scheduler/simulate.h"
 
 /* Scenario files shipped; fewer means some were lost. */
-#define MIN_SCENARIOS 18
+#define MIN_SCENARIOS 36
 
 static char *read_file(const char *path, size_t *size)
 {
@@ -97,6 +97,8 @@ static bool label_ok(const struct cluster *c, const char *type, const char *key,
 		return atoll(val) > atoll(arg);
 	if (streq(op, "ge"))
 		return atoll(val) >= atoll(arg);
+	if (streq(op, "lt"))
+		return atoll(val) < atoll(arg);
 	return false;
 }
 
@@ -236,6 +238,37 @@ static const char *check(const struct cluster *c, json_t *out, const char *e, ch
 			k += streq(json_string_value(json_object_get(cl, "nodePool")), a);
 		snprintf(why, sz, "%lld claims", k);
 		return k == n ? NULL : why;
+	}
+	if (sscanf(e, "maxPerNode %255s %lld", a, &n) == 2) {
+		/* Pods named "<a>…" per NodeClaim and per existing node, at most n. */
+		json_t *lists[2] = { claims, ex };
+		for (int l = 0; l < 2; l++)
+			json_array_foreach(lists[l], i, cl) {
+				long long k = 0;
+				json_array_foreach(json_object_get(cl, "pods"), j, t)
+					k += !strncmp(strchr(json_string_value(t), '/') + 1, a, strlen(a));
+				if (k > n) {
+					snprintf(why, sz, "%s %zu has %lld", l ? "node" : "claim", i, k);
+					return why;
+				}
+			}
+		return NULL;
+	}
+	if (sscanf(e, "typesOf %255s %255s", a, b) == 2) {
+		/* Every claim of NodePool a lists exactly these types, cheapest first. */
+		long long k = 0;
+		json_array_foreach(claims, i, cl) {
+			if (!streq(json_string_value(json_object_get(cl, "nodePool")), a))
+				continue;
+			k++;
+			if (!list_equals(json_object_get(cl, "instanceTypes"), b)) {
+				char *s = json_dumps(json_object_get(cl, "instanceTypes"), JSON_COMPACT);
+				snprintf(why, sz, "claim %zu has %s", i, s);
+				free(s);
+				return why;
+			}
+		}
+		return k ? NULL : "no claim of that nodepool";
 	}
 	if (sscanf(e, "existingNode %255s %lld", a, &n) == 2) {
 		json_array_foreach(ex, i, t)

@@ -248,13 +248,13 @@ Test(decode, impossible_requirements_mark_the_nodepool_invalid_with_a_reason)
 	struct proto_nodepool np;
 	cr_assert_eq(decode_nodepool(&dec, j, &np), 0, "%s", dec.error);
 	cr_assert_eq(np.status, PROTO_NODEPOOL_INVALID);
-	cr_assert_str_eq(np.status_reason, "requirements on kubernetes.io/arch have no value in common");
+	cr_assert_str_eq(np.status_reason, "spec.template.spec.requirements[1].values: requirements on kubernetes.io/arch have no value in common");
 	json_decref(j);
 	j = parse("{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"bad\"},"
 		  "\"spec\":{\"template\":{\"spec\":{\"requirements\":[{\"key\":\"karpenter.k8s.aws/instance-cpu\","
 		  "\"operator\":\"Gt\",\"values\":[\"many\"]}]}}}}");
 	cr_assert_eq(decode_nodepool(&dec, j, &np), 0);
-	cr_assert_str_eq(np.status_reason, "requirement karpenter.k8s.aws/instance-cpu Gt needs exactly one integer value");
+	cr_assert_str_eq(np.status_reason, "spec.template.spec.requirements[0].values: requirement karpenter.k8s.aws/instance-cpu Gt needs exactly one integer value");
 	json_decref(j);
 	j = parse("{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"bad\"},"
 		  "\"spec\":{\"template\":{\"spec\":{\"requirements\":[{\"key\":\"x\",\"operator\":\"Near\"}]}}}}");
@@ -314,6 +314,30 @@ Test(decode, ec2nodeclass_v1_and_awsnodetemplate_selectors)
 	j = parse("{\"apiVersion\":\"karpenter.k8s.aws/v1\",\"kind\":\"EC2NodeClass\",\"metadata\":{\"name\":\"x\"},\"spec\":{}}");
 	cr_assert_eq(decode_nodeclass(&dec, j, &nc), -EINVAL);
 	cr_assert_str_eq(dec.error, "EC2NodeClass x: spec: subnet and security group selectors are required");
+	json_decref(j);
+}
+
+Test(decode, ec2nodeclass_v1_kubelet_settings_and_malformed_eviction_thresholds)
+{
+	json_t *j = parse(
+		"{\"apiVersion\":\"karpenter.k8s.aws/v1\",\"kind\":\"EC2NodeClass\",\"metadata\":{\"name\":\"k\"},"
+		" \"spec\":{\"subnetSelectorTerms\":[{\"id\":\"subnet-1\"}],\"securityGroupSelectorTerms\":[{\"id\":\"sg-1\"}],"
+		"  \"kubelet\":{\"maxPods\":42,\"podsPerCore\":4,\"systemReserved\":{\"cpu\":\"100m\",\"memory\":\"128Mi\"},"
+		"   \"kubeReserved\":{\"cpu\":\"70m\"},\"evictionHard\":{\"memory.available\":\"5%\",\"nodefs.available\":\"1Gi\"}}}}");
+	struct proto_nodeclass nc;
+	cr_assert_eq(decode_nodeclass(&dec, j, &nc), 0, "%s", dec.error);
+	cr_assert_eq(nc.kubelet.max_pods, 42);
+	cr_assert_eq(nc.kubelet.pods_per_core, 4);
+	cr_assert_eq(nc.kubelet.n_system_reserved, 2);
+	cr_assert_eq(nc.kubelet.n_kube_reserved, 1);
+	cr_assert_eq(nc.kubelet.kube_reserved[0].value, 70);
+	cr_assert_eq(nc.kubelet.n_eviction_hard, 2);
+	json_decref(j);
+	j = parse("{\"apiVersion\":\"karpenter.k8s.aws/v1\",\"kind\":\"EC2NodeClass\",\"metadata\":{\"name\":\"k\"},"
+		  " \"spec\":{\"subnetSelectorTerms\":[{\"id\":\"subnet-1\"}],\"securityGroupSelectorTerms\":[{\"id\":\"sg-1\"}],"
+		  "  \"kubelet\":{\"evictionHard\":{\"memory.available\":\"half\"}}}}");
+	cr_assert_eq(decode_nodeclass(&dec, j, &nc), -EINVAL);
+	cr_assert_str_eq(dec.error, "EC2NodeClass k: spec.kubelet.evictionHard.memory.available: 'half' is not a quantity or a percentage");
 	json_decref(j);
 }
 

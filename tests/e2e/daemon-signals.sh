@@ -1,0 +1,94 @@
+#!/bin/sh
+# End-to-end: the daemons under their supervisor. With leader election on
+# and the Lease held by another instance, a standby watcher, scheduler and
+# launcher each report READY=1 with STATUS=standby… (systemd's Type=notify
+# kills a unit that never does) and do no work. kanna-scheduler applies a
+# changed batch window on SIGHUP, refuses a reload that changes a key
+# needing a restart (keeping its configuration), and stops cleanly on
+# SIGTERM.
+set -eu
+BUILDDIR=${KANNA_BUILDDIR:-$(pwd)}
+SRCDIR=${KANNA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$SRCDIR/tests/e2e/lib.sh"
+PROBE="$BUILDDIR/tests/e2e/kanna-probe"
+
+e2e_init
+start_sim
+set -a
+. "$tmp/state/aws.env"
+set +a
+
+# leader_and_standby WHO BINARY LEADER-LINE WORK-LINE [FLAGS...]: a leader,
+# then a standby whose sd_notify messages kanna-probe collects. (start()
+# sets $name, so this uses $who.)
+leader_and_standby() {
+	who=$1 bin=$2 leading=$3 working=$4
+	shift 4
+	mkdir -p "$tmp/run-$who-leader" "$tmp/run-$who-standby"
+	start "${who}_leader" "$bin" --runtime-dir "$tmp/run-$who-leader" --metrics-port 0 \
+		--health-port 0 --leader-elect=true "$@"
+	wait_for "the $who leader to acquire its lease" 60 grep -q "$leading" "$tmp/${who}_leader.log"
+	"$PROBE" notify --socket "$tmp/notify-$who" --timeout 60 >"$tmp/notify-$who.txt" &
+	probe=$!
+	wait_for "the notify socket" 10 test -S "$tmp/notify-$who"
+	start "${who}_standby" env NOTIFY_SOCKET="$tmp/notify-$who" "$bin" \
+		--runtime-dir "$tmp/run-$who-standby" --metrics-port 0 --health-port 0 --leader-elect=true "$@"
+	wait "$probe" || fail "no READY=1 from the standby $who: $(cat "$tmp/notify-$who.txt")"
+	grep -q "READY=1.*STATUS=standby: waiting to acquire lease" "$tmp/notify-$who.txt" ||
+		fail "standby $who notified $(cat "$tmp/notify-$who.txt")"
+	wait_for "the standby $who to see the lease held" 30 grep -q "is held by" "$tmp/${who}_standby.log"
+	if grep -q "$working" "$tmp/${who}_standby.log"; then
+		fail "the standby $who works: $(cat "$tmp/${who}_standby.log")"
+	fi
+	ok "a standby $who reports READY=1 with STATUS=standby and does no work"
+}
+
+leader_and_standby watcher "$BUILDDIR/watcher/kanna-watcher" "cluster state synced" "watching " \
+	--announce-interval 1s
+leader_and_standby scheduler "$BUILDDIR/scheduler/kanna-scheduler" "scheduling shard 0 of 1" \
+	"scheduling shard"
+leader_and_standby launcher "$BUILDDIR/launcher/kanna-launcher" "acquired lease kanna-launcher" \
+	"acquired lease kanna-launcher"
+
+# SIGHUP: the batch windows are reloadable.
+cat >"$tmp/kanna.yaml" <<'YAML'
+scheduler:
+  batch-idle-duration: 500ms
+  batch-max-duration: 10s
+YAML
+mkdir -p "$tmp/run"
+start scheduler "$BUILDDIR/scheduler/kanna-scheduler" --config "$tmp/kanna.yaml" --runtime-dir "$tmp/run" \
+	--metrics-port 0 --health-port 0 --leader-elect=false
+wait_for "the scheduler" 30 grep -q "batch idle window 500ms, max window 10s" "$tmp/scheduler.log"
+cat >"$tmp/kanna.yaml" <<'YAML'
+scheduler:
+  batch-idle-duration: 2s
+  batch-max-duration: 20s
+YAML
+kill -HUP "$pid_scheduler"
+wait_for "the reload" 30 grep -q "reloaded configuration: changed batch-idle-duration, batch-max-duration" \
+	"$tmp/scheduler.log"
+wait_for "the new windows" 10 grep -q "batch idle window 2s, max window 20s" "$tmp/scheduler.log"
+ok "SIGHUP applies new batch windows"
+
+# A reload that changes a key needing a restart changes nothing.
+cat >"$tmp/kanna.yaml" <<'YAML'
+scheduler:
+  batch-idle-duration: 3s
+  shard: 1/2
+YAML
+kill -HUP "$pid_scheduler"
+wait_for "the refused reload" 30 grep -q "keeping the running configuration" "$tmp/scheduler.log"
+grep "keeping the running configuration" "$tmp/scheduler.log" | grep -q "shard" ||
+	fail "the refusal does not name the key"
+if grep -q "batch idle window 3s" "$tmp/scheduler.log"; then
+	fail "a refused reload applied part of the new configuration"
+fi
+ok "a reload changing the shard is refused whole"
+
+kill -TERM "$pid_scheduler"
+st=0
+wait "$pid_scheduler" || st=$?
+expect_eq "kanna-scheduler exits 0 on SIGTERM" "$st" "0"
+grep -q "stopping: 0 pending pod(s)" "$tmp/scheduler.log" || fail "no stopping line"
+ok "kanna-scheduler logs its shutdown"
