@@ -286,7 +286,10 @@ int finish_result(struct solver *s, struct sched_result **ret)
 	}
 	res->pod_bin = TAKE_PTR(s->pod_bin);
 	for (uint32_t p = 0; p < s->c->n_pods; p++) {
-		if (res->pod_bin[p] >= 0)
+		/* Only pods there were to place: one already on a node (or on
+		 * an in-flight NodeClaim) the model does not hold uses nothing
+		 * we know, and is nobody's to report. */
+		if (res->pod_bin[p] >= 0 || s->c->pods[p].node != STR_NONE)
 			continue;
 		struct sched_unschedulable *u = &res->unschedulable[res->n_unschedulable++];
 		u->pod = p;

@@ -66,6 +66,19 @@ Test(solver, too_big_pod_is_unschedulable_with_a_precise_reason)
 			 "incompatible with nodepool default: no instance type with 96 cpu in zones [test-zone-1 test-zone-2 test-zone-3]");
 }
 
+Test(solver, a_pod_on_a_node_the_model_does_not_hold_is_not_reported_unschedulable)
+{
+	c = fx_cluster(10);
+	fx_nodepool(c, "default", 0);
+	fx_pod(c, "pending", 500, 256);
+	/* Bound (or planned) to a node or NodeClaim the cluster model left out. */
+	fx_pod(c, "elsewhere", 500, 256)->node = fx_s(c, "ip-10-0-0-1.unknown");
+	solve();
+	cr_assert_eq(res->n_claims, 1);
+	cr_assert_eq(res->n_unschedulable, 0, "reported: %s",
+		     res->n_unschedulable ? res->unschedulable[0].reason : "");
+}
+
 Test(solver, heaviest_compatible_nodepool_wins)
 {
 	c = fx_cluster(50);
