@@ -21,7 +21,7 @@ struct kube_client {
 	struct ratelimit limit;
 	uint64_t rng;
 	struct kube_req *requests; /* every live request, for kube_client_free() */
-	struct json_arena pages;   /* the LIST page being delivered (kube-watch.c) */
+	struct json_arena pages;   /* the LIST item being delivered (kube-watch.c) */
 };
 
 struct kube_req {
@@ -36,9 +36,10 @@ struct kube_req {
 	char *error;
 	unsigned attempt;
 	bool running, limited, freeing;
-	/* A LIST page: parsed into the client's page arena and its text freed
-	 * before done() runs; done() must keep no reference into the body. */
-	bool body_in_arena;
+	/* A LIST page: a 2xx body reaches done() as text (resp.text), which
+	 * parses what it needs a piece at a time (kube-watch.c); error bodies
+	 * are parsed as usual. */
+	bool body_raw;
 	kube_done_fn done;
 	void *userdata;
 	/* Streaming (watch): bytes go to on_chunk; the end to on_stream_end. */

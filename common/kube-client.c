@@ -95,7 +95,16 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
 		return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
 	if (req->body_len + n + 1 > req->body_cap) {
 		size_t cap = MAX(req->body_cap * 2, req->body_len + n + 1);
-		char *nb = realloc(req->body, cap);
+		curl_off_t announced = -1;
+		char *nb;
+
+		/* Take the announced length at once: growing a LIST page of
+		 * megabytes by doubling copies it several times over. */
+		if (req->body_cap == 0 &&
+		    curl_easy_getinfo(req->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced) == CURLE_OK &&
+		    announced > 0 && (uint64_t)announced < KUBE_MAX_BODY_BYTES)
+			cap = MAX(cap, (size_t)announced + 1);
+		nb = realloc(req->body, cap);
 		if (!nb)
 			return 0;
 		req->body = nb;
@@ -251,17 +260,11 @@ static void req_finish(struct kube_req *req, long status, const char *transport_
 	struct kube_response resp = { .status = status };
 	json_t *body = NULL;
 
-	if (req->body_len > 0) {
-		if (req->body_in_arena) {
-			body = json_arena_load(&req->client->pages, req->body, req->body_len, 0, NULL);
-			/* The text is not needed any more: do not hold it while the
-			 * page's objects are decoded. */
-			free(req->body);
-			req->body = NULL;
-			req->body_len = req->body_cap = 0;
-		} else {
-			body = json_loadb(req->body, req->body_len, 0, NULL);
-		}
+	if (req->body_raw && status >= 200 && status < 300 && !transport_error) {
+		resp.text = req->body ? req->body : "";
+		resp.text_len = req->body_len;
+	} else if (req->body_len > 0) {
+		body = json_loadb(req->body, req->body_len, 0, NULL);
 		if (!body && status >= 200 && status < 300 && !transport_error) {
 			free(req->error);
 			req->error = strdup("response body is not JSON");
@@ -282,10 +285,7 @@ static void req_finish(struct kube_req *req, long status, const char *transport_
 		resp.error = req->error;
 	}
 	req->done(req->client, &resp, req->userdata);
-	if (req->body_in_arena)
-		json_arena_release(&req->client->pages, body);
-	else
-		json_decref(body);
+	json_decref(body);
 }
 
 static bool req_retriable(const struct kube_req *req, long status, CURLcode result)

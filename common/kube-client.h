@@ -57,6 +57,8 @@ const struct kube_config *kube_client_config(const struct kube_client *c);
 struct kube_response {
 	long status;         /* HTTP status; 0 when the transport failed */
 	json_t *body;        /* parsed JSON body, or NULL */
+	const char *text;    /* a LIST page's 2xx body, unparsed (kube-watch.c reads it a */
+	size_t text_len;     /* value at a time); body is NULL then */
 	const char *error;   /* transport error or the Status message, or NULL */
 	const char *reason;  /* Status reason (NotFound, Conflict…), or NULL */
 };

@@ -97,12 +97,152 @@ static bool watch_absent(struct kube_watch *w)
 	return true;
 }
 
+/*
+ * A LIST page is read a value at a time with jansson: json_loadb() with
+ * JSON_DISABLE_EOF_CHECK parses one value and says in error.position where
+ * it ended, so the page's members are parsed one by one and its items
+ * element by element, each item into the client's arena, delivered and
+ * dropped. Only one item's tree exists at a time: a whole page's tree is
+ * ~10x its text (30 MB for 5,000 pods). Only the punctuation between the
+ * values ({ : , [ ] }) and whitespace is read here.
+ *
+ * Items go out as they are read, so a page found malformed after some of
+ * them has delivered those (complete objects the server sent) before it is
+ * retried; the retry relists, and the relist settles the rest. Should a
+ * page name "items" twice, the first list is delivered (a parsed tree would
+ * keep the last; no API server sends that).
+ */
+struct page_reader {
+	struct kube_watch *w;
+	const char *text;
+	size_t len, pos;
+	json_t *meta;       /* the page's metadata, once read */
+	bool asked_next;    /* the next page is requested */
+	bool items_read;
+	json_error_t err;
+};
+
+static void page_skip_ws(struct page_reader *pr)
+{
+	while (pr->pos < pr->len && (pr->text[pr->pos] == ' ' || pr->text[pr->pos] == '\t' ||
+				     pr->text[pr->pos] == '\r' || pr->text[pr->pos] == '\n'))
+		pr->pos++;
+}
+
+/* Takes c (after whitespace) if it comes next. */
+static bool page_take(struct page_reader *pr, char c)
+{
+	page_skip_ws(pr);
+	if (pr->pos >= pr->len || pr->text[pr->pos] != c)
+		return false;
+	pr->pos++;
+	return true;
+}
+
+/* The next value, into ja when given; NULL with pr->err set if malformed. */
+static json_t *page_value(struct page_reader *pr, struct json_arena *ja)
+{
+	const size_t flags = JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK;
+	const char *at;
+	size_t left;
+	json_t *v;
+
+	page_skip_ws(pr);
+	at = pr->text + pr->pos;
+	left = pr->len - pr->pos;
+	v = ja ? json_arena_load(ja, at, left, flags, &pr->err) : json_loadb(at, left, flags, &pr->err);
+	if (v)
+		pr->pos += (size_t)pr->err.position;
+	return v;
+}
+
+static int page_fail(struct page_reader *pr, const char *what)
+{
+	snprintf(pr->err.text, sizeof(pr->err.text), "%s at byte %zu", what, pr->pos);
+	return -EBADMSG;
+}
+
+/* Asks for the page after this one, once its continue token is known. */
+static int page_ask_next(struct page_reader *pr)
+{
+	const char *cont = json_string_value(json_object_get(pr->meta, "continue"));
+
+	if (pr->asked_next || !cont || !*cont)
+		return 0;
+	pr->asked_next = true;
+	return watch_list(pr->w, cont);
+}
+
+static int page_read_items(struct page_reader *pr)
+{
+	struct kube_watch *w = pr->w;
+	json_t *item;
+	int r;
+
+	/* Ask for the next page first: the server prepares it while we decode
+	 * this one (pages still arrive, and are delivered, in order). */
+	if ((r = page_ask_next(pr)) < 0)
+		return r;
+	pr->items_read = true;
+	if (page_take(pr, ']'))
+		return 0;
+	do {
+		item = page_value(pr, &w->client->pages);
+		if (!item)
+			return -EBADMSG;
+		w->stats.events++;
+		w->h.on_event(KUBE_EVENT_ADDED, item, w->h.userdata);
+		json_arena_release(&w->client->pages, item);
+	} while (page_take(pr, ','));
+	return page_take(pr, ']') ? 0 : page_fail(pr, "',' or ']' expected");
+}
+
+static int page_read(struct page_reader *pr)
+{
+	json_t *key, *v;
+	int r;
+
+	if (!page_take(pr, '{'))
+		return page_fail(pr, "not an object");
+	if (page_take(pr, '}'))
+		goto end;
+	do {
+		if (!(key = page_value(pr, NULL)))
+			return -EBADMSG;
+		r = json_is_string(key) ? 0 : page_fail(pr, "a key expected");
+		if (r >= 0 && !page_take(pr, ':'))
+			r = page_fail(pr, "':' expected");
+		if (r >= 0 && streq(json_string_value(key), "items") && !pr->items_read &&
+		    page_take(pr, '[')) {
+			r = page_read_items(pr);
+		} else if (r >= 0) {
+			v = page_value(pr, NULL);
+			if (!v) {
+				r = -EBADMSG;
+			} else if (streq(json_string_value(key), "metadata")) {
+				json_decref(pr->meta);
+				pr->meta = v;
+			} else {
+				json_decref(v);
+			}
+		}
+		json_decref(key);
+		if (r < 0)
+			return r;
+	} while (page_take(pr, ','));
+	if (!page_take(pr, '}'))
+		return page_fail(pr, "',' or '}' expected");
+end:
+	page_skip_ws(pr);
+	return pr->pos == pr->len ? 0 : page_fail(pr, "end of text expected");
+}
+
 static void on_list_page(struct kube_client *c, const struct kube_response *resp, void *userdata)
 {
 	struct kube_watch *w = userdata;
-	const json_t *meta, *items, *item;
+	struct page_reader pr = { .w = w, .text = resp->text, .len = resp->text_len };
 	const char *cont;
-	size_t i;
+	int r;
 
 	(void)c;
 	w->req = NULL; /* freed by the client after this returns */
@@ -116,7 +256,7 @@ static void on_list_page(struct kube_client *c, const struct kube_response *resp
 	}
 	if (resp->status == 404 && watch_absent(w))
 		return;
-	if (resp->status != 200 || !json_is_object(resp->body)) {
+	if (resp->status != 200 || !resp->text) {
 		watch_error(w, "Failed to list %s: %s", w->collection,
 			    resp->error ? resp->error : "unexpected response");
 		free(w->resource_version);
@@ -124,23 +264,30 @@ static void on_list_page(struct kube_client *c, const struct kube_response *resp
 		watch_retry_later(w);
 		return;
 	}
-	items = json_object_get(resp->body, "items");
-	meta = json_object_get(resp->body, "metadata");
-	cont = json_string_value(json_object_get(meta, "continue"));
-	/* Ask for the next page first: the server prepares it while we decode
-	 * this one (pages still arrive, and are delivered, in order). */
-	if (cont && *cont && watch_list(w, cont) < 0) {
+	r = page_read(&pr);
+	if (r >= 0)
+		r = page_ask_next(&pr); /* metadata came after the items */
+	if (r < 0) {
+		watch_error(w, "Failed to list %s: %s", w->collection,
+			    r == -EBADMSG ? pr.err.text : strerror(-r));
+		json_decref(pr.meta);
+		/* A next page asked for already is not wanted any more. */
+		if (w->req)
+			kube_req_free(w->req);
+		w->req = NULL;
+		free(w->resource_version);
+		w->resource_version = NULL;
 		watch_retry_later(w);
 		return;
 	}
-	json_array_foreach(items, i, item) {
-		w->stats.events++;
-		w->h.on_event(KUBE_EVENT_ADDED, (json_t *)item, w->h.userdata);
-	}
-	if (cont && *cont)
+	cont = json_string_value(json_object_get(pr.meta, "continue"));
+	if (cont && *cont) {
+		json_decref(pr.meta);
 		return;
-	if (set_resource_version(w, json_string_value(json_object_get(meta, "resourceVersion"))) < 0 ||
-	    !w->resource_version) {
+	}
+	r = set_resource_version(w, json_string_value(json_object_get(pr.meta, "resourceVersion")));
+	json_decref(pr.meta);
+	if (r < 0 || !w->resource_version) {
 		watch_error(w, "Failed to list %s: no resourceVersion in the list", w->collection);
 		watch_retry_later(w);
 		return;
@@ -175,7 +322,7 @@ static int watch_list(struct kube_watch *w, const char *continue_token)
 		return r;
 	req->done = on_list_page;
 	req->userdata = w;
-	req->body_in_arena = true; /* on_event() handlers keep no reference (kube-client.h) */
+	req->body_raw = true; /* parsed an item at a time (on_list_page) */
 	w->req = req;
 	return kube_req_start(req);
 }

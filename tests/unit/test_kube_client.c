@@ -20,6 +20,7 @@ struct server {
 	int requests;
 	int throttle_left;       /* answer 429 this many times first */
 	int watches;             /* watch requests seen */
+	int odd_second_pages;    /* second pages of /api/v1/oddpods served */
 	char last_watch_rv[32];
 	char last_auth[128];
 	char paths[64][256];
@@ -91,6 +92,22 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 			       reply(conn, 200,
 				     "{\"kind\":\"ThingList\",\"metadata\":{\"resourceVersion\":\"10\"},"
 				     "\"items\":[" POD("t", "9") "]}", NULL, NULL);
+	/* Pages read a value at a time: metadata after the items, spaces
+	 * between the values, and a second page cut short the first time. */
+	if (strcmp(url, "/api/v1/oddpods") == 0 && !watch && !cont)
+		return reply(conn, 200,
+			     " { \"items\" : [ " POD("a", "5") " , " POD("b", "6") " ] , \"kind\" : "
+			     "\"PodList\" , \"metadata\" : {\"resourceVersion\":\"10\",\"continue\":\"p2\"} }\n",
+			     NULL, NULL);
+	if (strcmp(url, "/api/v1/oddpods") == 0 && !watch) {
+		pthread_mutex_lock(&srv.lock);
+		n = srv.odd_second_pages++;
+		pthread_mutex_unlock(&srv.lock);
+		return reply(conn, 200,
+			     n == 0 ? "{\"metadata\":{\"resourceVersion\":\"10\"},\"items\":[" POD("c", "7") ",{" :
+				      "{\"metadata\":{\"resourceVersion\":\"10\"},\"items\":[" POD("c", "7") "]}",
+			     NULL, NULL);
+	}
 	if (strcmp(url, "/api/v1/pods") != 0)
 		return reply(conn, 404, "{}", NULL, NULL);
 	if (!watch && !cont)
@@ -331,6 +348,43 @@ Test(kube_client, a_collection_gone_when_its_watch_resumes_is_absent, .timeout =
 	cr_assert_eq(st.watches, 1, "no retry of the 404 watch");
 	cr_assert_eq(srv.requests, 2);
 	sd_event_source_disable_unref(t);
+	kube_watch_free(rep.w);
+	kube_client_free(c);
+	loop_free(loop);
+	MHD_stop_daemon(srv.d);
+}
+
+static void on_synced_stop(const char *rv, void *userdata)
+{
+	struct replica *r = userdata;
+	r->synced++;
+	cr_assert_str_eq(rv, "10");
+	loop_exit(r->loop, 0);
+}
+
+Test(kube_client, list_pages_are_read_item_by_item_and_a_malformed_page_relists, .timeout = 30)
+{
+	struct loop *loop;
+	struct kube_client *c;
+	struct replica rep = { 0 };
+	struct kube_watch_handlers h = { .on_relist = on_relist, .on_event = on_event,
+					 .on_synced = on_synced_stop, .on_error = on_error,
+					 .userdata = &rep };
+	struct kube_watch_stats st;
+	server_start();
+	cr_assert_eq(loop_new(&loop, "test"), 0);
+	rep.loop = loop;
+	c = client_new(loop);
+	cr_assert_eq(kube_watch_start(c, "/api/v1/oddpods", NULL, &h, &rep.w), 0);
+	cr_assert_geq(loop_run(loop), 0);
+	kube_watch_get_stats(rep.w, &st);
+	cr_assert_eq(rep.synced, 1);
+	cr_assert_eq(rep.errors, 1, "the cut page is reported");
+	cr_assert_eq(rep.relists, 2, "and the list starts over");
+	cr_assert_eq(rep.n, 3, "a, b and c after the relist");
+	cr_assert_str_eq(rep.names[0], "a");
+	cr_assert_str_eq(rep.names[2], "c");
+	cr_assert_eq(srv.odd_second_pages, 2);
 	kube_watch_free(rep.w);
 	kube_client_free(c);
 	loop_free(loop);
