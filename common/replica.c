@@ -270,6 +270,12 @@ int replica_new(struct replica **ret, struct sock_ctx *ctx, struct loop *loop,
 		r->h = *h;
 	state_store_init(&r->store);
 	state_store_init(&r->incoming);
+	/* A resync loads next to the live store: what both hold, once. */
+	if ((k = state_store_share_with(&r->incoming, &r->store)) < 0) {
+		state_store_done(&r->store);
+		free(r);
+		return k;
+	}
 	r->sync_endpoint = strdup(sync_endpoint);
 	if (!r->sync_endpoint) {
 		free(r);

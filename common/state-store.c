@@ -1,8 +1,11 @@
 /*
- * The cluster-state store (see state-store.h). Objects live in one hash map
- * by key; a second map indexes bound pods by node name and is kept in step
- * on every change. Identical updates are detected with proto's equality so
- * that replicas and the wire see only real changes.
+ * The cluster-state store (see state-store.h). Each entry is one block:
+ * the entry, then the object as proto_object_dup_shared() lays it out.
+ * An open-addressing index over the entries finds them by kind, namespace
+ * and name (no key strings kept: 100,000 keys and their slots cost ~12 MB
+ * in a string-keyed map); a second map indexes bound pods by node name and
+ * is kept in step on every change. Identical updates are detected with
+ * proto's equality so that replicas and the wire see only real changes.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -53,9 +56,147 @@ int state_key(const struct proto_object *obj, char *buf, size_t size)
 	return state_key_of(obj->kind, ns, name, buf, size);
 }
 
+/* An entry and what the index needs of it. */
+struct store_entry {
+	struct state_entry e;
+	uint32_t hash;
+};
+#define STATE_INDEX_MIN_CAP 64
+
+static struct store_entry *store_entry_of(const struct state_entry *e)
+{
+	return (struct store_entry *)e;
+}
+
+static uint32_t hash_more(uint32_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+/* The hash of the object's key string ("pod/default/inflate-1"), from its
+ * parts: finding by key and by parts agree, whatever the names hold. */
+static uint32_t index_hash(enum proto_object_kind kind, const char *ns, const char *name)
+{
+	uint32_t h = hash_more(2166136261u, proto_object_kind_name(kind));
+
+	h = hash_more((h ^ '/') * 16777619u, ns);
+	return hash_more((h ^ '/') * 16777619u, name);
+}
+
+/* Whether key is "<part>/" followed by the rest, which *rest then points to. */
+static bool key_part(const char **key, const char *part, bool last)
+{
+	size_t n = strlen(part);
+
+	if (strncmp(*key, part, n) != 0)
+		return false;
+	*key += n;
+	if (last)
+		return **key == '\0';
+	if (**key != '/')
+		return false;
+	(*key)++;
+	return true;
+}
+
+static bool entry_has_key(const struct state_entry *e, const char *key)
+{
+	const char *ns, *name;
+
+	state_object_name(&e->obj, &ns, &name);
+	return key_part(&key, proto_object_kind_name(e->obj.kind), false) &&
+	       key_part(&key, ns, false) && key_part(&key, name, true);
+}
+
+static bool entry_is(const struct state_entry *e, enum proto_object_kind kind, const char *ns,
+		     const char *name)
+{
+	const char *ens, *ename;
+
+	if (e->obj.kind != kind)
+		return false;
+	state_object_name(&e->obj, &ens, &ename);
+	return streq(ens, ns) && streq(ename, name);
+}
+
+/* The slot holding kind/ns/name (or key, when given), or the empty slot
+ * where it would go. */
+static size_t index_slot(const struct state_index *ix, enum proto_object_kind kind, const char *ns,
+			 const char *name, const char *key, uint32_t h)
+{
+	size_t mask = ix->cap - 1, j;
+
+	for (j = h & mask; ix->slots[j]; j = (j + 1) & mask) {
+		const struct state_entry *e = ix->slots[j];
+		if (store_entry_of(e)->hash == h &&
+		    (key ? entry_has_key(e, key) : entry_is(e, kind, ns, name)))
+			return j;
+	}
+	return j;
+}
+
+static int index_grow(struct state_index *ix)
+{
+	size_t cap = ix->cap ? ix->cap * 2 : STATE_INDEX_MIN_CAP;
+	struct state_entry **slots = calloc(cap, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < ix->cap; i++) {
+		struct state_entry *e = ix->slots[i];
+		size_t j;
+		if (!e)
+			continue;
+		for (j = store_entry_of(e)->hash & (cap - 1); slots[j]; j = (j + 1) & (cap - 1))
+			;
+		slots[j] = e;
+	}
+	free(ix->slots);
+	ix->slots = slots;
+	ix->cap = cap;
+	return 0;
+}
+
+/* Empties slot i, shifting back the entries that probed past it. */
+static void index_remove_slot(struct state_index *ix, size_t i)
+{
+	size_t mask = ix->cap - 1, j = i, k;
+
+	for (;;) {
+		ix->slots[i] = NULL;
+		for (;;) {
+			j = (j + 1) & mask;
+			if (!ix->slots[j]) {
+				ix->n--;
+				return;
+			}
+			k = store_entry_of(ix->slots[j])->hash & mask;
+			/* Stays unless its home lies cyclically in (i, j]. */
+			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+				continue;
+			break;
+		}
+		ix->slots[i] = ix->slots[j];
+		i = j;
+	}
+}
+
 void state_store_init(struct state_store *s)
 {
 	*s = (struct state_store){ 0 };
+}
+
+int state_store_share_with(struct state_store *s, struct state_store *other)
+{
+	int r;
+
+	if (!other->share && (r = proto_share_new(&other->share)) < 0)
+		return r;
+	proto_share_unref(s->share);
+	s->share = proto_share_ref(other->share);
+	return 0;
 }
 
 static void pod_index_remove(struct state_store *s, const struct proto_pod *p)
@@ -112,8 +253,7 @@ static void entry_free(struct state_store *s, struct state_entry *e)
 		pod_index_remove(s, e->obj.pod);
 	if (e->obj.kind <= PROTO_OBJECT_NAMESPACE)
 		s->count[e->obj.kind]--;
-	proto_object_free(&e->obj);
-	free(e);
+	proto_object_free_shared(s->share, e, &e->obj);
 }
 
 static bool object_equal(const struct proto_object *a, const struct proto_object *b)
@@ -130,49 +270,51 @@ static bool object_equal(const struct proto_object *a, const struct proto_object
 int state_store_apply(struct state_store *s, enum proto_delta_op op,
 		      const struct proto_object *obj, uint64_t seq)
 {
-	char key[STATE_KEY_MAX];
-	struct state_entry *old, *e;
+	struct state_index *ix = &s->objects;
+	const char *ns, *name;
+	struct state_entry *old;
+	struct store_entry *se;
+	struct proto_object copy;
+	void *block;
+	uint32_t h;
+	size_t slot;
 	int r;
 
-	r = state_key(obj, key, sizeof(key));
-	if (r < 0)
+	if (obj->kind > PROTO_OBJECT_NAMESPACE || !obj->ptr)
+		return -EINVAL;
+	state_object_name(obj, &ns, &name);
+	h = index_hash(obj->kind, ns, name);
+	if ((ix->n + 1) * 10 >= ix->cap * 7 && (r = index_grow(ix)) < 0)
 		return r;
-	old = hashmap_get(&s->objects, key);
+	slot = index_slot(ix, obj->kind, ns, name, NULL, h);
+	old = ix->slots[slot];
 	if (op == PROTO_DELTA_DELETE) {
 		if (!old)
 			return 0;
-		hashmap_remove(&s->objects, key);
+		index_remove_slot(ix, slot);
 		entry_free(s, old);
 		s->seq = MAX(s->seq, seq);
 		return 1;
 	}
 	if (old && object_equal(&old->obj, obj))
 		return 0;
-	e = calloc(1, sizeof(*e));
-	if (!e)
-		return -ENOMEM;
-	r = proto_object_dup(obj, &e->obj);
-	if (r < 0) {
-		free(e);
+	if (!s->share && (r = proto_share_new(&s->share)) < 0)
 		return r;
-	}
-	e->seq = seq;
+	r = proto_object_dup_shared(s->share, obj, sizeof(*se), &block, &copy);
+	if (r < 0)
+		return r;
+	se = block;
+	*se = (struct store_entry){ .e = { .obj = copy, .seq = seq }, .hash = h };
 	if (old)
-		e->generation = old->generation;
-	if (e->obj.kind == PROTO_OBJECT_POD && (r = pod_index_add(s, e->obj.pod)) < 0) {
-		proto_object_free(&e->obj);
-		free(e);
+		se->e.generation = old->generation;
+	if (copy.kind == PROTO_OBJECT_POD && (r = pod_index_add(s, copy.pod)) < 0) {
+		proto_object_free_shared(s->share, block, &copy);
 		return r;
 	}
-	r = hashmap_put(&s->objects, key, e, NULL);
-	if (r < 0) {
-		if (e->obj.kind == PROTO_OBJECT_POD)
-			pod_index_remove(s, e->obj.pod);
-		proto_object_free(&e->obj);
-		free(e);
-		return r;
-	}
-	s->count[e->obj.kind]++;
+	ix->slots[slot] = &se->e;
+	if (!old)
+		ix->n++;
+	s->count[copy.kind]++;
 	if (old)
 		entry_free(s, old);
 	s->seq = MAX(s->seq, seq);
@@ -182,18 +324,30 @@ int state_store_apply(struct state_store *s, enum proto_delta_op op,
 const struct state_entry *state_store_get(const struct state_store *s, enum proto_object_kind kind,
 					  const char *ns, const char *name)
 {
-	char key[STATE_KEY_MAX];
+	const struct state_index *ix = &s->objects;
 
-	if (state_key_of(kind, ns, name, key, sizeof(key)) < 0)
+	if (!ix->cap)
 		return NULL;
-	return hashmap_get(&s->objects, key);
+	if (!ns)
+		ns = "";
+	return ix->slots[index_slot(ix, kind, ns, name, NULL, index_hash(kind, ns, name))];
+}
+
+const struct state_entry *state_store_get_key(const struct state_store *s, const char *key)
+{
+	const struct state_index *ix = &s->objects;
+
+	if (!ix->cap)
+		return NULL;
+	return ix->slots[index_slot(ix, 0, NULL, NULL, key, hash_more(2166136261u, key))];
 }
 
 const struct state_entry *state_store_next(const struct state_store *s, size_t *iter)
 {
-	void *v;
-
-	return hashmap_next(&s->objects, iter, NULL, &v) ? v : NULL;
+	for (; *iter < s->objects.cap; (*iter)++)
+		if (s->objects.slots[*iter])
+			return s->objects.slots[(*iter)++];
+	return NULL;
 }
 
 const struct state_pod_set *state_store_pods_on(const struct state_store *s, const char *node)
@@ -206,9 +360,11 @@ void state_store_clear(struct state_store *s)
 	size_t i = 0;
 	void *v;
 
-	while (hashmap_next(&s->objects, &i, NULL, &v))
-		entry_free(s, v);
-	hashmap_done(&s->objects);
+	for (i = 0; i < s->objects.cap; i++)
+		if (s->objects.slots[i])
+			entry_free(s, s->objects.slots[i]);
+	free(s->objects.slots);
+	s->objects = (struct state_index){ 0 };
 	i = 0;
 	while (hashmap_next(&s->pods_by_node, &i, NULL, &v)) {
 		struct state_pod_set *set = v;
@@ -223,6 +379,7 @@ void state_store_clear(struct state_store *s)
 void state_store_done(struct state_store *s)
 {
 	state_store_clear(s);
+	s->share = proto_share_unref(s->share);
 }
 
 bool state_pod_is_unschedulable(const struct proto_pod *p)

@@ -3,7 +3,9 @@
  * kind/namespace/name, each with the sequence number of its last change
  * (the ZeroMQ guide's Clone pattern). The watcher owns the authoritative
  * store and numbers the changes; replicas in other processes apply the same
- * changes in order. Objects are deep copies owned by the store.
+ * changes in order. Objects are copies owned by the store, read-only: the
+ * strings and arrays that objects repeat (namespaces, node names, labels,
+ * requests) are stored once and shared (proto_object_dup_shared()).
  */
 #ifndef KANNA_COMMON_STATE_STORE_H
 #define KANNA_COMMON_STATE_STORE_H
@@ -23,9 +25,20 @@ struct state_entry {
 	uint64_t generation; /* owner's mark-and-sweep tag (watcher relists) */
 };
 
+/* kind/namespace/name → entry: open addressing over the entries, which
+ * hold their names, so the index copies no key (8 bytes a slot). */
+struct state_index {
+	struct state_entry **slots;
+	size_t cap; /* power of two, or 0 */
+	size_t n;   /* entries */
+};
+
 struct state_store {
-	struct hashmap objects;      /* key → struct state_entry * */
+	struct state_index objects;
 	struct hashmap pods_by_node; /* node name → struct state_pod_set * */
+	/* Strings and arrays the objects share (proto_object_dup_shared()):
+	 * one entry is one block, its struct and the strings naming it. */
+	struct proto_share *share;
 	uint64_t seq;                /* last change applied */
 	uint64_t count[PROTO_OBJECT_NAMESPACE + 1];
 };
@@ -45,6 +58,9 @@ void state_object_name(const struct proto_object *obj, const char **ns, const ch
 
 void state_store_init(struct state_store *s);
 void state_store_done(struct state_store *s);
+/* Makes s share its values with other's (a replica's incoming snapshot
+ * with its live store): values both hold are stored once. s is empty. */
+int state_store_share_with(struct state_store *s, struct state_store *other);
 
 /*
  * Stores a copy of obj (add/update) or drops it (delete) as change `seq`.
@@ -55,6 +71,8 @@ int state_store_apply(struct state_store *s, enum proto_delta_op op,
 		      const struct proto_object *obj, uint64_t seq);
 const struct state_entry *state_store_get(const struct state_store *s, enum proto_object_kind kind,
 					  const char *ns, const char *name);
+/* The same by key ("pod/default/inflate-1"). */
+const struct state_entry *state_store_get_key(const struct state_store *s, const char *key);
 /* Iterate: for (size_t i = 0; (e = state_store_next(s, &i)); ) */
 const struct state_entry *state_store_next(const struct state_store *s, size_t *iter);
 const struct state_pod_set *state_store_pods_on(const struct state_store *s, const char *node);

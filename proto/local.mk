@@ -3,7 +3,7 @@
 noinst_LIBRARIES += libkanna-proto.a
 libkanna_proto_a_SOURCES = proto/proto.h proto/limits.h proto/schema.h \
 	proto/schema.c proto/unpack.h proto/unpack.c \
-	proto/encode.c proto/decode.c proto/copy.c proto/json.c \
+	proto/encode.c proto/decode.c proto/copy.c proto/share.c proto/json.c \
 	proto/random.h proto/random.c proto/doc.c \
 	proto/hello.c
 PROTO_LIBS = libkanna-proto.a

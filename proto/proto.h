@@ -850,6 +850,23 @@ bool proto_msg_equal(const struct proto_msg *a, const struct proto_msg *b);
 int proto_object_dup(const struct proto_object *src, struct proto_object *dst);
 void proto_object_free(struct proto_object *obj);
 
+/*
+ * Copies for objects kept long in large numbers (the state stores,
+ * proto/share.c): the object's block holds `header` bytes for the caller,
+ * then its struct and the strings that tell it apart (name, uid,
+ * resource_version); every other string and every array is shared through
+ * sh with the objects that hold the same value, counted by reference.
+ * Such a copy is read-only and released only with proto_object_free_shared().
+ */
+struct proto_share;
+int proto_share_new(struct proto_share **ret);
+struct proto_share *proto_share_ref(struct proto_share *sh);
+struct proto_share *proto_share_unref(struct proto_share *sh); /* returns NULL */
+size_t proto_share_count(const struct proto_share *sh);       /* values held */
+int proto_object_dup_shared(struct proto_share *sh, const struct proto_object *src, size_t header,
+			    void **block, struct proto_object *dst);
+void proto_object_free_shared(struct proto_share *sh, void *block, const struct proto_object *obj);
+
 #define PROTO_DECLARE_DUP_(s)                                                 \
 	struct proto_##s *proto_##s##_dup(const struct proto_##s *src);      \
 	void proto_##s##_free(struct proto_##s *p);

@@ -93,8 +93,8 @@ static bool job_slice(struct publisher *p, struct snapshot_job *j)
 	int r;
 
 	while (j->next_key < j->n_keys && budget > 0) {
-		const struct state_entry *e = hashmap_get(&p->store.objects,
-							  j->keys + j->offsets[j->next_key]);
+		const struct state_entry *e = state_store_get_key(&p->store,
+								  j->keys + j->offsets[j->next_key]);
 		if (!e) {
 			j->next_key++; /* deleted since the request: its delta follows */
 			continue;
@@ -148,12 +148,14 @@ static int snapshot_start(struct publisher *p, const void *identity, size_t iden
 {
 	struct snapshot_job *j = calloc(1, sizeof(*j));
 	size_t iter = 0, total = p->store.objects.n, bytes = 0, at = 0;
-	const char *key;
+	const struct state_entry *e;
+	char key[STATE_KEY_MAX];
 
 	if (!j)
 		return -ENOMEM;
-	while (hashmap_next(&p->store.objects, &iter, &key, NULL))
-		bytes += strlen(key) + 1;
+	while ((e = state_store_next(&p->store, &iter)))
+		if (state_key(&e->obj, key, sizeof(key)) >= 0)
+			bytes += strlen(key) + 1;
 	j->identity = malloc(identity_len);
 	j->keys = malloc(bytes + 1);
 	j->offsets = calloc(total + 1, sizeof(*j->offsets));
@@ -164,8 +166,11 @@ static int snapshot_start(struct publisher *p, const void *identity, size_t iden
 	memcpy(j->identity, identity, identity_len);
 	j->identity_len = identity_len;
 	iter = 0;
-	while (hashmap_next(&p->store.objects, &iter, &key, NULL)) {
-		size_t len = strlen(key) + 1;
+	while ((e = state_store_next(&p->store, &iter))) {
+		size_t len;
+		if (state_key(&e->obj, key, sizeof(key)) < 0)
+			continue;
+		len = strlen(key) + 1;
 		j->offsets[j->n_keys++] = at;
 		memcpy(j->keys + at, key, len);
 		at += len;
@@ -344,7 +349,7 @@ int publisher_apply(struct publisher *p, enum proto_delta_op op, const struct pr
 
 int publisher_delete(struct publisher *p, const char *key)
 {
-	const struct state_entry *e = hashmap_get(&p->store.objects, key);
+	const struct state_entry *e = state_store_get_key(&p->store, key);
 
 	/* The delta is encoded from the entry before the store drops it. */
 	return e ? publisher_apply(p, PROTO_DELTA_DELETE, &e->obj) : 0;

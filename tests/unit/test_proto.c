@@ -638,3 +638,48 @@ Test(proto, arena_allocations_are_aligned_zeroed_and_survive_resets)
 		arena_reset(&arena);
 	}
 }
+
+static bool objects_equal(const struct proto_object *a, const struct proto_object *b)
+{
+	struct proto_msg ma = { .env.type = PROTO_MSG_SNAPSHOT_ITEM }, mb = ma;
+
+	ma.body.snapshot_item.object = *a;
+	mb.body.snapshot_item.object = *b;
+	return proto_msg_equal(&ma, &mb);
+}
+
+Test(proto, shared_copies_equal_their_source_share_repeated_values_and_release_them)
+{
+	struct proto_rng rng = { .state = 20261124 };
+	struct proto_share *sh;
+	struct proto_object copies[64][2];
+	void *blocks[64][2];
+	size_t held;
+
+	cr_assert_eq(proto_share_new(&sh), 0);
+	for (unsigned i = 0; i < 64; i++) {
+		struct proto_msg m;
+
+		arena_reset(&arena);
+		cr_assert_eq(proto_random_msg(&rng, &arena, PROTO_MSG_STATE_DELTA, i % 8, &m), 0);
+		/* Two copies of each object: the second shares every value. */
+		for (int k = 0; k < 2; k++) {
+			cr_assert_eq(proto_object_dup_shared(sh, &m.body.state_delta.object, 16,
+							     &blocks[i][k], &copies[i][k]), 0);
+			cr_assert(objects_equal(&copies[i][k], &m.body.state_delta.object),
+				  "object %u differs from its source", i);
+		}
+		held = proto_share_count(sh);
+		proto_object_free_shared(sh, blocks[i][1], &copies[i][1]);
+		cr_assert_eq(proto_share_count(sh), held, "the first copy still holds every value");
+	}
+	for (unsigned i = 0; i < 64; i++) {
+		struct proto_object again;
+		proto_object_dup(&copies[i][0], &again); /* an ordinary copy reads it as any */
+		cr_assert(objects_equal(&again, &copies[i][0]));
+		proto_object_free(&again);
+		proto_object_free_shared(sh, blocks[i][0], &copies[i][0]);
+	}
+	cr_assert_eq(proto_share_count(sh), 0, "every shared value is released");
+	proto_share_unref(sh);
+}
