@@ -59,30 +59,38 @@ int state_key(const struct proto_object *obj, char *buf, size_t size)
 /* An entry and what the index needs of it. */
 struct store_entry {
 	struct state_entry e;
-	uint32_t hash;
+	uint32_t hash; /* low bits of index_hash(): slots never number 2^32 */
 };
-#define STATE_INDEX_MIN_CAP 64
+#define STATE_INDEX_MIN_CAP 16
 
 static struct store_entry *store_entry_of(const struct state_entry *e)
 {
 	return (struct store_entry *)e;
 }
 
-static uint32_t hash_more(uint32_t h, const char *s)
+static uint64_t hash_more(uint64_t h, const char *s)
 {
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ULL;
+	}
 	return h;
 }
 
-/* The hash of the object's key string ("pod/default/inflate-1"), from its
- * parts: finding by key and by parts agree, whatever the names hold. */
-static uint32_t index_hash(enum proto_object_kind kind, const char *ns, const char *name)
+/*
+ * hashmap_hash() of the object's key string ("pod/default/inflate-1"),
+ * from its parts: finding by key and by parts agree whatever the names
+ * hold. The hash, the probing and the growth are the string-keyed map's
+ * that the store used before, so iteration visits objects in the same
+ * order as it did (the scheduler's first fit over existing nodes follows
+ * it, and its scenario tests were written against it).
+ */
+static uint64_t index_hash(enum proto_object_kind kind, const char *ns, const char *name)
 {
-	uint32_t h = hash_more(2166136261u, proto_object_kind_name(kind));
+	uint64_t h = hash_more(14695981039346656037ULL, proto_object_kind_name(kind));
 
-	h = hash_more((h ^ '/') * 16777619u, ns);
-	return hash_more((h ^ '/') * 16777619u, name);
+	h = hash_more((h ^ '/') * 1099511628211ULL, ns);
+	return hash_more((h ^ '/') * 1099511628211ULL, name);
 }
 
 /* Whether key is "<part>/" followed by the rest, which *rest then points to. */
@@ -124,13 +132,13 @@ static bool entry_is(const struct state_entry *e, enum proto_object_kind kind, c
 /* The slot holding kind/ns/name (or key, when given), or the empty slot
  * where it would go. */
 static size_t index_slot(const struct state_index *ix, enum proto_object_kind kind, const char *ns,
-			 const char *name, const char *key, uint32_t h)
+			 const char *name, const char *key, uint64_t h)
 {
 	size_t mask = ix->cap - 1, j;
 
 	for (j = h & mask; ix->slots[j]; j = (j + 1) & mask) {
 		const struct state_entry *e = ix->slots[j];
-		if (store_entry_of(e)->hash == h &&
+		if (store_entry_of(e)->hash == (uint32_t)h &&
 		    (key ? entry_has_key(e, key) : entry_is(e, kind, ns, name)))
 			return j;
 	}
@@ -140,6 +148,9 @@ static size_t index_slot(const struct state_index *ix, enum proto_object_kind ki
 static int index_grow(struct state_index *ix)
 {
 	size_t cap = ix->cap ? ix->cap * 2 : STATE_INDEX_MIN_CAP;
+
+	if (ix->cap && ix->n * 2 < ix->cap)
+		cap = ix->cap; /* as the old map: it doubled only when entries needed it */
 	struct state_entry **slots = calloc(cap, sizeof(*slots));
 
 	if (!slots)
@@ -276,7 +287,7 @@ int state_store_apply(struct state_store *s, enum proto_delta_op op,
 	struct store_entry *se;
 	struct proto_object copy;
 	void *block;
-	uint32_t h;
+	uint64_t h;
 	size_t slot;
 	int r;
 
@@ -304,7 +315,7 @@ int state_store_apply(struct state_store *s, enum proto_delta_op op,
 	if (r < 0)
 		return r;
 	se = block;
-	*se = (struct store_entry){ .e = { .obj = copy, .seq = seq }, .hash = h };
+	*se = (struct store_entry){ .e = { .obj = copy, .seq = seq }, .hash = (uint32_t)h };
 	if (old)
 		se->e.generation = old->generation;
 	if (copy.kind == PROTO_OBJECT_POD && (r = pod_index_add(s, copy.pod)) < 0) {
@@ -339,7 +350,7 @@ const struct state_entry *state_store_get_key(const struct state_store *s, const
 
 	if (!ix->cap)
 		return NULL;
-	return ix->slots[index_slot(ix, 0, NULL, NULL, key, hash_more(2166136261u, key))];
+	return ix->slots[index_slot(ix, 0, NULL, NULL, key, hash_more(14695981039346656037ULL, key))];
 }
 
 const struct state_entry *state_store_next(const struct state_store *s, size_t *iter)
