@@ -76,7 +76,8 @@ int main(int argc, char **argv)
 	for (char *z = strtok_r(zones_arg, ",", &save); z && n_zones < 8; z = strtok_r(NULL, ",", &save))
 		zones[n_zones++] = z;
 	for (unsigned i = 0; i < n_zones; i++)
-		offs[i] = (struct proto_offering){ zones[i], PROTO_CAPACITY_ON_DEMAND, 0.096, true };
+		offs[i] = (struct proto_offering){ .zone = zones[i], .capacity_type = PROTO_CAPACITY_ON_DEMAND,
+						   .price = 0.096, .available = true };
 	names = calloc(count, sizeof(*names));
 	pods = calloc(count, sizeof(*pods));
 	lat = calloc(count, sizeof(*lat));
@@ -93,7 +94,7 @@ int main(int argc, char **argv)
 		if (asprintf(&names[i], "%s-%05u", pool, i) < 0 || asprintf(&pods[i], "%s%u", prefix, i) < 0 ||
 		    !cand)
 			return 1;
-		*cand = (struct proto_candidate){ (char *)type, offs, n_zones };
+		*cand = (struct proto_candidate){ .name = (char *)type, .offerings = offs, .n_offerings = n_zones };
 		*p = (struct proto_planned_nodeclaim){ .id = names[i], .nodepool = (char *)pool,
 						       .instance_types = cand, .n_instance_types = 1,
 						       .pods = &pods[i], .n_pods = 1 };

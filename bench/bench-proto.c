@@ -50,7 +50,9 @@ static double now(void)
 }
 
 static struct proto_kv pod_labels[] = { { "app", "inflate" }, { "pod-template-hash", "7c9d8f6b5" } };
-static struct proto_owner_ref pod_owner[] = { { "ReplicaSet", "inflate-7c9d8f6b5", "8d1f0c2e-5b7a-4c1e-9f3d-2a6b8c4e1d7f", true } };
+static struct proto_owner_ref pod_owner[] = { { .kind = "ReplicaSet", .name = "inflate-7c9d8f6b5",
+						.uid = "8d1f0c2e-5b7a-4c1e-9f3d-2a6b8c4e1d7f",
+						.controller = true } };
 static struct proto_resource pod_requests[] = { { "cpu", 1000 }, { "memory", 1536LL << 20 }, { "pods", 1 } };
 static struct proto_kv pod_selector[] = { { "intent", "apps" } };
 static struct proto_toleration pod_tolerations[] = { { .key = "dedicated", .op = PROTO_TOLERATION_EQUAL, .value = "apps", .effect = PROTO_EFFECT_NO_SCHEDULE } };
@@ -97,9 +99,10 @@ static char candidate_names[PROTO_MAX_CANDIDATES][32];
 static const char *const arch_values[] = { "amd64" };
 static const char *const ct_values[] = { "spot", "on-demand" };
 static struct proto_requirement plan_reqs[] = {
-	{ "kubernetes.io/arch", PROTO_OP_IN, (char **)arch_values, 1, 0 },
-	{ "karpenter.sh/capacity-type", PROTO_OP_IN, (char **)ct_values, 2, 0 },
-	{ "karpenter.sh/nodepool", PROTO_OP_EXISTS, NULL, 0, 0 },
+	{ .key = "kubernetes.io/arch", .op = PROTO_OP_IN, .values = (char **)arch_values, .n_values = 1 },
+	{ .key = "karpenter.sh/capacity-type", .op = PROTO_OP_IN, .values = (char **)ct_values,
+	  .n_values = 2 },
+	{ .key = "karpenter.sh/nodepool", .op = PROTO_OP_EXISTS },
 };
 static char pod_keys[10][64];
 static char *pod_key_ptrs[10];
@@ -115,7 +118,8 @@ static void make_plan(struct proto_msg *m)
 				.capacity_type = z < 3 ? PROTO_CAPACITY_SPOT : PROTO_CAPACITY_ON_DEMAND,
 				.price = 0.0123 * (i + 1) * (z < 3 ? 0.4 : 1.0), .available = true,
 			};
-		candidates[i] = (struct proto_candidate){ candidate_names[i], offerings[i], 6 };
+		candidates[i] = (struct proto_candidate){ .name = candidate_names[i],
+							  .offerings = offerings[i], .n_offerings = 6 };
 	}
 	for (int i = 0; i < 10; i++) {
 		snprintf(pod_keys[i], sizeof(pod_keys[i]), "default/inflate-7c9d8f6b5-%05d", i);

@@ -704,22 +704,58 @@ struct proto_resource {
 	PROTO_MESSAGES(PROTO_MSG_STRUCT_, X)
 #define PROTO_MSG_STRUCT_(X, c, name) X(name)
 
-/* ---- the C structs, generated ------------------------------------------- */
-#define PROTO_MEMBER_BOOL(name, arg) bool name;
-#define PROTO_MEMBER_U32(name, arg) uint32_t name;
-#define PROTO_MEMBER_U64(name, arg) uint64_t name;
-#define PROTO_MEMBER_I32(name, arg) int32_t name;
-#define PROTO_MEMBER_I64(name, arg) int64_t name;
-#define PROTO_MEMBER_F64(name, arg) double name;
-#define PROTO_MEMBER_ENUM(name, arg) uint8_t name; /* enum proto_##arg */
-#define PROTO_MEMBER_STR(name, arg) char *name;
-#define PROTO_MEMBER_STRS(name, arg) char **name; uint32_t n_##name;
-#define PROTO_MEMBER_KV(name, arg) struct proto_kv *name; uint32_t n_##name;
-#define PROTO_MEMBER_RES(name, arg) struct proto_resource *name; uint32_t n_##name;
-#define PROTO_MEMBER_OBJ(name, arg) struct proto_##arg name;
-#define PROTO_MEMBER_OBJS(name, arg) struct proto_##arg *name; uint32_t n_##name;
-#define PROTO_MEMBER_OBJECT(name, arg) struct proto_object name;
-#define PROTO_MEMBER_(S, id, name, kind, arg, max, flags) PROTO_MEMBER_##kind(name, arg)
+/* ---- the C structs, generated ------------------------------------------- *
+ * Members are laid out widest first: pointers and 64-bit values, then
+ * 32-bit values and array counts, then bytes (bools and enums), each group
+ * in field order. An array and its count side by side would pad 4 bytes
+ * each: the pod struct is 272 bytes this way instead of 328, 5.6 MB for
+ * 100,000 pods in every replica. Initialize these structs by member name:
+ * a positional initializer follows this layout, not the field list. */
+#define PROTO_WIDE_BOOL(name, arg)
+#define PROTO_WIDE_U32(name, arg)
+#define PROTO_WIDE_U64(name, arg) uint64_t name;
+#define PROTO_WIDE_I32(name, arg)
+#define PROTO_WIDE_I64(name, arg) int64_t name;
+#define PROTO_WIDE_F64(name, arg) double name;
+#define PROTO_WIDE_ENUM(name, arg)
+#define PROTO_WIDE_STR(name, arg) char *name;
+#define PROTO_WIDE_STRS(name, arg) char **name;
+#define PROTO_WIDE_KV(name, arg) struct proto_kv *name;
+#define PROTO_WIDE_RES(name, arg) struct proto_resource *name;
+#define PROTO_WIDE_OBJ(name, arg) struct proto_##arg name;
+#define PROTO_WIDE_OBJS(name, arg) struct proto_##arg *name;
+#define PROTO_WIDE_OBJECT(name, arg) struct proto_object name;
+#define PROTO_MID_BOOL(name, arg)
+#define PROTO_MID_U32(name, arg) uint32_t name;
+#define PROTO_MID_U64(name, arg)
+#define PROTO_MID_I32(name, arg) int32_t name;
+#define PROTO_MID_I64(name, arg)
+#define PROTO_MID_F64(name, arg)
+#define PROTO_MID_ENUM(name, arg)
+#define PROTO_MID_STR(name, arg)
+#define PROTO_MID_STRS(name, arg) uint32_t n_##name;
+#define PROTO_MID_KV(name, arg) uint32_t n_##name;
+#define PROTO_MID_RES(name, arg) uint32_t n_##name;
+#define PROTO_MID_OBJ(name, arg)
+#define PROTO_MID_OBJS(name, arg) uint32_t n_##name;
+#define PROTO_MID_OBJECT(name, arg)
+#define PROTO_NARROW_BOOL(name, arg) bool name;
+#define PROTO_NARROW_ENUM(name, arg) uint8_t name; /* enum proto_##arg */
+#define PROTO_NARROW_U32(name, arg)
+#define PROTO_NARROW_U64(name, arg)
+#define PROTO_NARROW_I32(name, arg)
+#define PROTO_NARROW_I64(name, arg)
+#define PROTO_NARROW_F64(name, arg)
+#define PROTO_NARROW_STR(name, arg)
+#define PROTO_NARROW_STRS(name, arg)
+#define PROTO_NARROW_KV(name, arg)
+#define PROTO_NARROW_RES(name, arg)
+#define PROTO_NARROW_OBJ(name, arg)
+#define PROTO_NARROW_OBJS(name, arg)
+#define PROTO_NARROW_OBJECT(name, arg)
+#define PROTO_MEMBER_WIDE_(S, id, name, kind, arg, max, flags) PROTO_WIDE_##kind(name, arg)
+#define PROTO_MEMBER_MID_(S, id, name, kind, arg, max, flags) PROTO_MID_##kind(name, arg)
+#define PROTO_MEMBER_NARROW_(S, id, name, kind, arg, max, flags) PROTO_NARROW_##kind(name, arg)
 
 #define PROTO_FORWARD_(s) struct proto_##s;
 PROTO_STRUCTS(PROTO_FORWARD_)
@@ -737,7 +773,9 @@ struct proto_object {
 
 #define PROTO_DEFINE_STRUCT_(s)                                               \
 	struct proto_##s {                                                    \
-		proto_fields_##s(PROTO_MEMBER_, s)                            \
+		proto_fields_##s(PROTO_MEMBER_WIDE_, s)                       \
+		proto_fields_##s(PROTO_MEMBER_MID_, s)                        \
+		proto_fields_##s(PROTO_MEMBER_NARROW_, s)                     \
 	};
 PROTO_STRUCTS(PROTO_DEFINE_STRUCT_)
 

@@ -19,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void user_data(enum ami_family family, const char *text)
 {
 	struct proto_kv labels[] = { { "karpenter.sh/nodepool", "default" }, { "team", "a" } };
-	struct proto_taint taints[] = { { "dedicated", "gpu", PROTO_EFFECT_NO_SCHEDULE } };
+	struct proto_taint taints[] = { { .key = "dedicated", .value = "gpu",
+					  .effect = PROTO_EFFECT_NO_SCHEDULE } };
 	struct proto_kubelet kubelet = { .max_pods = 29 };
 	struct userdata_options o = {
 		.family = family, .cluster_name = "demo", .cluster_endpoint = "https://api:443",

@@ -156,8 +156,8 @@ static struct proto_kv labels[] = {
 	{ "team", "a" }, { "karpenter.sh/nodepool", "default" }, { "kubernetes.io/role", "nope" },
 };
 static struct proto_taint taints[] = {
-	{ "dedicated", "gpu", PROTO_EFFECT_NO_SCHEDULE },
-	{ "karpenter.sh/unregistered", NULL, PROTO_EFFECT_NO_EXECUTE },
+	{ .key = "dedicated", .value = "gpu", .effect = PROTO_EFFECT_NO_SCHEDULE },
+	{ .key = "karpenter.sh/unregistered", .effect = PROTO_EFFECT_NO_EXECUTE },
 };
 static struct proto_kubelet kubelet = { .max_pods = 110 };
 

@@ -222,8 +222,12 @@ Test(catalog_proto, a_message_that_would_not_load_is_refused_with_the_reason)
 	struct proto_resource no_cpu[] = { { "memory", 4LL << 30 } };
 	struct proto_kv labels[] = { { "kubernetes.io/arch", "amd64" },
 				     { "karpenter.k8s.aws/instance-size", "large" } };
-	struct proto_offering offs[] = { { "us-west-2a", PROTO_CAPACITY_ON_DEMAND, 0.1, true },
-					 { "us-west-2a", PROTO_CAPACITY_SPOT, 0.03, true } };
+	struct proto_offering offs[] = {
+		{ .zone = "us-west-2a", .capacity_type = PROTO_CAPACITY_ON_DEMAND, .price = 0.1,
+		  .available = true },
+		{ .zone = "us-west-2a", .capacity_type = PROTO_CAPACITY_SPOT, .price = 0.03,
+		  .available = true },
+	};
 	struct proto_instance_type types[2] = {
 		{ .name = "m5.large", .labels = labels, .n_labels = 2, .capacity = res, .n_capacity = 3,
 		  .allocatable = res, .n_allocatable = 3, .offerings = offs, .n_offerings = 2 },

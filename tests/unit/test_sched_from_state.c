@@ -240,7 +240,7 @@ static struct proto_pod pod_with_claim(const char *name, char **claim)
 Test(from_state, every_node_affinity_term_of_a_bound_volume_is_an_alternative)
 {
 	struct proto_requirement in_b = zone_in(zone_b, 1), in_c = zone_in(zone_c, 1);
-	struct proto_node_selector_term terms[2] = { { &in_b, 1 }, { &in_c, 1 } };
+	struct proto_node_selector_term terms[2] = { { .requirements = &in_b, .n_requirements = 1 }, { .requirements = &in_c, .n_requirements = 1 } };
 	struct proto_pv pv = { .name = "pv-1", .node_affinity = terms, .n_node_affinity = 2 };
 	struct proto_requirement pool_c = zone_in(zone_c, 1);
 	static char *claim[] = { "data" };
@@ -259,7 +259,7 @@ Test(from_state, every_node_affinity_term_of_a_bound_volume_is_an_alternative)
 Test(from_state, every_allowed_topology_of_a_wait_for_first_consumer_class_is_an_alternative)
 {
 	struct proto_requirement in_a = zone_in(zone_a, 1), in_b = zone_in(zone_b, 1);
-	struct proto_node_selector_term topo[2] = { { &in_a, 1 }, { &in_b, 1 } };
+	struct proto_node_selector_term topo[2] = { { .requirements = &in_a, .n_requirements = 1 }, { .requirements = &in_b, .n_requirements = 1 } };
 	struct proto_storageclass sc = { .name = "ebs", .binding_mode = PROTO_BINDING_WAIT_FOR_FIRST_CONSUMER,
 					 .allowed_topologies = topo, .n_allowed_topologies = 2 };
 	struct proto_requirement pool = zone_in(zones_bc, 2);
@@ -280,7 +280,8 @@ Test(from_state, every_allowed_topology_of_a_wait_for_first_consumer_class_is_an
 Test(from_state, statefulset_of_20_with_a_zonal_class_lands_every_claim_in_that_zone)
 {
 	struct proto_requirement in_a = zone_in(zone_a, 1), affinity = zone_in(zone_a, 1);
-	struct proto_node_selector_term topo = { &in_a, 1 }, term = { &affinity, 1 };
+	struct proto_node_selector_term topo = { .requirements = &in_a, .n_requirements = 1 };
+	struct proto_node_selector_term term = { .requirements = &affinity, .n_requirements = 1 };
 	struct proto_storageclass sc = { .name = "ebs", .binding_mode = PROTO_BINDING_WAIT_FOR_FIRST_CONSUMER,
 					 .allowed_topologies = &topo, .n_allowed_topologies = 1 };
 	static char names[20][16], claims[20][16], *claim_refs[20][1];
@@ -314,11 +315,11 @@ Test(from_state, volumes_of_one_pod_combine_with_its_own_node_affinity_terms)
 {
 	/* Pod: zone a OR zone c. Volume 1: b OR c. Volume 2: c OR a. Only c fits all. */
 	struct proto_requirement pa = zone_in(zone_a, 1), pc = zone_in(zone_c, 1);
-	struct proto_node_selector_term pod_terms[2] = { { &pa, 1 }, { &pc, 1 } };
+	struct proto_node_selector_term pod_terms[2] = { { .requirements = &pa, .n_requirements = 1 }, { .requirements = &pc, .n_requirements = 1 } };
 	struct proto_requirement v1b = zone_in(zone_b, 1), v1c = zone_in(zone_c, 1);
-	struct proto_node_selector_term v1_terms[2] = { { &v1b, 1 }, { &v1c, 1 } };
+	struct proto_node_selector_term v1_terms[2] = { { .requirements = &v1b, .n_requirements = 1 }, { .requirements = &v1c, .n_requirements = 1 } };
 	struct proto_requirement v2c = zone_in(zone_c, 1), v2a = zone_in(zone_a, 1);
-	struct proto_node_selector_term v2_terms[2] = { { &v2c, 1 }, { &v2a, 1 } };
+	struct proto_node_selector_term v2_terms[2] = { { .requirements = &v2c, .n_requirements = 1 }, { .requirements = &v2a, .n_requirements = 1 } };
 	struct proto_pv pv1 = { .name = "pv-1", .node_affinity = v1_terms, .n_node_affinity = 2 };
 	struct proto_pv pv2 = { .name = "pv-2", .node_affinity = v2_terms, .n_node_affinity = 2 };
 	static char *claims[] = { "one", "two" };
