@@ -316,8 +316,10 @@ int state_store_apply(struct state_store *s, enum proto_delta_op op,
 		return r;
 	se = block;
 	*se = (struct store_entry){ .e = { .obj = copy, .seq = seq }, .hash = (uint32_t)h };
-	if (old)
-		se->e.generation = old->generation;
+	if (old) {
+		se->e.owners = old->owners;
+		se->e.listed = old->listed;
+	}
 	if (copy.kind == PROTO_OBJECT_POD && (r = pod_index_add(s, copy.pod)) < 0) {
 		proto_object_free_shared(s->share, block, &copy);
 		return r;
@@ -342,6 +344,16 @@ const struct state_entry *state_store_get(const struct state_store *s, enum prot
 	if (!ns)
 		ns = "";
 	return ix->slots[index_slot(ix, kind, ns, name, NULL, index_hash(kind, ns, name))];
+}
+
+struct state_entry *state_store_find(struct state_store *s, const struct proto_object *obj)
+{
+	const char *ns, *name;
+
+	if (obj->kind > PROTO_OBJECT_NAMESPACE || !obj->ptr)
+		return NULL;
+	state_object_name(obj, &ns, &name);
+	return (struct state_entry *)state_store_get(s, obj->kind, ns, name);
 }
 
 const struct state_entry *state_store_get_key(const struct state_store *s, const char *key)

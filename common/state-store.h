@@ -22,7 +22,10 @@
 struct state_entry {
 	struct proto_object obj;
 	uint64_t seq;        /* sequence number of the last change */
-	uint64_t generation; /* owner's mark-and-sweep tag (watcher relists) */
+	/* The watcher's mark and sweep (informer.c), a bit per informer:
+	 * which informers published this object, and which of them found it
+	 * again in their current LIST. Kept across updates. */
+	uint32_t owners, listed;
 };
 
 /* kind/namespace/name → entry: open addressing over the entries, which
@@ -73,6 +76,8 @@ const struct state_entry *state_store_get(const struct state_store *s, enum prot
 					  const char *ns, const char *name);
 /* The same by key ("pod/default/inflate-1"). */
 const struct state_entry *state_store_get_key(const struct state_store *s, const char *key);
+/* The entry of obj's key, for its owner's marks (owners, listed) only. */
+struct state_entry *state_store_find(struct state_store *s, const struct proto_object *obj);
 /* Iterate: for (size_t i = 0; (e = state_store_next(s, &i)); ) */
 const struct state_entry *state_store_next(const struct state_store *s, size_t *iter);
 const struct state_pod_set *state_store_pods_on(const struct state_store *s, const char *node);

@@ -1,11 +1,14 @@
 /*
- * Informers (see informer.h). Each keeps the keys it has published with the
- * generation of the LIST that last confirmed them; when a LIST completes,
- * keys of older generations are gone from the API and are deleted. The
- * same sweep empties an informer whose collection turns out not to be
- * served, and completes a switch from one version to another. A v1alpha5
- * Provisioner yields two objects: the NodePool and, from its inline
- * provider, the node class named after it.
+ * Informers (see informer.h). Each marks the store entries it publishes
+ * with its bit (state_entry owners), and those its current LIST has found
+ * again (listed): a LIST starts by clearing its listed bits, and when it
+ * completes, the entries it owns but has not listed are gone from the API
+ * and are deleted. The marks live in the entries, so the informers keep no
+ * copy of 100,000 keys (a key map cost the watcher ~9 MB). The same sweep
+ * empties an informer whose collection turns out not to be served, and
+ * completes a switch from one version to another. A v1alpha5 Provisioner
+ * yields two objects: the NodePool and, from its inline provider, the node
+ * class named after it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -52,6 +55,8 @@ const struct informer_def informer_defs[] = {
 	CORE("namespaces", "namespaces", "Namespace", PROTO_OBJECT_NAMESPACE, false),
 };
 const size_t informer_n_defs = ARRAY_SIZE(informer_defs);
+/* An informer's mark is a bit of the entries' 32-bit owners and listed. */
+_Static_assert(ARRAY_SIZE(informer_defs) <= 32, "one owner bit per informer");
 
 /* "/apis/karpenter.sh/v1beta1/nodepools": group, version and plural. */
 #define INFORMER_COLLECTION_MAX 256
@@ -64,8 +69,7 @@ struct informer {
 	char collection[INFORMER_COLLECTION_MAX];
 	char api_version[INFORMER_COLLECTION_MAX]; /* "karpenter.sh/v1beta1" */
 	struct kube_watch *watch;
-	struct hashmap seen; /* state key → (void *)generation */
-	uintptr_t generation;
+	uint32_t bit; /* its mark in state entries: 1 << its index in informer_defs */
 	unsigned lists; /* LISTs of the current watch: the first, then 410 relists */
 	bool synced, absent;
 	struct arena arena;
@@ -159,36 +163,35 @@ static void nodepool_set_validation(struct informer *inf, const json_t *obj, boo
 		     on_status_written, inf);
 }
 
-/* Publishes one decoded object and remembers its key for the sweep. */
+/* Publishes one decoded object and marks it as this list's, for the sweep. */
 static int publish(struct informer *inf, enum proto_delta_op op, const struct proto_object *o)
 {
-	char key[STATE_KEY_MAX];
+	struct state_entry *e;
 	int r;
 
-	r = state_key(o, key, sizeof(key));
-	if (r < 0)
-		return r;
 	r = publisher_apply(inf->env.pub, op, o);
 	if (r < 0)
 		return r;
-	return hashmap_put(&inf->seen, key, (void *)inf->generation, NULL);
+	e = state_store_find(publisher_store(inf->env.pub), o);
+	if (e) {
+		e->owners |= inf->bit;
+		e->listed |= inf->bit;
+	}
+	return 0;
 }
 
 /* Deletes what this informer published under kind/ns/name, if anything. */
 static int forget(struct informer *inf, enum proto_object_kind kind, const char *ns,
 		  const char *name)
 {
+	const struct state_entry *e = state_store_get(publisher_store(inf->env.pub), kind, ns, name);
 	char key[STATE_KEY_MAX];
 	int r;
 
+	if (!e || !(e->owners & inf->bit))
+		return 0;
 	r = state_key_of(kind, ns, name, key, sizeof(key));
-	if (r < 0 || !hashmap_get(&inf->seen, key))
-		return r < 0 ? r : 0;
-	r = publisher_delete(inf->env.pub, key);
-	if (r < 0)
-		return r;
-	hashmap_remove(&inf->seen, key);
-	return 0;
+	return r < 0 ? r : publisher_delete(inf->env.pub, key);
 }
 
 /*
@@ -309,27 +312,59 @@ static void on_event(enum kube_event_type type, json_t *obj, void *userdata)
 	arena_reset(&inf->arena);
 }
 
-/* Deletes every key that the current generation has not confirmed. */
+/* A LIST starts: nothing of this informer's is listed yet. */
+static void unmark_listed(struct informer *inf)
+{
+	struct state_store *s = publisher_store(inf->env.pub);
+	const struct state_entry *e;
+	size_t it = 0;
+
+	while ((e = state_store_next(s, &it)))
+		if (e->listed & inf->bit)
+			state_store_find(s, &e->obj)->listed &= ~inf->bit;
+}
+
+/* How many objects this informer has published and not deleted. */
+static size_t count_owned(struct informer *inf)
+{
+	const struct state_entry *e;
+	size_t it = 0, n = 0;
+
+	while ((e = state_store_next(publisher_store(inf->env.pub), &it)))
+		n += (e->owners & inf->bit) != 0;
+	return n;
+}
+
+/* Deletes what this informer published and its current LIST did not find. */
 static size_t sweep(struct informer *inf)
 {
-	const char *key;
-	void *gen;
-	size_t it = 0, gone = 0;
-	/* Collect first: deleting while iterating would disturb the map. */
-	char **stale = calloc(inf->seen.n + 1, sizeof(char *));
+	struct state_store *s = publisher_store(inf->env.pub);
+	const struct state_entry *e;
+	size_t it = 0, gone = 0, n = 0, cap = 0;
+	/* Collect first: deleting while iterating would disturb the index. */
+	char **stale = NULL, key[STATE_KEY_MAX];
 
-	if (!stale) {
-		log_error("Failed to sweep %s after a list: out of memory", inf->def->resource);
-		return 0;
+	while ((e = state_store_next(s, &it))) {
+		if (!(e->owners & inf->bit) || (e->listed & inf->bit) ||
+		    state_key(&e->obj, key, sizeof(key)) < 0)
+			continue;
+		if (n == cap) {
+			char **more = realloc(stale, (cap = cap ? 2 * cap : 64) * sizeof(*stale));
+			if (!more)
+				break;
+			stale = more;
+		}
+		if ((stale[n] = strdup(key)))
+			n++;
 	}
-	while (hashmap_next(&inf->seen, &it, &key, &gen))
-		if ((uintptr_t)gen != inf->generation && !(stale[gone++] = strdup(key)))
-			gone--;
-	for (size_t i = 0; i < gone; i++) {
+	if (e)
+		log_error("Failed to sweep %s after a list: out of memory", inf->def->resource);
+	for (size_t i = 0; i < n; i++) {
 		int r = publisher_delete(inf->env.pub, stale[i]);
 		if (r < 0)
 			log_error_errno(r, "Failed to delete %s: %m", stale[i]);
-		hashmap_remove(&inf->seen, stale[i]);
+		else
+			gone++;
 		free(stale[i]);
 	}
 	free(stale);
@@ -340,7 +375,7 @@ static void on_relist(void *userdata)
 {
 	struct informer *inf = userdata;
 
-	inf->generation++;
+	unmark_listed(inf);
 	/* Relists the watch started on its own (410 Gone), not the first. */
 	if (++inf->lists > 1 && inf->env.on_relist)
 		inf->env.on_relist(inf, inf->env.userdata);
@@ -354,7 +389,7 @@ static void on_synced(const char *rv, void *userdata)
 	if (!inf->synced || inf->absent)
 		log_info_kv(LOG_KV({ "resource", inf->def->resource }, { "resourceVersion", rv }),
 			    "synced %s from %s: %zu object(s)", inf->def->resource, inf->collection,
-			    inf->seen.n);
+			    count_owned(inf));
 	else if (gone)
 		log_info("relisted %s: %zu object(s) gone", inf->def->resource, gone);
 	inf->synced = true;
@@ -367,7 +402,7 @@ static void become_absent(struct informer *inf, const char *why)
 	bool was = inf->absent;
 	size_t gone;
 
-	inf->generation++;
+	unmark_listed(inf);
 	gone = sweep(inf);
 	inf->synced = true;
 	inf->absent = true;
@@ -438,6 +473,7 @@ int informer_new(struct informer **ret, const struct informer_def *def,
 	if (!inf)
 		return -ENOMEM;
 	inf->def = def;
+	inf->bit = 1u << (def - informer_defs);
 	inf->env = *env;
 	inf->metrics = *env->metrics;
 	inf->env.metrics = &inf->metrics;
@@ -450,7 +486,6 @@ struct informer *informer_free(struct informer *inf)
 	if (!inf)
 		return NULL;
 	kube_watch_free(inf->watch);
-	hashmap_done(&inf->seen);
 	arena_done(&inf->arena);
 	free(inf);
 	return NULL;
