@@ -3,7 +3,9 @@
  * the entry, then the object as proto_object_dup_shared() lays it out.
  * An open-addressing index over the entries finds them by kind, namespace
  * and name (no key strings kept: 100,000 keys and their slots cost ~12 MB
- * in a string-keyed map); a second map indexes bound pods by node name and
+ * in a string-keyed map); deletes leave tombstones, so entries keep their
+ * slots until the index is rebuilt, and a walk by slot (a snapshot being
+ * sent) misses nothing that stays. A second map indexes bound pods by node name and
  * is kept in step on every change. Identical updates are detected with
  * proto's equality so that replicas and the wire see only real changes.
  */
@@ -129,36 +131,59 @@ static bool entry_is(const struct state_entry *e, enum proto_object_kind kind, c
 	return streq(ens, ns) && streq(ename, name);
 }
 
-/* The slot holding kind/ns/name (or key, when given), or the empty slot
- * where it would go. */
-static size_t index_slot(const struct state_index *ix, enum proto_object_kind kind, const char *ns,
-			 const char *name, const char *key, uint64_t h)
+/* A deleted entry's slot: probes go on past it, inserts may reuse it, and
+ * no entry moves (see state_store_next()). */
+static char tombstone_marker;
+#define TOMBSTONE ((struct state_entry *)&tombstone_marker)
+
+static bool slot_live(const struct state_entry *e)
+{
+	return e && e != TOMBSTONE;
+}
+
+/*
+ * The slot holding kind/ns/name (or key, when given), or -1 when there is
+ * none; then *free_slot (when given) is where it would go: the first
+ * tombstone on the way, else the empty slot that ended the probe.
+ */
+static ssize_t index_find(const struct state_index *ix, enum proto_object_kind kind, const char *ns,
+			  const char *name, const char *key, uint64_t h, size_t *free_slot)
 {
 	size_t mask = ix->cap - 1, j;
+	ssize_t first_free = -1;
 
 	for (j = h & mask; ix->slots[j]; j = (j + 1) & mask) {
 		const struct state_entry *e = ix->slots[j];
+		if (e == TOMBSTONE) {
+			if (first_free < 0)
+				first_free = (ssize_t)j;
+			continue;
+		}
 		if (store_entry_of(e)->hash == (uint32_t)h &&
 		    (key ? entry_has_key(e, key) : entry_is(e, kind, ns, name)))
-			return j;
+			return (ssize_t)j;
 	}
-	return j;
+	if (free_slot)
+		*free_slot = first_free >= 0 ? (size_t)first_free : j;
+	return -1;
 }
 
 static int index_grow(struct state_index *ix)
 {
 	size_t cap = ix->cap ? ix->cap * 2 : STATE_INDEX_MIN_CAP;
+	struct state_entry **slots;
 
+	/* As the old map: double only when entries need it, else rehash
+	 * away the tombstones. */
 	if (ix->cap && ix->n * 2 < ix->cap)
-		cap = ix->cap; /* as the old map: it doubled only when entries needed it */
-	struct state_entry **slots = calloc(cap, sizeof(*slots));
-
+		cap = ix->cap;
+	slots = calloc(cap, sizeof(*slots));
 	if (!slots)
 		return -ENOMEM;
 	for (size_t i = 0; i < ix->cap; i++) {
 		struct state_entry *e = ix->slots[i];
 		size_t j;
-		if (!e)
+		if (!slot_live(e))
 			continue;
 		for (j = store_entry_of(e)->hash & (cap - 1); slots[j]; j = (j + 1) & (cap - 1))
 			;
@@ -167,31 +192,9 @@ static int index_grow(struct state_index *ix)
 	free(ix->slots);
 	ix->slots = slots;
 	ix->cap = cap;
+	ix->used = ix->n;
+	ix->layout++;
 	return 0;
-}
-
-/* Empties slot i, shifting back the entries that probed past it. */
-static void index_remove_slot(struct state_index *ix, size_t i)
-{
-	size_t mask = ix->cap - 1, j = i, k;
-
-	for (;;) {
-		ix->slots[i] = NULL;
-		for (;;) {
-			j = (j + 1) & mask;
-			if (!ix->slots[j]) {
-				ix->n--;
-				return;
-			}
-			k = store_entry_of(ix->slots[j])->hash & mask;
-			/* Stays unless its home lies cyclically in (i, j]. */
-			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
-				continue;
-			break;
-		}
-		ix->slots[i] = ix->slots[j];
-		i = j;
-	}
 }
 
 void state_store_init(struct state_store *s)
@@ -289,20 +292,24 @@ int state_store_apply(struct state_store *s, enum proto_delta_op op,
 	void *block;
 	uint64_t h;
 	size_t slot;
+	ssize_t at;
 	int r;
 
 	if (obj->kind > PROTO_OBJECT_NAMESPACE || !obj->ptr)
 		return -EINVAL;
 	state_object_name(obj, &ns, &name);
 	h = index_hash(obj->kind, ns, name);
-	if ((ix->n + 1) * 10 >= ix->cap * 7 && (r = index_grow(ix)) < 0)
+	if ((ix->used + 1) * 10 >= ix->cap * 7 && (r = index_grow(ix)) < 0)
 		return r;
-	slot = index_slot(ix, obj->kind, ns, name, NULL, h);
-	old = ix->slots[slot];
+	at = index_find(ix, obj->kind, ns, name, NULL, h, &slot);
+	old = at >= 0 ? ix->slots[at] : NULL;
+	if (at >= 0)
+		slot = (size_t)at;
 	if (op == PROTO_DELTA_DELETE) {
 		if (!old)
 			return 0;
-		index_remove_slot(ix, slot);
+		ix->slots[slot] = TOMBSTONE;
+		ix->n--;
 		entry_free(s, old);
 		s->seq = MAX(s->seq, seq);
 		return 1;
@@ -324,9 +331,11 @@ int state_store_apply(struct state_store *s, enum proto_delta_op op,
 		proto_object_free_shared(s->share, block, &copy);
 		return r;
 	}
-	ix->slots[slot] = &se->e;
-	if (!old)
+	if (!old) {
+		ix->used += ix->slots[slot] == NULL;
 		ix->n++;
+	}
+	ix->slots[slot] = &se->e;
 	s->count[copy.kind]++;
 	if (old)
 		entry_free(s, old);
@@ -341,9 +350,12 @@ const struct state_entry *state_store_get(const struct state_store *s, enum prot
 
 	if (!ix->cap)
 		return NULL;
+	ssize_t at;
+
 	if (!ns)
 		ns = "";
-	return ix->slots[index_slot(ix, kind, ns, name, NULL, index_hash(kind, ns, name))];
+	at = index_find(ix, kind, ns, name, NULL, index_hash(kind, ns, name), NULL);
+	return at >= 0 ? ix->slots[at] : NULL;
 }
 
 struct state_entry *state_store_find(struct state_store *s, const struct proto_object *obj)
@@ -359,16 +371,18 @@ struct state_entry *state_store_find(struct state_store *s, const struct proto_o
 const struct state_entry *state_store_get_key(const struct state_store *s, const char *key)
 {
 	const struct state_index *ix = &s->objects;
+	ssize_t at;
 
 	if (!ix->cap)
 		return NULL;
-	return ix->slots[index_slot(ix, 0, NULL, NULL, key, hash_more(14695981039346656037ULL, key))];
+	at = index_find(ix, 0, NULL, NULL, key, hash_more(14695981039346656037ULL, key), NULL);
+	return at >= 0 ? ix->slots[at] : NULL;
 }
 
 const struct state_entry *state_store_next(const struct state_store *s, size_t *iter)
 {
 	for (; *iter < s->objects.cap; (*iter)++)
-		if (s->objects.slots[*iter])
+		if (slot_live(s->objects.slots[*iter]))
 			return s->objects.slots[(*iter)++];
 	return NULL;
 }
@@ -384,10 +398,10 @@ void state_store_clear(struct state_store *s)
 	void *v;
 
 	for (i = 0; i < s->objects.cap; i++)
-		if (s->objects.slots[i])
+		if (slot_live(s->objects.slots[i]))
 			entry_free(s, s->objects.slots[i]);
 	free(s->objects.slots);
-	s->objects = (struct state_index){ 0 };
+	s->objects = (struct state_index){ .layout = s->objects.layout + 1 };
 	i = 0;
 	while (hashmap_next(&s->pods_by_node, &i, NULL, &v)) {
 		struct state_pod_set *set = v;

@@ -32,8 +32,10 @@ struct state_entry {
  * hold their names, so the index copies no key (8 bytes a slot). */
 struct state_index {
 	struct state_entry **slots;
-	size_t cap; /* power of two, or 0 */
-	size_t n;   /* entries */
+	size_t cap;      /* power of two, or 0 */
+	size_t n;        /* entries */
+	size_t used;     /* entries and tombstones */
+	uint64_t layout; /* changes when entries move to other slots */
 };
 
 struct state_store {
@@ -78,7 +80,9 @@ const struct state_entry *state_store_get(const struct state_store *s, enum prot
 const struct state_entry *state_store_get_key(const struct state_store *s, const char *key);
 /* The entry of obj's key, for its owner's marks (owners, listed) only. */
 struct state_entry *state_store_find(struct state_store *s, const struct proto_object *obj);
-/* Iterate: for (size_t i = 0; (e = state_store_next(s, &i)); ) */
+/* Iterate: for (size_t i = 0; (e = state_store_next(s, &i)); ). Between
+ * calls the store may change: an entry that stays is still visited once
+ * unless objects.layout changes meanwhile (then start again at 0). */
 const struct state_entry *state_store_next(const struct state_store *s, size_t *iter);
 const struct state_pod_set *state_store_pods_on(const struct state_store *s, const char *node);
 /* Removes everything (a replica about to load a snapshot). */

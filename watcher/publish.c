@@ -1,8 +1,11 @@
 /*
- * State publisher (see publish.h). A snapshot records the keys present and
- * the seq when it is asked for, then streams the objects in slices, each
- * encoded as it goes, so the store can keep changing meanwhile and a
- * snapshot of 100k objects costs their keys, not a second copy of them.
+ * State publisher (see publish.h). A snapshot records the seq when it is
+ * asked for, then walks the store's index slot by slot, streaming the
+ * objects in slices, each encoded as it goes, so the store can keep
+ * changing meanwhile and a snapshot of 100k objects costs a cursor, not a
+ * copy of them or of their keys. An object that stays keeps its slot (the
+ * index leaves tombstones), so the walk misses none; when the index is
+ * rebuilt the walk starts over, and objects sent twice are harmless.
  * Replicas apply every delta after the snapshot's seq on top: deltas carry
  * whole objects, so an item that is newer than the seq changes nothing
  * when its delta arrives, and an object deleted meanwhile is simply not
@@ -26,9 +29,9 @@ struct snapshot_job {
 	struct snapshot_job *next;
 	void *identity;
 	size_t identity_len;
-	char *keys;      /* the keys present at the request, NUL-separated */
-	size_t *offsets; /* start of each key in keys */
-	size_t n_keys, next_key;
+	size_t next_slot;  /* the walk over the store's index */
+	uint64_t layout;   /* the index layout the walk is in */
+	uint64_t sent;
 	uint64_t as_of;
 };
 
@@ -62,8 +65,6 @@ static uint64_t now_usec_realtime(void)
 
 static void job_free(struct snapshot_job *j)
 {
-	free(j->keys);
-	free(j->offsets);
 	free(j->identity);
 	free(j);
 }
@@ -78,27 +79,29 @@ static int job_send(struct publisher *p, struct snapshot_job *j, struct proto_ms
 
 static int on_slice(struct loop *loop, void *userdata);
 
-static int schedule_slice(struct publisher *p)
+static int schedule_slice(struct publisher *p, uint64_t delay_usec)
 {
 	if (p->slice_timer)
 		return 0;
-	return loop_add_timer(p->loop, 0, on_slice, p, &p->slice_timer);
+	return loop_add_timer(p->loop, delay_usec, on_slice, p, &p->slice_timer);
 }
 
 /* Sends one slice of a snapshot; true when the job is finished (or dead). */
 static bool job_slice(struct publisher *p, struct snapshot_job *j)
 {
-	size_t budget = PUBLISH_SNAPSHOT_SLICE;
+	size_t budget = PUBLISH_SNAPSHOT_SLICE, at;
+	const struct state_entry *e;
 	struct proto_msg m;
 	int r;
 
-	while (j->next_key < j->n_keys && budget > 0) {
-		const struct state_entry *e = state_store_get_key(&p->store,
-								  j->keys + j->offsets[j->next_key]);
-		if (!e) {
-			j->next_key++; /* deleted since the request: its delta follows */
-			continue;
-		}
+	if (j->layout != p->store.objects.layout) {
+		j->layout = p->store.objects.layout;
+		j->next_slot = 0; /* entries moved: walk again */
+	}
+	while (budget > 0) {
+		at = j->next_slot;
+		if (!(e = state_store_next(&p->store, &at)))
+			break;
 		m = (struct proto_msg){ .env.type = PROTO_MSG_SNAPSHOT_ITEM };
 		m.body.snapshot_item.seq = e->seq;
 		m.body.snapshot_item.object = e->obj;
@@ -113,14 +116,15 @@ static bool job_slice(struct publisher *p, struct snapshot_job *j)
 				  r == -EBADMSG || r == -EMSGSIZE ? p->io.last_error.text : strerror(-r));
 			return true;
 		}
-		j->next_key++;
+		j->next_slot = at;
+		j->sent++;
 		budget--;
 	}
-	if (j->next_key < j->n_keys)
+	if (budget == 0)
 		return false;
 	m = (struct proto_msg){ .env.type = PROTO_MSG_SNAPSHOT_END };
 	m.body.snapshot_end.as_of_seq = j->as_of;
-	m.body.snapshot_end.n_items = j->n_keys;
+	m.body.snapshot_end.n_items = j->sent;
 	r = job_send(p, j, &m);
 	return r != -EAGAIN;
 }
@@ -129,59 +133,49 @@ static int on_slice(struct loop *loop, void *userdata)
 {
 	struct publisher *p = userdata;
 	struct snapshot_job **jp = &p->jobs;
+	bool moved = false;
 
 	(void)loop;
 	p->slice_timer = sd_event_source_disable_unref(p->slice_timer);
 	while (*jp) {
 		struct snapshot_job *j = *jp;
+		uint64_t sent = j->sent;
 		if (job_slice(p, j)) {
 			*jp = j->next;
 			job_free(j);
+			moved = true;
 		} else {
+			moved |= j->sent != sent;
 			jp = &j->next;
 		}
 	}
-	return p->jobs ? schedule_slice(p) : 0;
+	/* Every replica's queue full: let them drain instead of spinning on
+	 * the CPU they need to do it. */
+	return p->jobs ? schedule_slice(p, moved ? 0 : PUBLISH_SNAPSHOT_WAIT_USEC) : 0;
 }
 
 static int snapshot_start(struct publisher *p, const void *identity, size_t identity_len)
 {
 	struct snapshot_job *j = calloc(1, sizeof(*j));
-	size_t iter = 0, total = p->store.objects.n, bytes = 0, at = 0;
-	const struct state_entry *e;
-	char key[STATE_KEY_MAX];
 
 	if (!j)
 		return -ENOMEM;
-	while ((e = state_store_next(&p->store, &iter)))
-		if (state_key(&e->obj, key, sizeof(key)) >= 0)
-			bytes += strlen(key) + 1;
 	j->identity = malloc(identity_len);
-	j->keys = malloc(bytes + 1);
-	j->offsets = calloc(total + 1, sizeof(*j->offsets));
-	if (!j->identity || !j->keys || !j->offsets) {
+	if (!j->identity) {
 		job_free(j);
 		return -ENOMEM;
 	}
 	memcpy(j->identity, identity, identity_len);
 	j->identity_len = identity_len;
-	iter = 0;
-	while ((e = state_store_next(&p->store, &iter))) {
-		size_t len;
-		if (state_key(&e->obj, key, sizeof(key)) < 0)
-			continue;
-		len = strlen(key) + 1;
-		j->offsets[j->n_keys++] = at;
-		memcpy(j->keys + at, key, len);
-		at += len;
-	}
+	j->layout = p->store.objects.layout;
 	j->as_of = p->store.seq;
 	j->next = p->jobs;
 	p->jobs = j;
 	p->stats.snapshots++;
-	p->stats.snapshot_items += total;
-	log_debug("sending a snapshot of %zu object(s) as of seq %" PRIu64, total, j->as_of);
-	return schedule_slice(p);
+	p->stats.snapshot_items += p->store.objects.n;
+	log_debug("sending a snapshot of %zu object(s) as of seq %" PRIu64, p->store.objects.n,
+		  j->as_of);
+	return schedule_slice(p, 0);
 }
 
 /* Until the store is complete, a request waits (one per replica: a
@@ -283,6 +277,8 @@ int publisher_new(struct publisher **ret, struct sock_ctx *ctx, struct loop *loo
 		goto fail;
 	/* Report unroutable replies instead of dropping them silently. */
 	zmq_setsockopt(sock_zsock(p->sync), ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
+	/* Snapshot items wait in the store, not in this socket's queue. */
+	zmq_setsockopt(sock_zsock(p->sync), ZMQ_SNDHWM, &(int){ PUBLISH_SYNC_SNDHWM }, sizeof(int));
 	if ((r = sock_bind(p->pub, pub_endpoint)) < 0 || (r = sock_bind(p->sync, sync_endpoint)) < 0 ||
 	    (r = sock_watch(p->sync, on_sync_readable, p)) < 0 ||
 	    (r = loop_add_periodic(loop, "state-heartbeat", PUBLISH_HEARTBEAT_USEC, on_heartbeat, p)) < 0)

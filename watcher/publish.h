@@ -17,6 +17,15 @@
 
 /* Snapshot items sent per loop turn, so probes and deltas are not starved. */
 #define PUBLISH_SNAPSHOT_SLICE 2000
+/* When every replica's queue is full, the next slice waits this long: a
+ * replica takes ~2 us an item, so its 2,000-item queue (REPLICA_SYNC_RCVHWM)
+ * drains in a few ms. */
+#define PUBLISH_SNAPSHOT_WAIT_USEC 500
+/* Snapshot items queued per replica on the watcher's side: with the
+ * sockets' usual SOCK_HWM (100,000) a whole snapshot could sit encoded in
+ * the queue of a replica that reads slower than the watcher sends (the
+ * bench saw +7 MB); the walk over the store resumes when there is room. */
+#define PUBLISH_SYNC_SNDHWM 2000
 /* Heartbeats carry the latest seq so quiet replicas still notice gaps. */
 #define PUBLISH_HEARTBEAT_USEC (1000ULL * 1000)
 /* Snapshot requests held before the first complete list: one per replica
