@@ -12,12 +12,16 @@
 
 static _Thread_local struct json_arena *parsing;
 static _Thread_local struct json_arena *live_arenas;
+/* jansson values malloc'd while a tree was live: that tree may hold some. */
+static _Thread_local unsigned long heap_allocs_while_live;
 static pthread_once_t alloc_funcs_once = PTHREAD_ONCE_INIT;
 
 static void *json_arena_malloc(size_t size)
 {
 	if (parsing)
 		return arena_alloc_raw(&parsing->arena, size);
+	if (live_arenas)
+		heap_allocs_while_live++;
 	return malloc(size);
 }
 
@@ -58,6 +62,7 @@ json_t *json_arena_load(struct json_arena *ja, const char *buf, size_t len, size
 	ja->live = true;
 	ja->next_live = live_arenas;
 	live_arenas = ja;
+	ja->heap_allocs_at_load = heap_allocs_while_live;
 	parsing = ja;
 	root = json_loadb(buf, len, flags, err);
 	parsing = NULL;
@@ -76,8 +81,10 @@ void json_arena_release(struct json_arena *ja, json_t *root)
 		json_decref(root); /* the fallback of a nested load */
 		return;
 	}
-	/* Still walked: values added after the load are malloc'd. */
-	json_decref(root);
+	/* Values added after the load are malloc'd and must be freed by a
+	 * walk; when jansson malloc'd nothing since, the tree is all arena. */
+	if (heap_allocs_while_live != ja->heap_allocs_at_load)
+		json_decref(root);
 	unlink_live(ja);
 	arena_reset(&ja->arena);
 }

@@ -7,9 +7,11 @@
  *
  * Values added to such a tree later come from malloc as usual, and frees of
  * arena memory are ignored while the arena is live, so the tree can be read
- * and changed with every jansson call. The one rule: nothing may keep a
+ * and changed with every jansson call. The rules: nothing may keep a
  * reference into the tree past json_arena_release(), which is where its
- * memory goes back.
+ * memory goes back, and values put into the tree are made while it is live
+ * (json_object_set_new(o, k, json_string(…)), as usual), since a tree that
+ * jansson malloc'd nothing for since its load is dropped without a walk.
  *
  * jansson's allocator is process-wide; it is replaced once, on first use,
  * by one that forwards to malloc/free whenever the calling thread has no
@@ -27,6 +29,7 @@ struct json_arena {
 	struct arena arena;
 	struct json_arena *next_live; /* this thread's live arenas */
 	bool live;                    /* a tree from it is in use */
+	unsigned long heap_allocs_at_load; /* see json_arena_release() */
 };
 
 /*
@@ -36,7 +39,8 @@ struct json_arena {
  */
 json_t *json_arena_load(struct json_arena *ja, const char *buf, size_t len, size_t flags,
 			json_error_t *err);
-/* Drops root (json_arena_load()'s result, or NULL) and recycles the arena. */
+/* Drops root (json_arena_load()'s result, or NULL) and recycles the arena;
+ * the tree is walked only if jansson malloc'd anything since the load. */
 void json_arena_release(struct json_arena *ja, json_t *root);
 /* Frees the arena's memory; no tree may be live. */
 void json_arena_done(struct json_arena *ja);

@@ -75,16 +75,18 @@ static int container_requests(struct decoder *d, const json_t *c, const char *wh
 	int r;
 
 	*ret = (struct res_vec){ 0 };
-	decode_path(at, sizeof(at), "%s.resources.requests", where);
-	r = decode_resources(d, json_object_get(res, "requests"), at, &list, &n);
+	r = decode_resources(d, decode_path_of(json_object_get(res, "requests"), at, sizeof(at),
+					       "%s.resources.requests", where),
+			     at, &list, &n);
 	if (r < 0)
 		return r;
 	ret->r = list;
 	ret->n = ret->cap = n;
 	/* The API server defaults each resource's request to its limit; offline
 	 * input (--simulate) may not have been through it. */
-	decode_path(at, sizeof(at), "%s.resources.limits", where);
-	r = decode_resources(d, json_object_get(res, "limits"), at, &list, &n);
+	r = decode_resources(d, decode_path_of(json_object_get(res, "limits"), at, sizeof(at),
+					       "%s.resources.limits", where),
+			     at, &list, &n);
 	for (uint32_t i = 0; r >= 0 && i < n; i++) {
 		bool requested = false;
 		for (uint32_t k = 0; k < ret->n && !requested; k++)
@@ -129,11 +131,12 @@ static int pod_requests(struct decoder *d, const json_t *spec, const char *where
 	}
 	if ((r = vec_add(d, &main, &sidecars)) < 0 || (r = vec_max(d, &main, &init_peak)) < 0)
 		return r;
-	decode_path(at, sizeof(at), "%s.overhead", where);
 	{
 		struct proto_resource *ov;
 		uint32_t nov;
-		if ((r = decode_resources(d, json_object_get(spec, "overhead"), at, &ov, &nov)) < 0)
+		if ((r = decode_resources(d, decode_path_of(json_object_get(spec, "overhead"), at,
+							    sizeof(at), "%s.overhead", where),
+					  at, &ov, &nov)) < 0)
 			return r;
 		one = (struct res_vec){ ov, nov, nov };
 		if ((r = vec_add(d, &main, &one)) < 0)
@@ -383,24 +386,28 @@ static int pod_spec(struct decoder *d, const json_t *spec, const char *where, st
 
 	if ((r = pod_requests(d, spec, where, &p->requests, &p->n_requests)) < 0)
 		return r;
-	decode_path(at, sizeof(at), "%s.nodeSelector", where);
-	if ((r = decode_kv(d, json_object_get(spec, "nodeSelector"), at, PROTO_MAX_LABELS, PROTO_MAX_LABEL_VALUE_LEN, &p->node_selector,
+	if ((r = decode_kv(d, decode_path_of(json_object_get(spec, "nodeSelector"), at, sizeof(at),
+					     "%s.nodeSelector", where),
+			   at, PROTO_MAX_LABELS, PROTO_MAX_LABEL_VALUE_LEN, &p->node_selector,
 			   &p->n_node_selector)) < 0)
 		return r;
 	if ((r = node_affinity(d, spec, where, &p->node_affinity_required,
 			       &p->n_node_affinity_required, &p->node_affinity_preferred,
 			       &p->n_node_affinity_preferred)) < 0)
 		return r;
-	decode_path(at, sizeof(at), "%s.tolerations", where);
-	if ((r = decode_tolerations(d, json_object_get(spec, "tolerations"), at, &p->tolerations,
-				    &p->n_tolerations)) < 0)
+	if ((r = decode_tolerations(d, decode_path_of(json_object_get(spec, "tolerations"), at,
+						      sizeof(at), "%s.tolerations", where),
+				    at, &p->tolerations, &p->n_tolerations)) < 0)
 		return r;
-	decode_path(at, sizeof(at), "%s.topologySpreadConstraints", where);
-	if ((r = spread_constraints(d, json_object_get(spec, "topologySpreadConstraints"), at, p)) < 0)
+	if ((r = spread_constraints(d, decode_path_of(json_object_get(spec, "topologySpreadConstraints"),
+						      at, sizeof(at), "%s.topologySpreadConstraints",
+						      where),
+				    at, p)) < 0)
 		return r;
 #define AFF(path, fn, field)                                                          \
-	decode_path(at, sizeof(at), "%s.affinity." path, where);                          \
-	if ((r = fn(d, json_path(aff, path), at, &p->field, &p->n_##field)) < 0)       \
+	if ((r = fn(d, decode_path_of(json_path(aff, path), at, sizeof(at), "%s.affinity." path,  \
+				      where),                                             \
+		    at, &p->field, &p->n_##field)) < 0)                                   \
 		return r;
 	AFF("podAffinity.requiredDuringSchedulingIgnoredDuringExecution", affinity_terms,
 	    pod_affinity_required)

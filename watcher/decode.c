@@ -45,6 +45,19 @@ void decode_path(char *buf, size_t size, const char *fmt, ...)
 	va_end(ap);
 }
 
+const json_t *decode_path_of(const json_t *v, char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	buf[0] = '\0';
+	if (!v || json_is_null(v))
+		return v;
+	va_start(ap, fmt);
+	vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	return v;
+}
+
 const json_t *json_path(const json_t *o, const char *dotted)
 {
 	char key[128];

@@ -279,9 +279,13 @@ static void on_event(enum kube_event_type type, json_t *obj, void *userdata)
 		on_deleted(inf, obj);
 		return;
 	}
-	/* LIST items carry no apiVersion/kind; the decoders need them. */
-	json_object_set_new(obj, "apiVersion", json_string(inf->api_version));
-	json_object_set_new(obj, "kind", json_string(inf->def->kind));
+	/* LIST items carry no apiVersion/kind; the NodePool and node class
+	 * decoders convert by them (the others never look: a pod's item is
+	 * left as it came, so its tree is dropped without a walk). */
+	if (nodepool || inf->def->object_kind == PROTO_OBJECT_NODECLASS) {
+		json_object_set_new(obj, "apiVersion", json_string(inf->api_version));
+		json_object_set_new(obj, "kind", json_string(inf->def->kind));
+	}
 	r = decode_object(&d, inf->def->kind, obj, &o);
 	if (streq(inf->def->kind, "NodePool") && r != -ENOMEM) {
 		bool valid = r >= 0 && o.nodepool->status == PROTO_NODEPOOL_OK;
