@@ -425,6 +425,11 @@ static int kube_request_paced(struct kube_client *c, struct ratelimit *limit, co
 	return kube_req_start(req);
 }
 
+struct loop *kube_client_loop(const struct kube_client *c)
+{
+	return c->loop;
+}
+
 int kube_request(struct kube_client *c, const char *method, const char *path,
 		 const char *content_type, const char *body, kube_done_fn done, void *userdata)
 {

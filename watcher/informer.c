@@ -65,6 +65,9 @@ struct informer {
 	char api_version[INFORMER_COLLECTION_MAX]; /* "karpenter.sh/v1beta1" */
 	struct kube_watch *watch;
 	struct hashmap seen; /* state key → (void *)generation */
+	/* Keys a legacy informer yielded to a newer API's object (below). */
+	struct hashmap shadowed;
+	sd_event_source *relist_timer; /* a restore's relist, run from the loop */
 	uintptr_t generation;
 	unsigned lists; /* LISTs of the current watch: the first, then 410 relists */
 	bool synced, absent;
@@ -159,19 +162,77 @@ static void nodepool_set_validation(struct informer *inf, const json_t *obj, boo
 		     on_status_written, inf);
 }
 
+/*
+ * A v1alpha5 Provisioner and a NodePool of the same name, or an
+ * AWSNodeTemplate (or a Provisioner's inline provider) and an EC2NodeClass,
+ * share one state key; both exist while a cluster migrates. The newer API
+ * wins: a legacy informer yields the key (and never deletes what the newer
+ * one published under it), and takes it back with a relist once the newer
+ * object is deleted (informer_restore()).
+ */
+static bool object_is_legacy(const struct proto_object *o)
+{
+	return (o->kind == PROTO_OBJECT_NODEPOOL && o->nodepool->source_api == PROTO_API_V1ALPHA5) ||
+	       (o->kind == PROTO_OBJECT_NODECLASS && o->nodeclass->source_api == PROTO_API_V1ALPHA5);
+}
+
+static bool informer_is_legacy(const struct informer *inf)
+{
+	return streq(inf->def->versions[0], "v1alpha5") || streq(inf->def->versions[0], "v1alpha1");
+}
+
+/* The entry under key was published by a newer API than this informer's. */
+static bool key_held_by_newer_api(const struct informer *inf, const char *key)
+{
+	const struct state_entry *e = hashmap_get(&publisher_store(inf->env.pub)->objects, key);
+
+	return informer_is_legacy(inf) && e && !object_is_legacy(&e->obj);
+}
+
 /* Publishes one decoded object and remembers its key for the sweep. */
 static int publish(struct informer *inf, enum proto_delta_op op, const struct proto_object *o)
 {
 	char key[STATE_KEY_MAX];
+	const char *ns, *name;
 	int r;
 
 	r = state_key(o, key, sizeof(key));
 	if (r < 0)
 		return r;
+	if (object_is_legacy(o) && key_held_by_newer_api(inf, key)) {
+		state_object_name(o, &ns, &name);
+		if (!hashmap_get(&inf->shadowed, key))
+			log_warn_kv(LOG_KV({ "resource", inf->def->resource }),
+				    "%s %s is not used: a %s of the same name takes precedence",
+				    inf->def->kind, name,
+				    o->kind == PROTO_OBJECT_NODEPOOL ? "NodePool" : "EC2NodeClass");
+		hashmap_remove(&inf->seen, key);
+		return hashmap_put(&inf->shadowed, key, (void *)inf->generation, NULL);
+	}
 	r = publisher_apply(inf->env.pub, op, o);
 	if (r < 0)
 		return r;
+	hashmap_remove(&inf->shadowed, key);
 	return hashmap_put(&inf->seen, key, (void *)inf->generation, NULL);
+}
+
+/*
+ * Deletes what this informer published under key, unless a newer API's
+ * object holds the key now. A newer API's delete lets a legacy informer
+ * that yielded the key take it back (env.on_released).
+ */
+static int release(struct informer *inf, const char *key)
+{
+	bool newer = key_held_by_newer_api(inf, key);
+	int r = 0;
+
+	hashmap_remove(&inf->shadowed, key);
+	if (!newer && (r = publisher_delete(inf->env.pub, key)) < 0)
+		return r;
+	hashmap_remove(&inf->seen, key);
+	if (!newer && r > 0 && !informer_is_legacy(inf) && inf->env.on_released)
+		inf->env.on_released(inf, key, inf->env.userdata);
+	return 0;
 }
 
 /* Deletes what this informer published under kind/ns/name, if anything. */
@@ -182,13 +243,10 @@ static int forget(struct informer *inf, enum proto_object_kind kind, const char 
 	int r;
 
 	r = state_key_of(kind, ns, name, key, sizeof(key));
-	if (r < 0 || !hashmap_get(&inf->seen, key))
-		return r < 0 ? r : 0;
-	r = publisher_delete(inf->env.pub, key);
 	if (r < 0)
 		return r;
-	hashmap_remove(&inf->seen, key);
-	return 0;
+	hashmap_remove(&inf->shadowed, key);
+	return hashmap_get(&inf->seen, key) ? release(inf, key) : 0;
 }
 
 /*
@@ -309,6 +367,20 @@ static void on_event(enum kube_event_type type, json_t *obj, void *userdata)
 	arena_reset(&inf->arena);
 }
 
+/* Yielded keys whose legacy object did not come back in the last list. */
+static void sweep_shadowed(struct informer *inf)
+{
+	const char *key;
+	void *gen;
+	size_t it = 0;
+
+	while (hashmap_next(&inf->shadowed, &it, &key, &gen))
+		if ((uintptr_t)gen != inf->generation) {
+			hashmap_remove(&inf->shadowed, key);
+			it = 0; /* the map changed under the iterator: start over */
+		}
+}
+
 /* Deletes every key that the current generation has not confirmed. */
 static size_t sweep(struct informer *inf)
 {
@@ -326,13 +398,14 @@ static size_t sweep(struct informer *inf)
 		if ((uintptr_t)gen != inf->generation && !(stale[gone++] = strdup(key)))
 			gone--;
 	for (size_t i = 0; i < gone; i++) {
-		int r = publisher_delete(inf->env.pub, stale[i]);
+		int r = release(inf, stale[i]);
 		if (r < 0)
 			log_error_errno(r, "Failed to delete %s: %m", stale[i]);
 		hashmap_remove(&inf->seen, stale[i]);
 		free(stale[i]);
 	}
 	free(stale);
+	sweep_shadowed(inf);
 	return gone;
 }
 
@@ -393,12 +466,21 @@ static void on_error(const char *what, void *userdata)
 	log_warn_kv(LOG_KV({ "resource", inf->def->resource }), "%s", what);
 }
 
-int informer_set_version(struct informer *inf, const char *version)
+/* LIST+WATCH inf->collection afresh. */
+static int start_watch(struct informer *inf)
 {
-	const struct informer_def *def = inf->def;
 	struct kube_watch_handlers h = { .on_relist = on_relist, .on_event = on_event,
 					 .on_synced = on_synced, .on_error = on_error,
 					 .on_absent = on_absent, .userdata = inf };
+
+	inf->watch = kube_watch_free(inf->watch);
+	inf->lists = 0;
+	return kube_watch_start(inf->env.client, inf->collection, NULL, &h, &inf->watch);
+}
+
+int informer_set_version(struct informer *inf, const char *version)
+{
+	const struct informer_def *def = inf->def;
 	const char *was = inf->version;
 	const char *const *v;
 	char why[256];
@@ -426,8 +508,7 @@ int informer_set_version(struct informer *inf, const char *version)
 	if (was && was != *v)
 		log_info_kv(LOG_KV({ "resource", def->resource }), "%s: watching %s instead of %s",
 			    def->resource, inf->api_version, was);
-	inf->lists = 0;
-	return kube_watch_start(inf->env.client, inf->collection, NULL, &h, &inf->watch);
+	return start_watch(inf);
 }
 
 int informer_new(struct informer **ret, const struct informer_def *def,
@@ -449,11 +530,43 @@ struct informer *informer_free(struct informer *inf)
 {
 	if (!inf)
 		return NULL;
+	sd_event_source_disable_unref(inf->relist_timer);
 	kube_watch_free(inf->watch);
 	hashmap_done(&inf->seen);
+	hashmap_done(&inf->shadowed);
 	arena_done(&inf->arena);
 	free(inf);
 	return NULL;
+}
+
+static int on_relist_timer(struct loop *loop, void *userdata)
+{
+	struct informer *inf = userdata;
+	int r;
+
+	(void)loop;
+	inf->relist_timer = sd_event_source_disable_unref(inf->relist_timer);
+	r = start_watch(inf);
+	if (r < 0)
+		log_error_errno(r, "Failed to list %s again: %m", inf->def->resource);
+	return 0;
+}
+
+int informer_restore(struct informer *inf, const char *key)
+{
+	/* Yielded, or overwritten by the newer object after we published. */
+	if (!informer_is_legacy(inf) || !inf->version ||
+	    (!hashmap_get(&inf->shadowed, key) && !hashmap_get(&inf->seen, key)))
+		return 0;
+	log_info_kv(LOG_KV({ "resource", inf->def->resource }),
+		    "%s: the newer object under %s is gone; listing again to use ours", inf->def->resource,
+		    key);
+	/* Called from inside another watch's transfer, where libcurl refuses
+	 * to stop ours: relist from the loop. */
+	if (inf->relist_timer)
+		return 0;
+	return loop_add_timer(kube_client_loop(inf->env.client), 0, on_relist_timer, inf,
+			      &inf->relist_timer);
 }
 
 const char *informer_version(const struct informer *inf)
