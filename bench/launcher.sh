@@ -5,9 +5,10 @@
 # CreateFleet sent (p50/p99, API time excluded; from the launcher's debug
 # log), and send → every NodeClaim launched, its Node created and its pod
 # bound. It runs twice: with Karpenter's default Kubernetes client limits
-# (KUBE_CLIENT_QPS 200, burst 300: each NodeClaim costs six API requests on
-# its way to bound, so 100 of them meet the rate limit) and with the limit
-# lifted, which shows the launcher's own speed.
+# (KUBE_CLIENT_QPS 200, burst 300: each NodeClaim costs five API requests on
+# its way to bound, plus its Launched Event from the events bucket, so 100 of
+# them meet the rate limit) and with the limit lifted, which shows the
+# launcher's own speed.
 set -eu
 BUILDDIR=${KANNA_BUILDDIR:?}
 SRCDIR=${KANNA_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}

@@ -19,6 +19,10 @@ struct kube_client {
 	struct kube_config *cfg;
 	char *user_agent;
 	struct ratelimit limit;
+	/* Events are written at the same rate but from their own bucket, as
+	 * client-go's event broadcaster (its own clientset) does: a burst of
+	 * Events never delays the writes the controllers depend on. */
+	struct ratelimit events_limit;
 	uint64_t rng;
 	struct kube_req *requests; /* every live request, for kube_client_free() */
 	struct json_arena pages;   /* the LIST item being delivered (kube-watch.c) */
@@ -26,6 +30,7 @@ struct kube_client {
 
 struct kube_req {
 	struct kube_client *client;
+	struct ratelimit *limit; /* the client's, or its events bucket */
 	struct kube_req *prev, *next;
 	char *method, *path, *content_type, *request_body;
 	CURL *easy;
@@ -51,6 +56,10 @@ struct kube_req {
 int kube_req_new(struct kube_client *c, const char *method, const char *path,
 		 const char *content_type, const char *body, struct kube_req **ret);
 int kube_req_start(struct kube_req *req);
+/* kube_request() for Event writes: paced by the client's events bucket. */
+int kube_request_event(struct kube_client *c, const char *method, const char *path,
+		       const char *content_type, const char *body, kube_done_fn done,
+		       void *userdata);
 void kube_req_free(struct kube_req *req);
 uint64_t kube_client_random(struct kube_client *c);
 uint64_t kube_now_usec(void);

@@ -51,6 +51,7 @@ int kube_client_new(struct kube_client **ret, struct loop *loop, struct kube_con
 	ratelimit_init(&c->limit, opts && opts->qps > 0 ? opts->qps : KUBE_CLIENT_DEFAULT_QPS,
 		       opts && opts->burst ? opts->burst : KUBE_CLIENT_DEFAULT_BURST,
 		       kube_now_usec());
+	c->events_limit = c->limit;
 	c->rng = (uint64_t)kube_now_usec() ^ (uint64_t)(uintptr_t)c;
 	*ret = c;
 	return 0;
@@ -351,7 +352,7 @@ static int req_send(struct kube_req *req)
 		/* Always start from the loop, never from the caller's stack: the
 		 * caller may be inside a libcurl callback (a watch event), where
 		 * adding a transfer to the multi handle is refused. */
-		wait = ratelimit_reserve(&req->client->limit, kube_now_usec());
+		wait = ratelimit_reserve(req->limit, kube_now_usec());
 		req->limited = true;
 		return loop_add_timer(req->client->loop, wait, on_retry_timer, req, &req->timer);
 	}
@@ -384,6 +385,7 @@ int kube_req_new(struct kube_client *c, const char *method, const char *path,
 	if (!req)
 		return -ENOMEM;
 	req->client = c;
+	req->limit = &c->limit;
 	req->method = strdup(method);
 	req->path = strdup(path);
 	req->content_type = content_type ? strdup(content_type) : NULL;
@@ -407,8 +409,9 @@ int kube_req_start(struct kube_req *req)
 	return req_send(req);
 }
 
-int kube_request(struct kube_client *c, const char *method, const char *path,
-		 const char *content_type, const char *body, kube_done_fn done, void *userdata)
+static int kube_request_paced(struct kube_client *c, struct ratelimit *limit, const char *method,
+			      const char *path, const char *content_type, const char *body,
+			      kube_done_fn done, void *userdata)
 {
 	struct kube_req *req;
 	int r;
@@ -416,7 +419,27 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 	r = kube_req_new(c, method, path, content_type, body, &req);
 	if (r < 0)
 		return r;
+	req->limit = limit;
 	req->done = done;
 	req->userdata = userdata;
 	return kube_req_start(req);
+}
+
+struct loop *kube_client_loop(const struct kube_client *c)
+{
+	return c->loop;
+}
+
+int kube_request(struct kube_client *c, const char *method, const char *path,
+		 const char *content_type, const char *body, kube_done_fn done, void *userdata)
+{
+	return kube_request_paced(c, &c->limit, method, path, content_type, body, done, userdata);
+}
+
+int kube_request_event(struct kube_client *c, const char *method, const char *path,
+		       const char *content_type, const char *body, kube_done_fn done,
+		       void *userdata)
+{
+	return kube_request_paced(c, &c->events_limit, method, path, content_type, body, done,
+				  userdata);
 }

@@ -75,6 +75,9 @@ typedef void (*kube_done_fn)(struct kube_client *c, const struct kube_response *
 int kube_request(struct kube_client *c, const char *method, const char *path,
 		 const char *content_type, const char *body, kube_done_fn done, void *userdata);
 
+/* The loop the client runs its transfers on. */
+struct loop *kube_client_loop(const struct kube_client *c);
+
 /* ---- LIST + WATCH ------------------------------------------------------ */
 
 enum kube_event_type {

@@ -139,7 +139,7 @@ static int event_create(struct kube_events *e, struct event_slot *s,
 	s->namespace = strdup(obj->namespace ? obj->namespace : "default");
 	if (!s->name || !s->namespace)
 		return -ENOMEM;
-	r = kube_request(e->client, "POST", path, NULL, body, on_written, e);
+	r = kube_request_event(e->client, "POST", path, NULL, body, on_written, e);
 	if (r >= 0)
 		e->stats.created++;
 	return r;
@@ -155,8 +155,8 @@ static int event_update(struct kube_events *e, struct event_slot *s)
 	if (asprintf(&path, "/api/v1/namespaces/%s/events/%s", s->namespace, s->name) < 0 ||
 	    asprintf(&body, "{\"count\":%u,\"lastTimestamp\":\"%s\"}", s->count, now) < 0)
 		return -ENOMEM;
-	r = kube_request(e->client, "PATCH", path, "application/merge-patch+json", body,
-			 on_written, e);
+	r = kube_request_event(e->client, "PATCH", path, "application/merge-patch+json", body,
+			       on_written, e);
 	if (r >= 0)
 		e->stats.updated++;
 	return r;

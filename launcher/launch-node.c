@@ -59,7 +59,6 @@ static void on_status_recorded(struct kube_client *c, const struct kube_response
 {
 	struct launch *la = userdata;
 	struct launcher *l = la->l;
-	struct launched_instance li;
 
 	(void)c;
 	launch_resume(la);
@@ -75,7 +74,6 @@ static void on_status_recorded(struct kube_client *c, const struct kube_response
 		launch_retry_later(la, "record the launch on the NodeClaim", resp->error ?: "HTTP error");
 		return;
 	}
-	launched_instance_of(la, &li);
 	log_info_kv(LOG_KV({ "nodeclaim", la->name }, { "nodepool", la->planned->nodepool },
 			   { "provider-id", la->launched.instance_id },
 			   { "instance-type", la->launched.instance_type }, { "zone", la->launched.zone },
@@ -90,7 +88,6 @@ static void on_status_recorded(struct kube_client *c, const struct kube_response
 			  la->launched.capacity_type);
 	metrics_counter_add(l->m.launched, 1, la->planned->nodepool, la->launched.capacity_type, NULL);
 	launcher_publish_result(l, la, PROTO_LAUNCH_LAUNCHED, NULL);
-	(void)li;
 	la->step = STEP_NODE;
 	launch_advance(la);
 }

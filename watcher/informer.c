@@ -70,6 +70,11 @@ struct informer {
 	char api_version[INFORMER_COLLECTION_MAX]; /* "karpenter.sh/v1beta1" */
 	struct kube_watch *watch;
 	uint32_t bit; /* its mark in state entries: 1 << its index in informer_defs */
+	/* Keys a legacy informer yielded to a newer API's object (below), with
+	 * the generation of the LIST that last found them. */
+	struct hashmap shadowed;
+	uintptr_t generation; /* LISTs started, for shadowed */
+	sd_event_source *relist_timer; /* a restore's relist, run from the loop */
 	unsigned lists; /* LISTs of the current watch: the first, then 410 relists */
 	bool synced, absent;
 	struct arena arena;
@@ -163,35 +168,115 @@ static void nodepool_set_validation(struct informer *inf, const json_t *obj, boo
 		     on_status_written, inf);
 }
 
+/*
+ * A v1alpha5 Provisioner and a NodePool of the same name, or an
+ * AWSNodeTemplate (or a Provisioner's inline provider) and an EC2NodeClass,
+ * share one state key; both exist while a cluster migrates. The newer API
+ * wins: a legacy informer yields the key (and never deletes what the newer
+ * one published under it), and takes it back with a relist once the newer
+ * object is deleted (informer_restore()).
+ */
+static bool object_is_legacy(const struct proto_object *o)
+{
+	return (o->kind == PROTO_OBJECT_NODEPOOL && o->nodepool->source_api == PROTO_API_V1ALPHA5) ||
+	       (o->kind == PROTO_OBJECT_NODECLASS && o->nodeclass->source_api == PROTO_API_V1ALPHA5);
+}
+
+static bool informer_is_legacy(const struct informer *inf)
+{
+	return streq(inf->def->versions[0], "v1alpha5") || streq(inf->def->versions[0], "v1alpha1");
+}
+
+/* e holds an object of a newer API than this informer's. */
+static bool entry_held_by_newer_api(const struct informer *inf, const struct state_entry *e)
+{
+	return e && informer_is_legacy(inf) && !object_is_legacy(&e->obj);
+}
+
+/* A legacy object leaves the key to the newer one in e, and says so once. */
+static int yield(struct informer *inf, const struct proto_object *o, struct state_entry *e)
+{
+	char key[STATE_KEY_MAX];
+	const char *ns, *name;
+	int r;
+
+	r = state_key(o, key, sizeof(key));
+	if (r < 0)
+		return r;
+	e->owners &= ~inf->bit;
+	e->listed &= ~inf->bit;
+	if (!hashmap_get(&inf->shadowed, key)) {
+		state_object_name(o, &ns, &name);
+		log_warn_kv(LOG_KV({ "resource", inf->def->resource }),
+			    "%s %s is not used: a %s of the same name takes precedence", inf->def->kind,
+			    name, o->kind == PROTO_OBJECT_NODEPOOL ? "NodePool" : "EC2NodeClass");
+	}
+	return hashmap_put(&inf->shadowed, key, (void *)inf->generation, NULL);
+}
+
 /* Publishes one decoded object and marks it as this list's, for the sweep. */
 static int publish(struct informer *inf, enum proto_delta_op op, const struct proto_object *o)
 {
+	struct state_store *s = publisher_store(inf->env.pub);
 	struct state_entry *e;
+	char key[STATE_KEY_MAX];
 	int r;
 
+	if (object_is_legacy(o) && entry_held_by_newer_api(inf, e = state_store_find(s, o)))
+		return yield(inf, o, e);
 	r = publisher_apply(inf->env.pub, op, o);
 	if (r < 0)
 		return r;
-	e = state_store_find(publisher_store(inf->env.pub), o);
+	e = state_store_find(s, o);
 	if (e) {
 		e->owners |= inf->bit;
 		e->listed |= inf->bit;
 	}
+	if (inf->shadowed.n && state_key(o, key, sizeof(key)) >= 0)
+		hashmap_remove(&inf->shadowed, key);
 	return 0;
+}
+
+/*
+ * Deletes what this informer published under key (e), unless a newer API's
+ * object holds the key now. A newer API's delete lets a legacy informer
+ * that yielded or had published the key take it back (env.on_released).
+ */
+static int release(struct informer *inf, struct state_entry *e, const char *key)
+{
+	uint32_t others = e->owners & ~inf->bit;
+	/* e is gone after the delete */
+	bool pool_or_class = e->obj.kind == PROTO_OBJECT_NODEPOOL || e->obj.kind == PROTO_OBJECT_NODECLASS;
+	int r;
+
+	if (entry_held_by_newer_api(inf, e)) {
+		e->owners &= ~inf->bit;
+		e->listed &= ~inf->bit;
+		return 0;
+	}
+	r = publisher_delete(inf->env.pub, key);
+	if (r > 0 && pool_or_class && !informer_is_legacy(inf) && inf->env.on_released)
+		inf->env.on_released(inf, key, others, inf->env.userdata);
+	return r < 0 ? r : 0;
 }
 
 /* Deletes what this informer published under kind/ns/name, if anything. */
 static int forget(struct informer *inf, enum proto_object_kind kind, const char *ns,
 		  const char *name)
 {
-	const struct state_entry *e = state_store_get(publisher_store(inf->env.pub), kind, ns, name);
+	struct state_entry *e = (struct state_entry *)state_store_get(publisher_store(inf->env.pub),
+								      kind, ns, name);
+	bool owned = e && (e->owners & inf->bit);
 	char key[STATE_KEY_MAX];
 	int r;
 
-	if (!e || !(e->owners & inf->bit))
+	if (!owned && !inf->shadowed.n)
 		return 0;
 	r = state_key_of(kind, ns, name, key, sizeof(key));
-	return r < 0 ? r : publisher_delete(inf->env.pub, key);
+	if (r < 0)
+		return r;
+	hashmap_remove(&inf->shadowed, key);
+	return owned ? release(inf, e, key) : 0;
 }
 
 /*
@@ -339,6 +424,20 @@ static size_t count_owned(struct informer *inf)
 	return n;
 }
 
+/* Forgets yielded keys whose legacy object the last LIST did not find. */
+static void sweep_shadowed(struct informer *inf)
+{
+	const char *key;
+	void *gen;
+	size_t it = 0;
+
+	while (hashmap_next(&inf->shadowed, &it, &key, &gen))
+		if ((uintptr_t)gen != inf->generation) {
+			hashmap_remove(&inf->shadowed, key);
+			it = 0; /* the map changed under the iterator: start over */
+		}
+}
+
 /* Deletes what this informer published and its current LIST did not find. */
 static size_t sweep(struct informer *inf)
 {
@@ -364,14 +463,17 @@ static size_t sweep(struct informer *inf)
 	if (e)
 		log_error("Failed to sweep %s after a list: out of memory", inf->def->resource);
 	for (size_t i = 0; i < n; i++) {
-		int r = publisher_delete(inf->env.pub, stale[i]);
+		struct state_entry *stale_entry = (struct state_entry *)state_store_get_key(s, stale[i]);
+		int r = stale_entry ? release(inf, stale_entry, stale[i]) : 0;
+
 		if (r < 0)
 			log_error_errno(r, "Failed to delete %s: %m", stale[i]);
-		else
+		else if (stale_entry)
 			gone++;
 		free(stale[i]);
 	}
 	free(stale);
+	sweep_shadowed(inf);
 	return gone;
 }
 
@@ -379,6 +481,7 @@ static void on_relist(void *userdata)
 {
 	struct informer *inf = userdata;
 
+	inf->generation++;
 	unmark_listed(inf);
 	/* Relists the watch started on its own (410 Gone), not the first. */
 	if (++inf->lists > 1 && inf->env.on_relist)
@@ -406,6 +509,7 @@ static void become_absent(struct informer *inf, const char *why)
 	bool was = inf->absent;
 	size_t gone;
 
+	inf->generation++;
 	unmark_listed(inf);
 	gone = sweep(inf);
 	inf->synced = true;
@@ -432,12 +536,21 @@ static void on_error(const char *what, void *userdata)
 	log_warn_kv(LOG_KV({ "resource", inf->def->resource }), "%s", what);
 }
 
-int informer_set_version(struct informer *inf, const char *version)
+/* LIST+WATCH inf->collection afresh. */
+static int start_watch(struct informer *inf)
 {
-	const struct informer_def *def = inf->def;
 	struct kube_watch_handlers h = { .on_relist = on_relist, .on_event = on_event,
 					 .on_synced = on_synced, .on_error = on_error,
 					 .on_absent = on_absent, .userdata = inf };
+
+	inf->watch = kube_watch_free(inf->watch);
+	inf->lists = 0;
+	return kube_watch_start(inf->env.client, inf->collection, NULL, &h, &inf->watch);
+}
+
+int informer_set_version(struct informer *inf, const char *version)
+{
+	const struct informer_def *def = inf->def;
 	const char *was = inf->version;
 	const char *const *v;
 	char why[256];
@@ -465,8 +578,7 @@ int informer_set_version(struct informer *inf, const char *version)
 	if (was && was != *v)
 		log_info_kv(LOG_KV({ "resource", def->resource }), "%s: watching %s instead of %s",
 			    def->resource, inf->api_version, was);
-	inf->lists = 0;
-	return kube_watch_start(inf->env.client, inf->collection, NULL, &h, &inf->watch);
+	return start_watch(inf);
 }
 
 int informer_new(struct informer **ret, const struct informer_def *def,
@@ -489,10 +601,42 @@ struct informer *informer_free(struct informer *inf)
 {
 	if (!inf)
 		return NULL;
+	sd_event_source_disable_unref(inf->relist_timer);
 	kube_watch_free(inf->watch);
+	hashmap_done(&inf->shadowed);
 	arena_done(&inf->arena);
 	free(inf);
 	return NULL;
+}
+
+static int on_relist_timer(struct loop *loop, void *userdata)
+{
+	struct informer *inf = userdata;
+	int r;
+
+	(void)loop;
+	inf->relist_timer = sd_event_source_disable_unref(inf->relist_timer);
+	r = start_watch(inf);
+	if (r < 0)
+		log_error_errno(r, "Failed to list %s again: %m", inf->def->resource);
+	return 0;
+}
+
+int informer_restore(struct informer *inf, const char *key, uint32_t owners)
+{
+	/* Yielded, or overwritten by the newer object after we published. */
+	if (!informer_is_legacy(inf) || !inf->version ||
+	    (!(owners & inf->bit) && !hashmap_get(&inf->shadowed, key)))
+		return 0;
+	log_info_kv(LOG_KV({ "resource", inf->def->resource }),
+		    "%s: the newer object under %s is gone; listing again to use ours", inf->def->resource,
+		    key);
+	/* Called from inside another watch's transfer, where libcurl refuses
+	 * to stop ours: relist from the loop. */
+	if (inf->relist_timer)
+		return 0;
+	return loop_add_timer(kube_client_loop(inf->env.client), 0, on_relist_timer, inf,
+			      &inf->relist_timer);
 }
 
 const char *informer_version(const struct informer *inf)

@@ -15,6 +15,9 @@
  * except a NodePool, which is published as invalid so that no process
  * keeps planning with an older valid version. A DELETED event deletes the
  * object by its key whether or not its body decodes.
+ *
+ * A Provisioner and a NodePool (an AWSNodeTemplate and an EC2NodeClass) of
+ * one name share a state key; the newer API's object wins while it exists.
  */
 #ifndef KANNA_WATCHER_INFORMER_H
 #define KANNA_WATCHER_INFORMER_H
@@ -58,6 +61,9 @@ struct informer_env {
 	/* A watch lists again on its own (410 Gone); not called for the first
 	 * LIST of a watch that informer_set_version() started. */
 	void (*on_relist)(struct informer *inf, void *userdata);
+	/* A NodePool or EC2NodeClass was deleted from state: a legacy
+	 * informer that yielded its key may take it back (informer_restore). */
+	void (*on_released)(struct informer *inf, const char *key, uint32_t owners, void *userdata);
 	void *userdata;
 };
 
@@ -74,6 +80,9 @@ struct informer *informer_free(struct informer *inf);
  * changes nothing otherwise.
  */
 int informer_set_version(struct informer *inf, const char *version);
+/* Lists again if this informer yielded key to a newer API's object, or
+ * was among its owners (the informers' bits in its state entry). */
+int informer_restore(struct informer *inf, const char *key, uint32_t owners);
 const char *informer_version(const struct informer *inf);
 /* True once the first LIST completed or the collection was found absent. */
 bool informer_synced(const struct informer *inf);

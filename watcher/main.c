@@ -163,6 +163,19 @@ static void on_informer_relist(struct informer *inf, void *userdata)
 		(void)discovery_refresh(w->discovery);
 }
 
+/* A NodePool or EC2NodeClass left state: a Provisioner or AWSNodeTemplate
+ * of the same name that yielded to it is used again. */
+static void on_informer_released(struct informer *inf, const char *key, uint32_t owners,
+				 void *userdata)
+{
+	struct watcher *w = userdata;
+
+	(void)inf;
+	for (size_t i = 0; i < w->n_informers; i++)
+		if (informer_restore(w->informers[i], key, owners) < 0)
+			log_error("Failed to list %s again", informer_def_of(w->informers[i])->resource);
+}
+
 static int on_ready_check(struct loop *loop, void *userdata)
 {
 	struct watcher *w = userdata;
@@ -235,7 +248,8 @@ static int watcher_work(struct watcher *w)
 		const struct informer_def *def = &informer_defs[i];
 		struct informer_env env = { .client = w->kube, .pub = w->pub, .events = w->events,
 					    .metrics = &w->inf_metrics,
-					    .on_relist = on_informer_relist, .userdata = w };
+					    .on_relist = on_informer_relist,
+					    .on_released = on_informer_released, .userdata = w };
 
 		if (!resource_enabled(&w->cfg, def->resource))
 			continue;

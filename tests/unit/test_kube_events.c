@@ -154,3 +154,41 @@ Test(kube_events, incomplete_object_references_are_refused)
 	cr_assert_eq(kube_event_record(ev, &bad, KUBE_EVENT_NORMAL, "X", "y"), -EINVAL);
 	kube_events_free(ev);
 }
+
+static int posts_when_get_done = -1;
+
+static void on_get_done(struct kube_client *c, const struct kube_response *resp, void *userdata)
+{
+	(void)c; (void)resp; (void)userdata;
+	pthread_mutex_lock(&srv.lock);
+	posts_when_get_done = srv.posts;
+	pthread_mutex_unlock(&srv.lock);
+	loop_exit(loop, 0);
+}
+
+/* Events wait in their own bucket: a burst of them does not hold back the
+ * controller's own writes (client-go's recorder has its own client). */
+Test(kube_events, events_are_paced_apart_from_the_clients_other_requests)
+{
+	struct kube_config *cfg = calloc(1, sizeof(*cfg));
+	struct kube_client_options opts = { .qps = 0.5, .burst = 1 };
+	struct kube_client *slow;
+	struct kube_events *ev;
+	char server[64];
+
+	snprintf(server, sizeof(server), "http://127.0.0.1:%u", srv.port);
+	cr_assert_not_null(cfg);
+	cfg->server = strdup(server);
+	cr_assert_eq(kube_client_new(&slow, loop, cfg, &opts), 0);
+	cr_assert_eq(kube_events_new(&ev, slow, "karpenter", NULL), 0);
+	/* Two distinct events: the second waits two seconds for a token. */
+	cr_assert_eq(kube_event_record(ev, &pod, KUBE_EVENT_NORMAL, "Nominated", "first"), 0);
+	cr_assert_eq(kube_event_record(ev, &pod, KUBE_EVENT_NORMAL, "Nominated", "second"), 0);
+	cr_assert_eq(kube_request(slow, "GET", "/version", NULL, NULL, on_get_done, NULL), 0);
+	cr_assert_geq(loop_run(loop), 0);
+	/* 2: the GET waited behind the second event's token. */
+	cr_assert_eq(posts_when_get_done, 1, "the GET did not go out ahead of the second event (%d)",
+		     posts_when_get_done);
+	kube_events_free(ev);
+	kube_client_free(slow);
+}

@@ -320,3 +320,63 @@ Test(informer, only_a_relist_after_410_calls_the_relist_hook_not_a_version_switc
 	cr_assert_eq(relists, 1, "%d relist(s)", relists);
 	informer_free(inf);
 }
+
+#define PROVISIONER_NAMED(name)                                                                   \
+	"{\"apiVersion\":\"karpenter.sh/v1alpha5\",\"kind\":\"Provisioner\",\"metadata\":{\"name\":" \
+	"\"" name "\"},\"spec\":{}}"
+#define PROVISIONERS "/apis/karpenter.sh/v1alpha5/provisioners"
+
+static struct informer *legacy_informer;
+
+static void restore_legacy(struct informer *inf, const char *key, uint32_t owners, void *userdata)
+{
+	(void)inf;
+	(void)userdata;
+	cr_assert_geq(informer_restore(legacy_informer, key, owners), 0);
+}
+
+static int nodepool_source(const char *name)
+{
+	const struct state_entry *e = get(PROTO_OBJECT_NODEPOOL, "", name);
+
+	return e ? (int)e->obj.nodepool->source_api : -1;
+}
+
+/* Mid-migration both exist: the NodePool is used while it exists, and
+ * nothing the Provisioner does (update, delete) touches it. */
+Test(informer, a_nodepool_wins_over_a_provisioner_of_the_same_name_while_it_exists)
+{
+	struct informer_env env = { .client = client, .pub = pub, .metrics = &metrics,
+				    .on_released = restore_legacy };
+	struct informer *nodepools;
+
+	legacy_informer = watch("provisioners", "v1alpha5");
+	cr_assert_eq(informer_new(&nodepools, def_named("nodepools"), &env), 0);
+	cr_assert_eq(informer_set_version(nodepools, "v1"), 0);
+	sim("POST", PROVISIONERS, PROVISIONER_NAMED("default"));
+	RUN_UNTIL(nodepool_source("default") == PROTO_API_V1ALPHA5, "the Provisioner never arrived");
+	sim("POST", "/apis/karpenter.sh/v1/nodepools", NODEPOOL("default", "In"));
+	RUN_UNTIL(nodepool_source("default") == PROTO_API_V1, "the NodePool did not take over");
+	/* Provisioner events arrive in order: once a marker is in, the one
+	 * before it was seen. */
+	sim("PATCH", PROVISIONERS "/default", "{\"spec\":{\"weight\":7}}");
+	sim("POST", PROVISIONERS, PROVISIONER_NAMED("marker-1"));
+	RUN_UNTIL(nodepool_source("marker-1") >= 0, "marker-1 never arrived");
+	cr_assert_eq(nodepool_source("default"), PROTO_API_V1, "the Provisioner's update replaced it");
+	sim("DELETE", PROVISIONERS "/default", NULL);
+	sim("POST", PROVISIONERS, PROVISIONER_NAMED("marker-2"));
+	RUN_UNTIL(nodepool_source("marker-2") >= 0, "marker-2 never arrived");
+	cr_assert_eq(nodepool_source("default"), PROTO_API_V1, "the Provisioner's delete removed it");
+	/* Back with a Provisioner of that name: it waits while the NodePool
+	 * exists and is used once the NodePool is deleted. */
+	sim("POST", PROVISIONERS, PROVISIONER_NAMED("default"));
+	sim("POST", PROVISIONERS, PROVISIONER_NAMED("marker-3"));
+	RUN_UNTIL(nodepool_source("marker-3") >= 0, "marker-3 never arrived");
+	cr_assert_eq(nodepool_source("default"), PROTO_API_V1);
+	sim("DELETE", "/apis/karpenter.sh/v1/nodepools/default", NULL);
+	RUN_UNTIL(nodepool_source("default") == PROTO_API_V1ALPHA5,
+		  "the Provisioner was not used again after the NodePool went (%d)",
+		  nodepool_source("default"));
+	informer_free(nodepools);
+	informer_free(legacy_informer);
+}
