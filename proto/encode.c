@@ -33,10 +33,14 @@
 /*
  * The output cursor is a local of every encode_* function, passed along
  * and returned (NULL on error): stores into the buffer cannot clobber it,
- * so it stays in a register. Room is checked once per field, not per
- * byte: below lim, a field id and any header or scalar fit.
+ * so it stays in a register. Room is made where a struct begins, after
+ * each container value and before each string body: from below lim, the
+ * slack takes everything of fixed size a struct writes in between — its
+ * map header and, for each field, the id and a scalar or a container's
+ * header.
  */
-#define ENC_SLACK 16 /* ≥ field id 1 + the largest header or scalar 9 */
+#define ENC_FIELD_MAX 10 /* id 1 + the largest scalar 9 (uint64, int64, double) */
+#define ENC_SLACK (5 + 64 * ENC_FIELD_MAX + 5) /* map header, ≤ 64 fields, a string header */
 #define ENC_INITIAL_ROOM 1024 /* a pending pod or a small plan without growing */
 
 struct enc {
@@ -80,17 +84,12 @@ static inline __attribute__((always_inline)) int enc_put(char **x, const char *b
 	} else if (len < 4) {
 		for (size_t i = 0; i < len; i++)
 			p[i] = buf[i];
-	} else if (len <= 32) {
-		uint64_t a, b, c, d; /* four overlapping words */
-
-		memcpy(&a, buf, 8);
-		memcpy(&b, buf + 8, 8);
-		memcpy(&c, buf + len - 16, 8);
-		memcpy(&d, buf + len - 8, 8);
-		memcpy(p, &a, 8);
-		memcpy(p + 8, &b, 8);
-		memcpy(p + len - 16, &c, 8);
-		memcpy(p + len - 8, &d, 8);
+	} else if (len <= 32) { /* the first and the last 16 bytes, overlapping */
+		memcpy(p, buf, 16);
+		memcpy(p + len - 16, buf + len - 16, 16);
+	} else if (len <= 64) {
+		memcpy(p, buf, 32);
+		memcpy(p + len - 32, buf + len - 32, 32);
 	} else {
 		memcpy(p, buf, len);
 	}
@@ -171,7 +170,7 @@ static cold_ char *enc_grow(struct enc *e, char *p, size_t need)
 	return enc_reserve(e, (size_t)(p - e->sb->data), need);
 }
 
-/* Room for a field id and any header or scalar. */
+/* Room for everything of fixed size (ENC_SLACK). */
 static inline char *enc_room(struct enc *e, char *p)
 {
 	return _likely_(p <= e->lim) ? p : enc_grow(e, p, 0);
@@ -248,8 +247,8 @@ static char *encode_res(struct enc *e, char *p, const struct proto_resource *v, 
 	for (uint32_t i = 0; i < n; i++) {
 		if (_unlikely_(!v[i].name))
 			p = fail(e, PROTO_E_MISSING, "NULL resource name");
-		else if ((p = encode_str(e, p, v[i].name, PROTO_MAX_KEY_LEN)) && (p = enc_room(e, p)))
-			msgpack_pack_int64(&p, v[i].value);
+		else if ((p = encode_str(e, p, v[i].name, PROTO_MAX_KEY_LEN)))
+			msgpack_pack_int64(&p, v[i].value); /* in the slack the name left */
 		if (_unlikely_(!p))
 			return unwind_index(e, i);
 	}
@@ -306,16 +305,17 @@ static inline bool f64_is_zero(double v)
 #define ENC_OBJECT(name, arg, max) p = encode_object(e, p, &s->name)
 
 #define IS_DEFAULT_FIELD_(S, id, name, kind, arg, max, flags) &&IS_DEFAULT_##kind(name, arg)
-#define ENC_COUNT_(S, id, name, kind, arg, max, flags) +ON_WIRE_(flags, kind, name, arg)
+/* After a container value, room again for the rest of the struct. */
+#define ENC_AFTER_KIND_(kind) (PROTO_KIND_##kind >= PROTO_KIND_STRS)
 #define ENC_FIELD_(S, id, name, kind, arg, max, flags)                         \
 	if (ON_WIRE_(flags, kind, name, arg)) {                               \
-		p = enc_room(e, p);                                           \
-		if (_likely_(p != NULL)) {                                    \
-			msgpack_pack_uint8(&p, id);                           \
-			ENC_##kind(name, arg, max);                           \
-		}                                                             \
+		msgpack_pack_uint8(&p, id);                                   \
+		ENC_##kind(name, arg, max);                                   \
+		if (ENC_AFTER_KIND_(kind) && _likely_(p != NULL))             \
+			p = enc_room(e, p);                                   \
 		if (_unlikely_(!p))                                           \
 			return unwind_field(e, #name);                        \
+		n++;                                                          \
 	}
 
 /* True when every field holds its default (an embedded struct left off). */
@@ -333,18 +333,37 @@ PROTO_STRUCTS(ENC_IS_DEFAULT_)
 PROTO_STRUCTS(ENC_DECLARE_)
 static char *encode_object(struct enc *e, char *p, const struct proto_object *o);
 
+/*
+ * The map header goes in the byte left for it: msgpack-c's fixmap for
+ * ≤ 15 pairs. A map16 (3 bytes, for more) moves the fields 2 bytes on,
+ * into the slack.
+ */
+static inline char *enc_map_head(struct enc *e, size_t head, char *p, uint32_t n)
+{
+	char *h = e->sb->data + head, *q = h;
+
+	if (_unlikely_(n > 15)) {
+		memmove(h + 3, h + 1, (size_t)(p - h) - 1);
+		p += 2;
+	}
+	msgpack_pack_map(&q, n);
+	return p;
+}
+
 /* A struct is a map {field id: value} of its required and non-default fields. */
 #define ENC_STRUCT_(S)                                                         \
 	static char *encode_##S(struct enc *e, char *p, const struct proto_##S *s) \
 	{                                                                     \
-		uint32_t n = 0 proto_fields_##S(ENC_COUNT_, S);               \
+		uint32_t n = 0;                                               \
+		size_t head;                                                  \
                                                                               \
 		p = enc_room(e, p);                                           \
 		if (_unlikely_(!p))                                           \
 			return NULL;                                          \
-		msgpack_pack_map(&p, n);                                      \
+		head = (size_t)(p - e->sb->data);                             \
+		p++;                                                          \
 		proto_fields_##S(ENC_FIELD_, S)                               \
-		return p;                                                     \
+		return enc_map_head(e, head, p, n);                           \
 	}
 PROTO_STRUCTS(ENC_STRUCT_)
 

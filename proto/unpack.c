@@ -33,29 +33,31 @@
 
 #include "proto/unpack.h"
 
-/* The record starts small and grows before a container declares more
- * objects than it holds; scalars never check. */
+/* A first record for this many objects: a frame that has more is
+ * unpacked again into one for as many objects as it has bytes. Growing
+ * the record instead would put a call in the unpacker's loop, which costs
+ * every frame more than the second pass costs the large ones. */
 #define RECORD_FIRST 4096
 
 struct unpack_user {
 	struct proto_value *tape; /* the next record */
-	struct proto_value *first; /* the record's first object, the root */
 	uint64_t room;            /* objects the record holds */
-	uint64_t max_room;        /* the most a frame can have: MIN(len, PROTO_MAX_FRAME_OBJECTS) */
-	struct proto_bump *bump;
 	uint64_t declared;        /* children declared by every container so far */
 	uint64_t max_declared;    /* frame length - 1: one byte per object at least */
 	enum proto_error_code code; /* why a callback refused, PROTO_OK if none did */
+	bool full;                /* refused: the record is too small */
 	char *padding;            /* the zero bytes after the frame copy */
 };
 
 /*
  * Every object is recorded when msgpack-c has read it, in the order of the
- * frame. The unpacker's own object (msgpack_unpack_object, a byte here:
- * it copies it around its stack) carries nothing: the item callbacks have
- * nothing to do.
+ * frame. The unpacker's own object (msgpack_unpack_object), which it
+ * copies around its stack, carries nothing: the item callbacks have
+ * nothing to do. It is a 32-bit zero: a byte would alias the record
+ * cursor for the compiler and a 16-bit store costs length-changing
+ * prefixes in the unpacker's loop (5 % of a decode, bench/proto.sh).
  */
-static inline int put(struct unpack_user *u, uint64_t head, uint64_t value, uint16_t *o)
+static inline int put(struct unpack_user *u, uint64_t head, uint64_t value, uint32_t *o)
 {
 	struct proto_value *t = u->tape++;
 
@@ -65,7 +67,7 @@ static inline int put(struct unpack_user *u, uint64_t head, uint64_t value, uint
 	return 0;
 }
 
-static inline uint16_t unpack_cb_root(struct unpack_user *u)
+static inline uint32_t unpack_cb_root(struct unpack_user *u)
 {
 	return 0;
 }
@@ -73,12 +75,12 @@ static inline uint16_t unpack_cb_root(struct unpack_user *u)
 /* msgpack-c reports a non-negative signed int as a positive integer. */
 #define UNPACK_INT_(bits)                                                       \
 	static inline int unpack_cb_uint##bits(struct unpack_user *u, uint##bits##_t d, \
-					       uint16_t *o)                      \
+					       uint32_t *o)                      \
 	{                                                                       \
 		return put(u, PROTO_VALUE_UINT, d, o);                          \
 	}                                                                       \
 	static inline int unpack_cb_int##bits(struct unpack_user *u, int##bits##_t d, \
-					      uint16_t *o)                       \
+					      uint32_t *o)                       \
 	{                                                                       \
 		return put(u, d >= 0 ? PROTO_VALUE_UINT : PROTO_VALUE_INT, (uint64_t)(int64_t)d, o); \
 	}
@@ -95,27 +97,27 @@ static inline uint64_t f64_bits(double d)
 	return bits;
 }
 
-static inline int unpack_cb_float(struct unpack_user *u, float d, uint16_t *o)
+static inline int unpack_cb_float(struct unpack_user *u, float d, uint32_t *o)
 {
 	return put(u, PROTO_VALUE_F32, f64_bits(d), o);
 }
 
-static inline int unpack_cb_double(struct unpack_user *u, double d, uint16_t *o)
+static inline int unpack_cb_double(struct unpack_user *u, double d, uint32_t *o)
 {
 	return put(u, PROTO_VALUE_F64, f64_bits(d), o);
 }
 
-static inline int unpack_cb_nil(struct unpack_user *u, uint16_t *o)
+static inline int unpack_cb_nil(struct unpack_user *u, uint32_t *o)
 {
 	return put(u, PROTO_VALUE_NIL, 0, o);
 }
 
-static inline int unpack_cb_true(struct unpack_user *u, uint16_t *o)
+static inline int unpack_cb_true(struct unpack_user *u, uint32_t *o)
 {
 	return put(u, PROTO_VALUE_BOOL, true, o);
 }
 
-static inline int unpack_cb_false(struct unpack_user *u, uint16_t *o)
+static inline int unpack_cb_false(struct unpack_user *u, uint32_t *o)
 {
 	return put(u, PROTO_VALUE_BOOL, false, o);
 }
@@ -124,13 +126,13 @@ static inline int unpack_cb_false(struct unpack_user *u, uint16_t *o)
  * empty string the unpacker passes a stale pointer (to the last value it
  * took bytes from): an empty string points at the padding. */
 static inline int unpack_cb_str(struct unpack_user *u, const char *base, const char *p,
-				unsigned len, uint16_t *o)
+				unsigned len, uint32_t *o)
 {
 	return put(u, PROTO_VALUE_STR | (uint64_t)len << 8, (uintptr_t)(len ? p : u->padding), o);
 }
 
 static inline int unpack_cb_bin(struct unpack_user *u, const char *base, const char *p,
-				unsigned len, uint16_t *o)
+				unsigned len, uint32_t *o)
 {
 	return put(u, PROTO_VALUE_BIN | (uint64_t)len << 8, (uintptr_t)p, o);
 }
@@ -139,7 +141,7 @@ static inline int unpack_cb_bin(struct unpack_user *u, const char *base, const c
  * that byte to an ext32 length of 0xffffffff in 32 bits and gets 0: that
  * ext would need 4 GiB, more than any frame holds. */
 static inline int unpack_cb_ext(struct unpack_user *u, const char *base, const char *p,
-				unsigned len, uint16_t *o)
+				unsigned len, uint32_t *o)
 {
 	if (_unlikely_(len == 0)) {
 		u->code = PROTO_E_TRUNCATED;
@@ -148,60 +150,42 @@ static inline int unpack_cb_ext(struct unpack_user *u, const char *base, const c
 	return put(u, PROTO_VALUE_EXT | (uint64_t)len << 8, (uintptr_t)p, o);
 }
 
-/* Room for the root and every declared child: a bigger record, the
- * objects so far copied over. */
-static __attribute__((noinline)) int grow_record(struct unpack_user *u)
-{
-	uint64_t used = (uint64_t)(u->tape - u->first);
-	uint64_t room = MIN(MAX(2 * u->room, u->declared + 1), u->max_room);
-	struct proto_value *first = proto_bump_take(u->bump, room * sizeof(*first));
-
-	if (!first) {
-		u->code = PROTO_E_NOMEM;
-		return -1;
-	}
-	memcpy(first, u->first, used * sizeof(*first));
-	u->first = first;
-	u->tape = first + used;
-	u->room = room;
-	return 0;
-}
-
 /* A container of n entries taking `slots` objects (a map: key and value),
  * recorded before its children. */
 static inline int open_container(struct unpack_user *u, unsigned type, unsigned n,
-				  uint64_t slots, uint16_t *o)
+				  uint64_t slots, uint32_t *o)
 {
 	u->declared += slots;
-	if (u->declared > u->max_declared) {
-		u->code = PROTO_E_TRUNCATED;
+	/* room ≤ MIN(frame length, PROTO_MAX_FRAME_OBJECTS): below it, the
+	 * frame has bytes left for every child and the count is fine. */
+	if (_unlikely_(u->declared >= u->room)) {
+		if (u->declared > u->max_declared)
+			u->code = PROTO_E_TRUNCATED;
+		else if (u->declared >= PROTO_MAX_FRAME_OBJECTS) /* + the root */
+			u->code = PROTO_E_TOO_MANY;
+		else /* no room for the root and every child */
+			u->full = true;
 		return -1;
 	}
-	if (u->declared >= PROTO_MAX_FRAME_OBJECTS) { /* + the root */
-		u->code = PROTO_E_TOO_MANY;
-		return -1;
-	}
-	if (_unlikely_(u->declared >= u->room) && grow_record(u) < 0)
-		return -1;
 	return put(u, type | (uint64_t)n << 8, 0, o);
 }
 
-static inline int unpack_cb_array(struct unpack_user *u, unsigned n, uint16_t *o)
+static inline int unpack_cb_array(struct unpack_user *u, unsigned n, uint32_t *o)
 {
 	return open_container(u, PROTO_VALUE_ARRAY, n, n, o);
 }
 
-static inline int unpack_cb_map(struct unpack_user *u, unsigned n, uint16_t *o)
+static inline int unpack_cb_map(struct unpack_user *u, unsigned n, uint32_t *o)
 {
 	return open_container(u, PROTO_VALUE_MAP, n, 2 * (uint64_t)n, o);
 }
 
-static inline int unpack_cb_array_item(struct unpack_user *u, uint16_t *c, uint16_t o)
+static inline int unpack_cb_array_item(struct unpack_user *u, uint32_t *c, uint32_t o)
 {
 	return 0;
 }
 
-static inline int unpack_cb_map_item(struct unpack_user *u, uint16_t *c, uint16_t k, uint16_t v)
+static inline int unpack_cb_map_item(struct unpack_user *u, uint32_t *c, uint32_t k, uint32_t v)
 {
 	return 0;
 }
@@ -209,7 +193,7 @@ static inline int unpack_cb_map_item(struct unpack_user *u, uint16_t *c, uint16_
 #define msgpack_unpack_struct(name) struct unpack##name
 #define msgpack_unpack_func(ret, name) static inline ret unpack##name
 #define msgpack_unpack_callback(name) unpack_cb##name
-#define msgpack_unpack_object uint16_t
+#define msgpack_unpack_object uint32_t
 #define msgpack_unpack_user struct unpack_user
 #include <msgpack/unpack_template.h>
 
@@ -248,46 +232,60 @@ static int truncated(struct proto_error *err, size_t len)
 			  "message truncated: %zu bytes end inside an object", len);
 }
 
+/* One pass of the unpacker over the frame copy, into a record of room
+ * objects at first. Returns the unpacker's result; *off where it stopped. */
+static int unpack_pass(struct unpack_context *ctx, const char *copy, size_t len,
+		       struct proto_value *first, uint64_t room, size_t *off)
+{
+	unpack_init(ctx);
+	ctx->user = (struct unpack_user){ .tape = first, .room = room,
+					  .max_declared = len ? len - 1 : 0,
+					  .padding = (char *)copy + len };
+	*off = 0;
+	return unpack_execute(ctx, copy, len, off);
+}
+
 int proto_unpack_frame(const void *buf, size_t len, struct proto_bump *bump,
 		       const struct proto_value **tape, struct proto_error *err)
 {
+	/* Every object but the root is a declared child: at most one per byte
+	 * of the frame, and fewer than PROTO_MAX_FRAME_OBJECTS. */
+	uint64_t max_room = MAX(MIN(len, (size_t)PROTO_MAX_FRAME_OBJECTS), (size_t)1);
+	uint64_t room = MIN(max_room, (uint64_t)RECORD_FIRST);
 	struct unpack_context ctx;
-	struct unpack_user *u = &ctx.user;
-	size_t off = 0;
+	struct proto_value *first;
+	size_t off;
 	char *copy;
 	int r;
 
 	if (len > PROTO_MAX_FRAME_BYTES)
 		return proto_fail(err, NULL, PROTO_E_FRAME_SIZE, "frame of %zu bytes exceeds limit %u",
 				  len, PROTO_MAX_FRAME_BYTES);
-	unpack_init(&ctx);
-	*u = (struct unpack_user){ .bump = bump, .max_declared = len ? len - 1 : 0 };
-	/* Every object but the root is a declared child: at most one per byte
-	 * of the frame, and fewer than PROTO_MAX_FRAME_OBJECTS. */
-	u->max_room = MAX(MIN(len, (size_t)PROTO_MAX_FRAME_OBJECTS), (size_t)1);
-	u->room = MIN(u->max_room, (uint64_t)RECORD_FIRST);
 	copy = proto_bump_take(bump, (len + PROTO_FRAME_PADDING + PROTO_BUMP_ALIGN - 1) &
 					     ~(size_t)(PROTO_BUMP_ALIGN - 1));
-	u->first = u->tape = copy ? proto_bump_take(bump, u->room * sizeof(*u->tape)) : NULL;
-	if (!u->first)
+	first = copy ? proto_bump_take(bump, room * sizeof(*first)) : NULL;
+	if (!first)
 		return proto_fail(err, NULL, PROTO_E_NOMEM, "out of memory");
 	if (len)
 		memcpy(copy, buf, len);
 	memset(copy + len, 0, PROTO_FRAME_PADDING);
-	u->padding = copy + len;
-	r = unpack_execute(&ctx, copy, len, &off);
+	r = unpack_pass(&ctx, copy, len, first, room, &off);
+	if (r < 0 && ctx.user.full) {
+		first = proto_bump_take(bump, max_room * sizeof(*first));
+		if (!first)
+			return proto_fail(err, NULL, PROTO_E_NOMEM, "out of memory");
+		r = unpack_pass(&ctx, copy, len, first, max_room, &off);
+	}
 	if (r == 0)
 		return truncated(err, len);
 	if (r < 0)
-		switch (u->code) {
+		switch (ctx.user.code) {
 		case PROTO_E_TRUNCATED:
 			return truncated(err, len);
 		case PROTO_E_TOO_MANY:
 			return proto_fail(err, NULL, PROTO_E_TOO_MANY,
 					  "message of more than %u msgpack objects",
 					  PROTO_MAX_FRAME_OBJECTS);
-		case PROTO_E_NOMEM:
-			return proto_fail(err, NULL, PROTO_E_NOMEM, "out of memory");
 		default: /* the unpacker's own refusals */
 			if (r == MSGPACK_UNPACK_NOMEM_ERROR) /* its container stack is full */
 				return proto_fail(err, NULL, PROTO_E_MALFORMED,
@@ -299,6 +297,6 @@ int proto_unpack_frame(const void *buf, size_t len, struct proto_bump *bump,
 	if (off != len)
 		return proto_fail(err, NULL, PROTO_E_TRAILING,
 				  "%zu bytes of trailing garbage after the message", len - off);
-	*tape = u->first;
+	*tape = first;
 	return 0;
 }
