@@ -569,6 +569,7 @@ static cursor decode_body(struct proto_decoder *d, cursor o, struct proto_msg *m
 	switch (m->env.type) {
 #define DEC_BODY_CASE_(a, c, s)                                                \
 	case c:                                                               \
+		memset(&m->body.s, 0, sizeof(m->body.s));                     \
 		return decode_##s(d, o, &m->body.s);
 		PROTO_MESSAGES(DEC_BODY_CASE_, _)
 #undef DEC_BODY_CASE_
@@ -596,6 +597,7 @@ static cursor decode_message(struct proto_decoder *d, cursor o, struct proto_msg
 	}
 	m->version_major = (uint8_t)major;
 	m->version_minor = (uint8_t)minor;
+	m->env = (struct proto_envelope){ 0 };
 	o = decode_envelope(d, o, &m->env);
 	if (!o)
 		return unwind_field(d, "envelope");
@@ -623,7 +625,10 @@ int proto_decode(struct proto_decoder *d, const void *buf, size_t len,
 	r = proto_unpack_frame(buf, len, &d->bump, &tape, err);
 	if (r < 0)
 		return r;
-	m = decoder_alloc(d, sizeof(*m), true);
+	/* Zeroed in parts: the envelope here, the body by its type
+	 * (decode_body()); zeroing the union whole costs every message
+	 * the largest body's size. */
+	m = decoder_alloc(d, sizeof(*m), false);
 	if (!m) {
 		nomem(d);
 		return d->r;

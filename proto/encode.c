@@ -46,9 +46,9 @@
 struct enc {
 	char *lim; /* sb->data + sb->alloc - ENC_SLACK */
 	msgpack_sbuffer *sb;
-	struct proto_path path; /* where the error is, collected while unwinding */
 	struct proto_error *err;
 	int r;
+	struct proto_path path; /* where the error is, collected while unwinding */
 };
 
 /*
@@ -418,11 +418,15 @@ static char *encode_body(struct enc *e, char *p, const struct proto_msg *msg)
 int proto_encode(const struct proto_msg *msg, struct msgpack_sbuffer *out,
 		 struct proto_error *err)
 {
-	struct enc e = { .sb = out, .err = err };
+	struct enc e; /* not zeroed whole: the path's steps are written before read */
 	size_t start = out->size;
 	unsigned type = msg->env.type;
 	char *p;
 
+	e.sb = out;
+	e.err = err;
+	e.r = 0;
+	e.path.depth = 0;
 	if (type >= proto_n_msg_types)
 		return proto_fail(err, NULL, PROTO_E_UNKNOWN_TYPE, "envelope.type: unknown message type %u", type);
 	if (out->alloc - start < ENC_INITIAL_ROOM + ENC_SLACK) {
