@@ -619,7 +619,6 @@ int proto_decode(struct proto_decoder *d, const void *buf, size_t len,
 	d->path.depth = 0;
 	d->left = d->max_decoded;
 	d->over_budget = false;
-	arena_reset(&d->arena);
 	proto_bump_reset(&d->bump);
 
 	r = proto_unpack_frame(buf, len, &d->bump, &tape, err);

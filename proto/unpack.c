@@ -223,6 +223,10 @@ void *proto_bump_refill(struct proto_bump *b, size_t size)
 
 	if (!p)
 		return NULL;
+	if (b->first)
+		b->spilled = true;
+	else
+		b->first = p;
 	b->pos = p + size;
 	b->end = p + chunk;
 	return p;

@@ -22,6 +22,8 @@
 struct proto_bump {
 	char *pos;
 	char *end;
+	char *first;  /* the first block since the arena's reset, NULL if none */
+	bool spilled; /* a second block was taken since */
 	struct arena *arena;
 };
 
@@ -39,9 +41,21 @@ static inline void *proto_bump_take(struct proto_bump *b, size_t size)
 	return p;
 }
 
+/*
+ * Empties b for the next message. When the last one fitted in the first
+ * block, that block is used again as it is, as arena_reset() would keep
+ * it (one chunk, at most ARENA_KEEP_MAX): no call into the arena per
+ * message.
+ */
 static inline void proto_bump_reset(struct proto_bump *b)
 {
-	b->pos = b->end = NULL;
+	if (_likely_(b->first && !b->spilled && b->end - b->first <= ARENA_KEEP_MAX)) {
+		b->pos = b->first;
+		return;
+	}
+	arena_reset(b->arena);
+	b->pos = b->end = b->first = NULL;
+	b->spilled = false;
 }
 
 /* The msgpack types a value can hold; the names of the error messages. */
