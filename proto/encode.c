@@ -9,8 +9,9 @@
  * its msgpack_pack_* functions are a template (msgpack/pack_template.h)
  * that msgpack/pack.h instantiates for a packer calling a write callback
  * per value; this file instantiates the same template for a packer that
- * appends to the sbuffer in place, so a value costs a few stores instead
- * of an indirect call. The wire bytes are those of msgpack/pack.h.
+ * writes at a cursor into the sbuffer's memory, room made once per field,
+ * so a value costs a store or two instead of an indirect call. The wire
+ * bytes are those of msgpack/pack.h.
  */
 #include "config.h"
 
@@ -18,6 +19,9 @@
 #include <msgpack/pack_define.h>
 #include <msgpack/sbuffer.h>
 #include <msgpack/timestamp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "proto/schema.h"
@@ -26,28 +30,26 @@
 #error "msgpack/pack.h would clash with the msgpack_pack_* functions instantiated here"
 #endif
 
-/* Room made before packing, so the buffer is never NULL while we do. */
-#define ENCODER_MIN_ROOM 256
+/*
+ * The output cursor is a local of every encode_* function, passed along
+ * and returned (NULL on error): stores into the buffer cannot clobber it,
+ * so it stays in a register. Room is made where a struct begins, after
+ * each container value and before each string body: from below lim, the
+ * slack takes everything of fixed size a struct writes in between — its
+ * map header and, for each field, the id and a scalar or a container's
+ * header.
+ */
+#define ENC_FIELD_MAX 10 /* id 1 + the largest scalar 9 (uint64, int64, double) */
+#define ENC_SLACK (5 + 64 * ENC_FIELD_MAX + 5) /* map header, ≤ 64 fields, a string header */
+#define ENC_INITIAL_ROOM 1024 /* a pending pod or a small plan without growing */
 
 struct enc {
-	char *pos; /* next byte of sb's data */
-	char *end; /* sb->data + sb->alloc */
+	char *lim; /* sb->data + sb->alloc - ENC_SLACK */
 	msgpack_sbuffer *sb;
-	struct proto_path path; /* where the error is, collected while unwinding */
 	struct proto_error *err;
-};
-
-/* Slow path: msgpack_sbuffer_write() grows the buffer. */
-static int enc_grow(struct enc *e, const char *buf, size_t len)
-{
 	int r;
-
-	e->sb->size = (size_t)(e->pos - e->sb->data);
-	r = msgpack_sbuffer_write(e->sb, buf, len);
-	e->pos = e->sb->data + e->sb->size;
-	e->end = e->sb->data + e->sb->alloc;
-	return r;
-}
+	struct proto_path path; /* where the error is, collected while unwinding */
+};
 
 /*
  * Every msgpack_pack_* builds its value in a small stack buffer, a type
@@ -55,15 +57,13 @@ static int enc_grow(struct enc *e, const char *buf, size_t len)
  * len. Copying the two parts apart lets each load take its bytes from one
  * store; a single load spanning both stalls store forwarding, which cost
  * a fifth of the encoder's time. Other lengths are string bodies, mostly
- * short: overlapping words instead of a memcpy() call.
+ * short: overlapping words instead of a memcpy() call. Never reads past
+ * buf + len.
  */
-static inline __attribute__((always_inline)) int enc_append(struct enc *e, const char *buf,
-							    size_t len)
+static inline __attribute__((always_inline)) int enc_put(char **x, const char *buf, size_t len)
 {
-	char *p = e->pos;
+	char *p = *x;
 
-	if (_unlikely_((size_t)(e->end - p) < len))
-		return enc_grow(e, buf, len);
 	if (__builtin_constant_p(len) && len > 1) {
 		p[0] = buf[0];
 		memcpy(p + 1, buf + 1, len - 1);
@@ -84,128 +84,175 @@ static inline __attribute__((always_inline)) int enc_append(struct enc *e, const
 	} else if (len < 4) {
 		for (size_t i = 0; i < len; i++)
 			p[i] = buf[i];
+	} else if (len <= 32) { /* the first and the last 16 bytes, overlapping */
+		memcpy(p, buf, 16);
+		memcpy(p + len - 16, buf + len - 16, 16);
+	} else if (len <= 64) {
+		memcpy(p, buf, 32);
+		memcpy(p + len - 32, buf + len - 32, 32);
 	} else {
 		memcpy(p, buf, len);
 	}
-	e->pos = p + len;
+	*x = p + len;
 	return 0;
 }
 
 /* Inlined everywhere: with the value and length known at the call, a
- * field id or a header packs to a store or two. */
+ * field id or a header packs to a store or two. The caller made room. */
 #define msgpack_pack_inline_func(name)                                         \
 	static inline __attribute__((always_inline)) int msgpack_pack##name
-#define msgpack_pack_user struct enc *
-#define msgpack_pack_append_buffer(x, buf, len) return enc_append(x, (const char *)(buf), len)
+#define msgpack_pack_user char **
+#define msgpack_pack_append_buffer(x, buf, len) return enc_put(x, (const char *)(buf), len)
 #include <msgpack/pack_template.h>
 
 /* ---- errors: the message here, the path added while unwinding ---- */
-#define fail(e, code, ...) proto_fail((e)->err, NULL, (code), __VA_ARGS__)
+#define cold_ __attribute__((cold, noinline))
 
-static int nomem(struct enc *e)
+static cold_ _printf_(3, 4) char *fail(struct enc *e, enum proto_error_code code, const char *fmt, ...)
 {
-	return fail(e, PROTO_E_NOMEM, "failed to grow the output buffer");
+	char message[PROTO_ERROR_TEXT_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(message, sizeof(message), fmt, ap);
+	va_end(ap);
+	e->r = proto_fail(e->err, NULL, code, "%s", message);
+	return NULL;
 }
 
-/* A msgpack_pack_* result: 0, or -1 when the buffer could not grow. */
-#define PACKED(e, call) (_likely_((call) == 0) ? 0 : nomem(e))
-
-static int unwind_field(struct enc *e, const char *name, int r)
+static cold_ char *unwind_field(struct enc *e, const char *name)
 {
-	return proto_unwind(&e->path, name, 0, r);
+	proto_path_push(&e->path, name, 0);
+	return NULL;
 }
 
-static int unwind_index(struct enc *e, uint32_t i, int r)
+static cold_ char *unwind_index(struct enc *e, uint32_t i)
 {
-	return proto_unwind(&e->path, NULL, i, r);
+	proto_path_push(&e->path, NULL, i);
+	return NULL;
 }
 
-static int too_many(struct enc *e, const char *what, uint32_t n, uint32_t max)
+static cold_ char *too_many(struct enc *e, const char *what, uint32_t n, uint32_t max)
 {
 	return fail(e, PROTO_E_TOO_MANY, "%s of %u exceeds limit %u", what, n, max);
 }
 
+/*
+ * Slow path: room for need bytes and the slack after the first used bytes
+ * of sb's data. msgpack_sbuffer_write() grows the buffer (doubling) to
+ * take zeros that are then dropped again; sb->size stays where the
+ * message began until proto_encode() is done. Returns the cursor at used.
+ */
+static cold_ char *enc_reserve(struct enc *e, size_t used, size_t need)
+{
+	static const char zeros[4096];
+	msgpack_sbuffer *sb = e->sb;
+	size_t size = sb->size, want = need + ENC_SLACK;
+
+	sb->size = used;
+	for (size_t w = 0; w < want;) {
+		size_t k = MIN(sizeof(zeros), want - w);
+
+		if (msgpack_sbuffer_write(sb, zeros, k) != 0) {
+			sb->size = size;
+			return fail(e, PROTO_E_NOMEM, "failed to grow the output buffer");
+		}
+		w += k;
+	}
+	sb->size = size;
+	e->lim = sb->data + sb->alloc - ENC_SLACK;
+	return sb->data + used;
+}
+
+/* Room for need bytes and the slack after p, which moves with the buffer. */
+static cold_ char *enc_grow(struct enc *e, char *p, size_t need)
+{
+	return enc_reserve(e, (size_t)(p - e->sb->data), need);
+}
+
+/* Room for everything of fixed size (ENC_SLACK). */
+static inline char *enc_room(struct enc *e, char *p)
+{
+	return _likely_(p <= e->lim) ? p : enc_grow(e, p, 0);
+}
+
 /* ---- values ---- */
 
-static inline __attribute__((always_inline)) int encode_str(struct enc *e, const char *s,
-							    uint32_t max)
+static inline __attribute__((always_inline)) char *encode_str(struct enc *e, char *p,
+							      const char *s, uint32_t max)
 {
 	size_t n = strlen(s);
 
 	if (_unlikely_(n > max))
 		return fail(e, PROTO_E_TOO_LONG, "string of %zu bytes exceeds limit %u", n, max);
-	if (_unlikely_(msgpack_pack_str(e, n) != 0 || msgpack_pack_str_body(e, s, n) != 0))
-		return nomem(e);
-	return 0;
+	if (_unlikely_(e->lim - p < (ptrdiff_t)n) && !(p = enc_grow(e, p, n)))
+		return NULL;
+	msgpack_pack_str(&p, n);
+	msgpack_pack_str_body(&p, s, n);
+	return p;
 }
 
-static inline int encode_required_str(struct enc *e, const char *s, uint32_t max)
+static inline char *encode_required_str(struct enc *e, char *p, const char *s, uint32_t max)
 {
 	if (_unlikely_(!s))
 		return fail(e, PROTO_E_MISSING, "required field missing");
-	return encode_str(e, s, max);
+	return encode_str(e, p, s, max);
 }
 
-static inline int encode_enum(struct enc *e, uint8_t v, unsigned n_values, const char *name)
+static inline char *encode_enum(struct enc *e, char *p, uint8_t v, unsigned n_values, const char *name)
 {
 	if (_unlikely_(v >= n_values))
 		return fail(e, PROTO_E_RANGE, "unknown value %u for enum %s", v, name);
-	return PACKED(e, msgpack_pack_uint8(e, v));
+	msgpack_pack_uint8(&p, v);
+	return p;
 }
 
-static int encode_strs(struct enc *e, char *const *v, uint32_t n, uint32_t max, uint32_t elem_len)
+static char *encode_strs(struct enc *e, char *p, char *const *v, uint32_t n, uint32_t max,
+			 uint32_t elem_len)
 {
 	if (_unlikely_(n > max))
 		return too_many(e, "array", n, max);
-	if (_unlikely_(msgpack_pack_array(e, n) != 0))
-		return nomem(e);
+	msgpack_pack_array(&p, n);
 	for (uint32_t i = 0; i < n; i++) {
-		int r = v[i] ? encode_str(e, v[i], elem_len)
-			     : fail(e, PROTO_E_MISSING, "NULL string in array");
-
-		if (r < 0)
-			return unwind_index(e, i, r);
+		p = v[i] ? encode_str(e, p, v[i], elem_len) : fail(e, PROTO_E_MISSING, "NULL string in array");
+		if (_unlikely_(!p))
+			return unwind_index(e, i);
 	}
-	return 0;
+	return p;
 }
 
-static int encode_kv(struct enc *e, const struct proto_kv *v, uint32_t n, uint32_t max,
-		     uint32_t value_len)
+static char *encode_kv(struct enc *e, char *p, const struct proto_kv *v, uint32_t n, uint32_t max,
+		       uint32_t value_len)
 {
 	if (_unlikely_(n > max))
 		return too_many(e, "map", n, max);
-	if (_unlikely_(msgpack_pack_map(e, n) != 0))
-		return nomem(e);
+	msgpack_pack_map(&p, n);
 	for (uint32_t i = 0; i < n; i++) {
-		int r;
-
-		if (!v[i].key || !v[i].value)
-			r = fail(e, PROTO_E_MISSING, "NULL key or value");
-		else if ((r = encode_str(e, v[i].key, PROTO_MAX_KEY_LEN)) >= 0)
-			r = encode_str(e, v[i].value, value_len);
-		if (r < 0)
-			return unwind_index(e, i, r);
+		if (_unlikely_(!v[i].key || !v[i].value))
+			p = fail(e, PROTO_E_MISSING, "NULL key or value");
+		else if ((p = encode_str(e, p, v[i].key, PROTO_MAX_KEY_LEN)))
+			p = encode_str(e, p, v[i].value, value_len);
+		if (_unlikely_(!p))
+			return unwind_index(e, i);
 	}
-	return 0;
+	return p;
 }
 
-static int encode_res(struct enc *e, const struct proto_resource *v, uint32_t n, uint32_t max)
+static char *encode_res(struct enc *e, char *p, const struct proto_resource *v, uint32_t n,
+			uint32_t max)
 {
 	if (_unlikely_(n > max))
 		return too_many(e, "map", n, max);
-	if (_unlikely_(msgpack_pack_map(e, n) != 0))
-		return nomem(e);
+	msgpack_pack_map(&p, n);
 	for (uint32_t i = 0; i < n; i++) {
-		int r;
-
-		if (!v[i].name)
-			r = fail(e, PROTO_E_MISSING, "NULL resource name");
-		else if ((r = encode_str(e, v[i].name, PROTO_MAX_KEY_LEN)) >= 0)
-			r = PACKED(e, msgpack_pack_int64(e, v[i].value));
-		if (r < 0)
-			return unwind_index(e, i, r);
+		if (_unlikely_(!v[i].name))
+			p = fail(e, PROTO_E_MISSING, "NULL resource name");
+		else if ((p = encode_str(e, p, v[i].name, PROTO_MAX_KEY_LEN)))
+			msgpack_pack_int64(&p, v[i].value); /* in the slack the name left */
+		if (_unlikely_(!p))
+			return unwind_index(e, i);
 	}
-	return 0;
+	return p;
 }
 
 /* Bitwise: -0.0 and NaN are values worth sending. */
@@ -240,32 +287,35 @@ static inline bool f64_is_zero(double v)
 #define IS_DEFAULT_OBJECT(name, arg) (s->name.ptr == NULL)
 #define ON_WIRE_(flags, kind, name, arg) (ENC_FLAG_##flags || !IS_DEFAULT_##kind(name, arg))
 
-#define ENC_BOOL(name, arg, max) PACKED(e, s->name ? msgpack_pack_true(e) : msgpack_pack_false(e))
-#define ENC_U32(name, arg, max) PACKED(e, msgpack_pack_uint32(e, s->name))
-#define ENC_U64(name, arg, max) PACKED(e, msgpack_pack_uint64(e, s->name))
-#define ENC_I32(name, arg, max) PACKED(e, msgpack_pack_int32(e, s->name))
-#define ENC_I64(name, arg, max) PACKED(e, msgpack_pack_int64(e, s->name))
-#define ENC_F64(name, arg, max) PACKED(e, msgpack_pack_double(e, s->name))
+/* Each packs field `name` of s at p and leaves p after it (NULL on error). */
+#define ENC_BOOL(name, arg, max) s->name ? msgpack_pack_true(&p) : msgpack_pack_false(&p)
+#define ENC_U32(name, arg, max) msgpack_pack_uint32(&p, s->name)
+#define ENC_U64(name, arg, max) msgpack_pack_uint64(&p, s->name)
+#define ENC_I32(name, arg, max) msgpack_pack_int32(&p, s->name)
+#define ENC_I64(name, arg, max) msgpack_pack_int64(&p, s->name)
+#define ENC_F64(name, arg, max) msgpack_pack_double(&p, s->name)
 #define ENC_ENUM(name, arg, max)                                               \
-	encode_enum(e, s->name, 0 proto_values_##arg(ENC_ENUM_COUNT_), #arg)
-#define ENC_STR(name, arg, max) encode_required_str(e, s->name, (max))
-#define ENC_STRS(name, arg, max) encode_strs(e, s->name, s->n_##name, (max), (arg))
-#define ENC_KV(name, arg, max) encode_kv(e, s->name, s->n_##name, (max), (arg))
-#define ENC_RES(name, arg, max) encode_res(e, s->name, s->n_##name, (max))
-#define ENC_OBJ(name, arg, max) encode_##arg(e, &s->name)
-#define ENC_OBJS(name, arg, max) encode_objs_##arg(e, s->name, s->n_##name, (max))
-#define ENC_OBJECT(name, arg, max) encode_object(e, &s->name)
+	p = encode_enum(e, p, s->name, 0 proto_values_##arg(ENC_ENUM_COUNT_), #arg)
+#define ENC_STR(name, arg, max) p = encode_required_str(e, p, s->name, (max))
+#define ENC_STRS(name, arg, max) p = encode_strs(e, p, s->name, s->n_##name, (max), (arg))
+#define ENC_KV(name, arg, max) p = encode_kv(e, p, s->name, s->n_##name, (max), (arg))
+#define ENC_RES(name, arg, max) p = encode_res(e, p, s->name, s->n_##name, (max))
+#define ENC_OBJ(name, arg, max) p = encode_##arg(e, p, &s->name)
+#define ENC_OBJS(name, arg, max) p = encode_objs_##arg(e, p, s->name, s->n_##name, (max))
+#define ENC_OBJECT(name, arg, max) p = encode_object(e, p, &s->name)
 
 #define IS_DEFAULT_FIELD_(S, id, name, kind, arg, max, flags) &&IS_DEFAULT_##kind(name, arg)
-#define ENC_COUNT_(S, id, name, kind, arg, max, flags) +ON_WIRE_(flags, kind, name, arg)
+/* After a container value, room again for the rest of the struct. */
+#define ENC_AFTER_KIND_(kind) (PROTO_KIND_##kind >= PROTO_KIND_STRS)
 #define ENC_FIELD_(S, id, name, kind, arg, max, flags)                         \
 	if (ON_WIRE_(flags, kind, name, arg)) {                               \
-		int r = PACKED(e, msgpack_pack_uint8(e, id));                 \
-                                                                              \
-		if (r >= 0)                                                   \
-			r = ENC_##kind(name, arg, max);                       \
-		if (_unlikely_(r < 0))                                        \
-			return unwind_field(e, #name, r);                     \
+		msgpack_pack_uint8(&p, id);                                   \
+		ENC_##kind(name, arg, max);                                   \
+		if (ENC_AFTER_KIND_(kind) && _likely_(p != NULL))             \
+			p = enc_room(e, p);                                   \
+		if (_unlikely_(!p))                                           \
+			return unwind_field(e, #name);                        \
+		n++;                                                          \
 	}
 
 /* True when every field holds its default (an embedded struct left off). */
@@ -277,69 +327,88 @@ static inline bool f64_is_zero(double v)
 PROTO_STRUCTS(ENC_IS_DEFAULT_)
 
 #define ENC_DECLARE_(S)                                                        \
-	static int encode_##S(struct enc *e, const struct proto_##S *s);      \
-	static int encode_objs_##S(struct enc *e, const struct proto_##S *v, uint32_t n, \
-				   uint32_t max);
+	static char *encode_##S(struct enc *e, char *p, const struct proto_##S *s); \
+	static char *encode_objs_##S(struct enc *e, char *p, const struct proto_##S *v, \
+				     uint32_t n, uint32_t max);
 PROTO_STRUCTS(ENC_DECLARE_)
-static int encode_object(struct enc *e, const struct proto_object *o);
+static char *encode_object(struct enc *e, char *p, const struct proto_object *o);
+
+/*
+ * The map header goes in the byte left for it: msgpack-c's fixmap for
+ * ≤ 15 pairs. A map16 (3 bytes, for more) moves the fields 2 bytes on,
+ * into the slack.
+ */
+static inline char *enc_map_head(struct enc *e, size_t head, char *p, uint32_t n)
+{
+	char *h = e->sb->data + head, *q = h;
+
+	if (_unlikely_(n > 15)) {
+		memmove(h + 3, h + 1, (size_t)(p - h) - 1);
+		p += 2;
+	}
+	msgpack_pack_map(&q, n);
+	return p;
+}
 
 /* A struct is a map {field id: value} of its required and non-default fields. */
 #define ENC_STRUCT_(S)                                                         \
-	static int encode_##S(struct enc *e, const struct proto_##S *s)       \
+	static char *encode_##S(struct enc *e, char *p, const struct proto_##S *s) \
 	{                                                                     \
-		uint32_t n = 0 proto_fields_##S(ENC_COUNT_, S);               \
+		uint32_t n = 0;                                               \
+		size_t head;                                                  \
                                                                               \
-		if (_unlikely_(msgpack_pack_map(e, n) != 0))                  \
-			return nomem(e);                                      \
+		p = enc_room(e, p);                                           \
+		if (_unlikely_(!p))                                           \
+			return NULL;                                          \
+		head = (size_t)(p - e->sb->data);                             \
+		p++;                                                          \
 		proto_fields_##S(ENC_FIELD_, S)                               \
-		return 0;                                                     \
+		return enc_map_head(e, head, p, n);                           \
 	}
 PROTO_STRUCTS(ENC_STRUCT_)
 
 /* Arrays of structs, for every struct (most are unused). */
 #define ENC_OBJS_(S)                                                           \
-	static _unused_ int encode_objs_##S(struct enc *e, const struct proto_##S *v, \
-					     uint32_t n, uint32_t max)        \
+	static _unused_ char *encode_objs_##S(struct enc *e, char *p, const struct proto_##S *v, \
+					      uint32_t n, uint32_t max)       \
 	{                                                                     \
 		if (_unlikely_(n > max))                                      \
 			return too_many(e, "array", n, max);                  \
-		if (_unlikely_(msgpack_pack_array(e, n) != 0))                \
-			return nomem(e);                                      \
+		msgpack_pack_array(&p, n);                                    \
 		for (uint32_t i = 0; i < n; i++) {                            \
-			int r = encode_##S(e, &v[i]);                         \
-                                                                              \
-			if (r < 0)                                            \
-				return unwind_index(e, i, r);                 \
+			p = encode_##S(e, p, &v[i]);                          \
+			if (_unlikely_(!p))                                   \
+				return unwind_index(e, i);                    \
 		}                                                             \
-		return 0;                                                     \
+		return p;                                                     \
 	}
 PROTO_STRUCTS(ENC_OBJS_)
 
 /* A cluster-state object: [kind, map]. */
-static int encode_object(struct enc *e, const struct proto_object *o)
+static char *encode_object(struct enc *e, char *p, const struct proto_object *o)
 {
 	if (o->kind >= proto_n_object_kinds)
 		return fail(e, PROTO_E_UNKNOWN_TYPE, "unknown object kind %u", o->kind);
 	if (!o->ptr)
 		return fail(e, PROTO_E_MISSING, "NULL object");
-	if (msgpack_pack_array(e, 2) != 0 || msgpack_pack_uint8(e, o->kind) != 0)
-		return nomem(e);
+	msgpack_pack_array(&p, 2);
+	msgpack_pack_uint8(&p, o->kind);
 	switch (o->kind) {
 #define ENC_OBJECT_CASE_(a, c, s)                                              \
 	case c:                                                               \
-		return encode_##s(e, o->s);
+		return encode_##s(e, p, o->s);
 		PROTO_OBJECTS(ENC_OBJECT_CASE_, _)
 #undef ENC_OBJECT_CASE_
 	}
-	return 0;
+	return p;
 }
 
-static int encode_body(struct enc *e, const struct proto_msg *msg)
+static char *encode_body(struct enc *e, char *p, const struct proto_msg *msg)
 {
 	switch (msg->env.type) {
 #define ENC_BODY_CASE_(a, c, s)                                                \
 	case c:                                                               \
-		return encode_##s(e, &msg->body.s);
+		return encode_##s(e, p, &msg->body.s);
 		PROTO_MESSAGES(ENC_BODY_CASE_, _)
 #undef ENC_BODY_CASE_
 	}
@@ -349,50 +418,51 @@ static int encode_body(struct enc *e, const struct proto_msg *msg)
 int proto_encode(const struct proto_msg *msg, struct msgpack_sbuffer *out,
 		 struct proto_error *err)
 {
-	struct enc e = { .sb = out, .err = err };
+	struct enc e; /* not zeroed whole: the path's steps are written before read */
 	size_t start = out->size;
 	unsigned type = msg->env.type;
-	int r;
+	char *p;
 
+	e.sb = out;
+	e.err = err;
+	e.r = 0;
+	e.path.depth = 0;
 	if (type >= proto_n_msg_types)
 		return proto_fail(err, NULL, PROTO_E_UNKNOWN_TYPE, "envelope.type: unknown message type %u", type);
-	if (out->alloc - out->size < ENCODER_MIN_ROOM) {
-		static const char room[ENCODER_MIN_ROOM];
-
-		if (msgpack_sbuffer_write(out, room, sizeof(room)) != 0)
-			return proto_fail(err, NULL, PROTO_E_NOMEM, "failed to grow the output buffer");
-		out->size = start;
+	if (out->alloc - start < ENC_INITIAL_ROOM + ENC_SLACK) {
+		p = enc_reserve(&e, start, ENC_INITIAL_ROOM);
+		if (!p)
+			return e.r;
+	} else {
+		p = out->data + start;
+		e.lim = out->data + out->alloc - ENC_SLACK;
 	}
-	e.pos = out->data + out->size;
-	e.end = out->data + out->alloc;
-	if (msgpack_pack_array(&e, 4) != 0 || msgpack_pack_uint8(&e, PROTO_VERSION_MAJOR) != 0 ||
-	    msgpack_pack_uint8(&e, PROTO_VERSION_MINOR) != 0) {
-		r = nomem(&e);
+	msgpack_pack_array(&p, 4);
+	msgpack_pack_uint8(&p, PROTO_VERSION_MAJOR);
+	msgpack_pack_uint8(&p, PROTO_VERSION_MINOR);
+	p = encode_envelope(&e, p, &msg->env);
+	if (!p) {
+		unwind_field(&e, "envelope");
 		goto fail;
 	}
-	r = encode_envelope(&e, &msg->env);
-	if (r < 0) {
-		unwind_field(&e, "envelope", r);
+	p = encode_body(&e, p, msg);
+	if (!p) {
+		unwind_field(&e, proto_msg_descs[type]->name);
 		goto fail;
 	}
-	r = encode_body(&e, msg);
-	if (r < 0) {
-		unwind_field(&e, proto_msg_descs[type]->name, r);
+	if ((size_t)(p - out->data) - start > PROTO_MAX_FRAME_BYTES) {
+		e.r = proto_fail(err, NULL, PROTO_E_FRAME_SIZE, "frame of %zu bytes exceeds limit %u",
+				 (size_t)(p - out->data) - start, PROTO_MAX_FRAME_BYTES);
 		goto fail;
 	}
-	out->size = (size_t)(e.pos - out->data);
-	if (out->size - start > PROTO_MAX_FRAME_BYTES) {
-		r = proto_fail(err, NULL, PROTO_E_FRAME_SIZE, "frame of %zu bytes exceeds limit %u",
-			       out->size - start, PROTO_MAX_FRAME_BYTES);
-		goto fail;
-	}
+	out->size = (size_t)(p - out->data);
 	if (err)
 		err->code = PROTO_OK, err->text[0] = '\0';
 	return 0;
 fail:
 	proto_error_add_path(err, &e.path);
 	out->size = start; /* leave the buffer as it was */
-	return r;
+	return e.r;
 }
 
 int proto_object_check(const struct proto_object *obj, struct proto_error *err)

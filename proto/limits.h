@@ -13,7 +13,7 @@
 #define PROTO_MAX_FRAME_BYTES (16u * 1024 * 1024)
 /* msgpack objects per frame: ≈3× the largest real message (a 5,000-pod
  * batch is ≈300k objects, the full catalog ≈200k); caps the decoder's
- * value tree at 64 MB (16 bytes per object and per container). */
+ * record of the frame's objects at 32 MB (16 bytes per object). */
 #define PROTO_MAX_FRAME_OBJECTS 2000000u
 /* Decoded structs and strings per frame (the decoder's arena): the largest
  * legal message decodes to well under this; a decoder may lower it. */

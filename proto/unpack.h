@@ -1,7 +1,7 @@
 /*
- * One msgpack frame as a tree of compact values (proto/unpack.c), and the
- * bump allocator the decoder carves it and the decoded message from.
- * Internal to proto/.
+ * One msgpack frame as a record of its objects in frame order
+ * (proto/unpack.c), and the bump allocator the decoder carves it and the
+ * decoded message from. Internal to proto/.
  */
 #ifndef KANNA_PROTO_UNPACK_H
 #define KANNA_PROTO_UNPACK_H
@@ -15,13 +15,15 @@
 #include "proto/schema.h"
 
 /* Bump allocation from an arena with the fast path inlined: a decode makes
- * one allocation per container, struct array and string. */
+ * one allocation per struct, struct array, string array and map. */
 #define PROTO_BUMP_CHUNK 16384
 #define PROTO_BUMP_ALIGN 8 /* no proto struct needs more */
 
 struct proto_bump {
 	char *pos;
 	char *end;
+	char *first;  /* the first block since the arena's reset, NULL if none */
+	bool spilled; /* a second block was taken since */
 	struct arena *arena;
 };
 
@@ -39,9 +41,21 @@ static inline void *proto_bump_take(struct proto_bump *b, size_t size)
 	return p;
 }
 
+/*
+ * Empties b for the next message. When the last one fitted in the first
+ * block, that block is used again as it is, as arena_reset() would keep
+ * it (one chunk, at most ARENA_KEEP_MAX): no call into the arena per
+ * message.
+ */
 static inline void proto_bump_reset(struct proto_bump *b)
 {
-	b->pos = b->end = NULL;
+	if (_likely_(b->first && !b->spilled && b->end - b->first <= ARENA_KEEP_MAX)) {
+		b->pos = b->first;
+		return;
+	}
+	arena_reset(b->arena);
+	b->pos = b->end = b->first = NULL;
+	b->spilled = false;
 }
 
 /* The msgpack types a value can hold; the names of the error messages. */
@@ -60,11 +74,12 @@ enum proto_value_type {
 };
 
 /*
- * 16 bytes. head holds the type in its low byte and the length (string
- * bytes, array entries, map pairs) above it, so one 8-byte store writes
- * both: a byte store followed by a wider load of the same word stalls
- * store forwarding, which cost msgpack-c's own object tree a third of its
- * time. A map's items are key, value, key, value…
+ * One msgpack object, 16 bytes. head holds the type in its low byte and
+ * the length (string bytes, array entries, map pairs) above it, so one
+ * 8-byte store writes both: a byte store followed by a wider load of the
+ * same word stalls store forwarding. A container is followed by its
+ * children, each with everything inside it (a map's: key, value, key,
+ * value…): the frame's objects in their order.
  */
 struct proto_value {
 	uint64_t head;
@@ -74,7 +89,6 @@ struct proto_value {
 		double f;
 		bool b;
 		char *str; /* into the decoder's copy of the frame */
-		struct proto_value *items; /* NULL when empty */
 	};
 };
 
@@ -90,22 +104,23 @@ static inline uint32_t proto_value_len(const struct proto_value *n)
 
 const char *proto_value_type_name(unsigned type);
 
-/* Bytes after the copy of the frame: a string can be read 16 at a time. */
-#define PROTO_FRAME_PADDING 16
+/* Bytes after the copy of the frame: a string can be read 32 at a time. */
+#define PROTO_FRAME_PADDING 32
 
 /*
  * Parses exactly one msgpack value from [buf, buf+len) with msgpack-c's
- * unpacker into values taken from bump. Strings point into a copy of the
- * frame, also taken from bump and followed by PROTO_FRAME_PADDING zero
- * bytes, so that the decoder can NUL-terminate them in place: the byte
- * after a string's content is the next object's header or the padding,
- * never another string's content, and the tree no longer needs it. Rejects,
+ * unpacker and records its objects in frame order, in *tape (the root
+ * first), taken from bump. Strings point into a copy of the frame, also
+ * taken from bump and followed by PROTO_FRAME_PADDING zero bytes, so that
+ * the decoder can NUL-terminate them in place: the byte after a string's
+ * content is the next object's header or the padding, never another
+ * string's content, and once unpacked it is no longer needed. Rejects,
  * with err filled: frame over PROTO_MAX_FRAME_BYTES, truncation, the
  * reserved byte 0xc1, nesting deeper than PROTO_MAX_DEPTH, more than
  * PROTO_MAX_FRAME_OBJECTS objects, trailing bytes. Returns 0, -EBADMSG,
  * -EMSGSIZE or -ENOMEM.
  */
 int proto_unpack_frame(const void *buf, size_t len, struct proto_bump *bump,
-		       const struct proto_value **root, struct proto_error *err);
+		       const struct proto_value **tape, struct proto_error *err);
 
 #endif

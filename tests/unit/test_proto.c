@@ -260,6 +260,56 @@ Test(proto, newer_minor_version_with_unknown_fields_is_accepted)
 	cr_assert_eq(out->body.hello.role, PROTO_PROCESS_LAUNCHER);
 }
 
+/* A peer may send a struct's fields in any order: the decoder's fast path
+ * takes them in id order and must restart, not miss one, otherwise. */
+Test(proto, fields_in_any_order_decode_alike)
+{
+	static const unsigned orders[][7] = {
+		{ 7, 6, 5, 4, 3, 2, 1 }, { 2, 1, 4, 3, 6, 5, 7 }, { 7, 1, 6, 2, 5, 3, 4 },
+	};
+	msgpack_packer pk;
+	const struct proto_msg *out;
+	struct proto_error err;
+
+	for (unsigned k = 0; k < ARRAY_SIZE(orders); k++) {
+		msgpack_sbuffer_clear(&sbuf);
+		msgpack_packer_init(&pk, &sbuf, msgpack_sbuffer_write);
+		msgpack_pack_array(&pk, 4);
+		msgpack_pack_uint8(&pk, PROTO_VERSION_MAJOR);
+		msgpack_pack_uint8(&pk, PROTO_VERSION_MINOR);
+		msgpack_pack_map(&pk, 3); /* envelope: sender, unknown 9, type */
+		msgpack_pack_uint8(&pk, 3);
+		msgpack_pack_uint8(&pk, PROTO_PROCESS_LAUNCHER);
+		msgpack_pack_uint8(&pk, 9);
+		msgpack_pack_nil(&pk);
+		msgpack_pack_uint8(&pk, 1);
+		msgpack_pack_uint8(&pk, PROTO_MSG_HELLO);
+		msgpack_pack_map(&pk, 7);
+		for (unsigned i = 0; i < 7; i++) {
+			unsigned id = orders[k][i];
+
+			msgpack_pack_uint8(&pk, id);
+			if (id == 3)
+				msgpack_pack_uint8(&pk, PROTO_PROCESS_LAUNCHER);
+			else if (id == 6)
+				pack_cstr(&pk, "kanna-launcher-0");
+			else
+				msgpack_pack_uint32(&pk, 10 + id);
+		}
+		cr_assert_eq(proto_decode(dec, sbuf.data, sbuf.size, &out, &err), 0, "order %u: %s", k,
+			     err.text);
+		cr_assert_eq(out->env.type, PROTO_MSG_HELLO);
+		cr_assert_eq(out->env.sender, PROTO_PROCESS_LAUNCHER);
+		cr_assert_eq(out->body.hello.version_major, 11);
+		cr_assert_eq(out->body.hello.version_minor, 12);
+		cr_assert_eq(out->body.hello.role, PROTO_PROCESS_LAUNCHER);
+		cr_assert_eq(out->body.hello.shard, 14);
+		cr_assert_eq(out->body.hello.n_shards, 15);
+		cr_assert_str_eq(out->body.hello.instance, "kanna-launcher-0");
+		cr_assert_eq(out->body.hello.pid, 17);
+	}
+}
+
 Test(proto, wrong_msgpack_type_names_the_field)
 {
 	msgpack_packer pk;
