@@ -72,13 +72,11 @@ void proto_decoder_free(struct proto_decoder *d)
 static cold_ _printf_(3, 4) cursor fail(struct proto_decoder *d, enum proto_error_code code,
 					const char *fmt, ...)
 {
-	char message[PROTO_ERROR_TEXT_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(message, sizeof(message), fmt, ap);
+	d->r = proto_vfail(d->err, NULL, code, fmt, ap);
 	va_end(ap);
-	d->r = proto_fail(d->err, NULL, code, "%s", message);
 	return NULL;
 }
 

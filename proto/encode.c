@@ -110,13 +110,11 @@ static inline __attribute__((always_inline)) int enc_put(char **x, const char *b
 
 static cold_ _printf_(3, 4) char *fail(struct enc *e, enum proto_error_code code, const char *fmt, ...)
 {
-	char message[PROTO_ERROR_TEXT_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(message, sizeof(message), fmt, ap);
+	e->r = proto_vfail(e->err, NULL, code, fmt, ap);
 	va_end(ap);
-	e->r = proto_fail(e->err, NULL, code, "%s", message);
 	return NULL;
 }
 

@@ -211,9 +211,20 @@ void proto_error_add_path(struct proto_error *err, const struct proto_path *unwo
 int proto_fail(struct proto_error *err, const struct proto_path *path,
 	       enum proto_error_code code, const char *fmt, ...)
 {
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = proto_vfail(err, path, code, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int proto_vfail(struct proto_error *err, const struct proto_path *path,
+		enum proto_error_code code, const char *fmt, va_list ap)
+{
 	if (err) {
 		size_t n = 0;
-		va_list ap;
 
 		err->code = code;
 		err->text[0] = '\0';
@@ -224,9 +235,7 @@ int proto_fail(struct proto_error *err, const struct proto_path *path,
 				n += 2;
 			}
 		}
-		va_start(ap, fmt);
 		vsnprintf(err->text + n, sizeof(err->text) - n, fmt, ap);
-		va_end(ap);
 	}
 	switch (code) {
 	case PROTO_OK:

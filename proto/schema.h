@@ -130,6 +130,8 @@ static inline int proto_unwind(struct proto_path *p, const char *name, uint32_t 
  * errno that goes with the code. */
 int proto_fail(struct proto_error *err, const struct proto_path *path,
 	       enum proto_error_code code, const char *fmt, ...) _printf_(4, 5);
+int proto_vfail(struct proto_error *err, const struct proto_path *path,
+		enum proto_error_code code, const char *fmt, va_list ap) _printf_(4, 0);
 /* Turns err->text "<message>" into "<path>: <message>", the path given
  * innermost step first (as proto_unwind() collects it). err may be NULL. */
 void proto_error_add_path(struct proto_error *err, const struct proto_path *unwound);
