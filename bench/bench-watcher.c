@@ -42,15 +42,17 @@ static uint64_t now_usec(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-static long peak_rss_kb(void)
+/* A "Name:   123 kB" line of /proc/self/status, in kB (-1 when absent). */
+static long status_kb(const char *field)
 {
 	FILE *f = fopen("/proc/self/status", "r");
+	size_t n = strlen(field);
 	char line[256];
 	long kb = -1;
 
 	while (f && fgets(line, sizeof(line), f))
-		if (strncmp(line, "VmHWM:", 6) == 0)
-			kb = atol(line + 6);
+		if (strncmp(line, field, n) == 0 && line[n] == ':')
+			kb = atol(line + n + 1);
 	if (f)
 		fclose(f);
 	return kb;
@@ -184,7 +186,11 @@ static int run_replica(struct bench *b, const char *dir, size_t expect, unsigned
 	}
 	printf("objects %zu\n", replica_store(r)->objects.n);
 	printf("sync_ms %.1f\n", (double)(synced_at - start) / 1000.0);
-	printf("replica_rss_mb %.1f\n", (double)peak_rss_kb() / 1024.0);
+	printf("replica_rss_mb %.1f\n", (double)status_kb("VmHWM") / 1024.0);
+	/* What the peak is made of, as of now: heap and stacks, mapped files
+	 * (the libraries' pages). */
+	printf("replica_rss_anon_mb %.1f\n", (double)status_kb("RssAnon") / 1024.0);
+	printf("replica_rss_file_mb %.1f\n", (double)status_kb("RssFile") / 1024.0);
 	if (churn_seconds && b->n_lat) {
 		qsort(b->lat, b->n_lat, sizeof(double), cmp_double);
 		printf("churn_deltas %zu\n", b->n_lat);

@@ -27,6 +27,7 @@ sleep 1
 wait $probe || fail "churn replica"
 get() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
 sync_ms=$(get sync_ms "$tmp/sync.txt")
+cp "$tmp/sync.txt" "${BENCH_KEEP:-/dev/null}" 2>/dev/null || true
 deltas=$(get churn_deltas "$tmp/churn.txt")
 rate=$(awk -v d="${deltas:-0}" -v s="$CHURN_SECONDS" 'BEGIN { printf "%.0f", d / s }')
 row() { awk -v f="$1" -v v="$2" -v u="$3" -v t="$4" -v dir="$5" 'BEGIN {

@@ -459,8 +459,14 @@ static cold_ cursor field_key_type(struct proto_decoder *d, cursor key)
 static cold_ cursor missing(struct proto_decoder *d, const struct proto_struct_desc *sd,
 			    uint64_t absent)
 {
+	uint8_t id = (uint8_t)(__builtin_ctzll(absent) + 1);
+	uint32_t i = 0;
+
+	/* Ids have gaps where fields were retired: find it by id. */
+	while (i + 1 < sd->n_fields && sd->fields[i].id != id)
+		i++;
 	fail(d, PROTO_E_MISSING, "required field missing");
-	return unwind_field(d, sd->fields[__builtin_ctzll(absent)].name);
+	return unwind_field(d, sd->fields[i].name);
 }
 
 /*

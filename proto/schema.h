@@ -48,7 +48,7 @@ struct proto_field_desc {
 	uint32_t elem_len;     /* STRS: element bytes; KV: value bytes */
 	uint16_t offset;       /* of the member in its struct */
 	uint16_t count_offset; /* of n_<member>, for STRS/KV/RES/OBJS */
-	uint8_t id;            /* wire key: position in the list + 1 */
+	uint8_t id;            /* wire key */
 	uint8_t kind;          /* enum proto_kind */
 	bool required;
 	const struct proto_struct_desc *sub;  /* OBJ, OBJS */
@@ -59,7 +59,7 @@ struct proto_struct_desc {
 	const char *name;
 	uint32_t size;
 	uint32_t n_fields;
-	const struct proto_field_desc *fields; /* fields[i].id == i + 1 */
+	const struct proto_field_desc *fields; /* in id order; retired ids leave gaps */
 };
 
 #define PROTO_DECLARE_STRUCT_DESC_(s) extern const struct proto_struct_desc proto_desc_##s;

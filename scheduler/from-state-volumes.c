@@ -113,19 +113,20 @@ static int zone_label_alternative(struct builder *b, const char *zone, struct re
  */
 int from_state_pod_volumes(struct builder *b, const struct proto_pod *pp, struct pod *p)
 {
+	const struct proto_pod_constraints *pc = proto_pod_constraints_of(pp);
 	struct requirements alt[PROTO_MAX_TERMS];
 	uint32_t n_alt = 0;
 	int r = 0;
 
 	memset(alt, 0, sizeof(alt));
-	for (uint32_t i = 0; i < pp->n_pvc_names && r >= 0 && !p->invalid; i++) {
+	for (uint32_t i = 0; i < pc->n_pvc_names && r >= 0 && !p->invalid; i++) {
 		const struct state_entry *e = state_store_get(b->s, PROTO_OBJECT_PVC, pp->ns,
-							      pp->pvc_names[i]);
+							      pc->pvc_names[i]);
 		const struct state_entry *pv, *sc;
 		const struct proto_pvc *pvc;
 
 		if (!e) {
-			r = pod_unplaceable(b, p, "persistentvolumeclaim \"%s\" not found", pp->pvc_names[i]);
+			r = pod_unplaceable(b, p, "persistentvolumeclaim \"%s\" not found", pc->pvc_names[i]);
 			break;
 		}
 		pvc = e->obj.pvc;

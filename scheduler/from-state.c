@@ -275,22 +275,23 @@ static int affinity_term(struct builder *b, const struct proto_pod_affinity_term
 
 static int pod_topology(struct builder *b, const struct proto_pod *pp, struct pod *p)
 {
+	const struct proto_pod_constraints *pc = proto_pod_constraints_of(pp);
 	struct topo_term terms[POD_MAX_TOPO_TERMS];
 	uint32_t n = 0;
 	int r;
 
 #define TERMS(list, kind, soft, get, w)                                                     \
-	for (uint32_t i = 0; i < pp->n_##list; i++)                                         \
-		if ((r = affinity_term(b, &pp->list[i] get, kind, soft, w, p, terms, &n)) < 0) \
+	for (uint32_t i = 0; i < pc->n_##list; i++)                                         \
+		if ((r = affinity_term(b, &pc->list[i] get, kind, soft, w, p, terms, &n)) < 0) \
 			return r;
 	TERMS(pod_affinity_required, TOPO_AFFINITY, false, , 0)
 	TERMS(pod_anti_affinity_required, TOPO_ANTI_AFFINITY, false, , 0)
-	TERMS(pod_affinity_preferred, TOPO_AFFINITY, true, .term, pp->pod_affinity_preferred[i].weight)
+	TERMS(pod_affinity_preferred, TOPO_AFFINITY, true, .term, pc->pod_affinity_preferred[i].weight)
 	TERMS(pod_anti_affinity_preferred, TOPO_ANTI_AFFINITY, true, .term,
-	      pp->pod_anti_affinity_preferred[i].weight)
+	      pc->pod_anti_affinity_preferred[i].weight)
 #undef TERMS
-	for (uint32_t i = 0; i < pp->n_topology_spread && n < POD_MAX_TOPO_TERMS; i++) {
-		const struct proto_spread_constraint *sc = &pp->topology_spread[i];
+	for (uint32_t i = 0; i < pc->n_topology_spread && n < POD_MAX_TOPO_TERMS; i++) {
+		const struct proto_spread_constraint *sc = &pc->topology_spread[i];
 		struct topo_group g = { .kind = TOPO_SPREAD, .key = intern(b, sc->topology_key),
 					.max_skew = sc->max_skew, .min_domains = sc->min_domains };
 		bool soft = sc->when_unsatisfiable == PROTO_UNSATISFIABLE_SCHEDULE_ANYWAY;
@@ -307,30 +308,31 @@ static int pod_topology(struct builder *b, const struct proto_pod *pp, struct po
 
 static int pod_spec(struct builder *b, const struct proto_pod *pp, struct pod *p)
 {
+	const struct proto_pod_constraints *pc = proto_pod_constraints_of(pp);
 	int r;
 
 	if ((r = labels(b, pp->labels, pp->n_labels, &p->labels, &p->n_labels)) < 0 ||
 	    (r = resources(b, pp->requests, pp->n_requests, &p->req)) < 0 ||
-	    (r = kv_requirements(b, &p->reqs, pp->node_selector, pp->n_node_selector)) < 0)
+	    (r = kv_requirements(b, &p->reqs, pc->node_selector, pc->n_node_selector)) < 0)
 		return r;
 	p->req.v[RES_PODS] = 1;
-	if (pp->n_node_affinity_required) {
-		p->terms = calloc(pp->n_node_affinity_required, sizeof(*p->terms));
+	if (pc->n_node_affinity_required) {
+		p->terms = calloc(pc->n_node_affinity_required, sizeof(*p->terms));
 		if (!p->terms)
 			return -ENOMEM;
-		for (uint32_t i = 0; i < pp->n_node_affinity_required; i++) {
-			const struct proto_node_selector_term *t = &pp->node_affinity_required[i];
+		for (uint32_t i = 0; i < pc->n_node_affinity_required; i++) {
+			const struct proto_node_selector_term *t = &pc->node_affinity_required[i];
 			if ((r = from_state_requirements(b, &p->terms[p->n_terms++], t->requirements,
 						  t->n_requirements)) < 0)
 				return r;
 		}
 	}
-	if (pp->n_node_affinity_preferred) {
-		p->prefs = calloc(pp->n_node_affinity_preferred, sizeof(*p->prefs));
+	if (pc->n_node_affinity_preferred) {
+		p->prefs = calloc(pc->n_node_affinity_preferred, sizeof(*p->prefs));
 		if (!p->prefs)
 			return -ENOMEM;
-		for (uint32_t i = 0; i < pp->n_node_affinity_preferred; i++) {
-			const struct proto_preferred_term *t = &pp->node_affinity_preferred[i];
+		for (uint32_t i = 0; i < pc->n_node_affinity_preferred; i++) {
+			const struct proto_preferred_term *t = &pc->node_affinity_preferred[i];
 			struct preferred_term *o = &p->prefs[p->n_prefs++];
 			o->weight = t->weight;
 			if ((r = from_state_requirements(b, &o->reqs, t->term.requirements,
@@ -345,23 +347,23 @@ static int pod_spec(struct builder *b, const struct proto_pod *pp, struct pod *p
 				p->prefs[j - 1] = x;
 			}
 	}
-	p->tols = arena_alloc(&b->c->arena, (pp->n_tolerations + 1) * sizeof(*p->tols));
+	p->tols = arena_alloc(&b->c->arena, (pc->n_tolerations + 1) * sizeof(*p->tols));
 	if (!p->tols)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < pp->n_tolerations; i++) {
-		const struct proto_toleration *t = &pp->tolerations[i];
+	for (uint32_t i = 0; i < pc->n_tolerations; i++) {
+		const struct proto_toleration *t = &pc->tolerations[i];
 		struct toleration *o = &p->tols[p->n_tols++];
 		o->key = t->key && *t->key ? intern(b, t->key) : STR_NONE;
 		o->exists = t->op == PROTO_TOLERATION_EXISTS;
 		o->value = o->exists ? STR_NONE : intern(b, t->value);
 		o->effect = t->effect == PROTO_EFFECT_ANY ? -1 : (int8_t)(t->effect - 1);
 	}
-	if (pp->n_host_ports) {
-		p->host_ports = arena_alloc(&b->c->arena, pp->n_host_ports * sizeof(*p->host_ports));
+	if (pc->n_host_ports) {
+		p->host_ports = arena_alloc(&b->c->arena, pc->n_host_ports * sizeof(*p->host_ports));
 		if (!p->host_ports)
 			return -ENOMEM;
-		for (uint32_t i = 0; i < pp->n_host_ports; i++)
-			p->host_ports[p->n_host_ports++] = (uint16_t)pp->host_ports[i].port;
+		for (uint32_t i = 0; i < pc->n_host_ports; i++)
+			p->host_ports[p->n_host_ports++] = (uint16_t)pc->host_ports[i].port;
 	}
 	return 0;
 }
@@ -445,12 +447,15 @@ static int add_namespace(struct builder *b, const struct proto_namespace *ns)
 
 static int add_daemonset(struct builder *b, const struct proto_daemonset *ds)
 {
-	struct proto_pod tmpl = {
-		.ns = ds->ns, .name = ds->name, .requests = ds->requests, .n_requests = ds->n_requests,
+	struct proto_pod_constraints c = {
 		.node_selector = ds->node_selector, .n_node_selector = ds->n_node_selector,
 		.node_affinity_required = ds->node_affinity_required,
 		.n_node_affinity_required = ds->n_node_affinity_required,
 		.tolerations = ds->tolerations, .n_tolerations = ds->n_tolerations,
+	};
+	struct proto_pod tmpl = {
+		.ns = ds->ns, .name = ds->name, .requests = ds->requests, .n_requests = ds->n_requests,
+		.constraints = &c, .n_constraints = 1,
 	};
 	struct pod *p = cluster_add_daemonset(b->c);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/quantity.h"
+#include "proto/schema.h"
 #include "watcher/decode.h"
 
 /* A small resource vector keyed by name, for adding and maxing lists. */
@@ -228,7 +229,7 @@ static int weighted_terms(struct decoder *d, const json_t *arr, const char *wher
 }
 
 static int spread_constraints(struct decoder *d, const json_t *arr, const char *where,
-			      struct proto_pod *p)
+			      struct proto_pod_constraints *p)
 {
 	const json_t *e;
 	char at[256];
@@ -314,7 +315,7 @@ static int node_affinity(struct decoder *d, const json_t *spec, const char *wher
 }
 
 static int pod_volumes(struct decoder *d, const json_t *spec, const char *pod_name,
-		       struct proto_pod *p)
+		       struct proto_pod_constraints *p)
 {
 	const json_t *vols = json_object_get(spec, "volumes"), *v;
 	size_t i;
@@ -345,7 +346,7 @@ static int pod_volumes(struct decoder *d, const json_t *spec, const char *pod_na
 	return 0;
 }
 
-static int pod_host_ports(struct decoder *d, const json_t *spec, struct proto_pod *p)
+static int pod_host_ports(struct decoder *d, const json_t *spec, struct proto_pod_constraints *p)
 {
 	const json_t *c, *port;
 	size_t i, j;
@@ -378,14 +379,18 @@ static int pod_host_ports(struct decoder *d, const json_t *spec, struct proto_po
 	return 0;
 }
 
-static int pod_spec(struct decoder *d, const json_t *spec, const char *where, struct proto_pod *p)
+/* The spec's constraints, kept on p only when it has some (see
+ * proto_fields_pod_constraints: a store shares them by value). */
+static int pod_constraints(struct decoder *d, const json_t *spec, const char *where,
+			   struct proto_pod *pod)
 {
 	const json_t *aff = json_object_get(spec, "affinity");
+	struct proto_pod_constraints *p = arena_calloc(d->arena, 1, sizeof(*p));
 	char at[256];
 	int r;
 
-	if ((r = pod_requests(d, spec, where, &p->requests, &p->n_requests)) < 0)
-		return r;
+	if (!p)
+		return -ENOMEM;
 	if ((r = decode_kv(d, decode_path_of(json_object_get(spec, "nodeSelector"), at, sizeof(at),
 					     "%s.nodeSelector", where),
 			   at, PROTO_MAX_LABELS, PROTO_MAX_LABEL_VALUE_LEN, &p->node_selector,
@@ -418,6 +423,20 @@ static int pod_spec(struct decoder *d, const json_t *spec, const char *where, st
 	AFF("podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution", weighted_terms,
 	    pod_anti_affinity_preferred)
 #undef AFF
+	if ((r = pod_volumes(d, spec, pod->name, p)) < 0 || (r = pod_host_ports(d, spec, p)) < 0)
+		return r;
+	pod->constraints = p;
+	pod->n_constraints = !proto_struct_is_default(&proto_desc_pod_constraints, p);
+	return 0;
+}
+
+static int pod_spec(struct decoder *d, const json_t *spec, const char *where, struct proto_pod *p)
+{
+	int r;
+
+	if ((r = pod_requests(d, spec, where, &p->requests, &p->n_requests)) < 0 ||
+	    (r = pod_constraints(d, spec, where, p)) < 0)
+		return r;
 	p->priority = (int32_t)json_integer_value(json_object_get(spec, "priority"));
 	return decode_string(d, spec, "schedulerName", where, &p->scheduler_name);
 }
@@ -479,8 +498,7 @@ int decode_pod(struct decoder *d, const json_t *obj, struct proto_pod *p)
 		r = decode_fail(d, "spec is missing");
 		goto fail;
 	}
-	if ((r = pod_spec(d, spec, "spec", p)) < 0 || (r = pod_volumes(d, spec, p->name, p)) < 0 ||
-	    (r = pod_host_ports(d, spec, p)) < 0 ||
+	if ((r = pod_spec(d, spec, "spec", p)) < 0 ||
 	    (r = decode_string(d, spec, "nodeName", "spec", &p->node_name)) < 0)
 		goto fail;
 	p->phase = (uint8_t)pod_phase(json_string_value(json_object_get(status, "phase")));

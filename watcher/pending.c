@@ -96,9 +96,11 @@ static bool selector_matches(const struct proto_label_selector *sel, const struc
 }
 
 /* Does any selector of a (spread, affinity, anti-affinity) select b? */
-static bool pod_selects(const struct proto_pod *a, const struct proto_pod *b)
+static bool pod_selects(const struct proto_pod *pa, const struct proto_pod *b)
 {
-	if (!streq(a->ns, b->ns))
+	const struct proto_pod_constraints *a = proto_pod_constraints_of(pa);
+
+	if (!streq(pa->ns, b->ns))
 		return false; /* terms with explicit namespaces: scheduler's concern */
 	for (uint32_t i = 0; i < a->n_topology_spread; i++)
 		if (selector_matches(&a->topology_spread[i].selector, b))
@@ -115,8 +117,10 @@ static bool pod_selects(const struct proto_pod *a, const struct proto_pod *b)
 	return false;
 }
 
-static bool pod_has_selectors(const struct proto_pod *p)
+static bool pod_has_selectors(const struct proto_pod *pod)
 {
+	const struct proto_pod_constraints *p = proto_pod_constraints_of(pod);
+
 	return p->n_topology_spread || p->n_pod_affinity_required || p->n_pod_anti_affinity_required ||
 	       p->n_pod_affinity_preferred || p->n_pod_anti_affinity_preferred;
 }

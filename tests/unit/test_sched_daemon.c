@@ -10,6 +10,7 @@
 #include "scheduler/config.h"
 #include "scheduler/from-state.h"
 #include "scheduler/plan.h"
+#include "tests/unit/pod-constraints-fixture.h"
 
 static struct proto_pod pod(const char *name, int64_t cpu_milli)
 {
@@ -125,8 +126,8 @@ Test(sched_from_state, pending_pods_become_one_planned_nodeclaim_of_the_valid_no
 	char err[512];
 
 	for (int i = 0; i < 3; i++) {
-		p[i].node_selector = sel;
-		p[i].n_node_selector = 1;
+		fx_constraints(&p[i])->node_selector = sel;
+		fx_constraints(&p[i])->n_node_selector = 1;
 	}
 	state_store_init(&s);
 	add(&s, (struct proto_object){ .kind = PROTO_OBJECT_NODEPOOL, .nodepool = &good });

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "scheduler/from-state.h"
+#include "tests/unit/pod-constraints-fixture.h"
 #include "scheduler/solver.h"
 
 #define ZONE "topology.kubernetes.io/zone"
@@ -135,8 +136,8 @@ static void anti_affinity_world(struct proto_pod_affinity_term *term, struct pro
 	term->topology_key = HOSTNAME;
 	term->selector = (struct proto_label_selector){ .match_labels = db, .n_match_labels = 1 };
 	*web = pod("team-a", "web", web_label);
-	web->pod_anti_affinity_required = term;
-	web->n_pod_anti_affinity_required = 1;
+	fx_constraints(web)->pod_anti_affinity_required = term;
+	fx_constraints(web)->n_pod_anti_affinity_required = 1;
 }
 
 Test(from_state, a_namespace_selector_counts_pods_of_namespaces_with_matching_labels)
@@ -232,8 +233,8 @@ static struct proto_pod pod_with_claim(const char *name, char **claim)
 {
 	struct proto_pod p = pod("default", name, NULL);
 
-	p.pvc_names = claim;
-	p.n_pvc_names = 1;
+	fx_constraints(&p)->pvc_names = claim;
+	fx_constraints(&p)->n_pvc_names = 1;
 	return p;
 }
 
@@ -297,8 +298,8 @@ Test(from_state, statefulset_of_20_with_a_zonal_class_lands_every_claim_in_that_
 		claim_refs[i][0] = claims[i];
 		add_claim(claims[i], NULL, "ebs");
 		pods[i] = pod_with_claim(names[i], claim_refs[i]);
-		pods[i].node_affinity_required = &term;
-		pods[i].n_node_affinity_required = 1;
+		fx_constraints(&pods[i])->node_affinity_required = &term;
+		fx_constraints(&pods[i])->n_node_affinity_required = 1;
 		pending[i] = &pods[i];
 	}
 	solve(pending, 20);
@@ -326,10 +327,10 @@ Test(from_state, volumes_of_one_pod_combine_with_its_own_node_affinity_terms)
 	struct proto_pod p = pod("default", "app", NULL);
 	const struct proto_pod *pending[1] = { &p };
 
-	p.pvc_names = claims;
-	p.n_pvc_names = 2;
-	p.node_affinity_required = pod_terms;
-	p.n_node_affinity_required = 2;
+	fx_constraints(&p)->pvc_names = claims;
+	fx_constraints(&p)->n_pvc_names = 2;
+	fx_constraints(&p)->node_affinity_required = pod_terms;
+	fx_constraints(&p)->n_node_affinity_required = 2;
 	add((struct proto_object){ .kind = PROTO_OBJECT_PV, .pv = &pv1 });
 	add((struct proto_object){ .kind = PROTO_OBJECT_PV, .pv = &pv2 });
 	add_claim("one", "pv-1", NULL);
@@ -497,8 +498,8 @@ Test(from_state, planned_pods_count_for_anti_affinity_on_the_inflight_nodeclaim)
 	struct proto_pod web1 = planned_pod("web-1", web);
 	const struct proto_pod *pending[1] = { &web1 };
 
-	web1.pod_anti_affinity_required = &apart;
-	web1.n_pod_anti_affinity_required = 1;
+	fx_constraints(&web1)->pod_anti_affinity_required = &apart;
+	fx_constraints(&web1)->n_pod_anti_affinity_required = 1;
 	add_nodepool(NULL, 0);
 	add_pod_object(planned_pod("web-0", web));
 	add_inflight_claim("default-abcde", planned, 1, NULL, NULL);

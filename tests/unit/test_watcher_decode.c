@@ -63,17 +63,19 @@ Test(decode, pod_request_is_the_larger_of_init_peak_and_containers_plus_sidecars
 		" \"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":\"Unschedulable\"}]}}");
 	struct proto_pod p;
 	cr_assert_eq(decode_pod(&dec, j, &p), 0, "%s", dec.error);
+	const struct proto_pod_constraints *c = proto_pod_constraints_of(&p);
+	cr_assert_eq(p.n_constraints, 1);
 	/* init peak: migrate 2 cpu + sidecar 100m = 2100m beats 500m+250m+100m = 850m */
 	cr_assert_eq(res(p.requests, p.n_requests, "cpu"), 2100 + 10);
 	/* memory: containers 512Mi + sidecar 64Mi = 576Mi beats 128Mi+64Mi */
 	cr_assert_eq(res(p.requests, p.n_requests, "memory"), 576LL << 20);
 	cr_assert_eq(res(p.requests, p.n_requests, "nvidia.com/gpu"), 1, "limits stand in for requests");
-	cr_assert_str_eq(p.node_selector[0].value, "apps");
-	cr_assert_eq(p.n_tolerations, 1);
-	cr_assert_eq(p.tolerations[0].op, PROTO_TOLERATION_EXISTS);
-	cr_assert_eq(p.n_pvc_names, 2);
-	cr_assert_str_eq(p.pvc_names[1], "web-1-scratch");
-	cr_assert_eq(p.host_ports[0].port, 8080);
+	cr_assert_str_eq(c->node_selector[0].value, "apps");
+	cr_assert_eq(c->n_tolerations, 1);
+	cr_assert_eq(c->tolerations[0].op, PROTO_TOLERATION_EXISTS);
+	cr_assert_eq(c->n_pvc_names, 2);
+	cr_assert_str_eq(c->pvc_names[1], "web-1-scratch");
+	cr_assert_eq(c->host_ports[0].port, 8080);
 	cr_assert(p.do_not_disrupt);
 	cr_assert_not(p.daemonset_owned);
 	cr_assert_eq(p.scheduled, PROTO_COND_FALSE);
@@ -101,14 +103,15 @@ Test(decode, pod_affinity_spread_and_node_affinity_terms)
 		"   \"whenUnsatisfiable\":\"ScheduleAnyway\",\"labelSelector\":{\"matchLabels\":{\"app\":\"web\"}},\"minDomains\":3}]}}");
 	struct proto_pod p;
 	cr_assert_eq(decode_pod(&dec, j, &p), 0, "%s", dec.error);
-	cr_assert_eq(p.n_node_affinity_required, 1);
-	cr_assert_str_eq(p.node_affinity_required[0].requirements[0].values[0], "eu-west-1a");
-	cr_assert_eq(p.node_affinity_preferred[0].weight, 10);
-	cr_assert_str_eq(p.pod_affinity_required[0].selector.match_labels[0].value, "db");
-	cr_assert_eq(p.pod_anti_affinity_preferred[0].weight, 50);
-	cr_assert_eq(p.pod_anti_affinity_preferred[0].term.selector.match_expressions[0].op, PROTO_OP_IN);
-	cr_assert_eq(p.topology_spread[0].when_unsatisfiable, PROTO_UNSATISFIABLE_SCHEDULE_ANYWAY);
-	cr_assert_eq(p.topology_spread[0].min_domains, 3);
+	const struct proto_pod_constraints *c = proto_pod_constraints_of(&p);
+	cr_assert_eq(c->n_node_affinity_required, 1);
+	cr_assert_str_eq(c->node_affinity_required[0].requirements[0].values[0], "eu-west-1a");
+	cr_assert_eq(c->node_affinity_preferred[0].weight, 10);
+	cr_assert_str_eq(c->pod_affinity_required[0].selector.match_labels[0].value, "db");
+	cr_assert_eq(c->pod_anti_affinity_preferred[0].weight, 50);
+	cr_assert_eq(c->pod_anti_affinity_preferred[0].term.selector.match_expressions[0].op, PROTO_OP_IN);
+	cr_assert_eq(c->topology_spread[0].when_unsatisfiable, PROTO_UNSATISFIABLE_SCHEDULE_ANYWAY);
+	cr_assert_eq(c->topology_spread[0].min_domains, 3);
 	json_decref(j);
 }
 
@@ -420,6 +423,7 @@ Test(decode, a_limit_without_its_request_stands_in_for_it_resource_by_resource)
 	cr_assert_eq(res(p.requests, p.n_requests, "cpu"), 2000, "a request given wins over its limit");
 	cr_assert_eq(res(p.requests, p.n_requests, "memory"), 1LL << 30);
 	cr_assert_eq(res(p.requests, p.n_requests, "nvidia.com/gpu"), 2);
+	cr_assert_eq(p.n_constraints, 0, "a pod that asks nothing of its node carries no constraints");
 	json_decref(j);
 }
 
