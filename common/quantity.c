@@ -86,6 +86,10 @@ int quantity_parse(const char *s, bool milli, int64_t *ret)
 	for (int i = 0; i < frac; i++)
 		den *= 10;
 	if (base == 2) {
+		/* 30 digits (milli: ×1000) shifted by Pi's 50 bits would pass
+		 * 128: refused as out of range, as decimal overflow is below. */
+		if (num >= ((__int128)1 << (126 - exp)))
+			return -ERANGE;
 		num <<= exp;
 	} else if (exp >= 0) {
 		for (int i = 0; i < exp; i++) {

@@ -220,6 +220,10 @@ Test(quantity, rejects_garbage)
 	cr_assert_lt(quantity_parse("1Zi", false, &v), 0);
 	cr_assert_lt(quantity_parse("1e", false, &v), 0);
 	cr_assert_lt(quantity_parse("99999999999999999999999999Ei", false, &v), 0);
+	/* The most digits there are, in millis, times 2^50: past 128 bits. */
+	cr_assert_eq(quantity_parse("999999999999999999999999999999Pi", true, &v), -ERANGE);
+	cr_assert_eq(quantity_parse("0.5Pi", false, &v), 0);
+	cr_assert_eq(v, 1LL << 49);
 }
 
 Test(quantity, formats_cores_and_binary_units)
