@@ -58,17 +58,7 @@ int state_key(const struct proto_object *obj, char *buf, size_t size)
 	return state_key_of(obj->kind, ns, name, buf, size);
 }
 
-/* An entry and what the index needs of it. */
-struct store_entry {
-	struct state_entry e;
-	uint32_t hash; /* low bits of index_hash(): slots never number 2^32 */
-};
 #define STATE_INDEX_MIN_CAP 16
-
-static struct store_entry *store_entry_of(const struct state_entry *e)
-{
-	return (struct store_entry *)e;
-}
 
 static uint64_t hash_more(uint64_t h, const char *s)
 {
@@ -159,7 +149,7 @@ static ssize_t index_find(const struct state_index *ix, enum proto_object_kind k
 				first_free = (ssize_t)j;
 			continue;
 		}
-		if (store_entry_of(e)->hash == (uint32_t)h &&
+		if (e->hash == (uint32_t)h &&
 		    (key ? entry_has_key(e, key) : entry_is(e, kind, ns, name)))
 			return (ssize_t)j;
 	}
@@ -185,7 +175,7 @@ static int index_grow(struct state_index *ix)
 		size_t j;
 		if (!slot_live(e))
 			continue;
-		for (j = store_entry_of(e)->hash & (cap - 1); slots[j]; j = (j + 1) & (cap - 1))
+		for (j = e->hash & (cap - 1); slots[j]; j = (j + 1) & (cap - 1))
 			;
 		slots[j] = e;
 	}
@@ -286,8 +276,7 @@ int state_store_apply(struct state_store *s, enum proto_delta_op op,
 {
 	struct state_index *ix = &s->objects;
 	const char *ns, *name;
-	struct state_entry *old;
-	struct store_entry *se;
+	struct state_entry *old, *se;
 	struct proto_object copy;
 	void *block;
 	uint64_t h;
@@ -322,10 +311,11 @@ int state_store_apply(struct state_store *s, enum proto_delta_op op,
 	if (r < 0)
 		return r;
 	se = block;
-	*se = (struct store_entry){ .e = { .obj = copy, .seq = seq }, .hash = (uint32_t)h };
+	/* Slots never number 2^32: the hash's low bits suffice. */
+	*se = (struct state_entry){ .obj = copy, .seq = seq, .hash = (uint32_t)h };
 	if (old) {
-		se->e.owners = old->owners;
-		se->e.listed = old->listed;
+		se->owners = old->owners;
+		se->listed = old->listed;
 	}
 	if (copy.kind == PROTO_OBJECT_POD && (r = pod_index_add(s, copy.pod)) < 0) {
 		proto_object_free_shared(s->share, block, &copy);
@@ -335,7 +325,7 @@ int state_store_apply(struct state_store *s, enum proto_delta_op op,
 		ix->used += ix->slots[slot] == NULL;
 		ix->n++;
 	}
-	ix->slots[slot] = &se->e;
+	ix->slots[slot] = se;
 	s->count[copy.kind]++;
 	if (old)
 		entry_free(s, old);
@@ -423,7 +413,7 @@ bool state_pod_is_unschedulable(const struct proto_pod *p)
 {
 	return p->phase == PROTO_PHASE_PENDING && p->scheduled == PROTO_COND_FALSE &&
 	       streq_ptr(p->scheduled_reason, "Unschedulable") && (!p->node_name || !*p->node_name) &&
-	       p->deletion_time == 0 && !p->daemonset_owned && !p->mirror;
+	       p->deletion_time == 0 && !proto_pod_template_of(p)->daemonset_owned && !p->mirror;
 }
 
 static const struct proto_condition *nodeclaim_condition(const struct proto_nodeclaim *nc,

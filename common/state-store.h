@@ -24,8 +24,10 @@ struct state_entry {
 	uint64_t seq;        /* sequence number of the last change */
 	/* The watcher's mark and sweep (informer.c), a bit per informer:
 	 * which informers published this object, and which of them found it
-	 * again in their current LIST. Kept across updates. */
-	uint32_t owners, listed;
+	 * again in their current LIST. Kept across updates. 16 bits: the
+	 * entry, hash included, is 32 bytes (100,000 of them in a replica). */
+	uint16_t owners, listed;
+	uint32_t hash; /* the store's: low bits of its index hash */
 };
 
 /* kind/namespace/name → entry: open addressing over the entries, which

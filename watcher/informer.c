@@ -55,8 +55,8 @@ const struct informer_def informer_defs[] = {
 	CORE("namespaces", "namespaces", "Namespace", PROTO_OBJECT_NAMESPACE, false),
 };
 const size_t informer_n_defs = ARRAY_SIZE(informer_defs);
-/* An informer's mark is a bit of the entries' 32-bit owners and listed. */
-_Static_assert(ARRAY_SIZE(informer_defs) <= 32, "one owner bit per informer");
+/* An informer's mark is a bit of the entries' 16-bit owners and listed. */
+_Static_assert(ARRAY_SIZE(informer_defs) <= 16, "one owner bit per informer");
 
 /* "/apis/karpenter.sh/v1beta1/nodepools": group, version and plural. */
 #define INFORMER_COLLECTION_MAX 256
