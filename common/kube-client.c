@@ -35,8 +35,14 @@ uint64_t kube_now_usec(void)
 int kube_client_new(struct kube_client **ret, struct loop *loop, struct kube_config *cfg,
 		    const struct kube_client_options *opts)
 {
-	struct kube_client *c = calloc(1, sizeof(*c));
+	struct kube_client *c;
+	int r = loop_http_init(loop);
 
+	if (r < 0) {
+		kube_config_free(cfg);
+		return r;
+	}
+	c = calloc(1, sizeof(*c));
 	if (!c) {
 		kube_config_free(cfg);
 		return -ENOMEM;

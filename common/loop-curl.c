@@ -291,12 +291,14 @@ struct loop_curl *loop_curl_free(struct loop_curl *c)
 int loop_http_start(struct loop *loop, CURL *easy, loop_http_done_fn done,
 		    void *userdata)
 {
-	struct loop_curl *c = loop_get_curl(loop);
+	struct loop_curl *c;
 	struct loop_http *t;
 	int r;
 
 	if (!easy || !done)
 		return -EINVAL;
+	if ((r = loop_get_curl_started(loop, &c)) < 0)
+		return r;
 	for (t = c->transfers; t; t = t->next)
 		if (t->easy == easy)
 			return -EEXIST;
@@ -319,7 +321,7 @@ int loop_http_start(struct loop *loop, CURL *easy, loop_http_done_fn done,
 int loop_http_cancel(struct loop *loop, CURL *easy)
 {
 	struct loop_curl *c = loop_get_curl(loop);
-	struct loop_http *t = loop_http_unlink(c, easy);
+	struct loop_http *t = c ? loop_http_unlink(c, easy) : NULL;
 
 	if (!t)
 		return -ENOENT;
@@ -327,7 +329,16 @@ int loop_http_cancel(struct loop *loop, CURL *easy)
 	return 0;
 }
 
+int loop_http_init(struct loop *loop)
+{
+	struct loop_curl *c;
+
+	return loop_get_curl_started(loop, &c);
+}
+
 unsigned loop_http_running(const struct loop *loop)
 {
-	return loop_get_curl(loop)->n_transfers;
+	const struct loop_curl *c = loop_get_curl(loop);
+
+	return c ? c->n_transfers : 0;
 }

@@ -83,6 +83,7 @@ void loop_timers_free(struct loop *loop);
 int loop_curl_new(struct loop_curl **ret, struct loop *loop);
 /* Aborts every transfer still running (done() sees CURLE_ABORTED_BY_CALLBACK). */
 struct loop_curl *loop_curl_free(struct loop_curl *c);
-struct loop_curl *loop_get_curl(const struct loop *loop);
+struct loop_curl *loop_get_curl(const struct loop *loop); /* NULL before the first transfer */
+int loop_get_curl_started(struct loop *loop, struct loop_curl **ret);
 
 #endif

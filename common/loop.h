@@ -59,9 +59,10 @@ struct loop_hooks {
  * Creates the loop for process `process` (used in logs): blocks SIGTERM,
  * SIGINT and SIGHUP and handles them through sd-event, ignores SIGPIPE
  * (a peer that went away is an error return, not a death); sets up the
- * watchdog timer if WATCHDOG_USEC asks for one and the libcurl multi
- * handle. Call it first in main(), before anything starts a thread (e.g.
- * libmicrohttpd): threads inherit the blocked signals only from then on.
+ * watchdog timer if WATCHDOG_USEC asks for one (the libcurl multi handle
+ * comes with the first loop_http_start()); keeps malloc to one arena. Call
+ * it first in main(), before anything starts a thread (e.g. libmicrohttpd):
+ * threads inherit the blocked signals only from then on.
  * One loop per process; it runs once (loop_run() cannot be restarted).
  */
 int loop_new(struct loop **ret, const char *process);
@@ -156,5 +157,9 @@ int loop_http_start(struct loop *loop, CURL *easy, loop_http_done_fn done,
 int loop_http_cancel(struct loop *loop, CURL *easy);
 /* Number of transfers in flight. */
 unsigned loop_http_running(const struct loop *loop);
+/* Starts libcurl (and its TLS library) now, as the first loop_http_start()
+ * would: for a client that will make requests, so that their setup happens
+ * at start-up, not during the first request. */
+int loop_http_init(struct loop *loop);
 
 #endif
