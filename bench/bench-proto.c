@@ -62,15 +62,15 @@ static struct proto_spread_constraint pod_spread[] = { {
 	.when_unsatisfiable = PROTO_UNSATISFIABLE_DO_NOT_SCHEDULE,
 	.selector = { .match_labels = spread_labels, .n_match_labels = 1 },
 } };
-static struct proto_pod_constraints pod_constraints = {
+static struct proto_pod_template pod_template = {
+	.labels = pod_labels, .n_labels = 2, .owner_refs = pod_owner, .n_owner_refs = 1,
+	.requests = pod_requests, .n_requests = 3,
 	.node_selector = pod_selector, .n_node_selector = 1, .tolerations = pod_tolerations,
 	.n_tolerations = 1, .topology_spread = pod_spread, .n_topology_spread = 1,
 };
 static struct proto_pod bench_pod = {
 	.ns = "default", .name = "inflate-7c9d8f6b5-x2x7k", .uid = "0b6f9e7c-3a1d-4f2b-8c5e-9d7a6b4c2e1f",
-	.resource_version = "123456", .labels = pod_labels, .n_labels = 2,
-	.owner_refs = pod_owner, .n_owner_refs = 1, .requests = pod_requests, .n_requests = 3,
-	.constraints = &pod_constraints, .n_constraints = 1,
+	.resource_version = "123456", .template = &pod_template, .n_template = 1,
 	.phase = PROTO_PHASE_PENDING, .scheduled = PROTO_COND_FALSE,
 	.scheduled_reason = "Unschedulable", .creation_time = 1763850000000,
 };
@@ -84,9 +84,10 @@ static void make_pending_pod(struct proto_msg *m)
 }
 
 /* The smallest useful pending pod: its key and requests only. */
+static struct proto_pod_template minimal_template = { .requests = pod_requests, .n_requests = 3 };
 static struct proto_pod minimal_pod = {
 	.ns = "default", .name = "inflate-7c9d8f6b5-x2x7k", .uid = "0b6f9e7c-3a1d-4f2b-8c5e-9d7a6b4c2e1f",
-	.requests = pod_requests, .n_requests = 3,
+	.template = &minimal_template, .n_template = 1,
 };
 
 static void make_minimal_pod(struct proto_msg *m)

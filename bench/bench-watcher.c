@@ -146,11 +146,14 @@ static void on_change(enum proto_delta_op op, const struct proto_object *old,
 
 	(void)op;
 	(void)old;
+	const struct proto_pod_template *t;
+
 	if (!now || now->kind != PROTO_OBJECT_POD || b->n_lat >= LATENCY_MAX_SAMPLES)
 		return;
-	for (uint32_t i = 0; i < now->pod->n_labels; i++)
-		if (streq(now->pod->labels[i].key, "bench/ts"))
-			b->lat[b->n_lat++] = (double)(now_usec() - strtoull(now->pod->labels[i].value,
+	t = proto_pod_template_of(now->pod);
+	for (uint32_t i = 0; i < t->n_labels; i++)
+		if (streq(t->labels[i].key, "bench/ts"))
+			b->lat[b->n_lat++] = (double)(now_usec() - strtoull(t->labels[i].value,
 									  NULL, 10)) / 1000.0;
 }
 

@@ -27,7 +27,6 @@ sleep 1
 wait $probe || fail "churn replica"
 get() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
 sync_ms=$(get sync_ms "$tmp/sync.txt")
-cp "$tmp/sync.txt" "${BENCH_KEEP:-/dev/null}" 2>/dev/null || true
 deltas=$(get churn_deltas "$tmp/churn.txt")
 rate=$(awk -v d="${deltas:-0}" -v s="$CHURN_SECONDS" 'BEGIN { printf "%.0f", d / s }')
 row() { awk -v f="$1" -v v="$2" -v u="$3" -v t="$4" -v dir="$5" 'BEGIN {
@@ -37,6 +36,8 @@ printf "%-40s %12s %-6s %10s %8s\n" "figure ($NODES nodes, $PODS pods)" value un
 row "initial list to consistent replica" "$sync_ms" ms 2000 "<"
 row "watcher peak RSS" "$wrss" MB 60 "<"
 row "replica peak RSS" "$(get replica_rss_mb "$tmp/sync.txt")" MB 40 "<"
+row "  of it, anonymous (heap, stacks) at sync" "$(get replica_rss_anon_mb "$tmp/sync.txt")" MB "-" "<"
+row "  of it, mapped files (libraries) at sync" "$(get replica_rss_file_mb "$tmp/sync.txt")" MB "-" "<"
 row "churn deltas replicated" "$rate" "/s" "-" ">"
 row "patch -> replica latency p50" "$(get latency_p50_ms "$tmp/churn.txt")" ms "-" "<"
 row "patch -> replica latency p99" "$(get latency_p99_ms "$tmp/churn.txt")" ms "-" "<"

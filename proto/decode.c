@@ -403,6 +403,7 @@ static cursor decode_res(struct proto_decoder *d, cursor o, uint32_t max,
 #define DEC_FLAG_OPT 0
 #define DEC_REQUIRED_BIT_(S, id, name, kind, arg, max, flags)                  \
 	| (DEC_FLAG_##flags ? UINT64_C(1) << ((id) - 1) : 0)
+#define DEC_KNOWN_BIT_(S, id, name, kind, arg, max, flags) | UINT64_C(1) << ((id) - 1)
 #define DEC_ENUM_COUNT_(c, s) +1
 
 #define DEC_BOOL(name, arg, max) decode_bool(d, o, &out->name)
@@ -471,7 +472,7 @@ static cold_ cursor missing(struct proto_decoder *d, const struct proto_struct_d
 
 /*
  * A map {field id: value}; unknown ids are skipped (a newer minor
- * version), a repeated id is refused. out is zeroed: absent fields keep
+ * version's, or a retired field's), a repeated id is refused. out is zeroed: absent fields keep
  * their default. Every struct has ≤ 64 fields (tested), one bit each.
  *
  * The fields' blocks follow in id order, each taken when the next key is
@@ -485,6 +486,7 @@ static cold_ cursor missing(struct proto_decoder *d, const struct proto_struct_d
 	static cursor decode_##s(struct proto_decoder *d, cursor o, struct proto_##s *out) \
 	{                                                                     \
 		const uint64_t required = 0 proto_fields_##s(DEC_REQUIRED_BIT_, s); \
+		const uint64_t known = 0 proto_fields_##s(DEC_KNOWN_BIT_, s); \
 		uint64_t seen = 0, next;                                      \
 		uint32_t n = proto_value_len(o);                              \
                                                                               \
@@ -497,8 +499,9 @@ static cold_ cursor missing(struct proto_decoder *d, const struct proto_struct_d
 		if (_unlikely_(n > 0)) { /* a key out of order, unknown or no uint */ \
 			if (o->head != PROTO_VALUE_UINT)                      \
 				return field_key_type(d, o);                  \
-			if (o->u - 1 >= proto_desc_##s.n_fields) {            \
-				o = skip(o + 1); /* a newer minor version's field */ \
+			if (o->u - 1 >= 64 || !(known & UINT64_C(1) << (o->u - 1))) { \
+				/* a newer minor version's field, or a retired one */ \
+				o = skip(o + 1);                              \
 				n--;                                          \
 			}                                                     \
 			goto again;                                           \

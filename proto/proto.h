@@ -366,29 +366,39 @@ struct proto_resource {
 
 /* ---- cluster-state objects (what the watcher replicates) ---------------- */
 
-/* What a pod asks of its node and its neighbours besides resources. Most
- * pods ask nothing and the pods of one workload ask the same, so a pod
- * holds this by reference (pod.constraints: none or one), a state store
- * keeps one copy of each distinct set, and a pod's own struct stays small
- * (100,000 of them live in every replica). pvc_names: claims of the pod's
- * volumes. Read it through proto_pod_constraints_of(). */
-#define proto_fields_pod_constraints(F, S)                                    \
-	F(S, 1, node_selector, KV, PROTO_MAX_LABEL_VALUE_LEN, PROTO_MAX_LABELS, OPT) \
-	F(S, 2, node_affinity_required, OBJS, node_selector_term, PROTO_MAX_TERMS, OPT) \
-	F(S, 3, node_affinity_preferred, OBJS, preferred_term, PROTO_MAX_TERMS, OPT) \
-	F(S, 4, tolerations, OBJS, toleration, PROTO_MAX_TOLERATIONS, OPT)    \
-	F(S, 5, topology_spread, OBJS, spread_constraint, PROTO_MAX_SPREAD, OPT) \
-	F(S, 6, pod_affinity_required, OBJS, pod_affinity_term, PROTO_MAX_AFFINITY_TERMS, OPT) \
-	F(S, 7, pod_affinity_preferred, OBJS, weighted_affinity_term, PROTO_MAX_AFFINITY_TERMS, OPT) \
-	F(S, 8, pod_anti_affinity_required, OBJS, pod_affinity_term, PROTO_MAX_AFFINITY_TERMS, OPT) \
-	F(S, 9, pod_anti_affinity_preferred, OBJS, weighted_affinity_term, PROTO_MAX_AFFINITY_TERMS, OPT) \
-	F(S, 10, pvc_names, STRS, PROTO_MAX_NAME_LEN, PROTO_MAX_VOLUMES, OPT) \
-	F(S, 11, host_ports, OBJS, host_port, PROTO_MAX_HOST_PORTS, OPT)
+/* What the pods of one workload have in common: the labels, owner, requests
+ * and constraints their template gives them. Pods of a Deployment or Job
+ * share all of it and most pods ask nothing of topology, so a pod holds
+ * this by reference (pod.template: none or one), a state store keeps one
+ * copy of each distinct set, and the pod's own struct stays small (100,000
+ * of them live in every replica). requests: the pod's effective request,
+ * max(each init container) vs sum(containers), plus overhead;
+ * per-container requests are not carried (no consumer needs them).
+ * pvc_names: claims of the pod's volumes. Read it through
+ * proto_pod_template_of(). */
+#define proto_fields_pod_template(F, S)                                       \
+	F(S, 1, labels, KV, PROTO_MAX_LABEL_VALUE_LEN, PROTO_MAX_LABELS, OPT) \
+	F(S, 2, owner_refs, OBJS, owner_ref, PROTO_MAX_OWNER_REFS, OPT)       \
+	F(S, 3, requests, RES, _, PROTO_MAX_RESOURCES, OPT)                   \
+	F(S, 4, priority, I32, _, 0, OPT)                                     \
+	F(S, 5, scheduler_name, STR, _, PROTO_MAX_NAME_LEN, OPT)              \
+	F(S, 6, termination_grace_s, I64, _, 0, OPT)                          \
+	F(S, 7, daemonset_owned, BOOL, _, 0, OPT)                             \
+	F(S, 8, node_selector, KV, PROTO_MAX_LABEL_VALUE_LEN, PROTO_MAX_LABELS, OPT) \
+	F(S, 9, node_affinity_required, OBJS, node_selector_term, PROTO_MAX_TERMS, OPT) \
+	F(S, 10, node_affinity_preferred, OBJS, preferred_term, PROTO_MAX_TERMS, OPT) \
+	F(S, 11, tolerations, OBJS, toleration, PROTO_MAX_TOLERATIONS, OPT)   \
+	F(S, 12, topology_spread, OBJS, spread_constraint, PROTO_MAX_SPREAD, OPT) \
+	F(S, 13, pod_affinity_required, OBJS, pod_affinity_term, PROTO_MAX_AFFINITY_TERMS, OPT) \
+	F(S, 14, pod_affinity_preferred, OBJS, weighted_affinity_term, PROTO_MAX_AFFINITY_TERMS, OPT) \
+	F(S, 15, pod_anti_affinity_required, OBJS, pod_affinity_term, PROTO_MAX_AFFINITY_TERMS, OPT) \
+	F(S, 16, pod_anti_affinity_preferred, OBJS, weighted_affinity_term, PROTO_MAX_AFFINITY_TERMS, OPT) \
+	F(S, 17, pvc_names, STRS, PROTO_MAX_NAME_LEN, PROTO_MAX_VOLUMES, OPT) \
+	F(S, 18, host_ports, OBJS, host_port, PROTO_MAX_HOST_PORTS, OPT)
 
-/* requests: the pod's effective request, max(each init container) vs
- * sum(containers), plus overhead; per-container requests are not carried
- * (no consumer needs them). constraints: absent when the pod has none
- * (ids 8-17 and 19 held them before protocol 2; never reuse them).
+/* A pod: what tells it apart and where it stands; the rest is its
+ * template (absent when empty; ids 5-17, 19, 28, 30 and 31 held those
+ * fields before protocol 2 and are never reused).
  * nominated_nodeclaim: the NodeClaim whose planned-pods annotation names the
  * pod (DESIGN §2 rule 4). */
 #define proto_fields_pod(F, S)                                                \
@@ -396,10 +406,6 @@ struct proto_resource {
 	F(S, 2, name, STR, _, PROTO_MAX_NAME_LEN, REQ)                        \
 	F(S, 3, uid, STR, _, PROTO_MAX_NAME_LEN, REQ)                         \
 	F(S, 4, resource_version, STR, _, PROTO_MAX_NAME_LEN, OPT)            \
-	F(S, 5, labels, KV, PROTO_MAX_LABEL_VALUE_LEN, PROTO_MAX_LABELS, OPT) \
-	F(S, 6, owner_refs, OBJS, owner_ref, PROTO_MAX_OWNER_REFS, OPT)       \
-	F(S, 7, requests, RES, _, PROTO_MAX_RESOURCES, OPT)                   \
-	F(S, 18, priority, I32, _, 0, OPT)                                    \
 	F(S, 20, phase, ENUM, pod_phase, 0, OPT)                              \
 	F(S, 21, scheduled, ENUM, condition_status, 0, OPT)                   \
 	F(S, 22, scheduled_reason, STR, _, PROTO_MAX_NAME_LEN, OPT)           \
@@ -408,11 +414,8 @@ struct proto_resource {
 	F(S, 25, do_not_disrupt, BOOL, _, 0, OPT)                             \
 	F(S, 26, creation_time, I64, _, 0, OPT)                               \
 	F(S, 27, deletion_time, I64, _, 0, OPT)                               \
-	F(S, 28, daemonset_owned, BOOL, _, 0, OPT)                            \
 	F(S, 29, mirror, BOOL, _, 0, OPT)                                     \
-	F(S, 30, scheduler_name, STR, _, PROTO_MAX_NAME_LEN, OPT) \
-	F(S, 31, termination_grace_s, I64, _, 0, OPT)                         \
-	F(S, 32, constraints, OBJS, pod_constraints, 1, OPT)
+	F(S, 32, template, OBJS, pod_template, 1, OPT)
 
 #define proto_fields_node(F, S)                                               \
 	F(S, 1, name, STR, _, PROTO_MAX_NAME_LEN, REQ)                        \
@@ -704,7 +707,8 @@ struct proto_resource {
 	X(requirement) X(node_selector_term) X(preferred_term)                \
 	X(label_selector) X(toleration) X(taint) X(spread_constraint)         \
 	X(pod_affinity_term) X(weighted_affinity_term) X(owner_ref)           \
-	X(host_port) X(pod_constraints) X(condition) X(kubelet) X(nodeclass_ref) X(budget)       \
+	X(host_port) X(pod_template) X(condition) X(kubelet) X(nodeclass_ref) \
+	X(budget)                                                             \
 	X(int_or_percent) X(selector_term) X(block_device)                    \
 	X(metadata_options) X(resolved) X(offering) X(candidate)              \
 	X(instance_type) X(pod) X(node) X(nodepool) X(nodeclaim)              \
@@ -789,13 +793,12 @@ struct proto_object {
 	};
 PROTO_STRUCTS(PROTO_DEFINE_STRUCT_)
 
-/* A pod's constraints; all empty when it has none. */
-static inline const struct proto_pod_constraints *
-proto_pod_constraints_of(const struct proto_pod *p)
+/* A pod's template; all empty when it has none. */
+static inline const struct proto_pod_template *proto_pod_template_of(const struct proto_pod *p)
 {
-	static const struct proto_pod_constraints none;
+	static const struct proto_pod_template none;
 
-	return p->n_constraints ? p->constraints : &none;
+	return p->n_template ? p->template : &none;
 }
 
 /* A whole message. version_*: as received (encode always sends this

@@ -113,7 +113,7 @@ static int zone_label_alternative(struct builder *b, const char *zone, struct re
  */
 int from_state_pod_volumes(struct builder *b, const struct proto_pod *pp, struct pod *p)
 {
-	const struct proto_pod_constraints *pc = proto_pod_constraints_of(pp);
+	const struct proto_pod_template *pc = proto_pod_template_of(pp);
 	struct requirements alt[PROTO_MAX_TERMS];
 	uint32_t n_alt = 0;
 	int r = 0;

@@ -275,7 +275,7 @@ static int affinity_term(struct builder *b, const struct proto_pod_affinity_term
 
 static int pod_topology(struct builder *b, const struct proto_pod *pp, struct pod *p)
 {
-	const struct proto_pod_constraints *pc = proto_pod_constraints_of(pp);
+	const struct proto_pod_template *pc = proto_pod_template_of(pp);
 	struct topo_term terms[POD_MAX_TOPO_TERMS];
 	uint32_t n = 0;
 	int r;
@@ -308,11 +308,11 @@ static int pod_topology(struct builder *b, const struct proto_pod *pp, struct po
 
 static int pod_spec(struct builder *b, const struct proto_pod *pp, struct pod *p)
 {
-	const struct proto_pod_constraints *pc = proto_pod_constraints_of(pp);
+	const struct proto_pod_template *pc = proto_pod_template_of(pp);
 	int r;
 
-	if ((r = labels(b, pp->labels, pp->n_labels, &p->labels, &p->n_labels)) < 0 ||
-	    (r = resources(b, pp->requests, pp->n_requests, &p->req)) < 0 ||
+	if ((r = labels(b, pc->labels, pc->n_labels, &p->labels, &p->n_labels)) < 0 ||
+	    (r = resources(b, pc->requests, pc->n_requests, &p->req)) < 0 ||
 	    (r = kv_requirements(b, &p->reqs, pc->node_selector, pc->n_node_selector)) < 0)
 		return r;
 	p->req.v[RES_PODS] = 1;
@@ -447,15 +447,15 @@ static int add_namespace(struct builder *b, const struct proto_namespace *ns)
 
 static int add_daemonset(struct builder *b, const struct proto_daemonset *ds)
 {
-	struct proto_pod_constraints c = {
+	struct proto_pod_template c = {
+		.requests = ds->requests, .n_requests = ds->n_requests,
 		.node_selector = ds->node_selector, .n_node_selector = ds->n_node_selector,
 		.node_affinity_required = ds->node_affinity_required,
 		.n_node_affinity_required = ds->n_node_affinity_required,
 		.tolerations = ds->tolerations, .n_tolerations = ds->n_tolerations,
 	};
 	struct proto_pod tmpl = {
-		.ns = ds->ns, .name = ds->name, .requests = ds->requests, .n_requests = ds->n_requests,
-		.constraints = &c, .n_constraints = 1,
+		.ns = ds->ns, .name = ds->name, .template = &c, .n_template = 1,
 	};
 	struct pod *p = cluster_add_daemonset(b->c);
 

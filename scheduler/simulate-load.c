@@ -327,7 +327,7 @@ static int decode_one(struct sim_input *in, struct decoder *dec, const json_t *o
 			return r;
 		if (!p->node_name || !*p->node_name) {
 			/* A DaemonSet's pending pods are not ours to place. */
-			if (p->daemonset_owned)
+			if (proto_pod_template_of(p)->daemonset_owned)
 				return 0;
 			if ((r = pending_add(pending, p)) < 0)
 				return r;

@@ -229,7 +229,7 @@ static int weighted_terms(struct decoder *d, const json_t *arr, const char *wher
 }
 
 static int spread_constraints(struct decoder *d, const json_t *arr, const char *where,
-			      struct proto_pod_constraints *p)
+			      struct proto_pod_template *p)
 {
 	const json_t *e;
 	char at[256];
@@ -315,7 +315,7 @@ static int node_affinity(struct decoder *d, const json_t *spec, const char *wher
 }
 
 static int pod_volumes(struct decoder *d, const json_t *spec, const char *pod_name,
-		       struct proto_pod_constraints *p)
+		       struct proto_pod_template *p)
 {
 	const json_t *vols = json_object_get(spec, "volumes"), *v;
 	size_t i;
@@ -346,7 +346,7 @@ static int pod_volumes(struct decoder *d, const json_t *spec, const char *pod_na
 	return 0;
 }
 
-static int pod_host_ports(struct decoder *d, const json_t *spec, struct proto_pod_constraints *p)
+static int pod_host_ports(struct decoder *d, const json_t *spec, struct proto_pod_template *p)
 {
 	const json_t *c, *port;
 	size_t i, j;
@@ -379,18 +379,14 @@ static int pod_host_ports(struct decoder *d, const json_t *spec, struct proto_po
 	return 0;
 }
 
-/* The spec's constraints, kept on p only when it has some (see
- * proto_fields_pod_constraints: a store shares them by value). */
+/* What the spec asks of nodes and neighbours. */
 static int pod_constraints(struct decoder *d, const json_t *spec, const char *where,
-			   struct proto_pod *pod)
+			   const char *pod_name, struct proto_pod_template *p)
 {
 	const json_t *aff = json_object_get(spec, "affinity");
-	struct proto_pod_constraints *p = arena_calloc(d->arena, 1, sizeof(*p));
 	char at[256];
 	int r;
 
-	if (!p)
-		return -ENOMEM;
 	if ((r = decode_kv(d, decode_path_of(json_object_get(spec, "nodeSelector"), at, sizeof(at),
 					     "%s.nodeSelector", where),
 			   at, PROTO_MAX_LABELS, PROTO_MAX_LABEL_VALUE_LEN, &p->node_selector,
@@ -423,22 +419,63 @@ static int pod_constraints(struct decoder *d, const json_t *spec, const char *wh
 	AFF("podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution", weighted_terms,
 	    pod_anti_affinity_preferred)
 #undef AFF
-	if ((r = pod_volumes(d, spec, pod->name, p)) < 0 || (r = pod_host_ports(d, spec, p)) < 0)
+	if ((r = pod_volumes(d, spec, pod_name, p)) < 0)
 		return r;
-	pod->constraints = p;
-	pod->n_constraints = !proto_struct_is_default(&proto_desc_pod_constraints, p);
+	return pod_host_ports(d, spec, p);
+}
+
+static int pod_owner_refs(struct decoder *d, const json_t *obj, struct proto_pod_template *p)
+{
+	const json_t *owners = json_path(obj, "metadata.ownerReferences"), *o;
+	size_t i;
+	int r;
+
+	if (json_array_size(owners) > PROTO_MAX_OWNER_REFS)
+		return decode_fail(d, "metadata.ownerReferences: more than %u", PROTO_MAX_OWNER_REFS);
+	p->owner_refs = arena_calloc(d->arena, json_array_size(owners) + 1, sizeof(*p->owner_refs));
+	if (!p->owner_refs)
+		return -ENOMEM;
+	json_array_foreach(owners, i, o) {
+		struct proto_owner_ref *ref = &p->owner_refs[p->n_owner_refs];
+		if ((r = decode_string(d, o, "kind", "metadata.ownerReferences", &ref->kind)) < 0 ||
+		    (r = decode_string(d, o, "name", "metadata.ownerReferences", &ref->name)) < 0 ||
+		    (r = decode_string(d, o, "uid", "metadata.ownerReferences", &ref->uid)) < 0)
+			return r;
+		if (!ref->kind || !ref->name)
+			continue;
+		ref->controller = json_is_true(json_object_get(o, "controller"));
+		if (ref->controller && streq(ref->kind, "DaemonSet"))
+			p->daemonset_owned = true;
+		p->n_owner_refs++;
+	}
 	return 0;
 }
 
-static int pod_spec(struct decoder *d, const json_t *spec, const char *where, struct proto_pod *p)
+/* The parts of the pod its workload's template decides, on pod->template
+ * only when there are some (see proto_fields_pod_template: a store shares
+ * equal templates). */
+static int pod_template(struct decoder *d, const json_t *obj, const json_t *labels,
+			const json_t *spec, struct proto_pod *pod)
 {
+	struct proto_pod_template *p = arena_calloc(d->arena, 1, sizeof(*p));
+	const json_t *grace = json_object_get(spec, "terminationGracePeriodSeconds");
 	int r;
 
-	if ((r = pod_requests(d, spec, where, &p->requests, &p->n_requests)) < 0 ||
-	    (r = pod_constraints(d, spec, where, p)) < 0)
+	if (!p)
+		return -ENOMEM;
+	if ((r = decode_kv(d, labels, "metadata.labels", PROTO_MAX_LABELS, PROTO_MAX_LABEL_VALUE_LEN,
+			   &p->labels, &p->n_labels)) < 0 ||
+	    (r = pod_owner_refs(d, obj, p)) < 0 ||
+	    (r = pod_requests(d, spec, "spec", &p->requests, &p->n_requests)) < 0 ||
+	    (r = pod_constraints(d, spec, "spec", pod->name, p)) < 0 ||
+	    (r = decode_string(d, spec, "schedulerName", "spec", &p->scheduler_name)) < 0)
 		return r;
 	p->priority = (int32_t)json_integer_value(json_object_get(spec, "priority"));
-	return decode_string(d, spec, "schedulerName", where, &p->scheduler_name);
+	/* The API server defaults it to 30 s; kanna-sim and old objects may omit it. */
+	p->termination_grace_s = json_is_integer(grace) ? json_integer_value(grace) : 30;
+	pod->template = p;
+	pod->n_template = !proto_struct_is_default(&proto_desc_pod_template, p);
+	return 0;
 }
 
 static int pod_phase(const char *s)
@@ -454,7 +491,7 @@ static int pod_phase(const char *s)
 int decode_pod(struct decoder *d, const json_t *obj, struct proto_pod *p)
 {
 	const json_t *spec = json_object_get(obj, "spec"), *status = json_object_get(obj, "status");
-	const json_t *owners, *o, *c;
+	const json_t *c;
 	struct decoded_meta m;
 	size_t i;
 	int r;
@@ -468,37 +505,14 @@ int decode_pod(struct decoder *d, const json_t *obj, struct proto_pod *p)
 	p->resource_version = m.resource_version;
 	p->creation_time = m.creation_ms;
 	p->deletion_time = m.deletion_ms;
-	if ((r = decode_kv(d, m.labels, "metadata.labels", PROTO_MAX_LABELS, PROTO_MAX_LABEL_VALUE_LEN, &p->labels, &p->n_labels)) < 0)
-		goto fail;
 	p->do_not_disrupt = streq_ptr(json_string_value(json_object_get(m.annotations,
 									ANNOTATION_DO_NOT_DISRUPT)), "true");
 	p->mirror = json_object_get(m.annotations, ANNOTATION_MIRROR_POD) != NULL;
-	owners = json_path(obj, "metadata.ownerReferences");
-	if (json_array_size(owners) > PROTO_MAX_OWNER_REFS) {
-		r = decode_fail(d, "metadata.ownerReferences: more than %u", PROTO_MAX_OWNER_REFS);
-		goto fail;
-	}
-	p->owner_refs = arena_calloc(d->arena, json_array_size(owners) + 1, sizeof(*p->owner_refs));
-	if (!p->owner_refs)
-		return -ENOMEM;
-	json_array_foreach(owners, i, o) {
-		struct proto_owner_ref *ref = &p->owner_refs[p->n_owner_refs];
-		if ((r = decode_string(d, o, "kind", "metadata.ownerReferences", &ref->kind)) < 0 ||
-		    (r = decode_string(d, o, "name", "metadata.ownerReferences", &ref->name)) < 0 ||
-		    (r = decode_string(d, o, "uid", "metadata.ownerReferences", &ref->uid)) < 0)
-			goto fail;
-		if (!ref->kind || !ref->name)
-			continue;
-		ref->controller = json_is_true(json_object_get(o, "controller"));
-		if (ref->controller && streq(ref->kind, "DaemonSet"))
-			p->daemonset_owned = true;
-		p->n_owner_refs++;
-	}
 	if (!json_is_object(spec)) {
 		r = decode_fail(d, "spec is missing");
 		goto fail;
 	}
-	if ((r = pod_spec(d, spec, "spec", p)) < 0 ||
+	if ((r = pod_template(d, obj, m.labels, spec, p)) < 0 ||
 	    (r = decode_string(d, spec, "nodeName", "spec", &p->node_name)) < 0)
 		goto fail;
 	p->phase = (uint8_t)pod_phase(json_string_value(json_object_get(status, "phase")));
@@ -519,7 +533,6 @@ fail:
 int decode_daemonset(struct decoder *d, const json_t *obj, struct proto_daemonset *ds)
 {
 	const json_t *spec = json_path(obj, "spec.template.spec");
-	struct proto_pod pod = { 0 };
 	struct decoded_meta m;
 	int r;
 
@@ -528,7 +541,7 @@ int decode_daemonset(struct decoder *d, const json_t *obj, struct proto_daemonse
 		return r;
 	if (!json_is_object(spec))
 		return decode_fail(d, "daemonset %s/%s: spec.template.spec is missing", m.ns, m.name);
-	r = pod_requests(d, spec, "spec.template.spec", &pod.requests, &pod.n_requests);
+	r = pod_requests(d, spec, "spec.template.spec", &ds->requests, &ds->n_requests);
 	if (r >= 0)
 		r = decode_kv(d, json_object_get(spec, "nodeSelector"), "spec.template.spec.nodeSelector",
 			      PROTO_MAX_LABELS, PROTO_MAX_LABEL_VALUE_LEN, &ds->node_selector, &ds->n_node_selector);
@@ -545,8 +558,6 @@ int decode_daemonset(struct decoder *d, const json_t *obj, struct proto_daemonse
 	ds->name = m.name;
 	ds->uid = m.uid;
 	ds->resource_version = m.resource_version;
-	ds->requests = pod.requests;
-	ds->n_requests = pod.n_requests;
 	ds->priority = (int32_t)json_integer_value(json_object_get(spec, "priority"));
 	return 0;
 }

@@ -58,8 +58,10 @@ struct pending_router *pending_router_free(struct pending_router *pr)
 }
 
 
-static const char *label_of(const struct proto_pod *p, const char *key)
+static const char *label_of(const struct proto_pod *pod, const char *key)
 {
+	const struct proto_pod_template *p = proto_pod_template_of(pod);
+
 	for (uint32_t i = 0; i < p->n_labels; i++)
 		if (streq(p->labels[i].key, key))
 			return p->labels[i].value;
@@ -98,7 +100,7 @@ static bool selector_matches(const struct proto_label_selector *sel, const struc
 /* Does any selector of a (spread, affinity, anti-affinity) select b? */
 static bool pod_selects(const struct proto_pod *pa, const struct proto_pod *b)
 {
-	const struct proto_pod_constraints *a = proto_pod_constraints_of(pa);
+	const struct proto_pod_template *a = proto_pod_template_of(pa);
 
 	if (!streq(pa->ns, b->ns))
 		return false; /* terms with explicit namespaces: scheduler's concern */
@@ -119,7 +121,7 @@ static bool pod_selects(const struct proto_pod *pa, const struct proto_pod *b)
 
 static bool pod_has_selectors(const struct proto_pod *pod)
 {
-	const struct proto_pod_constraints *p = proto_pod_constraints_of(pod);
+	const struct proto_pod_template *p = proto_pod_template_of(pod);
 
 	return p->n_topology_spread || p->n_pod_affinity_required || p->n_pod_anti_affinity_required ||
 	       p->n_pod_affinity_preferred || p->n_pod_anti_affinity_preferred;
@@ -136,9 +138,11 @@ static size_t uf_find(size_t *parent, size_t i)
 
 static const char *group_key(const struct proto_pod *p)
 {
-	for (uint32_t i = 0; i < p->n_owner_refs; i++)
-		if (p->owner_refs[i].controller && p->owner_refs[i].uid)
-			return p->owner_refs[i].uid;
+	const struct proto_pod_template *t = proto_pod_template_of(p);
+
+	for (uint32_t i = 0; i < t->n_owner_refs; i++)
+		if (t->owner_refs[i].controller && t->owner_refs[i].uid)
+			return t->owner_refs[i].uid;
 	return p->uid;
 }
 

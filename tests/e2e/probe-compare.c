@@ -167,12 +167,16 @@ static void compare_pod(struct cmp *c, const json_t *o, const struct proto_pod *
 	const json_t *spec = json_object_get(o, "spec"), *status = json_object_get(o, "status");
 	const json_t *e, *sched = NULL, *owners = at(o, "metadata", "ownerReferences");
 	const char *phase = json_string_value(json_object_get(status, "phase"));
+	const struct proto_pod_template *t = proto_pod_template_of(p);
+	const json_t *grace = json_object_get(spec, "terminationGracePeriodSeconds");
 	size_t i;
 
-	same_kv(c, "labels", at(o, "metadata", "labels"), p->labels, p->n_labels);
+	same_kv(c, "labels", at(o, "metadata", "labels"), t->labels, t->n_labels);
 	same_str(c, "nodeName", json_object_get(spec, "nodeName"), p->node_name);
-	same_str(c, "schedulerName", json_object_get(spec, "schedulerName"), p->scheduler_name);
-	same_int(c, "priority", json_integer_value(json_object_get(spec, "priority")), p->priority);
+	same_str(c, "schedulerName", json_object_get(spec, "schedulerName"), t->scheduler_name);
+	same_int(c, "priority", json_integer_value(json_object_get(spec, "priority")), t->priority);
+	same_int(c, "terminationGracePeriodSeconds", json_is_integer(grace) ? json_integer_value(grace) : 30,
+		 t->termination_grace_s);
 	same_cstr(c, "phase", phase ? phase : "Pending",
 		  p->phase < ARRAY_SIZE(phases) ? phases[p->phase] : "?");
 	same_int(c, "deletionTimestamp", at(o, "metadata", "deletionTimestamp") != NULL,
@@ -183,13 +187,13 @@ static void compare_pod(struct cmp *c, const json_t *o, const struct proto_pod *
 	same_cstr(c, "PodScheduled", json_string_value(json_object_get(sched, "status")) ?: "Unknown",
 		  p->scheduled < ARRAY_SIZE(cond_status) ? cond_status[p->scheduled] : "?");
 	same_str(c, "PodScheduled.reason", json_object_get(sched, "reason"), p->scheduled_reason);
-	if (json_array_size(owners) != p->n_owner_refs)
+	if (json_array_size(owners) != t->n_owner_refs)
 		diff(c, "ownerReferences", "API has %zu, replica %u", json_array_size(owners),
-		     p->n_owner_refs);
+		     t->n_owner_refs);
 	else
 		json_array_foreach(owners, i, e) {
-			same_str(c, "ownerReferences.kind", json_object_get(e, "kind"), p->owner_refs[i].kind);
-			same_str(c, "ownerReferences.name", json_object_get(e, "name"), p->owner_refs[i].name);
+			same_str(c, "ownerReferences.kind", json_object_get(e, "kind"), t->owner_refs[i].kind);
+			same_str(c, "ownerReferences.name", json_object_get(e, "name"), t->owner_refs[i].name);
 		}
 	/* Init containers and overhead have rules of their own: plain pods only. */
 	if (!json_array_size(json_object_get(spec, "initContainers")) &&
@@ -204,7 +208,7 @@ static void compare_pod(struct cmp *c, const json_t *o, const struct proto_pod *
 		if (r < 0)
 			diff(c, "requests", "the API's quantities do not parse");
 		else
-			same_resources(c, "requests", sums, p->requests, p->n_requests);
+			same_resources(c, "requests", sums, t->requests, t->n_requests);
 		json_decref(sums);
 	}
 }

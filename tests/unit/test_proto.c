@@ -227,6 +227,45 @@ Test(proto, unknown_major_version_is_refused)
 		     "version: protocol major 3 not supported (this build speaks 2.0)");
 }
 
+Test(proto, a_retired_field_id_is_skipped_wherever_it_comes)
+{
+	msgpack_packer pk;
+	const struct proto_msg *out;
+	const struct proto_pod *pod;
+	struct proto_error err;
+
+	/* A pod as protocol 1 sent its labels (id 5) and node selector (id 8):
+	 * both ids are retired, one before the known ids after it and one
+	 * after them, with a known id (20) out of order at the end. */
+	msgpack_packer_init(&pk, &sbuf, msgpack_sbuffer_write);
+	pack_head(&pk, PROTO_VERSION_MAJOR, PROTO_MSG_PENDING_PODS);
+	msgpack_pack_map(&pk, 1);
+	msgpack_pack_uint8(&pk, 4);
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_map(&pk, 7);
+	msgpack_pack_uint8(&pk, 1);
+	pack_cstr(&pk, "default");
+	msgpack_pack_uint8(&pk, 2);
+	pack_cstr(&pk, "web-1");
+	msgpack_pack_uint8(&pk, 3);
+	pack_cstr(&pk, "u1");
+	msgpack_pack_uint8(&pk, 8);
+	msgpack_pack_map(&pk, 1);
+	pack_cstr(&pk, "intent");
+	pack_cstr(&pk, "apps");
+	msgpack_pack_uint8(&pk, 23);
+	pack_cstr(&pk, "node-1");
+	msgpack_pack_uint8(&pk, 5);
+	msgpack_pack_map(&pk, 0);
+	msgpack_pack_uint8(&pk, 20);
+	msgpack_pack_uint8(&pk, PROTO_PHASE_RUNNING);
+	cr_assert_eq(proto_decode(dec, sbuf.data, sbuf.size, &out, &err), 0, "%s", err.text);
+	pod = &out->body.pending_pods.pods[0];
+	cr_assert_str_eq(pod->node_name, "node-1");
+	cr_assert_eq(pod->phase, PROTO_PHASE_RUNNING);
+	cr_assert_eq(pod->n_template, 0);
+}
+
 Test(proto, newer_minor_version_with_unknown_fields_is_accepted)
 {
 	msgpack_packer pk;
@@ -525,8 +564,10 @@ Test(proto, state_delta_carries_a_typed_object)
 {
 	struct proto_kv labels[] = { { "app", "web" } };
 	struct proto_resource req[] = { { "cpu", 250 }, { "memory", 512LL << 20 } };
-	struct proto_pod pod = { .ns = "default", .name = "web-1", .uid = "u1", .labels = labels,
-				 .n_labels = 1, .requests = req, .n_requests = 2 };
+	struct proto_pod_template t = { .labels = labels, .n_labels = 1, .requests = req,
+					.n_requests = 2 };
+	struct proto_pod pod = { .ns = "default", .name = "web-1", .uid = "u1", .template = &t,
+				 .n_template = 1 };
 	struct proto_msg m = { .env = { .type = PROTO_MSG_STATE_DELTA, .seq = 9 } };
 	const struct proto_msg *out;
 
@@ -538,7 +579,8 @@ Test(proto, state_delta_carries_a_typed_object)
 	cr_assert_eq(proto_decode(dec, sbuf.data, sbuf.size, &out, NULL), 0);
 	cr_assert_eq(out->body.state_delta.object.kind, PROTO_OBJECT_POD);
 	cr_assert_str_eq(out->body.state_delta.object.pod->name, "web-1");
-	cr_assert_eq(out->body.state_delta.object.pod->requests[1].value, 512LL << 20);
+	cr_assert_eq(proto_pod_template_of(out->body.state_delta.object.pod)->requests[1].value,
+		     512LL << 20);
 	{
 		struct proto_object keep;
 		cr_assert_eq(proto_object_dup(&out->body.state_delta.object, &keep), 0);
@@ -700,6 +742,34 @@ static bool objects_equal(const struct proto_object *a, const struct proto_objec
 	ma.body.snapshot_item.object = *a;
 	mb.body.snapshot_item.object = *b;
 	return proto_msg_equal(&ma, &mb);
+}
+
+Test(proto, pods_of_one_workload_share_one_template_in_a_store)
+{
+	struct proto_kv labels[] = { { "app", "web" } };
+	struct proto_resource req[] = { { "cpu", 250 } };
+	struct proto_pod_template t1 = { .labels = labels, .n_labels = 1, .requests = req,
+					 .n_requests = 1 }, t2 = t1;
+	struct proto_pod a = { .ns = "default", .name = "web-1", .uid = "u1", .template = &t1,
+			       .n_template = 1 },
+			 b = { .ns = "default", .name = "web-2", .uid = "u2", .template = &t2,
+			       .n_template = 1 };
+	struct proto_object oa = { .kind = PROTO_OBJECT_POD, .pod = &a }, ob = oa, ca, cb;
+	struct proto_share *sh;
+	void *ba, *bb;
+
+	ob.pod = &b;
+	cr_assert_eq(proto_share_new(&sh), 0);
+	cr_assert_eq(proto_object_dup_shared(sh, &oa, 0, &ba, &ca), 0);
+	cr_assert_eq(proto_object_dup_shared(sh, &ob, 0, &bb, &cb), 0);
+	cr_assert_eq(ca.pod->template, cb.pod->template, "one copy of an equal template");
+	cr_assert_str_eq(cb.pod->name, "web-2");
+	t2.requests[0].value = 500; /* (req is t1's too: both sources change) */
+	cr_assert_eq(proto_pod_template_of(ca.pod)->requests[0].value, 250, "the copy is the store's own");
+	proto_object_free_shared(sh, ba, &ca);
+	proto_object_free_shared(sh, bb, &cb);
+	cr_assert_eq(proto_share_count(sh), 0);
+	proto_share_unref(sh);
 }
 
 Test(proto, shared_copies_equal_their_source_share_repeated_values_and_release_them)

@@ -133,8 +133,9 @@ static void plan_one_pod(const struct state_store *s, const struct proto_catalog
 			 char names[][64], uint32_t *n)
 {
 	struct proto_resource req[] = { { "cpu", 500 }, { "memory", 512LL << 20 } };
-	struct proto_pod p = { .ns = "default", .name = "p0", .uid = "p0", .requests = req,
-			       .n_requests = 2, .scheduled = PROTO_COND_FALSE,
+	struct proto_pod_template t = { .requests = req, .n_requests = 2 };
+	struct proto_pod p = { .ns = "default", .name = "p0", .uid = "p0", .template = &t,
+			       .n_template = 1, .scheduled = PROTO_COND_FALSE,
 			       .scheduled_reason = "Unschedulable" };
 	const struct proto_pod *pending[1] = { &p };
 	struct from_state_options fo = { .region = "us-west-2", .catalog = catalog };

@@ -10,7 +10,7 @@
 #include "scheduler/config.h"
 #include "scheduler/from-state.h"
 #include "scheduler/plan.h"
-#include "tests/unit/pod-constraints-fixture.h"
+#include "tests/unit/pod-template-fixture.h"
 
 static struct proto_pod pod(const char *name, int64_t cpu_milli)
 {
@@ -19,9 +19,12 @@ static struct proto_pod pod(const char *name, int64_t cpu_milli)
 	struct proto_resource *r = req[slot++ % 2];
 	r[0] = (struct proto_resource){ "cpu", cpu_milli };
 	r[1] = (struct proto_resource){ "memory", 512LL << 20 };
-	return (struct proto_pod){ .ns = "default", .name = (char *)name, .uid = (char *)name,
-				   .requests = r, .n_requests = 2,
-				   .scheduled = PROTO_COND_FALSE, .scheduled_reason = "Unschedulable" };
+	struct proto_pod p = { .ns = "default", .name = (char *)name, .uid = (char *)name,
+			       .scheduled = PROTO_COND_FALSE, .scheduled_reason = "Unschedulable" };
+
+	fx_template(&p)->requests = r;
+	fx_template(&p)->n_requests = 2;
+	return p;
 }
 
 #define SEC 1000000ULL
@@ -126,8 +129,8 @@ Test(sched_from_state, pending_pods_become_one_planned_nodeclaim_of_the_valid_no
 	char err[512];
 
 	for (int i = 0; i < 3; i++) {
-		fx_constraints(&p[i])->node_selector = sel;
-		fx_constraints(&p[i])->n_node_selector = 1;
+		fx_template(&p[i])->node_selector = sel;
+		fx_template(&p[i])->n_node_selector = 1;
 	}
 	state_store_init(&s);
 	add(&s, (struct proto_object){ .kind = PROTO_OBJECT_NODEPOOL, .nodepool = &good });

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "scheduler/from-state.h"
-#include "tests/unit/pod-constraints-fixture.h"
+#include "tests/unit/pod-template-fixture.h"
 #include "scheduler/solver.h"
 
 #define ZONE "topology.kubernetes.io/zone"
@@ -45,9 +45,13 @@ static struct proto_resource node_size[] = { { "cpu", 4000 }, { "memory", 16LL <
 
 static struct proto_pod pod(const char *ns, const char *name, struct proto_kv *labels)
 {
-	return (struct proto_pod){ .ns = (char *)ns, .name = (char *)name, .uid = (char *)name,
-				   .labels = labels, .n_labels = labels ? 1 : 0,
-				   .requests = small_request, .n_requests = 2 };
+	struct proto_pod p = { .ns = (char *)ns, .name = (char *)name, .uid = (char *)name };
+
+	fx_template(&p)->labels = labels;
+	fx_template(&p)->n_labels = labels ? 1 : 0;
+	fx_template(&p)->requests = small_request;
+	fx_template(&p)->n_requests = 2;
+	return p;
 }
 
 static void add_node(const char *name)
@@ -136,8 +140,8 @@ static void anti_affinity_world(struct proto_pod_affinity_term *term, struct pro
 	term->topology_key = HOSTNAME;
 	term->selector = (struct proto_label_selector){ .match_labels = db, .n_match_labels = 1 };
 	*web = pod("team-a", "web", web_label);
-	fx_constraints(web)->pod_anti_affinity_required = term;
-	fx_constraints(web)->n_pod_anti_affinity_required = 1;
+	fx_template(web)->pod_anti_affinity_required = term;
+	fx_template(web)->n_pod_anti_affinity_required = 1;
 }
 
 Test(from_state, a_namespace_selector_counts_pods_of_namespaces_with_matching_labels)
@@ -233,8 +237,8 @@ static struct proto_pod pod_with_claim(const char *name, char **claim)
 {
 	struct proto_pod p = pod("default", name, NULL);
 
-	fx_constraints(&p)->pvc_names = claim;
-	fx_constraints(&p)->n_pvc_names = 1;
+	fx_template(&p)->pvc_names = claim;
+	fx_template(&p)->n_pvc_names = 1;
 	return p;
 }
 
@@ -298,8 +302,8 @@ Test(from_state, statefulset_of_20_with_a_zonal_class_lands_every_claim_in_that_
 		claim_refs[i][0] = claims[i];
 		add_claim(claims[i], NULL, "ebs");
 		pods[i] = pod_with_claim(names[i], claim_refs[i]);
-		fx_constraints(&pods[i])->node_affinity_required = &term;
-		fx_constraints(&pods[i])->n_node_affinity_required = 1;
+		fx_template(&pods[i])->node_affinity_required = &term;
+		fx_template(&pods[i])->n_node_affinity_required = 1;
 		pending[i] = &pods[i];
 	}
 	solve(pending, 20);
@@ -327,10 +331,10 @@ Test(from_state, volumes_of_one_pod_combine_with_its_own_node_affinity_terms)
 	struct proto_pod p = pod("default", "app", NULL);
 	const struct proto_pod *pending[1] = { &p };
 
-	fx_constraints(&p)->pvc_names = claims;
-	fx_constraints(&p)->n_pvc_names = 2;
-	fx_constraints(&p)->node_affinity_required = pod_terms;
-	fx_constraints(&p)->n_node_affinity_required = 2;
+	fx_template(&p)->pvc_names = claims;
+	fx_template(&p)->n_pvc_names = 2;
+	fx_template(&p)->node_affinity_required = pod_terms;
+	fx_template(&p)->n_node_affinity_required = 2;
 	add((struct proto_object){ .kind = PROTO_OBJECT_PV, .pv = &pv1 });
 	add((struct proto_object){ .kind = PROTO_OBJECT_PV, .pv = &pv2 });
 	add_claim("one", "pv-1", NULL);
@@ -397,7 +401,7 @@ static struct proto_pod planned_pod(const char *name, struct proto_kv *app)
 {
 	struct proto_pod p = pod("default", name, app);
 
-	p.requests = one_cpu;
+	fx_template(&p)->requests = one_cpu;
 	p.phase = PROTO_PHASE_PENDING;
 	p.scheduled = PROTO_COND_FALSE;
 	p.scheduled_reason = "Unschedulable";
@@ -498,8 +502,8 @@ Test(from_state, planned_pods_count_for_anti_affinity_on_the_inflight_nodeclaim)
 	struct proto_pod web1 = planned_pod("web-1", web);
 	const struct proto_pod *pending[1] = { &web1 };
 
-	fx_constraints(&web1)->pod_anti_affinity_required = &apart;
-	fx_constraints(&web1)->n_pod_anti_affinity_required = 1;
+	fx_template(&web1)->pod_anti_affinity_required = &apart;
+	fx_template(&web1)->n_pod_anti_affinity_required = 1;
 	add_nodepool(NULL, 0);
 	add_pod_object(planned_pod("web-0", web));
 	add_inflight_claim("default-abcde", planned, 1, NULL, NULL);

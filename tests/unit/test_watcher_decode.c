@@ -63,13 +63,13 @@ Test(decode, pod_request_is_the_larger_of_init_peak_and_containers_plus_sidecars
 		" \"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":\"Unschedulable\"}]}}");
 	struct proto_pod p;
 	cr_assert_eq(decode_pod(&dec, j, &p), 0, "%s", dec.error);
-	const struct proto_pod_constraints *c = proto_pod_constraints_of(&p);
-	cr_assert_eq(p.n_constraints, 1);
+	const struct proto_pod_template *c = proto_pod_template_of(&p);
+	cr_assert_eq(p.n_template, 1);
 	/* init peak: migrate 2 cpu + sidecar 100m = 2100m beats 500m+250m+100m = 850m */
-	cr_assert_eq(res(p.requests, p.n_requests, "cpu"), 2100 + 10);
+	cr_assert_eq(res(c->requests, c->n_requests, "cpu"), 2100 + 10);
 	/* memory: containers 512Mi + sidecar 64Mi = 576Mi beats 128Mi+64Mi */
-	cr_assert_eq(res(p.requests, p.n_requests, "memory"), 576LL << 20);
-	cr_assert_eq(res(p.requests, p.n_requests, "nvidia.com/gpu"), 1, "limits stand in for requests");
+	cr_assert_eq(res(c->requests, c->n_requests, "memory"), 576LL << 20);
+	cr_assert_eq(res(c->requests, c->n_requests, "nvidia.com/gpu"), 1, "limits stand in for requests");
 	cr_assert_str_eq(c->node_selector[0].value, "apps");
 	cr_assert_eq(c->n_tolerations, 1);
 	cr_assert_eq(c->tolerations[0].op, PROTO_TOLERATION_EXISTS);
@@ -77,11 +77,11 @@ Test(decode, pod_request_is_the_larger_of_init_peak_and_containers_plus_sidecars
 	cr_assert_str_eq(c->pvc_names[1], "web-1-scratch");
 	cr_assert_eq(c->host_ports[0].port, 8080);
 	cr_assert(p.do_not_disrupt);
-	cr_assert_not(p.daemonset_owned);
+	cr_assert_not(c->daemonset_owned);
 	cr_assert_eq(p.scheduled, PROTO_COND_FALSE);
 	cr_assert_str_eq(p.scheduled_reason, "Unschedulable");
-	cr_assert_eq(p.priority, 1000);
-	cr_assert_str_eq(p.owner_refs[0].kind, "ReplicaSet");
+	cr_assert_eq(c->priority, 1000);
+	cr_assert_str_eq(c->owner_refs[0].kind, "ReplicaSet");
 	json_decref(j);
 }
 
@@ -103,7 +103,7 @@ Test(decode, pod_affinity_spread_and_node_affinity_terms)
 		"   \"whenUnsatisfiable\":\"ScheduleAnyway\",\"labelSelector\":{\"matchLabels\":{\"app\":\"web\"}},\"minDomains\":3}]}}");
 	struct proto_pod p;
 	cr_assert_eq(decode_pod(&dec, j, &p), 0, "%s", dec.error);
-	const struct proto_pod_constraints *c = proto_pod_constraints_of(&p);
+	const struct proto_pod_template *c = proto_pod_template_of(&p);
 	cr_assert_eq(c->n_node_affinity_required, 1);
 	cr_assert_str_eq(c->node_affinity_required[0].requirements[0].values[0], "eu-west-1a");
 	cr_assert_eq(c->node_affinity_preferred[0].weight, 10);
@@ -420,10 +420,10 @@ Test(decode, a_limit_without_its_request_stands_in_for_it_resource_by_resource)
 			  "\"memory\":\"1Gi\",\"nvidia.com/gpu\":2}}}]}}");
 	struct proto_pod p;
 	cr_assert_eq(decode_pod(&dec, j, &p), 0, "%s", dec.error);
-	cr_assert_eq(res(p.requests, p.n_requests, "cpu"), 2000, "a request given wins over its limit");
-	cr_assert_eq(res(p.requests, p.n_requests, "memory"), 1LL << 30);
-	cr_assert_eq(res(p.requests, p.n_requests, "nvidia.com/gpu"), 2);
-	cr_assert_eq(p.n_constraints, 0, "a pod that asks nothing of its node carries no constraints");
+	const struct proto_pod_template *c = proto_pod_template_of(&p);
+	cr_assert_eq(res(c->requests, c->n_requests, "cpu"), 2000, "a request given wins over its limit");
+	cr_assert_eq(res(c->requests, c->n_requests, "memory"), 1LL << 30);
+	cr_assert_eq(res(c->requests, c->n_requests, "nvidia.com/gpu"), 2);
 	json_decref(j);
 }
 

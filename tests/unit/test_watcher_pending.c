@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tests/unit/pod-constraints-fixture.h"
+#include "tests/unit/pod-template-fixture.h"
 #include "watcher/pending.h"
 
 #define NOW_MS 1700000000000LL
@@ -161,8 +161,8 @@ static struct proto_pod owned(const char *name, int owner)
 {
 	struct proto_pod p = unschedulable(name);
 
-	p.owner_refs = &owners[owner];
-	p.n_owner_refs = 1;
+	fx_template(&p)->owner_refs = &owners[owner];
+	fx_template(&p)->n_owner_refs = 1;
 	return p;
 }
 
@@ -205,16 +205,16 @@ Test(pending, pods_whose_selectors_select_each_other_share_a_shard)
 		p[i] = owned(names[i], i);
 		pp[i] = &p[i];
 	}
-	p[0].labels = web;
-	p[0].n_labels = 1;
-	fx_constraints(&p[0])->pod_affinity_required = &near_db;
-	fx_constraints(&p[0])->n_pod_affinity_required = 1;
-	p[1].labels = db;
-	p[1].n_labels = 1;
-	fx_constraints(&p[0])->n_pod_affinity_required = 0;
+	fx_template(&p[0])->labels = web;
+	fx_template(&p[0])->n_labels = 1;
+	fx_template(&p[0])->pod_affinity_required = &near_db;
+	fx_template(&p[0])->n_pod_affinity_required = 1;
+	fx_template(&p[1])->labels = db;
+	fx_template(&p[1])->n_labels = 1;
+	fx_template(&p[0])->n_pod_affinity_required = 0;
 	cr_assert_eq(pending_assign_shards(pp, 8, 64, alone), 0);
 	cr_assert_neq(alone[0], alone[1], "precondition: web's and db's owners hash apart");
-	fx_constraints(&p[0])->n_pod_affinity_required = 1;
+	fx_template(&p[0])->n_pod_affinity_required = 1;
 	cr_assert_eq(pending_assign_shards(pp, 8, 64, shard), 0);
 	cr_assert_eq(shard[0], shard[1], "web's affinity to db keeps them on one shard");
 	for (int i = 2; i < 8; i++)
