@@ -183,6 +183,7 @@ static void on_batch_fleet(struct aws_client *c, const struct aws_response *resp
 		la->step = STEP_FLEET;
 		launch_advance(la);
 	}
+	fleet_result_done(fr);
 	free(fr);
 	fleet_batch_free(b);
 }

@@ -5,6 +5,7 @@
  * Pure; called by the fleet code on a 200 response; must never trust the body
  * (outside bytes): missing fields are -EBADMSG, never a guessed value. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/aws.h"
@@ -22,13 +23,19 @@ static int copy_text(char *dst, size_t size, const char *src) {
         return 0;
 }
 
-static void parse_errors(const struct aws_xml_node *set, fleet_result *ret) {
-        for (const struct aws_xml_node *i = aws_xml_first(set, "item"); i; i = aws_xml_next(i)) {
-                fleet_error *e;
+static int parse_errors(const struct aws_xml_node *set, fleet_result *ret) {
+        size_t n = 0;
 
-                if (ret->n_errors >= FLEET_ERROR_MAX)
-                        return;
-                e = &ret->errors[ret->n_errors];
+        for (const struct aws_xml_node *i = aws_xml_first(set, "item"); i; i = aws_xml_next(i))
+                n++;
+        if (n == 0)
+                return 0;
+        ret->errors = calloc(n, sizeof(*ret->errors));
+        if (!ret->errors)
+                return -ENOMEM;
+        for (const struct aws_xml_node *i = aws_xml_first(set, "item"); i; i = aws_xml_next(i)) {
+                fleet_error *e = &ret->errors[ret->n_errors];
+
                 if (copy_text(e->code, sizeof(e->code), aws_xml_text(i, "errorCode")) < 0)
                         continue;
                 (void) copy_text(e->instance_type, sizeof(e->instance_type),
@@ -37,6 +44,15 @@ static void parse_errors(const struct aws_xml_node *set, fleet_result *ret) {
                                  aws_xml_text(i, "launchTemplateAndOverrides/overrides/availabilityZone"));
                 ret->n_errors++;
         }
+        return 0;
+}
+
+void fleet_result_done(fleet_result *r) {
+        if (!r)
+                return;
+        free(r->errors);
+        r->errors = NULL;
+        r->n_errors = 0;
 }
 
 static int parse_launched(const struct aws_xml_node *item, const char *instance_id, fleet_launched *l) {
@@ -65,8 +81,8 @@ int fleet_response_parse(const char *body, size_t len, fleet_result *ret) {
         if (r < 0)
                 return r;
         set = aws_xml_child(root, "errorSet");
-        if (set)
-                parse_errors(set, ret);
+        if (set && (r = parse_errors(set, ret)) < 0)
+                goto finish;
         set = aws_xml_child(root, "fleetInstanceSet");
         for (item = set ? aws_xml_first(set, "item") : NULL; item; item = aws_xml_next(item)) {
                 const struct aws_xml_node *ids = aws_xml_child(item, "instanceIds"), *id;
@@ -86,6 +102,8 @@ int fleet_response_parse(const char *body, size_t len, fleet_result *ret) {
         }
         r = 0;
 finish:
+        if (r < 0)
+                fleet_result_done(ret);
         aws_xml_free(root);
         return r;
 }

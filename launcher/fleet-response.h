@@ -4,7 +4,6 @@
 
 /* Sizes of EC2 identifiers and codes we keep from a CreateFleet response. */
 #define FLEET_ID_MAX 64
-#define FLEET_ERROR_MAX 64 /* errors kept per response (one per failed override); the rest are dropped */
 
 typedef struct fleet_launched {
         char instance_id[FLEET_ID_MAX];
@@ -27,8 +26,14 @@ typedef struct fleet_result {
         fleet_launched launched;  /* the first */
         fleet_launched all[FLEET_MAX_INSTANCES];  /* every instance, in response order */
         size_t n_launched;
-        fleet_error errors[FLEET_ERROR_MAX];
+        /* Every error of the answer: one per failed override and capacity
+         * type, up to 600 for a request of 300 overrides. Each names an
+         * offering to mark unavailable, so none may be dropped. */
+        fleet_error *errors;
         size_t n_errors;
 } fleet_result;
 
+/* On success ret owns errors: release with fleet_result_done(). On failure
+ * ret holds nothing to release. */
 int fleet_response_parse(const char *body, size_t len, fleet_result *ret);
+void fleet_result_done(fleet_result *r);

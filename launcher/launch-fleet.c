@@ -290,12 +290,14 @@ void on_fleet(struct aws_client *c, const struct aws_response *resp, void *userd
 	capacity_errors = launch_fleet_errors(la, fr, first_error, sizeof(first_error));
 	if (fr->launched_ok) {
 		la->launched = fr->launched;
+		fleet_result_done(fr);
 		free(fr);
 		la->failures = 0;
 		la->step = STEP_DESCRIBE;
 		launch_advance(la);
 		return;
 	}
+	fleet_result_done(fr);
 	free(fr);
 	if (capacity_errors > 0) {
 		size_t left = planned_count_offerings(la->planned, launch_offering_is_unavailable, la->l);

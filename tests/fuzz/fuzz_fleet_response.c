@@ -11,6 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fleet_result r;
 
-        (void) fleet_response_parse((const char *) data, size, &r);
+        if (fleet_response_parse((const char *) data, size, &r) == 0)
+                fleet_result_done(&r);
         return 0;
 }

@@ -2,6 +2,8 @@
 /* Unit tests for launcher/fleet-response.c: CreateFleet response shape. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "launcher/fleet-response.h"
@@ -31,6 +33,7 @@ Test(launcher_fleet_response, parses_launched_instance_and_ice_error) {
         cr_assert_str_eq(r.errors[0].code, "InsufficientInstanceCapacity");
         cr_assert_str_eq(r.errors[0].instance_type, "m5.large");
         cr_assert_str_eq(r.errors[0].zone, "us-west-2a");
+        fleet_result_done(&r);
 }
 
 Test(launcher_fleet_response, no_instance_is_not_launched) {
@@ -39,6 +42,7 @@ Test(launcher_fleet_response, no_instance_is_not_launched) {
 
         cr_assert_eq(fleet_response_parse(b, strlen(b), &r), 0);
         cr_assert_eq(r.launched_ok, 0);
+        fleet_result_done(&r);
 }
 
 Test(launcher_fleet_response, instance_without_zone_is_rejected) {
@@ -75,4 +79,42 @@ Test(launcher_fleet_response, every_instance_of_a_batch_is_returned) {
         cr_assert_str_eq(r.all[1].zone, "us-west-2b");
         cr_assert_str_eq(r.all[2].instance_type, "m5.xlarge");
         cr_assert_str_eq(r.all[2].capacity_type, "spot");
+        fleet_result_done(&r);
+}
+
+/* 100 types × 3 zones of spot, all without capacity: an answer of 300
+ * errors. Each names an offering to mark unavailable; one dropped is
+ * tried again and again, so every one must be read. */
+Test(launcher_fleet_response, every_error_of_a_long_answer_is_read) {
+        static const char head[] = "<CreateFleetResponse><fleetId>f</fleetId><errorSet>";
+        static const char tail[] = "</errorSet><fleetInstanceSet/></CreateFleetResponse>";
+        const char *zones[] = { "us-west-2a", "us-west-2b", "us-west-2c" };
+        size_t cap = 300 * 400 + sizeof(head) + sizeof(tail), len;
+        char *doc = malloc(cap);
+        fleet_result r;
+
+        cr_assert_not_null(doc);
+        len = (size_t) snprintf(doc, cap, "%s", head);
+        for (int t = 0; t < 100; t++)
+                for (int z = 0; z < 3; z++)
+                        len += (size_t) snprintf(doc + len, cap - len,
+                                "<item><launchTemplateAndOverrides><overrides>"
+                                "<instanceType>c%d.large</instanceType>"
+                                "<availabilityZone>%s</availabilityZone></overrides>"
+                                "</launchTemplateAndOverrides><lifecycle>spot</lifecycle>"
+                                "<errorCode>InsufficientInstanceCapacity</errorCode></item>",
+                                t, zones[z]);
+        len += (size_t) snprintf(doc + len, cap - len, "%s", tail);
+        cr_assert_lt(len, cap);
+        cr_assert_eq(fleet_response_parse(doc, len, &r), 0);
+        cr_assert_eq(r.launched_ok, 0);
+        cr_assert_eq(r.n_errors, 300);
+        cr_assert_str_eq(r.errors[0].instance_type, "c0.large");
+        cr_assert_str_eq(r.errors[64].instance_type, "c21.large");
+        cr_assert_str_eq(r.errors[64].zone, "us-west-2b");
+        cr_assert_str_eq(r.errors[299].instance_type, "c99.large");
+        cr_assert_str_eq(r.errors[299].zone, "us-west-2c");
+        cr_assert_str_eq(r.errors[299].code, "InsufficientInstanceCapacity");
+        fleet_result_done(&r);
+        free(doc);
 }
