@@ -51,19 +51,28 @@ static int config_of(const struct fleet_input *in, const char *type)
 	return -1;
 }
 
-/* Visits every override in order; count only when q is NULL. */
-static int overrides_walk(const struct fleet_input *in, uint8_t ct, struct aws_query *q, size_t *n)
+/* Launch templates one request may name (one per architecture). */
+#define FLEET_MAX_CONFIGS 8
+
+struct override {
+	const char *instance_type;
+	const struct fleet_subnet *subnet;
+	size_t config;
+};
+
+/* The usable overrides of capacity type ct, in candidate order, at most
+ * FLEET_MAX_OVERRIDES; collected once so that counting and writing them
+ * can never disagree (an offering may turn available in between). */
+static size_t overrides_collect(const struct fleet_input *in, uint8_t ct, struct override *out)
 {
 	const struct proto_planned_nodeclaim *p = in->planned;
-	size_t per_config[8] = { 0 };
-	int r;
+	size_t n = 0;
 
-	*n = 0;
 	for (uint32_t t = 0; t < p->n_instance_types; t++) {
 		const struct proto_candidate *cand = &p->instance_types[t];
 		int c = config_of(in, cand->name);
 
-		if (c < 0 || (size_t)c >= ARRAY_SIZE(per_config))
+		if (c < 0)
 			continue;
 		for (uint32_t k = 0; k < cand->n_offerings; k++) {
 			const struct proto_offering *o = &cand->offerings[k];
@@ -72,20 +81,49 @@ static int overrides_walk(const struct fleet_input *in, uint8_t ct, struct aws_q
 			if (!offering_usable(in, cand->name, o, ct) ||
 			    !(sn = subnet_in_zone(&in->configs[c], o->zone)))
 				continue;
-			if (*n == FLEET_MAX_OVERRIDES)
-				return 0;
-			(*n)++;
-			per_config[c]++;
-			if (!q)
+			if (n == FLEET_MAX_OVERRIDES)
+				return n;
+			out[n++] = (struct override){ cand->name, sn, (size_t)c };
+		}
+	}
+	return n;
+}
+
+/*
+ * LaunchTemplateConfigs.N with its overrides, only for the launch templates
+ * that have some, numbered from 1 without gaps: EC2 refuses the whole
+ * request when one names a launch template without overrides
+ * (MissingParameter LaunchTemplateConfigs.N.Overrides), and Karpenter sends
+ * only the launch templates that have instance types.
+ */
+static int configs_add(const struct fleet_input *in, struct aws_query *q, const struct override *o,
+		       size_t n)
+{
+	size_t slot = 0;
+	int r;
+
+	for (size_t c = 0; c < in->n_configs; c++) {
+		size_t k = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			if (o[i].config != c)
 				continue;
-			if ((r = aws_query_add(q, cand->name,
-					       "LaunchTemplateConfigs.%d.Overrides.%zu.InstanceType", c + 1,
-					       per_config[c])) < 0 ||
-			    (r = aws_query_add(q, sn->id, "LaunchTemplateConfigs.%d.Overrides.%zu.SubnetId",
-					       c + 1, per_config[c])) < 0 ||
+			if (k++ == 0) {
+				slot++;
+				if ((r = aws_query_add(q, in->configs[c].launch_template_name,
+						       "LaunchTemplateConfigs.%zu.LaunchTemplateSpecification."
+						       "LaunchTemplateName", slot)) < 0 ||
+				    (r = aws_query_add(q, "$Latest",
+						       "LaunchTemplateConfigs.%zu.LaunchTemplateSpecification."
+						       "Version", slot)) < 0)
+					return r;
+			}
+			if ((r = aws_query_add(q, o[i].instance_type,
+					       "LaunchTemplateConfigs.%zu.Overrides.%zu.InstanceType", slot, k)) < 0 ||
+			    (r = aws_query_add(q, o[i].subnet->id, "LaunchTemplateConfigs.%zu.Overrides.%zu.SubnetId",
+					       slot, k)) < 0 ||
 			    (r = aws_query_add(q, in->configs[c].image_id,
-					       "LaunchTemplateConfigs.%d.Overrides.%zu.ImageId", c + 1,
-					       per_config[c])) < 0)
+					       "LaunchTemplateConfigs.%zu.Overrides.%zu.ImageId", slot, k)) < 0)
 				return r;
 		}
 	}
@@ -113,18 +151,22 @@ int fleet_query_build(const struct fleet_input *in, struct aws_query **ret,
 		      uint8_t *ret_capacity_type, size_t *ret_n_overrides)
 {
 	_cleanup_(aws_query_freep) struct aws_query *q = NULL;
+	_cleanup_free_ struct override *o = NULL;
 	uint8_t ct = PROTO_CAPACITY_SPOT;
 	size_t n = 0, tag_spec = 0;
 	int r;
 
-	if (capacity_type_allowed(in->planned, "spot") &&
-	    (r = overrides_walk(in, PROTO_CAPACITY_SPOT, NULL, &n)) < 0)
-		return r;
+	if (in->n_configs > FLEET_MAX_CONFIGS)
+		return -EINVAL;
+	o = calloc(FLEET_MAX_OVERRIDES, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	if (capacity_type_allowed(in->planned, "spot"))
+		n = overrides_collect(in, PROTO_CAPACITY_SPOT, o);
 	if (n == 0) {
 		ct = PROTO_CAPACITY_ON_DEMAND;
-		if (capacity_type_allowed(in->planned, "on-demand") &&
-		    (r = overrides_walk(in, ct, NULL, &n)) < 0)
-			return r;
+		if (capacity_type_allowed(in->planned, "on-demand"))
+			n = overrides_collect(in, ct, o);
 	}
 	if (n == 0)
 		return -ENOENT;
@@ -140,18 +182,7 @@ int fleet_query_build(const struct fleet_input *in, struct aws_query **ret,
 		r = aws_query_add(q, "price-capacity-optimized", "SpotOptions.AllocationStrategy");
 	else
 		r = aws_query_add(q, "lowest-price", "OnDemandOptions.AllocationStrategy");
-	if (r < 0)
-		return r;
-	for (size_t c = 0; c < in->n_configs; c++) {
-		if ((r = aws_query_add(q, in->configs[c].launch_template_name,
-				       "LaunchTemplateConfigs.%zu.LaunchTemplateSpecification."
-				       "LaunchTemplateName", c + 1)) < 0 ||
-		    (r = aws_query_add(q, "$Latest",
-				       "LaunchTemplateConfigs.%zu.LaunchTemplateSpecification.Version",
-				       c + 1)) < 0)
-			return r;
-	}
-	if ((r = overrides_walk(in, ct, q, &n)) < 0)
+	if (r < 0 || (r = configs_add(in, q, o, n)) < 0)
 		return r;
 	/* Instances and their volumes carry the tags GC relies on. */
 	for (const char *rt = "instance"; rt; rt = streq(rt, "instance") ? "volume" : NULL) {

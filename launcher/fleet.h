@@ -2,8 +2,9 @@
  * The CreateFleet call of one NodeClaim, built from its candidates (pure:
  * no I/O, unit-tested): the capacity type (spot when the NodeClaim allows it
  * and a spot offering is available, else on-demand, as Karpenter does), one
- * LaunchTemplateConfig per architecture with overrides = candidate types ×
- * the subnet of each zone they are offered in, the allocation strategy
+ * LaunchTemplateConfig per architecture that has overrides (candidate types
+ * × the subnet of each zone they are offered in; EC2 refuses a whole
+ * request that names a launch template without any), the allocation strategy
  * (price-capacity-optimized for spot, lowest-price for on-demand), the tags
  * of DESIGN §2 rule 3, and the idempotency ClientToken. Also the reading of
  * DescribeInstances and which EC2 error codes mean "no capacity here".

@@ -345,6 +345,108 @@ Test(launcher_fleet_query, on_demand_only_requirement_and_nothing_left)
 	cr_assert_eq(fleet_query_build(&in, &q, &ct, &n), -ENOENT);
 }
 
+/*
+ * The configs and overrides of an encoded query: LaunchTemplateConfigs.N
+ * that name a launch template (bit N-1 of *named) and those with at least
+ * one override (bit N-1 of *with_overrides).
+ */
+static void query_configs(const char *s, unsigned *named, unsigned *with_overrides)
+{
+	const char *p = s;
+
+	*named = *with_overrides = 0;
+	while ((p = strstr(p, "LaunchTemplateConfigs."))) {
+		char *end;
+		unsigned long n = strtoul(p + strlen("LaunchTemplateConfigs."), &end, 10);
+
+		cr_assert(n >= 1 && n <= 8, "config index %lu in %s", n, s);
+		if (!strncmp(end, ".LaunchTemplateSpecification.LaunchTemplateName=", 48))
+			*named |= 1u << (n - 1);
+		else if (!strncmp(end, ".Overrides.1.InstanceType=", 26))
+			*with_overrides |= 1u << (n - 1);
+		p = end;
+	}
+}
+
+static bool unavailable_in_mask(const char *type, const char *zone, uint8_t ct, void *ud)
+{
+	const unsigned *mask = ud;
+
+	for (uint32_t t = 0; t < 2; t++)
+		for (uint32_t k = 0; k < cands[t].n_offerings; k++)
+			if (!strcmp(cands[t].name, type) && !strcmp(cands[t].offerings[k].zone, zone) &&
+			    cands[t].offerings[k].capacity_type == ct)
+				return *mask >> (t * 3 + k) & 1;
+	return false;
+}
+
+/* EC2 refuses a whole CreateFleet whose LaunchTemplateConfigs.N has no
+ * overrides (MissingParameter); Karpenter sends only the launch templates
+ * that have instance types. m6g.large (arm64) has no spot offering, so the
+ * spot request is for amd64 alone. */
+Test(launcher_fleet_query, a_launch_template_without_overrides_is_left_out)
+{
+	struct proto_planned_nodeclaim p = planned();
+	struct launch_config cfgs[] = { { "kanna-lt1", "ami-x86", subnets, 3, NULL, 0 },
+					{ "kanna-lt2", "ami-arm", subnets, 3, NULL, 0 } };
+	struct fleet_input in = { "t", &p, arches, cfgs, 2, arch_of, NULL, NULL, NULL, 0, 0 };
+	struct aws_query *q;
+	uint8_t ct;
+	size_t n;
+	char *s;
+
+	cr_assert_eq(fleet_query_build(&in, &q, &ct, &n), 0);
+	cr_assert_eq(ct, PROTO_CAPACITY_SPOT);
+	s = encode(q);
+	cr_assert(strstr(s, "LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateName=kanna-lt1"));
+	cr_assert_null(strstr(s, "LaunchTemplateConfigs.2."), "%s", s);
+	cr_assert_null(strstr(s, "kanna-lt2"), "%s", s);
+	free(s);
+	/* amd64 has nothing left on-demand either: arm64 alone, as config 1. */
+	offs_m5[0].available = offs_m5[1].available = offs_m5[2].available = false;
+	cr_assert_eq(fleet_query_build(&in, &q, &ct, &n), 0);
+	offs_m5[0].available = offs_m5[1].available = offs_m5[2].available = true;
+	cr_assert_eq(ct, PROTO_CAPACITY_ON_DEMAND);
+	cr_assert_eq(n, 1);
+	s = encode(q);
+	cr_assert(strstr(s, "LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateName=kanna-lt2"), "%s", s);
+	cr_assert(strstr(s, "LaunchTemplateConfigs.1.Overrides.1.InstanceType=m6g.large"), "%s", s);
+	cr_assert(strstr(s, "LaunchTemplateConfigs.1.Overrides.1.ImageId=ami-arm"), "%s", s);
+	cr_assert_null(strstr(s, "LaunchTemplateConfigs.2."), "%s", s);
+	free(s);
+}
+
+/* Whatever is unavailable, every launch template named has overrides and
+ * the configs are numbered 1..N: all 16 sets of unavailable offerings. */
+Test(launcher_fleet_query, every_launch_template_sent_has_overrides)
+{
+	struct proto_planned_nodeclaim p = planned();
+	struct launch_config cfgs[] = { { "kanna-lt1", "ami-x86", subnets, 3, NULL, 0 },
+					{ "kanna-lt2", "ami-arm", subnets, 3, NULL, 0 } };
+	unsigned mask;
+	struct fleet_input in = { "t", &p, arches, cfgs, 2, arch_of, unavailable_in_mask, &mask, NULL, 0, 0 };
+
+	for (mask = 0; mask < 16; mask++) {
+		struct aws_query *q;
+		unsigned named, with_overrides;
+		uint8_t ct;
+		size_t n;
+		char *s;
+		int r = fleet_query_build(&in, &q, &ct, &n);
+
+		if (mask == 15) {
+			cr_assert_eq(r, -ENOENT, "nothing is left, nothing may be sent");
+			continue;
+		}
+		cr_assert_eq(r, 0, "mask %u", mask);
+		s = encode(q);
+		query_configs(s, &named, &with_overrides);
+		cr_assert_eq(named, with_overrides, "mask %u: %s", mask, s);
+		cr_assert(named == 1 || named == 3, "mask %u: configs numbered from 1: %s", mask, s);
+		free(s);
+	}
+}
+
 Test(launcher_fleet_query, remove_offering_prunes_empty_candidates)
 {
 	struct proto_offering o1[] = { { .zone = "a", .capacity_type = 1, .available = true } };
