@@ -91,6 +91,28 @@ Test(sim_aws, same_client_token_with_other_parameters_is_a_mismatch)
 	free(b.body);
 }
 
+/* As EC2 does: a launch template named without overrides (the launcher's
+ * second architecture once all its offerings were unavailable) makes the
+ * whole request invalid: nothing is launched from the first one either. */
+Test(sim_aws, a_launch_template_without_overrides_refuses_the_whole_fleet)
+{
+	struct reply r, d;
+	char buf[256];
+
+	create_template("lt-demo");
+	create_template("lt-arm");
+	r = fleet("&LaunchTemplateConfigs.2.LaunchTemplateSpecification.LaunchTemplateName=lt-arm"
+		  "&LaunchTemplateConfigs.2.LaunchTemplateSpecification.Version=%24Latest");
+	cr_assert_eq(r.status, 400, "%s", r.body);
+	cr_assert_str_eq(xml_nth(r.body, "Code", 0, buf, sizeof(buf)), "MissingParameter");
+	cr_assert(strstr(xml_nth(r.body, "Message", 0, buf, sizeof(buf)), "LaunchTemplateConfigs.N.Overrides"),
+		  "%s", r.body);
+	free(r.body);
+	d = ec2("Action=DescribeInstances");
+	cr_assert_eq(xml_count(d.body, "<instanceId>"), 0, "%s", d.body);
+	free(d.body);
+}
+
 Test(sim_aws, spot_capacity_errors_use_the_injected_error_code)
 {
 	struct reply f, r;
