@@ -223,6 +223,37 @@ void launcher_mark_unavailable(struct launcher *l, const char *type, const char 
 	launcher_publish_unavailable(l, type, zone, capacity_type, until, reason);
 }
 
+/*
+ * A scheduler that started after an offering was marked never heard of it
+ * and plans it again; the launch then fails at once without asking EC2, so
+ * nothing would ever tell it. Each failure for want of offerings tells it
+ * again about the ones p names.
+ */
+void launcher_republish_unavailable(struct launcher *l, const struct proto_planned_nodeclaim *p)
+{
+	int64_t now = now_ms_realtime();
+
+	for (size_t i = 0; i < l->n_unavailable; i++) {
+		const struct unavailable *u = &l->unavailable[i];
+		bool named = false;
+
+		if (u->until_ms <= now)
+			continue;
+		for (uint32_t t = 0; t < p->n_instance_types && !named; t++) {
+			const struct proto_candidate *c = &p->instance_types[t];
+
+			if (!streq(c->name, u->instance_type))
+				continue;
+			for (uint32_t k = 0; k < c->n_offerings && !named; k++)
+				named = streq_ptr(c->offerings[k].zone, u->zone) &&
+					c->offerings[k].capacity_type == u->capacity_type;
+		}
+		if (named)
+			launcher_publish_unavailable(l, u->instance_type, u->zone, u->capacity_type,
+						     u->until_ms, "still without capacity");
+	}
+}
+
 /* ---- admission ------------------------------------------------------------- */
 
 static void refuse(struct launcher *l, const char *plan_id, const struct proto_planned_nodeclaim *p,
@@ -326,6 +357,8 @@ static void admit(struct launcher *l, const char *plan_id, const struct proto_pl
 		else
 			snprintf(why, sizeof(why), "no offering of its %u instance type option(s) is "
 				 "available", p->n_instance_types);
+		if (!over_limit)
+			launcher_republish_unavailable(l, p);
 		refuse(l, plan_id, p, over_limit ? PROTO_LAUNCH_LIMIT_EXCEEDED
 						 : PROTO_LAUNCH_INSUFFICIENT_CAPACITY,
 		       over_limit ? "LimitExceeded" : "InsufficientCapacityError", why);

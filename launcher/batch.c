@@ -152,6 +152,9 @@ static void on_batch_fleet(struct aws_client *c, const struct aws_response *resp
 				la->step = STEP_FLEET;
 				launch_advance(la);
 			} else {
+				/* As on_fleet: a refused request's token is not reused. */
+				if (launch_fleet_refused(resp))
+					la->attempt++;
 				launch_retry_later(la, "launch an instance (batched CreateFleet)",
 						   resp->result < 0 ? aws_response_strerror(resp)
 								    : "the CreateFleet response could not be read");
@@ -206,7 +209,8 @@ static void batch_send(struct fleet_batch *b)
 		/* The batching window and the recording round trip are not
 		 * our processing: count from here. */
 		b->members[i]->t_mark = now_usec();
-		launch_note_fleet_sent(b->members[i], ct, n_overrides, b->token);
+		if (r >= 0)
+			launch_note_fleet_sent(b->members[i], ct, n_overrides, b->token);
 		b->members[i]->busy = true;
 	}
 	if (r >= 0)
@@ -214,7 +218,11 @@ static void batch_send(struct fleet_batch *b)
 	if (r < 0) {
 		for (size_t i = 0; i < b->n; i++) {
 			b->members[i]->busy = false;
-			launch_retry_later(b->members[i], "call CreateFleet", strerror(-r));
+			/* Identical candidates: none is left for any member. */
+			if (r == -ENOENT)
+				launch_no_candidate_left(b->members[i]);
+			else
+				launch_retry_later(b->members[i], "call CreateFleet", strerror(-r));
 		}
 		fleet_batch_free(b);
 	}

@@ -157,6 +157,25 @@ void launch_fleet_call(struct launch *la, struct fleet_call *fc, bool per_claim)
 	fc->in.n_tags = n_tags;
 }
 
+/* No candidate is left to try: the launch has failed, at once rather than
+ * at launch-timeout. The NodeClaim is deleted and the failure published,
+ * and the schedulers hear again which offerings are gone (one that started
+ * since would otherwise plan the same ones again), so that they plan the
+ * pods with what they still have. */
+void launch_no_candidate_left(struct launch *la)
+{
+	launcher_republish_unavailable(la->l, la->planned);
+	launch_give_up(la, PROTO_LAUNCH_INSUFFICIENT_CAPACITY,
+		       "all offerings of its instance types are unavailable or have no subnet in "
+		       "their zone");
+}
+
+bool launch_fleet_refused(const struct aws_response *resp)
+{
+	return resp->result == -EREMOTEIO &&
+	       aws_retry_classify(CURLE_OK, resp->http_status, resp->error.code) == AWS_RETRY_NONE;
+}
+
 /* Offerings left? Then hand the NodeClaim to the batcher, which sends it
  * alone or with identical ones (batch.c). */
 void launch_fleet(struct launch *la)
@@ -172,9 +191,7 @@ void launch_fleet(struct launch *la)
 	snprintf(fc.token, sizeof(fc.token), "-");
 	r = fleet_query_build(&fc.in, &q, &ct, &n_overrides);
 	if (r == -ENOENT) {
-		launch_give_up(la, PROTO_LAUNCH_INSUFFICIENT_CAPACITY,
-			       "all offerings of its instance types are unavailable or have no "
-			       "subnet in their zone");
+		launch_no_candidate_left(la);
 		return;
 	}
 	if (r >= 0) {
@@ -210,6 +227,10 @@ void launch_send_fleet(struct launch *la)
 		memcpy(fc.token, token, sizeof(token));
 	}
 	r = fleet_query_build(&fc.in, &q, &ct, &n_overrides);
+	if (r == -ENOENT) {
+		launch_no_candidate_left(la);
+		return;
+	}
 	if (r < 0) {
 		launch_retry_later(la, "build the CreateFleet request", strerror(-r));
 		return;
@@ -277,6 +298,11 @@ void on_fleet(struct aws_client *c, const struct aws_response *resp, void *userd
 			launch_advance(la);
 			return;
 		}
+		/* Refused as a whole, nothing done under this token: the next
+		 * request is built again from what is left by then, and a
+		 * request that differs must not carry a token already used. */
+		if (launch_fleet_refused(resp))
+			la->attempt++;
 		launch_retry_later(la, "launch an instance (CreateFleet)", aws_response_strerror(resp));
 		return;
 	}
@@ -317,6 +343,9 @@ void on_fleet(struct aws_client *c, const struct aws_response *resp, void *userd
 		launch_advance(la);
 		return;
 	}
+	/* EC2 keeps this answer under the token and would replay it to a retry
+	 * with the same one, even once the cause has passed. */
+	la->attempt++;
 	launch_retry_later(la, "launch an instance (CreateFleet)",
 			   *first_error ? first_error : "CreateFleet launched nothing and said why not");
 }

@@ -154,6 +154,8 @@ bool launcher_offering_unavailable(struct launcher *l, const char *type, const c
 				   uint8_t capacity_type);
 void launcher_mark_unavailable(struct launcher *l, const char *type, const char *zone,
 			       uint8_t capacity_type, const char *reason);
+/* Publishes again the offerings of p still marked unavailable. */
+void launcher_republish_unavailable(struct launcher *l, const struct proto_planned_nodeclaim *p);
 /* In-use resources of a NodePool: NodeClaims in the replica plus launches. */
 void launcher_nodepool_usage(struct launcher *l, const char *nodepool, resource_vector *ret);
 void resource_vector_from(const struct proto_resource *res, uint32_t n, resource_vector *ret);
@@ -216,6 +218,11 @@ void launch_fleet_call(struct launch *la, struct fleet_call *fc, bool per_claim)
 void launch_send_fleet(struct launch *la);
 void launch_note_fleet_sent(struct launch *la, uint8_t ct, size_t n_overrides, const char *token);
 void launch_described(struct launch *la, const struct ec2_instance *e, const char *error);
+/* Gives the launch up: no candidate offering is left to try. */
+void launch_no_candidate_left(struct launch *la);
+/* EC2 refused a CreateFleet as a whole (a final error, not throttling or a
+ * fault of its own): nothing was launched under its token. */
+bool launch_fleet_refused(const struct aws_response *resp);
 /* Capacity errors of a CreateFleet answer: marked unavailable and pruned
  * from la's candidates. Returns how many; *first gets the first error. */
 size_t launch_fleet_errors(struct launch *la, const fleet_result *fr, char *first, size_t size);

@@ -102,6 +102,10 @@ dist_man_MANS += launcher/kanna-launcher.1
 # End-to-end: the scale-up path (S5, ICE) and recovery after kill -9.
 TESTS += tests/e2e/launcher.sh tests/e2e/launcher-recovery.sh
 EXTRA_DIST += tests/e2e/launcher.sh tests/e2e/launcher-recovery.sh tests/e2e/demo-launch.sh
+# Spot runs out: every capacity error read, no empty launch template, a
+# NodeClaim left without candidates fails at once and its pods are re-planned.
+TESTS += tests/e2e/launcher-capacity.sh
+EXTRA_DIST += tests/e2e/launcher-capacity.sh
 
 # ./quickstart bench launcher
 BENCH_PROGS += bench/bench-launcher
