@@ -27,9 +27,10 @@ static inline uint32_t intern(struct builder *b, const char *s)
  * store's the overlay does not replace, then the overlay's. */
 struct from_state_iter {
 	size_t it;
-	bool in_overlay;
+	unsigned phase;
+	struct proto_object pod; /* what a pod of the store's node index is yielded as */
 };
-const struct state_entry *from_state_next(const struct builder *b, struct from_state_iter *v);
+const struct proto_object *from_state_next(const struct builder *b, struct from_state_iter *v);
 /* An object by name, the overlay's first. */
 const struct state_entry *from_state_get(const struct builder *b, enum proto_object_kind kind,
 					const char *ns, const char *name);

@@ -80,21 +80,40 @@ static bool replaced(const struct builder *b, const struct proto_object *o)
 	return state_store_get(b->overlay, o->kind, ns, name) != NULL;
 }
 
-const struct state_entry *from_state_next(const struct builder *b, struct from_state_iter *v)
+/*
+ * Phase 0 walks the store; 1, with a scope, the store's index of the pods
+ * on the scope Node instead of every pod (a replica holds 100,000 of them:
+ * reading each costs more than the check); 2 the overlay.
+ */
+const struct proto_object *from_state_next(const struct builder *b, struct from_state_iter *v)
 {
+	const struct state_pod_set *set;
 	const struct state_entry *e;
 
-	while (!v->in_overlay) {
+	while (v->phase == 0) {
 		if (!(e = state_store_next(b->s, &v->it))) {
-			v->in_overlay = true;
+			v->phase = 1;
 			v->it = 0;
-		} else if (in_scope(b, &e->obj) && !replaced(b, &e->obj)) {
-			return e;
+		} else if ((!b->scope || e->obj.kind != PROTO_OBJECT_POD) && in_scope(b, &e->obj) &&
+			   !replaced(b, &e->obj)) {
+			return &e->obj;
 		}
+	}
+	while (v->phase == 1) {
+		set = b->scope ? state_store_pods_on(b->s, b->scope) : NULL;
+		if (!set || v->it >= set->n) {
+			v->phase = 2;
+			v->it = 0;
+			break;
+		}
+		v->pod = (struct proto_object){ .kind = PROTO_OBJECT_POD,
+						.pod = (struct proto_pod *)set->pods[v->it++] };
+		if (in_scope(b, &v->pod) && !replaced(b, &v->pod))
+			return &v->pod;
 	}
 	while (b->overlay && (e = state_store_next(b->overlay, &v->it)))
 		if (in_scope(b, &e->obj))
-			return e;
+			return &e->obj;
 	return NULL;
 }
 

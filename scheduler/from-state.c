@@ -401,15 +401,15 @@ static int add_planned_pods(struct builder *b, const struct proto_pod *const *pe
 {
 	struct hashmap seen = { 0 }; /* "ns/name": in the batch, or counted already */
 	bool indexed = false;
-	const struct state_entry *e;
+	const struct proto_object *o;
 	char key[STATE_KEY_MAX], ns[PROTO_MAX_NAME_LEN + 1];
 	struct from_state_iter it = { 0 };
 	int r = 0;
 
-	while (r >= 0 && (e = from_state_next(b, &it))) {
-		const struct proto_nodeclaim *nc = e->obj.nodeclaim;
+	while (r >= 0 && (o = from_state_next(b, &it))) {
+		const struct proto_nodeclaim *nc = o->nodeclaim;
 
-		if (e->obj.kind != PROTO_OBJECT_NODECLAIM || !nc->n_planned_pods ||
+		if (o->kind != PROTO_OBJECT_NODECLAIM || !nc->n_planned_pods ||
 		    !state_nodeclaim_holds_planned_pods(nc, now_ms))
 			continue;
 		for (size_t i = 0; !indexed && i < n_pending && r >= 0; i++) {
@@ -525,7 +525,7 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 		       struct cluster **ret, char *err, size_t errlen)
 {
 	struct builder b = { .s = s, .err = err, .errlen = errlen };
-	const struct state_entry *e;
+	const struct proto_object *o;
 	struct from_state_iter it = { 0 };
 	int r;
 
@@ -539,25 +539,25 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 	/* Pending pods first, so that c->pods[i] is pending[i]. */
 	for (size_t i = 0; i < n_pending && r >= 0; i++)
 		r = add_pod(&b, pending[i], NULL);
-	while (r >= 0 && (e = from_state_next(&b, &it))) {
-		switch (e->obj.kind) {
+	while (r >= 0 && (o = from_state_next(&b, &it))) {
+		switch (o->kind) {
 		case PROTO_OBJECT_NODEPOOL:
-			r = add_nodepool(&b, e->obj.nodepool);
+			r = add_nodepool(&b, o->nodepool);
 			break;
 		case PROTO_OBJECT_NODE:
-			r = add_node(&b, e->obj.node);
+			r = add_node(&b, o->node);
 			break;
 		case PROTO_OBJECT_NODECLAIM:
-			r = add_nodeclaim(&b, e->obj.nodeclaim);
+			r = add_nodeclaim(&b, o->nodeclaim);
 			break;
 		case PROTO_OBJECT_POD: /* in_scope(): bound, not finished */
-			r = add_pod(&b, e->obj.pod, e->obj.pod->node_name);
+			r = add_pod(&b, o->pod, o->pod->node_name);
 			break;
 		case PROTO_OBJECT_DAEMONSET:
-			r = add_daemonset(&b, e->obj.daemonset);
+			r = add_daemonset(&b, o->daemonset);
 			break;
 		case PROTO_OBJECT_NAMESPACE:
-			r = add_namespace(&b, e->obj.namespace);
+			r = add_namespace(&b, o->namespace);
 			break;
 		default:
 			break;
