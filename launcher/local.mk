@@ -108,3 +108,13 @@ BENCH_PROGS += bench/bench-launcher
 bench_bench_launcher_SOURCES = bench/bench-launcher.c
 bench_bench_launcher_LDADD = $(STATE_LIBS)
 EXTRA_DIST += bench/launcher.sh
+
+# The check before each bind: the planned pods against their Node as it is
+# now (the scheduler's own predicates), with the launcher's recent writes.
+libkanna_launcher_a_SOURCES += launcher/bind-check.h launcher/bind-check.c
+check_PROGRAMS += tests/unit/test_launcher_bind_check
+TESTS += tests/unit/test_launcher_bind_check
+tests_unit_test_launcher_bind_check_SOURCES = tests/unit/test_launcher_bind_check.c \
+	tests/unit/pod-template-fixture.h
+tests_unit_test_launcher_bind_check_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_launcher_bind_check_LDADD = $(LAUNCHER_LIBS) $(LDADD) $(TEST_LIBS)
