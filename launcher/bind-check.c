@@ -12,6 +12,7 @@
 
 #include "launcher/bind-check.h"
 #include "scheduler/from-state.h"
+#include "scheduler/solver.h"
 
 /*
  * Taints a Node carries while it boots, which Karpenter does not hold
@@ -103,6 +104,27 @@ int bind_check(const struct bind_check_input *in, const struct proto_pod *const 
 	free(idx);
 	cluster_free(c);
 	return r;
+}
+
+bool bind_claim_has_waiting_pods(const struct state_store *replica, const struct state_store *recent,
+				 const struct proto_nodeclaim *nc, int64_t now_ms)
+{
+	if (!state_nodeclaim_holds_planned_pods(nc, now_ms))
+		return false;
+	for (uint32_t i = 0; i < nc->n_planned_pods; i++) {
+		const char *key = nc->planned_pods[i], *slash = strchr(key, '/');
+		char ns[PROTO_MAX_NAME_LEN + 1];
+		const struct state_entry *e;
+
+		if (!slash || (size_t)(slash - key) >= sizeof(ns))
+			continue;
+		memcpy(ns, key, (size_t)(slash - key));
+		ns[slash - key] = 0;
+		e = state_store_get(replica, PROTO_OBJECT_POD, ns, slash + 1);
+		if (e && state_pod_is_unschedulable(e->obj.pod) && !bind_recent_has_pod(recent, ns, slash + 1))
+			return true;
+	}
+	return false;
 }
 
 /* ---- what this launcher wrote moments ago ------------------------------------ */

@@ -19,7 +19,8 @@
 
 #include "common/state-store.h"
 #include "proto/proto.h"
-#include "scheduler/solver.h"
+
+struct sched_node_fit; /* scheduler/solver.h */
 
 /* An entry of `recent` the replica never catches up with (a Node deleted
  * before it was seen, a binding whose pod vanished) is dropped after this:
@@ -53,6 +54,16 @@ struct bind_check_input {
  */
 int bind_check(const struct bind_check_input *in, const struct proto_pod *const *pods, size_t n,
 	       struct sched_node_fit *ret, char *err, size_t errlen);
+
+/*
+ * Has the NodeClaim planned pods still to bind: pending and Unschedulable,
+ * not bound by us moments ago — while it speaks for them (DESIGN §2 rule
+ * 4, state_nodeclaim_holds_planned_pods() at now_ms)? Once its nomination
+ * lapses they are the schedulers' to plan again, and binding them here too
+ * would race that new plan (a NodeClaim launched for a pod bound elsewhere).
+ */
+bool bind_claim_has_waiting_pods(const struct state_store *replica, const struct state_store *recent,
+				 const struct proto_nodeclaim *nc, int64_t now_ms);
 
 /* recent: pod bound to node by us at now_ms (a copy, with nodeName set). */
 int bind_recent_note_pod(struct state_store *recent, const struct proto_pod *pod, const char *node,

@@ -95,7 +95,8 @@ EXTRA_DIST += tests/fuzz/corpus/catalog_pages
 bin_PROGRAMS += launcher/kanna-launcher
 launcher_kanna_launcher_SOURCES = launcher/main.c launcher/daemon.h launcher/daemon.c \
 	launcher/config.h launcher/config.c launcher/launcher.h launcher/admit.c \
-	launcher/launch.c launcher/launch-fleet.c launcher/launch-node.c launcher/batch.c launcher/reconcile.c
+	launcher/launch.c launcher/launch-fleet.c launcher/launch-node.c launcher/launch-bind.c \
+	launcher/batch.c launcher/reconcile.c
 launcher_kanna_launcher_LDADD = $(LAUNCHER_LIBS)
 dist_man_MANS += launcher/kanna-launcher.1
 

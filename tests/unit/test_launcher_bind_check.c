@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "launcher/bind-check.h"
+#include "scheduler/solver.h"
 #include "tests/unit/pod-template-fixture.h"
 
 #define HOSTNAME "kubernetes.io/hostname"
@@ -354,4 +355,39 @@ Test(bind_check, recent_writes_are_dropped_once_the_replica_shows_them_or_they_a
 	add_node("n1", "us-west-2a");
 	bind_recent_purge(&recent, &replica, 200000 + 1000);
 	cr_assert_null(state_store_get(&recent, PROTO_OBJECT_NODE, "", "n1"), "the replica shows the Node");
+}
+
+/* A planned pod as the watcher shows one the default scheduler gave up on. */
+static struct proto_pod unschedulable(const char *name)
+{
+	struct proto_pod p = pod(name, "big", 1500, NULL);
+
+	p.scheduled = PROTO_COND_FALSE;
+	p.scheduled_reason = "Unschedulable";
+	return p;
+}
+
+Test(bind_check, a_nodeclaim_has_pods_to_bind_only_while_it_speaks_for_them)
+{
+	static char *planned[] = { "default/big-1", "default/big-2" };
+	struct proto_condition ready = { .type = "Ready", .status = PROTO_COND_TRUE,
+					 .last_transition = 1000000 };
+	struct proto_nodeclaim nc = { .name = "bind-abc", .uid = "u", .planned_pods = planned,
+				      .n_planned_pods = 2 };
+	struct proto_pod waiting = unschedulable("big-2");
+
+	add_pod(pod("big-1", "big", 1500, "n1"));
+	cr_assert_not(bind_claim_has_waiting_pods(&replica, &recent, &nc, 1000000), "big-1 is bound");
+	add_pod(waiting);
+	cr_assert(bind_claim_has_waiting_pods(&replica, &recent, &nc, 1000000), "launching: big-2 waits");
+	nc.conditions = &ready;
+	nc.n_conditions = 1;
+	cr_assert(bind_claim_has_waiting_pods(&replica, &recent, &nc, 1000000 + STATE_NOMINATION_GRACE_MS - 1),
+		  "Ready, within the nomination grace");
+	cr_assert_not(bind_claim_has_waiting_pods(&replica, &recent, &nc, 1000000 + STATE_NOMINATION_GRACE_MS),
+		      "the nomination lapsed: big-2 is the schedulers' to plan again");
+	nc.n_conditions = 0;
+	cr_assert_eq(bind_recent_note_pod(&recent, &waiting, "n1", 1000), 1);
+	cr_assert_not(bind_claim_has_waiting_pods(&replica, &recent, &nc, 1000000),
+		      "bound by us moments ago: the replica has not caught up");
 }
