@@ -100,9 +100,11 @@ launcher_kanna_launcher_SOURCES = launcher/main.c launcher/daemon.h launcher/dae
 launcher_kanna_launcher_LDADD = $(LAUNCHER_LIBS)
 dist_man_MANS += launcher/kanna-launcher.1
 
-# End-to-end: the scale-up path (S5, ICE) and recovery after kill -9.
-TESTS += tests/e2e/launcher.sh tests/e2e/launcher-recovery.sh
-EXTRA_DIST += tests/e2e/launcher.sh tests/e2e/launcher-recovery.sh tests/e2e/demo-launch.sh
+# End-to-end: the scale-up path (S5, ICE), recovery after kill -9, and a
+# binding retried after the Node filled up.
+TESTS += tests/e2e/launcher.sh tests/e2e/launcher-recovery.sh tests/e2e/launcher-bind.sh
+EXTRA_DIST += tests/e2e/launcher.sh tests/e2e/launcher-recovery.sh tests/e2e/demo-launch.sh \
+	tests/e2e/launcher-bind.sh
 
 # ./quickstart bench launcher
 BENCH_PROGS += bench/bench-launcher
