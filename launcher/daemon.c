@@ -411,6 +411,9 @@ static int launcher_metrics(struct launcher *l)
 				     "NodeClaims given up, by outcome.", "nodepool", "outcome", NULL)) < 0 ||
 	    (r = metrics_counter_new(l->metrics, &l->m.pods_bound, "kanna_launcher_pods_bound_total",
 				     "Pods bound to launched nodes.", "nodepool", NULL)) < 0 ||
+	    (r = metrics_counter_new(l->metrics, &l->m.binds_refused, "kanna_launcher_binds_refused_total",
+				     "Planned pods not bound because they no longer fit their node.",
+				     "nodepool", NULL)) < 0 ||
 	    (r = metrics_counter_new(l->metrics, &l->m.offerings_unavailable,
 				     "kanna_launcher_offerings_unavailable_total",
 				     "Offerings marked unavailable after insufficient capacity.",
@@ -592,6 +595,7 @@ out:
 	launcher_catalog_free(l.catalog);
 	aws_client_free(l.aws);
 	replica_free(l.replica);
+	state_store_done(&l.recent);
 	sock_free(l.results_tx);
 	sock_ctx_free(l.socks);
 	kube_events_free(l.events);

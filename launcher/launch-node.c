@@ -1,8 +1,8 @@
 /*
  * The Kubernetes side of a launched NodeClaim (launch.c drives the chain):
  * its status and labels recorded, the Node created with the well-known
- * labels, the NodePool's labels and taints and the termination finalizer,
- * and the planned pods bound to it.
+ * labels, the NodePool's labels and taints and the termination finalizer
+ * (the binds that follow: launch-bind.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/state-store.h"
+#include "launcher/bind-check.h"
 #include "launcher/catalog.h"
 #include "launcher/fleet-request.h"
 #include "launcher/fleet.h"
@@ -254,85 +255,44 @@ void launch_create_node(struct launch *la)
 	}
 }
 
-/* ---- bind the planned pods -------------------------------------------------------------- */
-
-static void binds_finished(struct launch *la)
+/* The Node as the replica will show it: the labels, NodePool taints and
+ * resources launch_node_json() gives it (startup taints left out: they
+ * refuse none of its planned pods, see bind-check.h). */
+int launch_note_node(struct launch *la)
 {
-	struct launcher *l = la->l;
+	const struct state_entry *pe = state_store_get(launcher_store(la->l), PROTO_OBJECT_NODEPOOL, "",
+						       la->planned->nodepool);
+	struct proto_resource cap[PROTO_MAX_RESOURCES], alloc[PROTO_MAX_RESOURCES];
+	node_label labels[LAUNCH_MAX_LABELS];
+	struct proto_kv kv[LAUNCH_MAX_LABELS];
+	struct launched_instance li;
+	struct proto_node node;
+	uint32_t n_cap, n_alloc;
+	size_t n;
+	int r;
 
-	launch_resume(la);
-	if (la->bound > 0) {
-		log_info_kv(LOG_KV({ "nodeclaim", la->name }, { "node", la->node_name }),
-			    "bound %u pod(s) to node %s", la->bound, la->node_name);
-		metrics_counter_add(l->m.pods_bound, la->bound, la->planned->nodepool, NULL);
+	launched_instance_of(la, &li);
+	if (!*la->launched.instance_type || !li.type)
+		return -ENOENT;
+	if ((r = launch_labels(la, labels, &n)) < 0)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		kv[i] = (struct proto_kv){ (char *)labels[i].key, (char *)labels[i].value };
+	node = (struct proto_node){ .name = la->node_name, .uid = la->uid ?: "", .labels = kv,
+				    .n_labels = (uint32_t)n, .nodeclaim = la->name,
+				    .capacity = li.type->capacity, .n_capacity = li.type->n_capacity,
+				    .allocatable = li.type->allocatable,
+				    .n_allocatable = li.type->n_allocatable };
+	if (kubelet_type_resources(li.kubelet, li.type, cap, &n_cap, alloc, &n_alloc) >= 0) {
+		node.capacity = cap;
+		node.n_capacity = n_cap;
+		node.allocatable = alloc;
+		node.n_allocatable = n_alloc;
 	}
-	launcher_publish_result(l, la, PROTO_LAUNCH_BOUND, NULL);
-	if (la->needs_tag) {
-		la->needs_tag = false;
-		launcher_tag_instance(l, la->launched.instance_id, la->name);
+	if (pe) {
+		node.taints = pe->obj.nodepool->taints;
+		node.n_taints = pe->obj.nodepool->n_taints;
 	}
-	metrics_histogram_observe(l->m.launch_seconds, (double)(now_usec() - la->t_received) / 1e6,
-				  NULL);
-	launch_finish(la, true);
-}
-
-static void on_bound(struct kube_client *c, const struct kube_response *resp, void *userdata)
-{
-	struct launch *la = userdata;
-
-	(void)c;
-	if (resp->status >= 200 && resp->status < 300)
-		la->bound++;
-	else if (resp->status != 409 && resp->status != 404)
-		log_warn_kv(LOG_KV({ "nodeclaim", la->name }, { "node", la->node_name }),
-			    "Failed to bind a pod to node %s: %s", la->node_name, resp->error ?: "HTTP error");
-	if (--la->binds_outstanding == 0)
-		binds_finished(la);
-}
-
-/* Still waiting for a node: pending, unbound, not being deleted. */
-static bool pod_bindable(const struct state_store *st, const char *key, char *ns, size_t ns_size,
-			 const char **name)
-{
-	const char *slash = strchr(key, '/');
-	const struct state_entry *e;
-
-	if (!slash || (size_t)(slash - key) >= ns_size)
-		return false;
-	memcpy(ns, key, (size_t)(slash - key));
-	ns[slash - key] = 0;
-	*name = slash + 1;
-	e = state_store_get(st, PROTO_OBJECT_POD, ns, *name);
-	return e && !e->obj.pod->node_name && !e->obj.pod->deletion_time;
-}
-
-void launch_bind_pods(struct launch *la)
-{
-	const struct state_store *st = launcher_store(la->l);
-
-	la->bound = 0;
-	la->binds_outstanding = 1; /* held while requests are issued */
-	la->busy = true;
-	for (uint32_t i = 0; la->l->cfg->bind_pods && i < la->planned->n_pods; i++) {
-		char ns[256], path[700], *text;
-		const char *name;
-		json_t *b;
-		int r;
-
-		if (!pod_bindable(st, la->planned->pods[i], ns, sizeof(ns), &name))
-			continue;
-		b = binding_json(name, la->node_name);
-		text = b ? json_dumps(b, JSON_COMPACT) : NULL;
-		json_decref(b);
-		if (!text)
-			continue;
-		snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/binding", ns, name);
-		la->binds_outstanding++;
-		r = kube_request(la->l->kube, "POST", path, NULL, text, on_bound, la);
-		free(text);
-		if (r < 0)
-			la->binds_outstanding--;
-	}
-	if (--la->binds_outstanding == 0)
-		binds_finished(la);
+	r = bind_recent_note_node(&la->l->recent, &node, now_usec() / 1000);
+	return r < 0 ? r : 0;
 }

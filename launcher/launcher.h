@@ -15,6 +15,7 @@
 #include "common/hashmap.h"
 #include "common/kube-events.h"
 #include "common/msg.h"
+#include "common/state-store.h"
 #include "launcher/config.h"
 #include "launcher/fleet-request.h"
 #include "launcher/fleet-response.h"
@@ -130,10 +131,13 @@ struct launcher {
 	uint64_t batch_first_usec, batch_last_usec;
 	struct unavailable *unavailable;
 	size_t n_unavailable;
+	/* bind-check.h: Nodes created and pods bound moments ago, until the
+	 * replica shows them (entries' seq: monotonic ms of the write). */
+	struct state_store recent;
 	bool aws_ok, working, reconciled_once;
 	struct {
 		struct metrics_counter *plans, *nodeclaims_created, *nodes_created, *launched,
-			*launch_failures, *pods_bound, *offerings_unavailable;
+			*launch_failures, *pods_bound, *binds_refused, *offerings_unavailable;
 		struct metrics_gauge *inflight, *queued, *usage, *limit;
 		struct metrics_histogram *plan_to_fleet, *launch_seconds;
 	} m;
@@ -198,6 +202,10 @@ void launch_fleet(struct launch *la);
 /* launch-node.c: the Kubernetes steps after the launch. */
 void launch_record(struct launch *la);
 void launch_create_node(struct launch *la);
+/* The Node it creates, into l->recent for the bind check until the replica
+ * shows it; -ENOENT when the launch does not know its instance type. */
+int launch_note_node(struct launch *la);
+/* launch-bind.c: the planned pods that still fit the Node, bound. */
 void launch_bind_pods(struct launch *la);
 
 /* launch.c and launch-fleet.c, for batch.c */

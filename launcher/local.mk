@@ -95,13 +95,16 @@ EXTRA_DIST += tests/fuzz/corpus/catalog_pages
 bin_PROGRAMS += launcher/kanna-launcher
 launcher_kanna_launcher_SOURCES = launcher/main.c launcher/daemon.h launcher/daemon.c \
 	launcher/config.h launcher/config.c launcher/launcher.h launcher/admit.c \
-	launcher/launch.c launcher/launch-fleet.c launcher/launch-node.c launcher/batch.c launcher/reconcile.c
+	launcher/launch.c launcher/launch-fleet.c launcher/launch-node.c launcher/launch-bind.c \
+	launcher/batch.c launcher/reconcile.c
 launcher_kanna_launcher_LDADD = $(LAUNCHER_LIBS)
 dist_man_MANS += launcher/kanna-launcher.1
 
-# End-to-end: the scale-up path (S5, ICE) and recovery after kill -9.
-TESTS += tests/e2e/launcher.sh tests/e2e/launcher-recovery.sh
-EXTRA_DIST += tests/e2e/launcher.sh tests/e2e/launcher-recovery.sh tests/e2e/demo-launch.sh
+# End-to-end: the scale-up path (S5, ICE), recovery after kill -9, and a
+# binding retried after the Node filled up.
+TESTS += tests/e2e/launcher.sh tests/e2e/launcher-recovery.sh tests/e2e/launcher-bind.sh
+EXTRA_DIST += tests/e2e/launcher.sh tests/e2e/launcher-recovery.sh tests/e2e/demo-launch.sh \
+	tests/e2e/launcher-bind.sh
 # Spot runs out: every capacity error read, no empty launch template, a
 # NodeClaim left without candidates fails at once and its pods are re-planned.
 TESTS += tests/e2e/launcher-capacity.sh
@@ -112,3 +115,13 @@ BENCH_PROGS += bench/bench-launcher
 bench_bench_launcher_SOURCES = bench/bench-launcher.c
 bench_bench_launcher_LDADD = $(STATE_LIBS)
 EXTRA_DIST += bench/launcher.sh
+
+# The check before each bind: the planned pods against their Node as it is
+# now (the scheduler's own predicates), with the launcher's recent writes.
+libkanna_launcher_a_SOURCES += launcher/bind-check.h launcher/bind-check.c
+check_PROGRAMS += tests/unit/test_launcher_bind_check
+TESTS += tests/unit/test_launcher_bind_check
+tests_unit_test_launcher_bind_check_SOURCES = tests/unit/test_launcher_bind_check.c \
+	tests/unit/pod-template-fixture.h
+tests_unit_test_launcher_bind_check_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_launcher_bind_check_LDADD = $(LAUNCHER_LIBS) $(LDADD) $(TEST_LIBS)

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -348,6 +349,29 @@ int node_labels_collect(const struct launched_instance *li, const struct proto_n
 		return r;
 	*ret_n = n;
 	return 0;
+}
+
+json_t *nodeclaim_planned_pods_patch(char *const *pods, size_t n, char *const *drop, size_t n_drop)
+{
+	json_t *list = json_array(), *patch = NULL;
+	char *text = NULL;
+
+	for (size_t i = 0; list && i < n; i++) {
+		bool dropped = false;
+
+		for (size_t k = 0; k < n_drop && !dropped; k++)
+			dropped = streq(pods[i], drop[k]);
+		if (!dropped && json_array_append_new(list, json_string(pods[i])) < 0)
+			goto out;
+	}
+	text = list ? json_dumps(list, JSON_COMPACT) : NULL;
+	if (text)
+		patch = json_pack("{s:{s:{s:s}}}", "metadata", "annotations", KANNA_PLANNED_PODS_ANNOTATION,
+				  text);
+out:
+	free(text);
+	json_decref(list);
+	return patch;
 }
 
 json_t *binding_json(const char *pod_name, const char *node_name)

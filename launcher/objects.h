@@ -79,6 +79,11 @@ int node_labels_collect(const struct launched_instance *li, const struct proto_n
 			const struct proto_requirement *reqs, size_t n_reqs, const char *region,
 			node_label *out, size_t max, size_t *ret_n);
 
+/* Merge patch of the NodeClaim's planned-pods annotation: pods[0..n) less
+ * those in drop[0..n_drop) (pods that no longer fit its Node, released so
+ * that the schedulers plan them again; DESIGN §2 rule 4). */
+json_t *nodeclaim_planned_pods_patch(char *const *pods, size_t n, char *const *drop, size_t n_drop);
+
 /* {"apiVersion":"v1","kind":"Binding","metadata":{"name":pod},"target":{…Node}} */
 json_t *binding_json(const char *pod_name, const char *node_name);
 

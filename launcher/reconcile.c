@@ -8,7 +8,9 @@
  *                          ClientToken): recovery after a crash between
  *                          creating the NodeClaim and recording the launch;
  *   providerID, no Node → create the Node and bind its pods;
- *   Node, planned pods still pending → bind them;
+ *   Node, planned pods still pending → bind those that still fit it
+ *                          (launch-bind.c), while the NodeClaim speaks
+ *                          for them;
  *   Node Ready, NodeClaim not yet → conditions Registered, Initialized
  *                          and Ready on the NodeClaim ("registered
  *                          nodeclaim", "initialized nodeclaim").
@@ -25,6 +27,7 @@
 #include "common/log.h"
 #include "common/replica.h"
 #include "common/state-store.h"
+#include "launcher/bind-check.h"
 #include "launcher/catalog.h"
 #include "launcher/launcher.h"
 #include "launcher/objects.h"
@@ -248,28 +251,9 @@ static void purge_registering(struct launcher *l)
 	}
 }
 
-static bool has_bindable_pods(const struct state_store *st, const struct proto_nodeclaim *nc)
-{
-	for (uint32_t i = 0; i < nc->n_planned_pods; i++) {
-		const char *key = nc->planned_pods[i], *slash = strchr(key, '/');
-		char ns[256];
-		const struct state_entry *e;
-
-		if (!slash || (size_t)(slash - key) >= sizeof(ns))
-			continue;
-		memcpy(ns, key, (size_t)(slash - key));
-		ns[slash - key] = 0;
-		e = state_store_get(st, PROTO_OBJECT_POD, ns, slash + 1);
-		if (e && state_pod_is_unschedulable(e->obj.pod) && !e->obj.pod->node_name)
-			return true;
-	}
-	return false;
-}
-
 static void reconcile_claim(struct launcher *l, const struct proto_nodeclaim *nc,
 			    const struct hashmap *nodes_by_provider)
 {
-	const struct state_store *st = launcher_store(l);
 	bool young = nc->creation_time == 0 ||
 		     now_ms_realtime() - nc->creation_time < (int64_t)(l->cfg->launch_timeout_usec / 1000);
 	const struct proto_node *node;
@@ -306,7 +290,8 @@ static void reconcile_claim(struct launcher *l, const struct proto_nodeclaim *nc
 		   !hashmap_get(&l->launches, nc->name)) {
 		mark_registered(l, nc, node);
 		return;
-	} else if (l->cfg->bind_pods && has_bindable_pods(st, nc)) {
+	} else if (l->cfg->bind_pods &&
+		   bind_claim_has_waiting_pods(launcher_store(l), &l->recent, nc, now_ms_realtime())) {
 		la = launch_for_claim(l, nc);
 		if (!la)
 			return;
@@ -333,6 +318,7 @@ int launcher_reconcile(struct loop *loop, void *userdata)
 	st = launcher_store(l);
 	purge_finished(l);
 	purge_registering(l);
+	bind_recent_purge(&l->recent, st, now_usec() / 1000);
 	while ((e = state_store_next(st, &it)))
 		if (e->obj.kind == PROTO_OBJECT_NODE && e->obj.node->provider_id)
 			hashmap_put(&nodes, e->obj.node->provider_id, e->obj.node, NULL);

@@ -5,8 +5,9 @@
  * count for spread, affinity and limits); DaemonSet templates; volume
  * topology from PVCs, PVs and StorageClasses; Namespace labels for
  * namespaceSelectors; kubelet settings per NodePool (volume topology:
- * from-state-volumes.c). Called by the scheduler daemon once per batch and by
- * --simulate once; owns no state.
+ * from-state-volumes.c; which objects, with the launcher's overlay and
+ * scope: from-state-view.c). Called by the scheduler daemon once per batch,
+ * by --simulate once and by the launcher before it binds; owns no state.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -400,15 +401,15 @@ static int add_planned_pods(struct builder *b, const struct proto_pod *const *pe
 {
 	struct hashmap seen = { 0 }; /* "ns/name": in the batch, or counted already */
 	bool indexed = false;
-	const struct state_entry *e;
+	const struct proto_object *o;
 	char key[STATE_KEY_MAX], ns[PROTO_MAX_NAME_LEN + 1];
-	size_t it = 0;
+	struct from_state_iter it = { 0 };
 	int r = 0;
 
-	while (r >= 0 && (e = state_store_next(b->s, &it))) {
-		const struct proto_nodeclaim *nc = e->obj.nodeclaim;
+	while (r >= 0 && (o = from_state_next(b, &it))) {
+		const struct proto_nodeclaim *nc = o->nodeclaim;
 
-		if (e->obj.kind != PROTO_OBJECT_NODECLAIM || !nc->n_planned_pods ||
+		if (o->kind != PROTO_OBJECT_NODECLAIM || !nc->n_planned_pods ||
 		    !state_nodeclaim_holds_planned_pods(nc, now_ms))
 			continue;
 		for (size_t i = 0; !indexed && i < n_pending && r >= 0; i++) {
@@ -424,7 +425,7 @@ static int add_planned_pods(struct builder *b, const struct proto_pod *const *pe
 				continue;
 			memcpy(ns, k, (size_t)(slash - k));
 			ns[slash - k] = '\0';
-			pe = state_store_get(b->s, PROTO_OBJECT_POD, ns, slash + 1);
+			pe = from_state_get(b, PROTO_OBJECT_POD, ns, slash + 1);
 			if (!pe || !state_pod_awaits_binding(pe->obj.pod))
 				continue;
 			if ((r = hashmap_put(&seen, k, (void *)1, NULL)) >= 0)
@@ -524,38 +525,39 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 		       struct cluster **ret, char *err, size_t errlen)
 {
 	struct builder b = { .s = s, .err = err, .errlen = errlen };
-	const struct state_entry *e;
-	size_t it = 0;
+	const struct proto_object *o;
+	struct from_state_iter it = { 0 };
 	int r;
 
 	err[0] = '\0';
+	if (opts->overlay && opts->overlay->objects.n)
+		b.overlay = opts->overlay;
+	if (opts->scope_node && from_state_scope_suffices(&b, pending, n_pending))
+		b.scope = opts->scope_node;
 	if ((r = cluster_new(&b.c)) < 0)
 		return r;
 	/* Pending pods first, so that c->pods[i] is pending[i]. */
 	for (size_t i = 0; i < n_pending && r >= 0; i++)
 		r = add_pod(&b, pending[i], NULL);
-	while (r >= 0 && (e = state_store_next(s, &it))) {
-		switch (e->obj.kind) {
+	while (r >= 0 && (o = from_state_next(&b, &it))) {
+		switch (o->kind) {
 		case PROTO_OBJECT_NODEPOOL:
-			r = add_nodepool(&b, e->obj.nodepool);
+			r = add_nodepool(&b, o->nodepool);
 			break;
 		case PROTO_OBJECT_NODE:
-			r = add_node(&b, e->obj.node);
+			r = add_node(&b, o->node);
 			break;
 		case PROTO_OBJECT_NODECLAIM:
-			r = add_nodeclaim(&b, e->obj.nodeclaim);
+			r = add_nodeclaim(&b, o->nodeclaim);
 			break;
-		case PROTO_OBJECT_POD:
-			if (e->obj.pod->node_name && *e->obj.pod->node_name &&
-			    e->obj.pod->phase != PROTO_PHASE_SUCCEEDED &&
-			    e->obj.pod->phase != PROTO_PHASE_FAILED)
-				r = add_pod(&b, e->obj.pod, e->obj.pod->node_name);
+		case PROTO_OBJECT_POD: /* in_scope(): bound, not finished */
+			r = add_pod(&b, o->pod, o->pod->node_name);
 			break;
 		case PROTO_OBJECT_DAEMONSET:
-			r = add_daemonset(&b, e->obj.daemonset);
+			r = add_daemonset(&b, o->daemonset);
 			break;
 		case PROTO_OBJECT_NAMESPACE:
-			r = add_namespace(&b, e->obj.namespace);
+			r = add_namespace(&b, o->namespace);
 			break;
 		default:
 			break;

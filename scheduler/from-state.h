@@ -33,6 +33,18 @@ struct from_state_options {
 	 * names); returns 0 or a negative errno with err filled. */
 	int (*fill_catalog)(struct catalog *cat, void *userdata, char *err, size_t errlen);
 	void *userdata;
+	/* Objects this process wrote moments ago that s may not show yet (the
+	 * launcher's new Nodes and bindings): one here replaces the object of
+	 * the same key in s. NULL: none. */
+	const struct state_store *overlay;
+	/*
+	 * For sched_check_node() on this one Node: the Nodes, in-flight
+	 * NodeClaims and bound or planned pods elsewhere are left out, unless
+	 * a pending pod's hard constraints or a pod's anti-affinity could
+	 * count pods beyond that Node (see counts_beyond_node()); then the
+	 * whole cluster is built. NULL: the whole cluster (sched_solve()).
+	 */
+	const char *scope_node;
 };
 
 /*

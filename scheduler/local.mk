@@ -10,9 +10,11 @@ libkanna_sched_a_SOURCES = \
 	scheduler/cluster.h scheduler/cluster.c \
 	scheduler/solver.h scheduler/solver-internal.h scheduler/solver.c \
 	scheduler/shape.c scheduler/topology.c scheduler/solve.c scheduler/finish.c \
+	scheduler/node-check.c \
 	scheduler/simulate.h scheduler/simulate-internal.h scheduler/simulate-load.c \
 	scheduler/simulate-workloads.c scheduler/simulate-catalog.c scheduler/simulate-output.c \
 	scheduler/from-state.h scheduler/from-state-internal.h scheduler/from-state.c \
+	scheduler/from-state-view.c \
 	scheduler/from-state-volumes.c scheduler/plan.h scheduler/plan.c \
 	scheduler/batch.h scheduler/batch.c scheduler/kubelet.h scheduler/kubelet.c \
 	scheduler/catalog-proto.h scheduler/catalog-proto.c

@@ -2,7 +2,8 @@
  * sched_solve(): sets up one solve (bins for existing nodes with their
  * bound pods, topology counts, NodePool order), runs first-fit decreasing
  * passes over the pending pods until no pass places anything more, and
- * hands the result to finish.c. The only public entry point of the solver.
+ * hands the result to finish.c. Its setup (solver_setup()) is shared with
+ * sched_check_node() in node-check.c, the solver's other entry point.
  */
 #include "config.h"
 
@@ -68,7 +69,7 @@ static int solver_init(struct solver *s, struct cluster *c)
 	return topology_init(s);
 }
 
-static void solver_done(struct solver *s)
+void solver_done(struct solver *s)
 {
 	for (uint32_t i = 0; i < s->n_bins; i++) {
 		requirements_free(&s->bins[i].reqs);
@@ -311,18 +312,24 @@ static int bind_existing_pods(struct solver *s)
 	return 0;
 }
 
+int solver_setup(struct solver *s, struct cluster *c)
+{
+	int r = solver_init(s, c);
+
+	if (r >= 0)
+		r = add_nodes(s);
+	if (r >= 0)
+		r = bind_existing_pods(s);
+	return r;
+}
+
 int sched_solve(struct cluster *c, struct sched_result **ret)
 {
 	struct solver s;
 	uint32_t *order = NULL, n = 0;
 	int r;
 
-	r = solver_init(&s, c);
-	if (r < 0)
-		goto out;
-	r = add_nodes(&s);
-	if (r >= 0)
-		r = bind_existing_pods(&s);
+	r = solver_setup(&s, c);
 	if (r < 0)
 		goto out;
 	for (uint32_t i = 0; i < c->n_nodepools; i++)

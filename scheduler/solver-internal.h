@@ -110,8 +110,22 @@ struct solver {
 	uint32_t n_price_cache;
 };
 
+/* solve.c: a solver over c with a bin per node holding its bound pods
+ * (solver_done() afterwards, also on failure). */
+int solver_setup(struct solver *s, struct cluster *c);
+void solver_done(struct solver *s);
+
 /* solver.c: place one pending pod; 1 placed, 0 not (reason kept), < 0 error. */
 int solver_place(struct solver *s, uint32_t pi);
+/* Would existing node bin bi take pod pi under shape sh and requirements
+ * eff? When it would not and why is not NULL, why says so. */
+bool solver_node_accepts(struct solver *s, uint32_t bi, uint32_t pi, const struct shape *sh,
+			 const struct requirements *eff, char *why, size_t size);
+/* Puts pod pi in bin bi: requests, host ports, topology counts. pl: how a
+ * NodeClaim bin takes it (from the accepting check; unused for a node). */
+struct plan;
+int solver_commit(struct solver *s, uint32_t bi, uint32_t pi, const struct shape *sh,
+		  const struct requirements *eff, const struct plan *pl);
 
 /* shape.c */
 int shape_get(struct solver *s, uint32_t pi, const struct relax *rx, struct shape **ret);
@@ -130,8 +144,10 @@ int topology_allowed(struct solver *s, uint32_t pi, const struct shape *sh,
 /* For hostname pod affinity: the bins holding a matching pod of the
  * shape's first such term with any match (NULL: none yet, scan all). */
 const uint32_t *topology_affinity_bins(const struct solver *s, const struct shape *sh, uint32_t *n);
-/* Hostname-scoped checks for bin b (b == n_bins: a new NodeClaim). */
-bool topology_host_ok(struct solver *s, uint32_t pi, const struct shape *sh, uint32_t b);
+/* Hostname-scoped checks for bin b (b == n_bins: a new NodeClaim); when
+ * they fail and why is not NULL, why says which. */
+bool topology_host_ok(struct solver *s, uint32_t pi, const struct shape *sh, uint32_t b,
+		      char *why, size_t size);
 /* Value to pin key to on bin b: the least-loaded allowed domain. */
 uint32_t topology_pick(struct solver *s, uint32_t pi, uint32_t key, const uint32_t *cands,
 		       uint32_t n);

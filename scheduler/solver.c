@@ -8,9 +8,11 @@
  * (rejection is monotonic for everything but pod affinity), so a batch
  * costs O(pods + shapes × bins). Preferences are relaxed one at a time on
  * failure, in Karpenter's order; failed pods are retried while any pass
- * places something. Called through sched_solve() only.
+ * places something. Called through sched_solve(); node-check.c asks its
+ * node predicate (with the reason a node refuses) and commits through it.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,24 +76,90 @@ static bool ports_conflict(const struct bin *b, const struct pod *p)
 	return false;
 }
 
-static bool node_accepts(struct solver *s, uint32_t bi, uint32_t pi, const struct shape *sh,
-			 const struct requirements *eff)
+/* Says why a node refuses a pod, when the caller asked (why != NULL). */
+static bool _printf_(3, 4) refuse(char *why, size_t size, const char *fmt, ...)
 {
+	va_list ap;
+
+	if (why) {
+		va_start(ap, fmt);
+		vsnprintf(why, size, fmt, ap);
+		va_end(ap);
+	}
+	return false;
+}
+
+/* The first of reqs the labels do not satisfy, as text. */
+static void unmet_requirement(const struct solver *s, const struct requirements *reqs,
+			      const struct node *n, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < reqs->n; i++)
+		if (!requirement_allows(&reqs->v[i], s->st,
+					labels_get(n->labels, n->n_labels, reqs->v[i].key))) {
+			requirement_format(&reqs->v[i], s->st, buf, size);
+			return;
+		}
+}
+
+static bool refuse_resources(const struct solver *s, const struct node *n, const struct bin *b,
+			     const struct pod *p, const struct resources *need, char *why, size_t size)
+{
+	char req[64], free_[64], alloc[64];
+
+	for (uint32_t r = 0; why && r < s->n_res; r++) {
+		bool milli = r == RES_CPU, bytes = r == RES_MEMORY || r == RES_EPHEMERAL_STORAGE;
+
+		if (need->v[r] <= n->allocatable.v[r])
+			continue;
+		quantity_format(p->req.v[r], milli, bytes, req, sizeof(req));
+		quantity_format(MAX(n->allocatable.v[r] - b->used.v[r], 0), milli, bytes, free_,
+				sizeof(free_));
+		quantity_format(n->allocatable.v[r], milli, bytes, alloc, sizeof(alloc));
+		return refuse(why, size, "Insufficient %s on node %s: the pod requests %s, %s of its %s "
+			      "allocatable is free", strtab_str(s->st, s->cat->resource_names[r]),
+			      strtab_str(s->st, n->name), req, free_, alloc);
+	}
+	return false;
+}
+
+bool solver_node_accepts(struct solver *s, uint32_t bi, uint32_t pi, const struct shape *sh,
+			 const struct requirements *eff, char *why, size_t size)
+{
+	static const char *const effects[] = { "NoSchedule", "PreferNoSchedule", "NoExecute" };
 	const struct bin *b = &s->bins[bi];
 	const struct node *n = &s->c->nodes[b->node];
 	const struct pod *p = &s->c->pods[pi];
+	const char *name = strtab_str(s->st, n->name);
 	struct resources need = b->used;
+	const struct taint *t;
+	char text[SCHED_REASON_MAX / 2];
 
 	if (n->unschedulable)
-		return false;
+		return refuse(why, size, "node %s is unschedulable or being deleted", name);
 	resources_add(&need, &p->req, s->n_res);
-	if (!resources_fit(&need, &n->allocatable, s->n_res) || ports_conflict(b, p))
-		return false;
-	if (!tolerates(p->tols, p->n_tols, n->taints, n->n_taints, NULL))
-		return false;
-	if (!requirements_match_labels(eff, n->labels, n->n_labels, s->st))
-		return false;
-	return topology_host_ok(s, pi, sh, bi);
+	if (!resources_fit(&need, &n->allocatable, s->n_res))
+		return refuse_resources(s, n, b, p, &need, why, size);
+	if (ports_conflict(b, p))
+		return refuse(why, size, "node %s has no free host port the pod asks for", name);
+	if (!tolerates(p->tols, p->n_tols, n->taints, n->n_taints, &t))
+		return refuse(why, size, "node %s has taint %s%s%s:%s that the pod does not tolerate", name,
+			      strtab_str(s->st, t->key), t->value != STR_NONE ? "=" : "",
+			      t->value != STR_NONE ? strtab_str(s->st, t->value) : "",
+			      effects[t->effect < ARRAY_SIZE(effects) ? t->effect : 0]);
+	if (!requirements_match_labels(eff, n->labels, n->n_labels, s->st)) {
+		if (!why)
+			return false;
+		if (!requirements_match_labels(&sh->reqs, n->labels, n->n_labels, s->st)) {
+			unmet_requirement(s, &sh->reqs, n, text, sizeof(text));
+			return refuse(why, size, "node %s does not match the pod's node selector or affinity (%s)",
+				      name, text);
+		}
+		unmet_requirement(s, eff, n, text, sizeof(text));
+		return refuse(why, size, "node %s is outside the domains the pod's topology spread or pod "
+			      "(anti-)affinity allows (%s)", name, text);
+	}
+	return topology_host_ok(s, pi, sh, bi, why, size);
 }
 
 /* Pick the zone (and capacity type) a pinned NodeClaim gets: the least
@@ -180,7 +248,7 @@ static bool claim_accepts(struct solver *s, uint32_t bi, uint32_t pi, const stru
 	resources_add(&need, &p->req, s->n_res);
 	if (!resources_fit(&need, &b->max_alloc, s->n_res) || ports_conflict(b, p))
 		return false;
-	if (!topology_host_ok(s, pi, sh, bi))
+	if (!topology_host_ok(s, pi, sh, bi, NULL, 0))
 		return false;
 	pl->zones = b->zones & eff_zones;
 	pl->cts = b->cts & eff_cts;
@@ -289,7 +357,7 @@ static int claim_commit(struct solver *s, uint32_t bi, uint32_t pi, const struct
 	return 0;
 }
 
-static int commit(struct solver *s, uint32_t bi, uint32_t pi, const struct shape *sh,
+int solver_commit(struct solver *s, uint32_t bi, uint32_t pi, const struct shape *sh,
 		  const struct requirements *eff, const struct plan *pl)
 {
 	struct bin *b = &s->bins[bi];
@@ -311,7 +379,7 @@ static bool bin_accepts(struct solver *s, uint32_t bi, uint32_t pi, const struct
 			int32_t force_zone, struct plan *pl)
 {
 	if (s->bins[bi].node >= 0)
-		return node_accepts(s, bi, pi, sh, eff);
+		return solver_node_accepts(s, bi, pi, sh, eff, NULL, 0);
 	return claim_accepts(s, bi, pi, sh, eff, zones, cts, force_zone, pl);
 }
 
@@ -326,7 +394,7 @@ static int try_bins(struct solver *s, uint32_t pi, struct shape *sh, const struc
 	if (!sh->dyn && !sh->inv_anti && !sh->host_affinity) {
 		for (uint32_t b = sh->cursor; b < s->n_bins; b++) {
 			if (bin_accepts(s, b, pi, sh, eff, zones, cts, -1, &pl))
-				return commit(s, b, pi, sh, eff, &pl) < 0 ? -ENOMEM : 1;
+				return solver_commit(s, b, pi, sh, eff, &pl) < 0 ? -ENOMEM : 1;
 			if (b == sh->cursor)
 				sh->cursor++;
 		}
@@ -348,7 +416,7 @@ static int try_bins(struct solver *s, uint32_t pi, struct shape *sh, const struc
 		}
 		if (best == UINT32_MAX || !bin_accepts(s, best, pi, sh, eff, zones, cts, -1, &pl))
 			return 0;
-		return commit(s, best, pi, sh, eff, &pl) < 0 ? -ENOMEM : 1;
+		return solver_commit(s, best, pi, sh, eff, &pl) < 0 ? -ENOMEM : 1;
 	}
 	if (sh->host_affinity) {
 		/* Only bins that already hold a pod the term selects can qualify. */
@@ -356,13 +424,13 @@ static int try_bins(struct solver *s, uint32_t pi, struct shape *sh, const struc
 		const uint32_t *hits = topology_affinity_bins(s, sh, &n);
 		for (uint32_t i = 0; hits && i < n; i++)
 			if (bin_accepts(s, hits[i], pi, sh, eff, zones, cts, -1, &pl))
-				return commit(s, hits[i], pi, sh, eff, &pl) < 0 ? -ENOMEM : 1;
+				return solver_commit(s, hits[i], pi, sh, eff, &pl) < 0 ? -ENOMEM : 1;
 		if (hits)
 			return 0;
 	}
 	for (uint32_t b = 0; b < s->n_bins; b++)
 		if (bin_accepts(s, b, pi, sh, eff, zones, cts, -1, &pl))
-			return commit(s, b, pi, sh, eff, &pl) < 0 ? -ENOMEM : 1;
+			return solver_commit(s, b, pi, sh, eff, &pl) < 0 ? -ENOMEM : 1;
 	return 0;
 }
 
@@ -479,7 +547,7 @@ static int try_new_claim(struct solver *s, uint32_t pi, struct shape *sh,
 			append_reason(reason, size, sh->np_reason[np]);
 			continue;
 		}
-		if (!topology_host_ok(s, pi, sh, s->n_bins)) {
+		if (!topology_host_ok(s, pi, sh, s->n_bins, NULL, 0)) {
 			snprintf(why, sizeof(why), "incompatible with nodepool %s: pod affinity on %s needs a node with a matching pod",
 				 strtab_str(s->st, pool->name), strtab_str(s->st, K_HOSTNAME));
 			append_reason(reason, size, why);
@@ -525,7 +593,7 @@ static int try_new_claim(struct solver *s, uint32_t pi, struct shape *sh,
 		s->np_claims[np]++;
 		if (!claim_accepts(s, bi, pi, sh, eff, zones, cts, -1, &pl))
 			return -EINVAL; /* cannot happen: the types were chosen for this pod */
-		return commit(s, bi, pi, sh, eff, &pl) < 0 ? -ENOMEM : 1;
+		return solver_commit(s, bi, pi, sh, eff, &pl) < 0 ? -ENOMEM : 1;
 	}
 	return 0;
 }

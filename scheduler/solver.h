@@ -42,4 +42,26 @@ int sched_solve(struct cluster *c, struct sched_result **ret);
 void sched_result_free(struct sched_result *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct sched_result *, sched_result_free);
 
+/* Why a pod does not fit a node: one sentence. */
+#define SCHED_CHECK_REASON_MAX 384
+
+struct sched_node_fit {
+	bool fits;
+	char reason[SCHED_CHECK_REASON_MAX]; /* when it does not */
+};
+
+/*
+ * The what-if of one node (node-check.c), for the launcher just before it
+ * binds: would the pending pods pods[0..n), bound to existing node `node`
+ * one after another in this order, each fit there? With the solver's own
+ * predicates: allocatable left after every pod bound there and the pods
+ * accepted before it, host ports, taints, node selector and required node
+ * affinity (any one term), required pod (anti-)affinity and topology
+ * spread against the pods counted. Preferences never refuse. A pod that
+ * fits counts for those after it; one that does not is left out.
+ * Fills ret[0..n); returns 0 or a negative errno.
+ */
+int sched_check_node(struct cluster *c, uint32_t node, const uint32_t *pods, uint32_t n,
+		     struct sched_node_fit *ret);
+
 #endif

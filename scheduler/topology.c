@@ -454,9 +454,12 @@ int topology_allowed(struct solver *s, uint32_t pi, const struct shape *sh,
 	return 1;
 }
 
-bool topology_host_ok(struct solver *s, uint32_t pi, const struct shape *sh, uint32_t b)
+bool topology_host_ok(struct solver *s, uint32_t pi, const struct shape *sh, uint32_t b,
+		      char *why, size_t size)
 {
-	for (uint32_t i = 0; i < sh->n_topo; i++) {
+	const char *what = NULL;
+
+	for (uint32_t i = 0; i < sh->n_topo && !what; i++) {
 		uint32_t g = sh->topo[i];
 		const struct topo_group *tg = &s->c->groups[g];
 		const struct group_state *gs = &s->gs[g];
@@ -469,25 +472,30 @@ bool topology_host_ok(struct solver *s, uint32_t pi, const struct shape *sh, uin
 		case TOPO_SPREAD:
 			/* A new node is always a hostname domain with 0 pods: min is 0. */
 			if (cnt + pod_matches(s, pi, g) > (uint32_t)tg->max_skew)
-				return false;
+				what = "would violate its topology spread";
 			break;
 		case TOPO_AFFINITY:
 			if (gs->total == 0 ? !pod_matches(s, pi, g) : cnt == 0)
-				return false;
+				what = "has no pod its pod affinity asks for";
 			break;
 		case TOPO_ANTI_AFFINITY:
 			if (cnt)
-				return false;
+				what = "already runs a pod its pod anti-affinity excludes";
 			break;
 		}
 	}
-	for (uint32_t i = 0; b < s->n_bins && i < s->n_matched[pi]; i++) {
+	for (uint32_t i = 0; b < s->n_bins && i < s->n_matched[pi] && !what; i++) {
 		uint32_t g = s->matched[pi][i];
 		if (s->c->groups[g].kind == TOPO_ANTI_AFFINITY && s->c->groups[g].key == K_HOSTNAME &&
 		    s->gs[g].bin_owners[b])
-			return false;
+			what = "runs a pod whose pod anti-affinity excludes this one";
 	}
-	return true;
+	if (what && why)
+		snprintf(why, size, "node %s %s (on %s)",
+			 b < s->n_bins && s->bins[b].node >= 0
+				 ? strtab_str(s->st, s->c->nodes[s->bins[b].node].name) : "(new)",
+			 what, strtab_str(s->st, K_HOSTNAME));
+	return !what;
 }
 
 uint32_t topology_pick(struct solver *s, uint32_t pi, uint32_t key, const uint32_t *cands,

@@ -61,6 +61,7 @@ struct k8s_faults {
 	unsigned latency_ms;      /* added before every answer */
 	unsigned watch_cut_after; /* events per watch stream, 0: never cut */
 	unsigned watch_gone;      /* the next N resumed watches get 410 */
+	unsigned binding_errors;  /* the next N pods/binding requests get 500 */
 	/* "group/version"s answered as if their CRD version were not
 	 * installed: 404 on every path under them, absent from discovery. */
 	char unserved[K8S_FAULT_MAX_UNSERVED][K8S_FAULT_GROUP_VERSION_MAX];

@@ -1,7 +1,8 @@
 /*
  * Fault injection on kanna-sim's Kubernetes side: added latency, 500s and
  * 429s at a rate, watch streams cut after N events, 410 Gone on the next
- * resumed watches, and CRD versions answered as not installed (so that
+ * resumed watches, 500 on the next pods/binding requests (a bind that
+ * fails while the rest of the API works), and CRD versions answered as not installed (so that
  * clients can be tested against a cluster without v1beta1 NodePools, or
  * one whose CRDs appear later). Set from the config (k8s-faults) or at run
  * time with GET/POST /_sim/faults on the API port (same token). Draws come
@@ -92,6 +93,8 @@ int k8s_faults_from_json(const json_t *j, struct k8s_faults *ret, char *err, siz
 			f.watch_cut_after = count_of(v, 1u << 30, &ok);
 		else if (streq(key, "watchGone"))
 			f.watch_gone = count_of(v, 1u << 30, &ok);
+		else if (streq(key, "bindingErrors"))
+			f.binding_errors = count_of(v, 1u << 30, &ok);
 		else if (streq(key, "unservedVersions"))
 			ok = unserved_of(v, &f);
 		else
@@ -113,10 +116,11 @@ json_t *k8s_faults_to_json(const struct k8s_faults *f)
 
 	for (unsigned i = 0; unserved && i < f->n_unserved; i++)
 		json_array_append_new(unserved, json_string(f->unserved[i]));
-	return json_pack("{s:f, s:f, s:i, s:i, s:i, s:o*}", "error5xxRate", f->error_5xx_rate,
+	return json_pack("{s:f, s:f, s:i, s:i, s:i, s:i, s:o*}", "error5xxRate", f->error_5xx_rate,
 			 "throttleRate", f->throttle_rate, "latencyMs", (int)f->latency_ms,
 			 "watchCutAfterEvents", (int)f->watch_cut_after, "watchGone",
-			 (int)f->watch_gone, "unservedVersions", unserved);
+			 (int)f->watch_gone, "bindingErrors", (int)f->binding_errors,
+			 "unservedVersions", unserved);
 }
 
 /* Lock held. Uniform in [0, 1). */
@@ -159,6 +163,13 @@ static int admin(struct k8s_api *api, const struct k8s_request *req, struct k8s_
 	return k8s_reply_json(resp, 200, k8s_faults_to_json(&f));
 }
 
+static bool is_binding(const struct k8s_request *req)
+{
+	size_t n = req->path ? strlen(req->path) : 0;
+
+	return streq_ptr(req->method, "POST") && n > 8 && streq(req->path + n - 8, "/binding");
+}
+
 static bool is_resumed_watch(const struct k8s_request *req)
 {
 	const char *w = req->arg ? req->arg(req->arg_cls, "watch") : NULL;
@@ -183,6 +194,9 @@ int k8s_faults_apply(struct k8s_api *api, const struct k8s_request *req,
 	if (api->faults.watch_gone > 0 && is_resumed_watch(req)) {
 		api->faults.watch_gone--;
 		fault = 410;
+	} else if (api->faults.binding_errors > 0 && is_binding(req)) {
+		api->faults.binding_errors--;
+		fault = 500;
 	} else if (api->faults.throttle_rate > 0 && draw(api) < api->faults.throttle_rate)
 		fault = 429;
 	else if (api->faults.error_5xx_rate > 0 && draw(api) < api->faults.error_5xx_rate)

@@ -190,6 +190,24 @@ Test(launcher_objects, launched_status_and_binding)
 	json_decref(b);
 }
 
+Test(launcher_objects, a_pod_released_from_a_nodeclaim_leaves_its_planned_pods_annotation)
+{
+	static char *planned_pods[] = { "default/big-1", "default/big-2", "default/big-3" };
+	static char *drop[] = { "default/big-2" };
+	json_t *p = nodeclaim_planned_pods_patch(planned_pods, 3, drop, 1);
+	json_t *all = nodeclaim_planned_pods_patch(planned_pods, 3, planned_pods, 3);
+	const char *key = KANNA_PLANNED_PODS_ANNOTATION;
+
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(p, "metadata"),
+									   "annotations"), key)),
+			 "[\"default/big-1\",\"default/big-3\"]");
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(all, "metadata"),
+									   "annotations"), key)),
+			 "[]", "an empty list, which the watcher reads as no planned pods");
+	json_decref(p);
+	json_decref(all);
+}
+
 static int64_t status_quantity(const json_t *obj, const char *list, const char *name)
 {
 	const char *q = json_string_value(json_object_get(json_object_get(json_object_get(obj, "status"),

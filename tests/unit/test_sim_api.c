@@ -209,6 +209,28 @@ Test(sim_api, unserved_versions_answer_404_and_leave_discovery_as_without_their_
 	json_decref(call("POST", "/_sim/faults", NULL, "{\"unservedVersions\":[\"v1\"]}", 400));
 }
 
+Test(sim_api, binding_errors_fail_the_next_bindings_and_nothing_else)
+{
+	static const char pod[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\"},"
+				  "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"pause\"}]}}";
+	static const char binding[] = "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":"
+				      "{\"name\":\"p1\"},\"target\":{\"kind\":\"Node\",\"name\":\"n1\"}}";
+	const char *path = "/api/v1/namespaces/default/pods/p1/binding";
+	json_t *j;
+
+	json_decref(call("POST", "/api/v1/namespaces/default/pods", NULL, pod, 201));
+	j = call("POST", "/_sim/faults", NULL, "{\"bindingErrors\":1}", 200);
+	cr_assert_eq(json_integer_value(json_object_get(j, "bindingErrors")), 1);
+	json_decref(j);
+	json_decref(call("GET", "/api/v1/namespaces/default/pods/p1", NULL, NULL, 200));
+	json_decref(call("POST", path, NULL, binding, 500));
+	json_decref(call("POST", path, NULL, binding, 201));
+	j = call("GET", "/_sim/faults", NULL, NULL, 200);
+	cr_assert_eq(json_integer_value(json_object_get(j, "bindingErrors")), 0, "used up");
+	json_decref(j);
+	json_decref(call("POST", "/_sim/faults", NULL, "{\"bindingErrors\":-1}", 400));
+}
+
 static void expect_unsupported_field(const char *path, const char *selector, const char *label)
 {
 	char query[256], want[128];

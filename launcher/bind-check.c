@@ -1,0 +1,197 @@
+/*
+ * The check before each bind (see bind-check.h): a cluster model scoped to
+ * the one Node (from_state_options.scope_node), with the launcher's recent
+ * writes laid over the replica, asked with sched_check_node(); and the
+ * book of those recent writes. Called by launch-node.c and reconcile.c;
+ * writes nothing to the API server.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "launcher/bind-check.h"
+#include "scheduler/from-state.h"
+#include "scheduler/solver.h"
+
+/*
+ * Taints a Node carries while it boots, which Karpenter does not hold
+ * against the pods it nominated there (scheduling.KnownEphemeralTaints):
+ * the node lifecycle controller's, the cloud provider's and its own.
+ */
+static const struct proto_taint ephemeral_taints[] = {
+	{ .key = "node.kubernetes.io/not-ready", .effect = PROTO_EFFECT_NO_SCHEDULE },
+	{ .key = "node.kubernetes.io/unreachable", .effect = PROTO_EFFECT_NO_SCHEDULE },
+	{ .key = "node.cloudprovider.kubernetes.io/uninitialized", .value = "true",
+	  .effect = PROTO_EFFECT_NO_SCHEDULE },
+	{ .key = "karpenter.sh/unregistered", .effect = PROTO_EFFECT_NO_EXECUTE },
+};
+
+/* Is model taint t one of list (same key and effect; same value when the
+ * list's has one)? */
+static bool taint_listed(struct cluster *c, const struct taint *t, const struct proto_taint *list,
+			 uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		bool any_value = !list[i].value || !*list[i].value;
+
+		/* proto: NoSchedule 1, PreferNoSchedule 2, NoExecute 3; model: 0, 1, 2. */
+		if (t->key == strtab_lookup(&c->st, list[i].key) && t->effect + 1 == list[i].effect &&
+		    (any_value || t->value == strtab_lookup(&c->st, list[i].value)))
+			return true;
+	}
+	return false;
+}
+
+static void drop_ignored_taints(const struct bind_check_input *in, struct cluster *c, struct node *n)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < n->n_taints; i++)
+		if (!taint_listed(c, &n->taints[i], ephemeral_taints, ARRAY_SIZE(ephemeral_taints)) &&
+		    !taint_listed(c, &n->taints[i], in->startup_taints, in->n_startup_taints))
+			n->taints[k++] = n->taints[i];
+	n->n_taints = k;
+}
+
+/* The Node's index in the model (a Node, not an in-flight NodeClaim), or -1. */
+static int32_t node_index(const struct cluster *c, const char *name)
+{
+	uint32_t id = strtab_lookup(&c->st, name);
+
+	for (uint32_t i = 0; id != STR_NONE && i < c->n_nodes; i++)
+		if (c->nodes[i].name == id && !c->nodes[i].in_flight)
+			return (int32_t)i;
+	return -1;
+}
+
+int bind_check(const struct bind_check_input *in, const struct proto_pod *const *pods, size_t n,
+	       struct sched_node_fit *ret, char *err, size_t errlen)
+{
+	struct from_state_options fo = { .region = in->region, .catalog = in->catalog,
+					 .now_ms = in->now_ms, .overlay = in->recent,
+					 .scope_node = in->node };
+	struct cluster *c = NULL;
+	uint32_t *idx = NULL;
+	int32_t node;
+	int r;
+
+	err[0] = '\0';
+	if (n == 0)
+		return 0;
+	if (n > UINT32_MAX)
+		return -E2BIG;
+	r = cluster_from_state(in->replica, pods, n, &fo, &c, err, errlen);
+	if (r < 0)
+		return r;
+	node = node_index(c, in->node);
+	idx = malloc(n * sizeof(*idx));
+	if (node < 0) {
+		snprintf(err, errlen, "Node %s is not known yet", in->node);
+		r = -ENOENT;
+	} else if (!idx) {
+		r = -ENOMEM;
+	} else {
+		drop_ignored_taints(in, c, &c->nodes[node]);
+		/* cluster_from_state() puts the pending pods first, in order. */
+		for (size_t i = 0; i < n; i++)
+			idx[i] = (uint32_t)i;
+		r = sched_check_node(c, (uint32_t)node, idx, (uint32_t)n, ret);
+		if (r < 0)
+			snprintf(err, errlen, "Failed to check the pods against node %s: %s", in->node,
+				 strerror(-r));
+	}
+	free(idx);
+	cluster_free(c);
+	return r;
+}
+
+bool bind_claim_has_waiting_pods(const struct state_store *replica, const struct state_store *recent,
+				 const struct proto_nodeclaim *nc, int64_t now_ms)
+{
+	if (!state_nodeclaim_holds_planned_pods(nc, now_ms))
+		return false;
+	for (uint32_t i = 0; i < nc->n_planned_pods; i++) {
+		const char *key = nc->planned_pods[i], *slash = strchr(key, '/');
+		char ns[PROTO_MAX_NAME_LEN + 1];
+		const struct state_entry *e;
+
+		if (!slash || (size_t)(slash - key) >= sizeof(ns))
+			continue;
+		memcpy(ns, key, (size_t)(slash - key));
+		ns[slash - key] = 0;
+		e = state_store_get(replica, PROTO_OBJECT_POD, ns, slash + 1);
+		if (e && state_pod_is_unschedulable(e->obj.pod) && !bind_recent_has_pod(recent, ns, slash + 1))
+			return true;
+	}
+	return false;
+}
+
+/* ---- what this launcher wrote moments ago ------------------------------------ */
+
+int bind_recent_note_pod(struct state_store *recent, const struct proto_pod *pod, const char *node,
+			 uint64_t now_ms)
+{
+	struct proto_pod bound = *pod;
+
+	bound.node_name = (char *)node;
+	return state_store_apply(recent, PROTO_DELTA_ADD,
+				 &(struct proto_object){ .kind = PROTO_OBJECT_POD, .pod = &bound }, now_ms);
+}
+
+int bind_recent_note_node(struct state_store *recent, const struct proto_node *node, uint64_t now_ms)
+{
+	return state_store_apply(recent, PROTO_DELTA_ADD,
+				 &(struct proto_object){ .kind = PROTO_OBJECT_NODE,
+							 .node = (struct proto_node *)node },
+				 now_ms);
+}
+
+/* Deletes kind ns/name from s (names copied first: they may be the entry's). */
+static void forget(struct state_store *s, enum proto_object_kind kind, const char *ns,
+		   const char *name)
+{
+	char n[PROTO_MAX_NAME_LEN + 1], m[PROTO_MAX_NAME_LEN + 1];
+	struct proto_pod pod = { .ns = n, .name = m };
+	struct proto_node node = { .name = m };
+
+	snprintf(n, sizeof(n), "%s", ns ? ns : "");
+	snprintf(m, sizeof(m), "%s", name);
+	(void)state_store_apply(s, PROTO_DELTA_DELETE,
+				kind == PROTO_OBJECT_POD
+					? &(struct proto_object){ .kind = kind, .pod = &pod }
+					: &(struct proto_object){ .kind = kind, .node = &node },
+				0);
+}
+
+void bind_recent_forget_pod(struct state_store *recent, const char *ns, const char *name)
+{
+	forget(recent, PROTO_OBJECT_POD, ns, name);
+}
+
+bool bind_recent_has_pod(const struct state_store *recent, const char *ns, const char *name)
+{
+	return recent && state_store_get(recent, PROTO_OBJECT_POD, ns, name) != NULL;
+}
+
+void bind_recent_purge(struct state_store *recent, const struct state_store *replica, uint64_t now_ms)
+{
+	const struct state_entry *e, *now;
+	size_t it = 0;
+
+	/* Deleting leaves a tombstone in its slot: the walk goes on unmoved. */
+	while ((e = state_store_next(recent, &it))) {
+		bool drop = now_ms - e->seq > (uint64_t)BIND_RECENT_KEEP_MS;
+
+		if (e->obj.kind == PROTO_OBJECT_POD) {
+			now = state_store_get(replica, PROTO_OBJECT_POD, e->obj.pod->ns, e->obj.pod->name);
+			drop |= !now || (now->obj.pod->node_name && *now->obj.pod->node_name);
+			if (drop)
+				forget(recent, PROTO_OBJECT_POD, e->obj.pod->ns, e->obj.pod->name);
+		} else if (e->obj.kind == PROTO_OBJECT_NODE) {
+			drop |= state_store_get(replica, PROTO_OBJECT_NODE, "", e->obj.node->name) != NULL;
+			if (drop)
+				forget(recent, PROTO_OBJECT_NODE, "", e->obj.node->name);
+		}
+	}
+}
