@@ -7,7 +7,8 @@
 # needing a restart (keeping its configuration), and stops cleanly on
 # SIGTERM. Every daemon, leader, standby or working alone with its metrics
 # and health listeners up, exits 0 on SIGTERM (in a sanitizer build:
-# without a use-after-free, double free or leak on the way out).
+# without a use-after-free, double free or leak on the way out) and starts
+# without libmicrohttpd's warning about the order of its options.
 set -eu
 BUILDDIR=${KANNA_BUILDDIR:-$(pwd)}
 SRCDIR=${KANNA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -130,3 +131,8 @@ for who in watcher scheduler launcher; do
 	stop_with_sigterm "${who}_standby"
 	stop_with_sigterm "${who}_leader"
 done
+
+if grep -l "MHD_OPTION_EXTERNAL_LOGGER" "$tmp"/*.log; then
+	fail "a daemon warned about libmicrohttpd's option order"
+fi
+ok "no daemon warns about libmicrohttpd's option order"
