@@ -218,13 +218,15 @@ static int listener_start(struct health_server *s, struct health_listener *l, in
 		return r;
 	l->server = s;
 	l->paths = paths;
+	/* The logger comes first: MHD logs what it meets before it to stderr,
+	 * and warns at every start when it is not first. */
 	l->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
 					  MHD_USE_ERROR_LOG,
 				  l->port, NULL, NULL, on_request, l,
+				  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, NULL,
 				  MHD_OPTION_LISTEN_SOCKET, fd,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HEALTH_MAX_CONNECTIONS,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HEALTH_CONNECTION_TIMEOUT_S,
-				  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, NULL,
 				  MHD_OPTION_END);
 	/* On failure fd is not closed here: whether MHD already closed it
 	 * differs between versions, and a double close could hit a

@@ -41,6 +41,7 @@ struct kube_req {
 	char *error;
 	unsigned attempt;
 	bool running, limited, freeing;
+	bool repeatable; /* a POST or PATCH safe to retry like a GET */
 	/* A LIST page: a 2xx body reaches done() as text (resp.text), which
 	 * parses what it needs a piece at a time (kube-watch.c); error bodies
 	 * are parsed as usual. */
@@ -56,10 +57,16 @@ struct kube_req {
 int kube_req_new(struct kube_client *c, const char *method, const char *path,
 		 const char *content_type, const char *body, struct kube_req **ret);
 int kube_req_start(struct kube_req *req);
-/* kube_request() for Event writes: paced by the client's events bucket. */
+/*
+ * kube_request() for Event writes: paced by the client's events bucket, and
+ * retried on 5xx and transport errors like a GET, because they are safe to
+ * repeat (a create names its Event, so a second one is answered 409; an
+ * update sets absolute values). *ret is the request until done() has
+ * returned, for kube_req_free() to cancel it.
+ */
 int kube_request_event(struct kube_client *c, const char *method, const char *path,
 		       const char *content_type, const char *body, kube_done_fn done,
-		       void *userdata);
+		       void *userdata, struct kube_req **ret);
 void kube_req_free(struct kube_req *req);
 uint64_t kube_client_random(struct kube_client *c);
 uint64_t kube_now_usec(void);

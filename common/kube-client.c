@@ -297,7 +297,7 @@ static void req_finish(struct kube_req *req, long status, const char *transport_
 
 static bool req_retriable(const struct kube_req *req, long status, CURLcode result)
 {
-	bool idempotent = !streq(req->method, "POST") && !streq(req->method, "PATCH");
+	bool idempotent = req->repeatable || (!streq(req->method, "POST") && !streq(req->method, "PATCH"));
 
 	if (req->attempt + 1 >= KUBE_REQUEST_MAX_ATTEMPTS)
 		return false;
@@ -415,9 +415,10 @@ int kube_req_start(struct kube_req *req)
 	return req_send(req);
 }
 
-static int kube_request_paced(struct kube_client *c, struct ratelimit *limit, const char *method,
-			      const char *path, const char *content_type, const char *body,
-			      kube_done_fn done, void *userdata)
+static int kube_request_paced(struct kube_client *c, struct ratelimit *limit, bool repeatable,
+			      const char *method, const char *path, const char *content_type,
+			      const char *body, kube_done_fn done, void *userdata,
+			      struct kube_req **ret)
 {
 	struct kube_req *req;
 	int r;
@@ -428,7 +429,15 @@ static int kube_request_paced(struct kube_client *c, struct ratelimit *limit, co
 	req->limit = limit;
 	req->done = done;
 	req->userdata = userdata;
-	return kube_req_start(req);
+	req->repeatable = repeatable;
+	r = kube_req_start(req);
+	if (r < 0) {
+		kube_req_free(req);
+		return r;
+	}
+	if (ret)
+		*ret = req;
+	return 0;
 }
 
 struct loop *kube_client_loop(const struct kube_client *c)
@@ -439,13 +448,14 @@ struct loop *kube_client_loop(const struct kube_client *c)
 int kube_request(struct kube_client *c, const char *method, const char *path,
 		 const char *content_type, const char *body, kube_done_fn done, void *userdata)
 {
-	return kube_request_paced(c, &c->limit, method, path, content_type, body, done, userdata);
+	return kube_request_paced(c, &c->limit, false, method, path, content_type, body, done,
+				  userdata, NULL);
 }
 
 int kube_request_event(struct kube_client *c, const char *method, const char *path,
 		       const char *content_type, const char *body, kube_done_fn done,
-		       void *userdata)
+		       void *userdata, struct kube_req **ret)
 {
-	return kube_request_paced(c, &c->events_limit, method, path, content_type, body, done,
-				  userdata);
+	return kube_request_paced(c, &c->events_limit, true, method, path, content_type, body, done,
+				  userdata, ret);
 }

@@ -537,9 +537,13 @@ int launcher_run(struct launcher_config *cfg, int argc, char **argv)
 		log_error_errno(r, "Failed to load Kubernetes configuration: %s", err);
 		goto out;
 	}
-	l.kcfg = kcfg;
-	if ((r = kube_client_new(&l.kube, l.loop, kcfg, &ko)) < 0 ||
-	    (r = kube_events_new(&l.events, l.kube, "karpenter", host)) < 0 ||
+	/* The client owns the configuration from here on, also when it fails
+	 * to start (kube_client_new frees it then): l.kcfg only borrows it,
+	 * for as long as l.kube lives. */
+	r = kube_client_new(&l.kube, l.loop, TAKE_PTR(kcfg), &ko);
+	if (r >= 0)
+		l.kcfg = kube_client_config(l.kube);
+	if (r < 0 || (r = kube_events_new(&l.events, l.kube, "karpenter", host)) < 0 ||
 	    (r = sock_ctx_new(&l.socks, l.loop, "launcher", cfg->common.runtime_dir)) < 0 ||
 	    (r = sock_new(&l.results_tx, l.socks, ZMQ_PUB, ENDPOINT_RESULTS)) < 0 ||
 	    (r = sock_bind(l.results_tx, ENDPOINT_RESULTS)) < 0) {

@@ -105,7 +105,7 @@ struct launch {
 
 struct launcher {
 	struct launcher_config *cfg;
-	const struct kube_config *kcfg;
+	const struct kube_config *kcfg; /* the client's (kube_client_config), not ours to free */
 	char *region;
 	char *cluster_ca_b64;
 	struct loop *loop;

@@ -53,7 +53,7 @@ static void zones_text(const struct solver *s, uint64_t zones, char *buf, size_t
 						strtab_str(s->st, s->cat->zones[z]));
 }
 
-static void resource_text(const struct solver *s, uint32_t r, int64_t v, char *buf, size_t size)
+void resource_text(const struct solver *s, uint32_t r, int64_t v, char *buf, size_t size)
 {
 	char q[64];
 

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -312,10 +313,54 @@ static int bind_existing_pods(struct solver *s)
 	return 0;
 }
 
+/*
+ * A negative request is invalid input: the API server refuses it and the
+ * watcher does not publish it, but packed it would make room that is not
+ * there (a -30 cpu pod once pulled eight 4-cpu pods onto a 7.91-cpu node).
+ * A pending pod with one is never placed, with the reason; elsewhere (a
+ * pod bound or planned to a node, a DaemonSet) a negative request counts
+ * as nothing, so that it never frees capacity.
+ */
+static int refuse_negative_requests(struct solver *s)
+{
+	struct cluster *c = s->c;
+	bool daemonsets = false;
+	char what[128], why[192];
+
+	for (uint32_t p = 0; p < c->n_pods; p++) {
+		struct pod *pod = &c->pods[p];
+
+		for (uint32_t r = 0; r < s->n_res; r++) {
+			if (pod->req.v[r] >= 0)
+				continue;
+			if (pod->node == STR_NONE && !pod->invalid) {
+				resource_text(s, r, pod->req.v[r], what, sizeof(what));
+				snprintf(why, sizeof(why), "invalid request of %s: requests must not be negative",
+					 what);
+				pod->invalid = arena_strdup(&c->arena, why);
+				if (!pod->invalid)
+					return -ENOMEM;
+			}
+			pod->req.v[r] = 0;
+		}
+	}
+	for (uint32_t d = 0; d < c->n_daemonsets; d++)
+		for (uint32_t r = 0; r < s->n_res; r++)
+			if (c->daemonsets[d].req.v[r] < 0) {
+				c->daemonsets[d].req.v[r] = 0;
+				daemonsets = true;
+			}
+	if (daemonsets)
+		cluster_compute_daemon_overhead(c);
+	return 0;
+}
+
 int solver_setup(struct solver *s, struct cluster *c)
 {
 	int r = solver_init(s, c);
 
+	if (r >= 0)
+		r = refuse_negative_requests(s);
 	if (r >= 0)
 		r = add_nodes(s);
 	if (r >= 0)

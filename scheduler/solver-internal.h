@@ -157,6 +157,8 @@ uint32_t bin_domain(const struct solver *s, uint32_t b, uint32_t key);
 
 /* finish.c */
 int finish_result(struct solver *s, struct sched_result **ret);
+/* "96 cpu", "512Mi memory": resource r's quantity v as reasons name it. */
+void resource_text(const struct solver *s, uint32_t r, int64_t v, char *buf, size_t size);
 int reason_no_type(struct solver *s, const struct shape *sh, uint32_t np, const struct resources *need,
 		   uint64_t zones, char *buf, size_t size);
 

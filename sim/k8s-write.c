@@ -2,8 +2,9 @@
  * Create and update for kanna-sim's store: identity (uid, creationTimestamp,
  * generation), kind/apiVersion/namespace/name checks, per-kind defaults,
  * optimistic concurrency (stale resourceVersion → 409 Conflict), the status
- * subresource split, no-op detection and finalizer rules. Callers: the HTTP
- * handlers and controllers through k8s-store.h. Never does I/O.
+ * subresource split, no-op detection, finalizer rules and upstream's
+ * admission checks (k8s-validate.c). Callers: the HTTP handlers and
+ * controllers through k8s-store.h. Never does I/O.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -225,6 +226,9 @@ int k8s_store_create(struct k8s_store *store, const struct k8s_resource *cres,
 	if (r < 0)
 		goto out;
 	name = json_string_value(json_object_get(meta, "name"));
+	r = k8s_validate(res, name, obj, err);
+	if (r < 0)
+		goto out;
 	k8s_store_lock(store);
 	ns_res = k8s_registry_find(store->reg, "", "v1", "namespaces");
 	if (res->namespaced) {
@@ -390,6 +394,8 @@ static int store_write(struct k8s_store *store, struct k8s_resource *res,
 		r = -EINVAL;
 		goto out;
 	}
+	if (mode != K8S_WRITE_STATUS && (r = k8s_validate(res, old->name, next, err)) < 0)
+		goto out;
 	meta = json_object_get(next, "metadata");
 	json_object_set_new(meta, "resourceVersion", json_string(rvbuf));
 	if (spec_changed(cur, next))

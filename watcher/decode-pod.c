@@ -66,6 +66,34 @@ static int vec_max(struct decoder *d, struct res_vec *dst, const struct res_vec 
 	return 0;
 }
 
+/*
+ * A pod's resource list (requests, limits, overhead). A negative quantity
+ * is invalid input, refused here: the API server refuses it at admission
+ * ("must be greater than or equal to 0"), but an object written before
+ * that check, or offline input, may carry one, and packed it would make
+ * room that is not there (a -30 cpu pod once pulled eight 4-cpu pods onto
+ * a 7.91-cpu node).
+ */
+static int pod_resources(struct decoder *d, const json_t *map, const char *where,
+			 struct proto_resource **ret, uint32_t *n)
+{
+	int r = decode_resources(d, map, where, ret, n);
+
+	for (uint32_t i = 0; r >= 0 && i < *n; i++) {
+		const json_t *v = json_object_get(map, (*ret)[i].name);
+		char text[32];
+
+		if ((*ret)[i].value >= 0)
+			continue;
+		if (json_is_integer(v))
+			snprintf(text, sizeof(text), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		else
+			snprintf(text, sizeof(text), "%s", json_string_value(v));
+		r = decode_fail(d, "%s.%s: negative quantity %s", where, (*ret)[i].name, text);
+	}
+	return r;
+}
+
 static int container_requests(struct decoder *d, const json_t *c, const char *where,
 			      struct res_vec *ret)
 {
@@ -76,18 +104,18 @@ static int container_requests(struct decoder *d, const json_t *c, const char *wh
 	int r;
 
 	*ret = (struct res_vec){ 0 };
-	r = decode_resources(d, decode_path_of(json_object_get(res, "requests"), at, sizeof(at),
-					       "%s.resources.requests", where),
-			     at, &list, &n);
+	r = pod_resources(d, decode_path_of(json_object_get(res, "requests"), at, sizeof(at),
+					    "%s.resources.requests", where),
+			  at, &list, &n);
 	if (r < 0)
 		return r;
 	ret->r = list;
 	ret->n = ret->cap = n;
 	/* The API server defaults each resource's request to its limit; offline
 	 * input (--simulate) may not have been through it. */
-	r = decode_resources(d, decode_path_of(json_object_get(res, "limits"), at, sizeof(at),
-					       "%s.resources.limits", where),
-			     at, &list, &n);
+	r = pod_resources(d, decode_path_of(json_object_get(res, "limits"), at, sizeof(at),
+					    "%s.resources.limits", where),
+			  at, &list, &n);
 	for (uint32_t i = 0; r >= 0 && i < n; i++) {
 		bool requested = false;
 		for (uint32_t k = 0; k < ret->n && !requested; k++)
@@ -135,9 +163,9 @@ static int pod_requests(struct decoder *d, const json_t *spec, const char *where
 	{
 		struct proto_resource *ov;
 		uint32_t nov;
-		if ((r = decode_resources(d, decode_path_of(json_object_get(spec, "overhead"), at,
-							    sizeof(at), "%s.overhead", where),
-					  at, &ov, &nov)) < 0)
+		if ((r = pod_resources(d, decode_path_of(json_object_get(spec, "overhead"), at,
+							 sizeof(at), "%s.overhead", where),
+				       at, &ov, &nov)) < 0)
 			return r;
 		one = (struct res_vec){ ov, nov, nov };
 		if ((r = vec_add(d, &main, &one)) < 0)

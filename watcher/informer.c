@@ -90,13 +90,27 @@ static void report_invalid(struct informer *inf, const json_t *obj, const char *
 		.name = json_string_value(json_object_get(meta, "name")),
 		.uid = json_string_value(json_object_get(meta, "uid")),
 	};
+	char prefix[2 * PROTO_MAX_NAME_LEN + 8];
 
 	metrics_counter_add(inf->metrics.decode_errors, 1, inf->def->resource, NULL);
 	log_warn_kv(LOG_KV({ "resource", inf->def->resource }), "Failed to decode %s: %s",
 		    inf->def->kind, why);
-	if (ref.name && inf->env.events)
-		kube_event_record(inf->env.events, &ref, KUBE_EVENT_WARNING, "FailedValidation", "%s",
-				  why);
+	if (!ref.name || !inf->env.events)
+		return;
+	/* A pod waiting for a node is never scheduled by us while it does not
+	 * decode: say so where its user looks, as Karpenter's FailedScheduling
+	 * does (the Event is on the pod, so the message need not name it). */
+	if (inf->def->object_kind == PROTO_OBJECT_POD &&
+	    !json_string_value(json_path(obj, "spec.nodeName"))) {
+		snprintf(prefix, sizeof(prefix), "pod %s/%s: ", ref.namespace ? ref.namespace : "",
+			 ref.name);
+		if (!strncmp(why, prefix, strlen(prefix)))
+			why += strlen(prefix);
+		kube_event_record(inf->env.events, &ref, KUBE_EVENT_WARNING, "FailedScheduling",
+				  "Failed to schedule pod, %s", why);
+		return;
+	}
+	kube_event_record(inf->env.events, &ref, KUBE_EVENT_WARNING, "FailedValidation", "%s", why);
 }
 
 /* The NodePool condition the watcher owns (Karpenter v1's name for it). */

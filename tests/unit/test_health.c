@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "common/health.h"
@@ -307,4 +308,25 @@ Test(health, a_loop_stuck_in_one_callback_turns_healthz_503)
 	cr_assert_eq(loop_run(loop), 0);
 	cr_assert_eq(s.status, 503);
 	loop_free(loop);
+}
+
+/* libmicrohttpd warns at every start when its logger is not the first
+ * option (and logs anything before it to stderr on its own). */
+Test(health, starting_the_listeners_logs_no_warning)
+{
+	struct health_server *quiet;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&out, &len);
+
+	cr_assert_not_null(mem);
+	log_set_level(LOG_LEVEL_DEBUG);
+	log_set_stream(mem);
+	cr_assert_eq(health_server_new(reg, HEALTH_PORT_EPHEMERAL, HEALTH_PORT_EPHEMERAL, 0, &quiet), 0);
+	health_server_free(quiet);
+	log_set_stream(NULL);
+	log_set_level(LOG_LEVEL_ERROR);
+	fclose(mem);
+	cr_assert_null(strstr(out, "health server"), "the listeners logged: %s", out);
+	free(out);
 }

@@ -397,3 +397,43 @@ Test(solver, host_ports_never_collide_on_a_node)
 	solve();
 	cr_assert_eq(res->n_claims, 3);
 }
+
+/* The incident: a -30 cpu pod that others had pod affinity to pulled eight
+ * 4-cpu pods onto one 7.91-cpu node. A negative request is invalid input. */
+Test(solver, a_pending_pod_with_a_negative_request_is_refused_not_packed)
+{
+	c = fx_cluster(20);
+	fx_nodepool(c, "default", 0);
+	struct pod *neg = fx_pod(c, "negative", -30000, 100);
+	fx_label(c, neg, "app", "web");
+	for (int i = 0; i < 8; i++) {
+		struct pod *p = fx_pod(c, "follower", 4000, 100);
+		fx_topo(c, p, TOPO_AFFINITY, "kubernetes.io/hostname", "app", "web", 0, false, 0);
+	}
+	solve();
+	cr_assert_eq(res->pod_bin[0], -1, "the negative pod was placed");
+	cr_assert_eq(res->n_claims, 0, "%u nodeclaim(s) for pods that need the negative one",
+		     res->n_claims);
+	cr_assert_eq(res->n_unschedulable, 9);
+	for (uint32_t i = 0; i < res->n_unschedulable; i++)
+		if (res->unschedulable[i].pod == 0)
+			cr_assert_str_eq(res->unschedulable[i].reason,
+					 "invalid request of -30 cpu: requests must not be negative");
+}
+
+Test(solver, a_bound_pod_with_a_negative_request_frees_no_capacity)
+{
+	c = fx_cluster(20);
+	fx_nodepool(c, "default", 0);
+	fx_node("n", "test-zone-1", 8000);
+	fx_pod(c, "negative", -30000, 100)->node = fx_s(c, "n");
+	fx_pod(c, "running", 4000, 100)->node = fx_s(c, "n");
+	for (int i = 0; i < 3; i++)
+		fx_pod(c, "pending", 4000, 100);
+	solve();
+	int on_node = 0;
+	for (uint32_t p = 2; p < c->n_pods; p++)
+		on_node += res->pod_bin[p] == 0;
+	cr_assert_eq(on_node, 1, "%d pending pod(s) of 4 cpu went onto the node's 4 free cpu", on_node);
+	cr_assert_eq(res->n_unschedulable, 0);
+}

@@ -98,6 +98,56 @@ Test(sim_store, create_refuses_duplicates_missing_namespaces_and_bad_names)
 	json_decref(bad);
 }
 
+/* kube-apiserver refuses negative quantities at admission; so does the sim,
+ * with the same 422, message and causes. */
+Test(sim_store, negative_requests_and_limits_are_refused_as_upstream_refuses_them)
+{
+	struct k8s_error err = {};
+	json_t *body = json_loads("{\"metadata\":{\"name\":\"bad\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+				  "\"resources\":{\"requests\":{\"cpu\":\"-30\",\"memory\":\"1Gi\"}}}]}}", 0, NULL);
+	json_t *cause;
+
+	cr_assert_eq(k8s_store_create(store, pods, "default", body, NULL, &err), -EINVAL);
+	cr_assert_eq(err.code, 422);
+	cr_assert_str_eq(err.reason, "Invalid");
+	cr_assert_str_eq(err.message, "Pod \"bad\" is invalid: spec.containers[0].resources.requests[cpu]: "
+				      "Invalid value: \"-30\": must be greater than or equal to 0");
+	cause = json_array_get(json_object_get(err.details, "causes"), 0);
+	cr_assert_str_eq(json_string_value(json_object_get(cause, "field")),
+			 "spec.containers[0].resources.requests[cpu]");
+	cr_assert_str_eq(json_string_value(json_object_get(cause, "reason")), "FieldValueInvalid");
+	cr_assert_str_eq(json_string_value(json_object_get(err.details, "kind")), "Pod");
+	k8s_error_clear(&err);
+	json_decref(body);
+
+	/* Several errors are listed in brackets; a template is checked too. */
+	body = json_loads("{\"metadata\":{\"name\":\"web\"},\"spec\":{\"template\":{\"spec\":{"
+			  "\"initContainers\":[{\"name\":\"i\",\"resources\":{\"limits\":{\"memory\":-1}}}],"
+			  "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"-0.5\"}}}]}}}}",
+			  0, NULL);
+	cr_assert_eq(k8s_store_create(store, deployments, "default", body, NULL, &err), -EINVAL);
+	cr_assert_eq(err.code, 422);
+	cr_assert_str_eq(err.message,
+			 "Deployment.apps \"web\" is invalid: [spec.template.spec.initContainers[0].resources.limits[memory]: "
+			 "Invalid value: \"-1\": must be greater than or equal to 0, "
+			 "spec.template.spec.containers[0].resources.requests[cpu]: "
+			 "Invalid value: \"-0.5\": must be greater than or equal to 0]");
+	cr_assert_eq(json_array_size(json_object_get(err.details, "causes")), 2);
+	k8s_error_clear(&err);
+	json_decref(body);
+
+	/* Zero is a quantity like any other; an update may not turn it negative. */
+	json_decref(create(pods, "default", "{\"metadata\":{\"name\":\"zero\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+					    "\"resources\":{\"requests\":{\"cpu\":\"0\",\"memory\":\"-0\"}}}]}}"));
+	body = json_loads("{\"metadata\":{\"name\":\"zero\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+			  "\"resources\":{\"requests\":{\"cpu\":\"-1m\"}}}]}}", 0, NULL);
+	cr_assert_eq(k8s_store_update(store, pods, "default", "zero", body, K8S_WRITE_MAIN, NULL, &err),
+		     -EINVAL);
+	cr_assert_eq(err.code, 422);
+	k8s_error_clear(&err);
+	json_decref(body);
+}
+
 Test(sim_store, stale_resource_version_gets_conflict)
 {
 	json_t *d = create(deployments, "default",

@@ -3,6 +3,7 @@
  * NodePool version, and the exact errors for objects that cannot decode.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,6 +132,51 @@ Test(decode, malformed_quantities_and_wrong_types_name_the_object_and_field)
 	j = parse("{\"metadata\":{\"namespace\":\"ns\"},\"spec\":{}}");
 	cr_assert_eq(decode_pod(&dec, j, &p), -EINVAL);
 	cr_assert_str_eq(dec.error, "Pod: metadata.name is missing");
+	json_decref(j);
+}
+
+/* The API server refuses them ("must be greater than or equal to 0");
+ * packed, a negative request would make room that is not there. */
+Test(decode, a_negative_request_limit_or_overhead_is_refused_with_the_field_named)
+{
+	static const struct {
+		const char *spec, *error;
+	} cases[] = {
+		{ "\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"-30\"}}}]",
+		  "pod ns/p: spec.containers[0].resources.requests.cpu: negative quantity -30" },
+		{ "\"containers\":[{},{\"resources\":{\"requests\":{\"memory\":-1}}}]",
+		  "pod ns/p: spec.containers[1].resources.requests.memory: negative quantity -1" },
+		{ "\"containers\":[{\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"-1\"}}}]",
+		  "pod ns/p: spec.containers[0].resources.limits.nvidia.com/gpu: negative quantity -1" },
+		{ "\"initContainers\":[{\"resources\":{\"requests\":{\"cpu\":\"-500m\"}}}],\"containers\":[]",
+		  "pod ns/p: spec.initContainers[0].resources.requests.cpu: negative quantity -500m" },
+		{ "\"containers\":[],\"overhead\":{\"cpu\":\"-1\"}",
+		  "pod ns/p: spec.overhead.cpu: negative quantity -1" },
+	};
+	char text[512];
+	struct proto_pod p;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(text, sizeof(text),
+			 "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\"},\"spec\":{%s}}",
+			 cases[i].spec);
+		json_t *j = parse(text);
+		cr_assert_eq(decode_pod(&dec, j, &p), -EINVAL, "accepted %s", cases[i].spec);
+		cr_assert_str_eq(dec.error, cases[i].error);
+		json_decref(j);
+	}
+	/* Zero is a request like any other. */
+	json_t *j = parse("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\"},\"spec\":{\"containers\":["
+			  "{\"resources\":{\"requests\":{\"cpu\":\"0\",\"memory\":\"-0\"}}}]}}");
+	cr_assert_eq(decode_pod(&dec, j, &p), 0, "%s", dec.error);
+	json_decref(j);
+	/* A DaemonSet's pods cost every node they run on. */
+	j = parse("{\"metadata\":{\"name\":\"ds\",\"namespace\":\"ns\"},\"spec\":{\"template\":{\"spec\":"
+		  "{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"-1\"}}}]}}}}");
+	struct proto_daemonset ds;
+	cr_assert_eq(decode_daemonset(&dec, j, &ds), -EINVAL);
+	cr_assert_str_eq(dec.error,
+			 "daemonset ns/ds: spec.template.spec.containers[0].resources.requests.cpu: negative quantity -1");
 	json_decref(j);
 }
 

@@ -11,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/kube-events.h"
 #include "common/state-store.h"
 #include "sim/k8s-server.h"
+#include "sim/k8s-store-internal.h"
 #include "watcher/discovery.h"
 #include "watcher/informer.h"
 #include "watcher/publish.h"
@@ -185,6 +187,80 @@ Test(informer, an_object_deleted_while_its_last_state_does_not_decode_leaves_no_
 	sim("DELETE", "/api/v1/namespaces/default/pods/p1?gracePeriodSeconds=0", NULL);
 	RUN_UNTIL(!get(PROTO_OBJECT_POD, "default", "p1"), "the deleted pod stays in state");
 	informer_free(inf);
+}
+
+/*
+ * Stores obj as an older API server may have: past the admission checks the
+ * sim now makes (it refuses negative requests, as kube-apiserver does).
+ */
+static void store_unchecked(const char *plural, const char *json)
+{
+	struct k8s_resource *res = k8s_registry_find(reg, "", "v1", plural);
+	json_t *obj = json_loads(json, 0, NULL);
+
+	cr_assert(res && obj);
+	k8s_store_lock(kstore);
+	cr_assert_eq(k8s_store_commit(kstore, res, obj, K8S_EVENT_ADDED, NULL), 0);
+	k8s_store_unlock(kstore);
+	json_decref(obj);
+}
+
+/* "reason message" of each Event in default, one a line (malloc'd). */
+static char *events_text(void)
+{
+	struct k8s_resource *res = k8s_registry_find(reg, "", "v1", "events");
+	struct k8s_list_options opts = { 0 };
+	struct k8s_error err = { 0 };
+	char *body = NULL, *out = NULL;
+	size_t len, out_len = 0;
+	FILE *f = open_memstream(&out, &out_len);
+	json_t *list, *ev;
+	size_t i;
+
+	cr_assert(res && f);
+	cr_assert_eq(k8s_store_list(kstore, res, "default", &opts, &body, &len, &err), 0);
+	list = json_loadb(body, len, 0, NULL);
+	json_array_foreach(json_object_get(list, "items"), i, ev)
+		fprintf(f, "%s %s\n", json_string_value(json_object_get(ev, "reason")),
+			json_string_value(json_object_get(ev, "message")));
+	fclose(f);
+	json_decref(list);
+	free(body);
+	return out;
+}
+
+static bool has_event(const char *line)
+{
+	char *text = events_text();
+	bool found = strstr(text, line) != NULL;
+
+	free(text);
+	return found;
+}
+
+Test(informer, a_pending_pod_with_a_negative_request_is_not_published_and_told_why)
+{
+	struct kube_events *events;
+	struct informer_env env = { .client = client, .pub = pub, .metrics = &metrics };
+	struct informer *inf;
+
+	cr_assert_eq(kube_events_new(&events, client, "karpenter", "test"), 0);
+	env.events = events;
+	cr_assert_eq(informer_new(&inf, def_named("pods"), &env), 0);
+	cr_assert_eq(informer_set_version(inf, "v1"), 0);
+	RUN_UNTIL(informer_synced(inf), "pods never synced");
+	store_unchecked("pods", "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"negative\","
+				"\"namespace\":\"default\",\"uid\":\"u-neg\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+				"\"resources\":{\"requests\":{\"cpu\":\"-30\"}}}]},\"status\":{\"phase\":\"Pending\","
+				"\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":\"Unschedulable\"}]}}");
+	sim("POST", "/api/v1/namespaces/default/pods", POD("marker", ""));
+	RUN_UNTIL(get(PROTO_OBJECT_POD, "default", "marker"), "the marker pod never arrived");
+	cr_assert_null(get(PROTO_OBJECT_POD, "default", "negative"), "a pod with a negative request was published");
+	RUN_UNTIL(has_event("FailedScheduling Failed to schedule pod, "
+			    "spec.containers[0].resources.requests.cpu: negative quantity -30\n"),
+		  "no FailedScheduling Event on the pod: %s", events_text());
+	informer_free(inf);
+	kube_events_free(events);
 }
 
 #define PROVISIONER(provider)                                                                     \
