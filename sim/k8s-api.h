@@ -54,6 +54,16 @@ int k8s_route_parse(const struct k8s_registry *reg, const char *path,
  * handful (karpenter.sh v1/v1beta1/v1alpha5, karpenter.k8s.aws …). */
 #define K8S_FAULT_MAX_UNSERVED 16
 #define K8S_FAULT_GROUP_VERSION_MAX 128
+/* Resources with an error rate of their own ("pods/binding", "events"):
+ * a test aims at a few writes, not at every resource the sim serves. */
+#define K8S_FAULT_MAX_ERROR_RATES 16
+#define K8S_FAULT_RESOURCE_MAX 128
+
+/* "plural" or "plural/subresource", as RBAC names resources (any group). */
+struct k8s_fault_error_rate {
+	char resource[K8S_FAULT_RESOURCE_MAX];
+	double rate; /* share of its requests answered 500 */
+};
 
 struct k8s_faults {
 	double error_5xx_rate;    /* share of requests answered 500 */
@@ -65,6 +75,25 @@ struct k8s_faults {
 	 * installed: 404 on every path under them, absent from discovery. */
 	char unserved[K8S_FAULT_MAX_UNSERVED][K8S_FAULT_GROUP_VERSION_MAX];
 	unsigned n_unserved;
+	struct k8s_fault_error_rate error_rates[K8S_FAULT_MAX_ERROR_RATES];
+	unsigned n_error_rates;
+};
+
+/*
+ * What was injected since the sim started (a POST of new faults does not
+ * reset it), for GET /_sim/status: a test reports the faults that hit,
+ * not the ones it asked for. Guarded by faults_lock, except watch_cut
+ * (counted by the watch stream under the store lock: atomic).
+ */
+struct k8s_fault_counts {
+	uint64_t error_5xx, throttle, latency, watch_gone, watch_cut;
+	/* Per errorRates resource; names beyond the table count in other. */
+	struct {
+		char resource[K8S_FAULT_RESOURCE_MAX];
+		uint64_t n;
+	} resource_errors[2 * K8S_FAULT_MAX_ERROR_RATES];
+	unsigned n_resource_errors;
+	uint64_t resource_errors_other;
 };
 
 /* Largest added latency, so a typo cannot hang every client. */
@@ -76,11 +105,18 @@ struct k8s_api {
 	char server_address[64]; /* "127.0.0.1:6443" for discovery */
 	pthread_mutex_t faults_lock;
 	struct k8s_faults faults;
+	struct k8s_fault_counts injected;
 	uint64_t fault_rng; /* xorshift64 state; fixed seed: runs repeat */
 };
 
 int k8s_faults_from_json(const json_t *j, struct k8s_faults *ret, char *err, size_t errlen);
+/* Refuses an errorRates resource reg does not serve (or a subresource it
+ * does not have): a typo would otherwise inject nothing, silently. */
+int k8s_faults_validate(const struct k8s_registry *reg, const struct k8s_faults *f,
+			char *err, size_t errlen);
 json_t *k8s_faults_to_json(const struct k8s_faults *f);
+/* The counts of struct k8s_fault_counts as a JSON object. */
+json_t *k8s_faults_injected_json(struct k8s_api *api);
 /* Sets up the lock and the generator; k8s_api_done() releases them. */
 void k8s_api_init(struct k8s_api *api, struct k8s_registry *reg, struct k8s_store *store);
 void k8s_api_done(struct k8s_api *api);
@@ -124,6 +160,9 @@ int k8s_discovery_handle(struct k8s_api *api, const struct k8s_route *route,
 /* Fault injection (k8s-faults.c): 1 when the request was answered. */
 int k8s_faults_apply(struct k8s_api *api, const struct k8s_request *req,
 		     struct k8s_response *resp);
+/* The errorRates of route's resource (and subresource): 1 when answered. */
+int k8s_faults_apply_route(struct k8s_api *api, const struct k8s_route *route,
+			   struct k8s_response *resp);
 /* Events after which a new watch stream is cut, 0: never. */
 unsigned k8s_faults_watch_cut(struct k8s_api *api);
 /* Whether group/version is hidden by unservedVersions; with version NULL,

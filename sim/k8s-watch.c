@@ -32,6 +32,7 @@ struct k8s_watch {
 	size_t len, off;
 	bool ended;
 	unsigned max_events, sent;
+	uint64_t *cut_count;
 };
 
 struct k8s_watch *k8s_watch_free(struct k8s_watch *w)
@@ -94,6 +95,7 @@ int k8s_watch_new(struct k8s_store *store, const struct k8s_resource *res,
 	w->bookmarks = opts->bookmarks;
 	w->transform = opts->transform;
 	w->max_events = opts->max_events;
+	w->cut_count = opts->cut_count;
 	w->transform_cls = opts->transform_cls;
 	w->deadline_ms = now + (uint64_t)timeout * 1000;
 	w->next_bookmark_ms = now + K8S_WATCH_BOOKMARK_MS;
@@ -200,6 +202,16 @@ static const char *event_type_for(const struct k8s_watch *w, const struct k8s_ev
 	return NULL;
 }
 
+/* One more event sent: true when it is the last before the injected cut. */
+static bool counted_cut(struct k8s_watch *w)
+{
+	if (!w->max_events || ++w->sent < w->max_events)
+		return false;
+	if (w->cut_count)
+		__atomic_add_fetch(w->cut_count, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
 /* Lock held. Formats what is ready into f; returns false at end of stream. */
 static bool fill(struct k8s_watch *w, FILE *f, uint64_t now)
 {
@@ -215,7 +227,7 @@ static bool fill(struct k8s_watch *w, FILE *f, uint64_t now)
 		emit_object(w, f, "ADDED", o);
 		k8s_object_unref(o);
 		n++;
-		if (w->max_events && ++w->sent >= w->max_events)
+		if (counted_cut(w))
 			return true;
 	}
 	if (w->i_initial < w->n_initial)
@@ -245,7 +257,7 @@ static bool fill(struct k8s_watch *w, FILE *f, uint64_t now)
 			continue;
 		emit_object(w, f, type, ev->obj);
 		n++;
-		if (w->max_events && ++w->sent >= w->max_events)
+		if (counted_cut(w))
 			return true;
 	}
 	if (w->bookmarks && now >= w->next_bookmark_ms) {

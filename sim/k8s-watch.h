@@ -8,6 +8,7 @@
 #define KANNA_SIM_K8S_WATCH_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "sim/k8s-store.h"
@@ -35,6 +36,7 @@ struct k8s_watch_options {
 	bool bookmarks;
 	bool send_initial_events;
 	unsigned max_events; /* end the stream after this many, 0: no limit */
+	uint64_t *cut_count; /* NULL, or bumped (atomically) when max_events ends it */
 	long timeout_seconds; /* 0: K8S_WATCH_DEFAULT_TIMEOUT_S */
 };
 
