@@ -187,8 +187,7 @@ static int handle_watch(struct k8s_api *api, const struct k8s_request *req,
 
 	if (t)
 		opts.timeout_seconds = strtol(t, NULL, 10);
-	opts.max_events = k8s_faults_watch_cut(api);
-	opts.cut_count = &api->injected.watch_cut;
+	opts.cut = &api->watch_cut;
 	if (k8s_accepts_table(req->accept)) {
 		opts.transform = table_of_one;
 		opts.transform_cls = api;

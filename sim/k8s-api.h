@@ -69,7 +69,7 @@ struct k8s_faults {
 	double error_5xx_rate;    /* share of requests answered 500 */
 	double throttle_rate;     /* share answered 429 TooManyRequests */
 	unsigned latency_ms;      /* added before every answer */
-	unsigned watch_cut_after; /* events per watch stream, 0: never cut */
+	unsigned watch_cut_after; /* events per watch stream (open ones too), 0: never cut */
 	unsigned watch_gone;      /* the next N resumed watches get 410 */
 	/* "group/version"s answered as if their CRD version were not
 	 * installed: 404 on every path under them, absent from discovery. */
@@ -82,11 +82,11 @@ struct k8s_faults {
 /*
  * What was injected since the sim started (a POST of new faults does not
  * reset it), for GET /_sim/status: a test reports the faults that hit,
- * not the ones it asked for. Guarded by faults_lock, except watch_cut
- * (counted by the watch stream under the store lock: atomic).
+ * not the ones it asked for. Guarded by faults_lock; watch cuts are
+ * counted by the streams themselves (struct k8s_watch_cut).
  */
 struct k8s_fault_counts {
-	uint64_t error_5xx, throttle, latency, watch_gone, watch_cut;
+	uint64_t error_5xx, throttle, latency, watch_gone;
 	/* Per errorRates resource; names beyond the table count in other. */
 	struct {
 		char resource[K8S_FAULT_RESOURCE_MAX];
@@ -106,10 +106,13 @@ struct k8s_api {
 	pthread_mutex_t faults_lock;
 	struct k8s_faults faults;
 	struct k8s_fault_counts injected;
+	struct k8s_watch_cut watch_cut; /* faults.watch_cut_after, for open streams */
 	uint64_t fault_rng; /* xorshift64 state; fixed seed: runs repeat */
 };
 
 int k8s_faults_from_json(const json_t *j, struct k8s_faults *ret, char *err, size_t errlen);
+/* Replaces the fault set (the config's, or a POST's). */
+void k8s_faults_set(struct k8s_api *api, const struct k8s_faults *f);
 /* Refuses an errorRates resource reg does not serve (or a subresource it
  * does not have): a typo would otherwise inject nothing, silently. */
 int k8s_faults_validate(const struct k8s_registry *reg, const struct k8s_faults *f,
@@ -163,8 +166,6 @@ int k8s_faults_apply(struct k8s_api *api, const struct k8s_request *req,
 /* The errorRates of route's resource (and subresource): 1 when answered. */
 int k8s_faults_apply_route(struct k8s_api *api, const struct k8s_route *route,
 			   struct k8s_response *resp);
-/* Events after which a new watch stream is cut, 0: never. */
-unsigned k8s_faults_watch_cut(struct k8s_api *api);
 /* Whether group/version is hidden by unservedVersions; with version NULL,
  * whether every version the registry has of group is. */
 bool k8s_faults_unserved(struct k8s_api *api, const char *group, const char *version);

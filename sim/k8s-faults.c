@@ -6,7 +6,8 @@
  * (so that clients can be tested against a cluster without v1beta1
  * NodePools, or one whose CRDs appear later). Set from the config
  * (k8s-faults) or at run time with GET/POST /_sim/faults on the API port
- * (same token). Draws come from a fixed-seed xorshift generator held in
+ * (same token); a cut applies to open streams as to new ones, as a dropped
+ * connection would. Draws come from a fixed-seed xorshift generator held in
  * struct k8s_api; every fault injected is counted (struct k8s_fault_counts,
  * shown by GET /_sim/status).
  */
@@ -25,6 +26,8 @@
 void k8s_api_init(struct k8s_api *api, struct k8s_registry *reg, struct k8s_store *store)
 {
 	memset(&api->faults, 0, sizeof(api->faults));
+	memset(&api->injected, 0, sizeof(api->injected));
+	memset(&api->watch_cut, 0, sizeof(api->watch_cut));
 	api->reg = reg;
 	api->store = store;
 	api->fault_rng = K8S_FAULT_SEED;
@@ -219,7 +222,7 @@ json_t *k8s_faults_injected_json(struct k8s_api *api)
 	out = json_pack("{s:I, s:I, s:I, s:I, s:I, s:o*}", "error5xx", (json_int_t)c->error_5xx,
 			"throttle", (json_int_t)c->throttle, "latency", (json_int_t)c->latency,
 			"watchGone", (json_int_t)c->watch_gone,
-			"watchCut", (json_int_t)__atomic_load_n(&c->watch_cut, __ATOMIC_RELAXED),
+			"watchCut", (json_int_t)__atomic_load_n(&api->watch_cut.count, __ATOMIC_RELAXED),
 			"errorRates", rates);
 	pthread_mutex_unlock(&api->faults_lock);
 	return out;
@@ -253,9 +256,7 @@ static int admin(struct k8s_api *api, const struct k8s_request *req, struct k8s_
 			return k8s_reply_error(resp, &err);
 		}
 		json_decref(body);
-		pthread_mutex_lock(&api->faults_lock);
-		api->faults = f;
-		pthread_mutex_unlock(&api->faults_lock);
+		k8s_faults_set(api, &f);
 	} else if (!streq(req->method, "GET")) {
 		k8s_error_set(&err, 405, "MethodNotAllowed", "GET or POST /_sim/faults");
 		return k8s_reply_error(resp, &err);
@@ -370,14 +371,12 @@ int k8s_faults_apply_route(struct k8s_api *api, const struct k8s_route *route,
 	return k8s_reply_error(resp, &err) < 0 ? -ENOMEM : 1;
 }
 
-unsigned k8s_faults_watch_cut(struct k8s_api *api)
+void k8s_faults_set(struct k8s_api *api, const struct k8s_faults *f)
 {
-	unsigned n;
-
 	pthread_mutex_lock(&api->faults_lock);
-	n = api->faults.watch_cut_after;
+	api->faults = *f;
+	k8s_watch_cut_set(&api->watch_cut, f->watch_cut_after);
 	pthread_mutex_unlock(&api->faults_lock);
-	return n;
 }
 
 static bool hidden(const struct k8s_faults *f, const char *group, const char *version)

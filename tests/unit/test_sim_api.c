@@ -383,4 +383,16 @@ Test(sim_api, every_injected_fault_is_counted_by_kind)
 	resp.watch = k8s_watch_free(resp.watch);
 	k8s_response_clear(&resp);
 	cr_assert_eq(injected("watchCut", NULL), 1);
+
+	/* A stream opened before the cut follows it too, as a dropped connection. */
+	json_decref(call("POST", "/_sim/faults", NULL, "{}", 200));
+	cr_assert_eq(k8s_api_handle(&api, &req, &resp), 0);
+	cr_assert_gt(k8s_watch_read(resp.watch, buf, sizeof(buf)), 0, "the initial ADDED events");
+	json_decref(call("POST", "/_sim/faults", NULL, "{\"watchCutAfterEvents\":1}", 200));
+	json_decref(call("POST", "/api/v1/namespaces", "application/json", "{\"metadata\":{\"name\":\"late\"}}", 201));
+	cr_assert_gt(k8s_watch_read(resp.watch, buf, sizeof(buf)), 0, "the new namespace");
+	cr_assert_eq(k8s_watch_read(resp.watch, buf, sizeof(buf)), 0, "cut after it");
+	resp.watch = k8s_watch_free(resp.watch);
+	k8s_response_clear(&resp);
+	cr_assert_eq(injected("watchCut", NULL), 2);
 }
