@@ -24,7 +24,9 @@
 #   KANNA_CHAOS_STEP       seconds of faults and kills per round (12)
 #   KANNA_CHAOS_SETTLE     seconds a round may take to converge (120)
 #   KANNA_CHAOS_ARTIFACTS  a directory to keep the logs and the ledger in
-# `./quickstart chaos` runs the long campaign (20 rounds, 2-3 kills each).
+#   KANNA_CHAOS_MIN_KILLS, KANNA_CHAOS_MIN_FAULTS  fail a run below these (0)
+# `./quickstart chaos` runs the long campaign (10 rounds of 2-3 kills each,
+# at least 20 kills and 100 faults, three seeds, gcc and ASan builds).
 set -eu
 BUILDDIR=${KANNA_BUILDDIR:-$(pwd)}
 SRCDIR=${KANNA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -39,6 +41,8 @@ KILLS=${KANNA_CHAOS_KILLS:-1-2}
 STEP=${KANNA_CHAOS_STEP:-12}
 SETTLE=${KANNA_CHAOS_SETTLE:-120}
 ARTIFACTS=${KANNA_CHAOS_ARTIFACTS:-}
+MIN_KILLS=${KANNA_CHAOS_MIN_KILLS:-0}
+MIN_FAULTS=${KANNA_CHAOS_MIN_FAULTS:-0}
 CHECK="python3 $SRCDIR/tests/e2e/chaos-check.py"
 # Short, so that a NodeClaim stuck without an instance shows within a round;
 # the grace covers a kill's downtime and the launcher's 1 s reconcile.
@@ -419,7 +423,7 @@ done
 snapshot
 echo "chaos: seed $SEED, $ROUNDS rounds in $(($(date +%s) - start_s))s"
 echo "kills: $kills (watcher $kills_watcher, scheduler $kills_scheduler, launcher $kills_launcher)"
-python3 - "$tmp/snap/aws-status.json" "$tmp/snap/k8s-status.json" <<'PY'
+python3 - "$tmp/snap/aws-status.json" "$tmp/snap/k8s-status.json" >"$tmp/faults.txt" <<'PY'
 import json, sys
 aws = json.load(open(sys.argv[1])).get("faultsInjected", {})
 k8s = json.load(open(sys.argv[2])).get("faultsInjected", {})
@@ -433,6 +437,10 @@ print("faults injected (kanna-sim's counts): %d" % sum(v for _, v in rows))
 for k, v in rows:
     print("  %-28s %d" % (k, v))
 PY
+cat "$tmp/faults.txt"
+faults=$(sed -n 's/^faults injected.*: //p' "$tmp/faults.txt")
 touch "$tmp/ledger"
 $CHECK summary --ledger "$tmp/ledger" || fail "invariants violated (above)"
-ok "seed $SEED: $kills kills, no invariant violated"
+[ "$kills" -ge "$MIN_KILLS" ] || fail "only $kills kills, fewer than $MIN_KILLS"
+[ "$faults" -ge "$MIN_FAULTS" ] || fail "only $faults faults injected, fewer than $MIN_FAULTS"
+ok "seed $SEED: $kills kills, $faults faults, no invariant violated"
