@@ -2,7 +2,8 @@
  * The admin endpoint of kanna-sim's AWS side (no SigV4: loopback only, for
  * tests, the demo report and operators):
  *   GET  /_sim/status     instances (launch/terminate times, cost accrued at
- *                         their launch price), totals, faults, the timeline
+ *                         their launch price), totals, faults, the faults
+ *                         injected so far by kind, the timeline
  *   GET  /_sim/faults     the current fault set
  *   POST /_sim/faults     replace the fault set (JSON, see aws-faults.c)
  *   POST /_sim/interrupt  {"instanceIds":[...], "kind": "spot-interruption" |
@@ -53,12 +54,13 @@ json_t *aws_status_json(struct sim_aws *aws)
 							  "detail", aws->timeline[k].detail));
 	}
 	format_iso8601(now, t);
-	return json_pack("{s:s, s:s, s:s, s:o?, s:I, s:f, s:o?, s:I, s:o?, s:I, s:I}",
+	return json_pack("{s:s, s:s, s:s, s:o?, s:I, s:f, s:o?, s:I, s:o?, s:o?, s:I, s:I}",
 			 "time", t, "region", aws->region, "endpoint", aws->endpoint,
 			 "instances", instances, "activeInstances", (json_int_t)running,
 			 "totalCost", total, "timeline", timeline,
 			 "timelineDropped", (json_int_t)aws->timeline_dropped,
 			 "faults", aws_faults_to_json(aws),
+			 "faultsInjected", aws_faults_injected_json(aws),
 			 "launchTemplates", (json_int_t)aws->n_templates,
 			 "interruptionQueueDepth", (json_int_t)aws->n_queue);
 }

@@ -206,6 +206,16 @@ int aws_faults_set_json(struct sim_aws *aws, const char *json, char *err, size_t
 	return r;
 }
 
+json_t *aws_faults_injected_json(const struct sim_aws *aws)
+{
+	const struct aws_fault_counts *c = &aws->injected;
+
+	return json_pack("{s:I, s:I, s:I, s:I}", "insufficientCapacity",
+			 (json_int_t)c->insufficient_capacity, "throttle", (json_int_t)c->throttle,
+			 "internalError", (json_int_t)c->internal_error, "latency",
+			 (json_int_t)c->latency);
+}
+
 json_t *aws_faults_to_json(const struct sim_aws *aws)
 {
 	const struct aws_faults *f = &aws->faults;
@@ -259,7 +269,10 @@ int aws_faults_apply(struct sim_aws *aws, const struct aws_request *req,
 	int r;
 
 	*ret_latency_ms = aws->faults.latency_ms;
+	if (aws->faults.latency_ms)
+		aws->injected.latency++;
 	if (throttled(aws)) {
+		aws->injected.throttle++;
 		aws_timeline_add(aws, "throttle", "%s", req->action ? req->action : "?");
 		if (req->service == AWS_SERVICE_EC2)
 			r = aws_error(resp, req, 503, "RequestLimitExceeded", "Request limit exceeded.");
@@ -270,6 +283,7 @@ int aws_faults_apply(struct sim_aws *aws, const struct aws_request *req,
 		return r < 0 ? r : 1;
 	}
 	if (aws->faults.error_rate > 0 && aws_rand_unit(aws) < aws->faults.error_rate) {
+		aws->injected.internal_error++;
 		aws_timeline_add(aws, "internal-error", "%s", req->action ? req->action : "?");
 		if (req->service == AWS_SERVICE_SSM || req->service == AWS_SERVICE_PRICING)
 			r = aws_error(resp, req, 500, "InternalServerError", "An internal error has occurred");

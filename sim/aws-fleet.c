@@ -252,6 +252,7 @@ static int fleet_fill(struct sim_aws *aws, const struct aws_request *req, struct
 			break;
 		c->ice[spot] = aws_faults_ice(aws, c->type->name, c->zone->name, spot);
 		if (c->ice[spot]) {
+			aws->injected.insufficient_capacity++;
 			aws_timeline_add(aws, "insufficient-capacity", "%s %s %s", c->type->name,
 					 c->zone->name, spot ? "spot" : "on-demand");
 			continue;

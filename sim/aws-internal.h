@@ -318,6 +318,13 @@ struct aws_faults {
 	bool state_change_events;  /* queue "EC2 Instance State-change Notification" */
 };
 
+/* Faults injected since the sim started (a new fault set does not reset
+ * them), for /_sim/status: what hit, not what was asked for. */
+struct aws_fault_counts {
+	uint64_t throttle, internal_error, latency;
+	uint64_t insufficient_capacity; /* one per offering refused */
+};
+
 struct aws_sqs_message {
 	char id[40];
 	char receipt[64];
@@ -348,6 +355,7 @@ struct sim_aws {
 	struct aws_instance_profile **profiles;
 	size_t n_profiles, cap_profiles;
 	struct aws_faults faults;
+	struct aws_fault_counts injected;
 	uint64_t throttle_window_sec;
 	unsigned throttle_window_count;
 	struct aws_sqs_message *queue;
@@ -409,6 +417,7 @@ int aws_faults_apply(struct sim_aws *aws, const struct aws_request *req,
 const char *aws_faults_ice(const struct sim_aws *aws, const char *type, const char *zone, bool spot);
 int aws_faults_set_json(struct sim_aws *aws, const char *json, char *err, size_t errlen);
 json_t *aws_faults_to_json(const struct sim_aws *aws);
+json_t *aws_faults_injected_json(const struct sim_aws *aws);
 void aws_faults_clear(struct aws_faults *f);
 int aws_interrupt_instance(struct sim_aws *aws, const char *id, char *err, size_t errlen);
 int aws_rebalance_instance(struct sim_aws *aws, const char *id, char *err, size_t errlen);

@@ -104,6 +104,7 @@ int ec2_run_instances(struct sim_aws *aws, const struct aws_request *req,
 		return r < 0 ? r : 0;
 	ice = aws_faults_ice(aws, run.type->name, run.zone->name, run.spot);
 	if (ice) {
+		aws->injected.insufficient_capacity++;
 		aws_timeline_add(aws, "insufficient-capacity", "%s %s %s", run.type->name,
 				 run.zone->name, run.spot ? "spot" : "on-demand");
 		return aws_error(resp, req, 500, ice,

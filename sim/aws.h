@@ -24,7 +24,10 @@
  * "kind": "spot-interruption" | "rebalance-recommendation"} queues
  * EventBridge events; a warned spot instance terminates interruption_ms
  * later. GET /_sim/status: instances (launch/terminate time, price, cost
- * accrued), total cost, the timeline of launches, terminations and faults.
+ * accrued), total cost, the timeline of launches, terminations and faults,
+ * and faultsInjected: what hit since the sim started, by kind
+ * (insufficientCapacity per offering refused, throttle, internalError,
+ * latency per request delayed).
  */
 #ifndef KANNA_SIM_AWS_H
 #define KANNA_SIM_AWS_H

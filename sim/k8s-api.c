@@ -187,7 +187,7 @@ static int handle_watch(struct k8s_api *api, const struct k8s_request *req,
 
 	if (t)
 		opts.timeout_seconds = strtol(t, NULL, 10);
-	opts.max_events = k8s_faults_watch_cut(api);
+	opts.cut = &api->watch_cut;
 	if (k8s_accepts_table(req->accept)) {
 		opts.transform = table_of_one;
 		opts.transform_cls = api;
@@ -490,6 +490,9 @@ int k8s_api_handle(struct k8s_api *api, const struct k8s_request *req,
 		k8s_error_set(&err, 404, "NotFound", "the server could not find the requested resource");
 		return k8s_reply_error(resp, &err);
 	}
+	r = k8s_faults_apply_route(api, &route, resp);
+	if (r != 0)
+		return r < 0 ? r : 0;
 	if (route.res && route.res->namespaced && !route.ns[0] &&
 	    route.kind == K8S_ROUTE_OBJECT) {
 		k8s_error_set(&err, 404, "NotFound", "the server could not find the requested resource");

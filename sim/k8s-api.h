@@ -54,18 +54,47 @@ int k8s_route_parse(const struct k8s_registry *reg, const char *path,
  * handful (karpenter.sh v1/v1beta1/v1alpha5, karpenter.k8s.aws …). */
 #define K8S_FAULT_MAX_UNSERVED 16
 #define K8S_FAULT_GROUP_VERSION_MAX 128
+/* Resources with an error rate of their own ("pods/binding", "events"):
+ * a test aims at a few writes, not at every resource the sim serves. */
+#define K8S_FAULT_MAX_ERROR_RATES 16
+#define K8S_FAULT_RESOURCE_MAX 128
+
+/* "plural" or "plural/subresource", as RBAC names resources (any group). */
+struct k8s_fault_error_rate {
+	char resource[K8S_FAULT_RESOURCE_MAX];
+	double rate; /* share of its requests answered 500 */
+};
 
 struct k8s_faults {
 	double error_5xx_rate;    /* share of requests answered 500 */
 	double throttle_rate;     /* share answered 429 TooManyRequests */
 	unsigned latency_ms;      /* added before every answer */
-	unsigned watch_cut_after; /* events per watch stream, 0: never cut */
+	unsigned watch_cut_after; /* events per watch stream (open ones too), 0: never cut */
 	unsigned watch_gone;      /* the next N resumed watches get 410 */
 	unsigned binding_errors;  /* the next N pods/binding requests get 500 */
 	/* "group/version"s answered as if their CRD version were not
 	 * installed: 404 on every path under them, absent from discovery. */
 	char unserved[K8S_FAULT_MAX_UNSERVED][K8S_FAULT_GROUP_VERSION_MAX];
 	unsigned n_unserved;
+	struct k8s_fault_error_rate error_rates[K8S_FAULT_MAX_ERROR_RATES];
+	unsigned n_error_rates;
+};
+
+/*
+ * What was injected since the sim started (a POST of new faults does not
+ * reset it), for GET /_sim/status: a test reports the faults that hit,
+ * not the ones it asked for. Guarded by faults_lock; watch cuts are
+ * counted by the streams themselves (struct k8s_watch_cut).
+ */
+struct k8s_fault_counts {
+	uint64_t error_5xx, throttle, latency, watch_gone;
+	/* Per errorRates resource; names beyond the table count in other. */
+	struct {
+		char resource[K8S_FAULT_RESOURCE_MAX];
+		uint64_t n;
+	} resource_errors[2 * K8S_FAULT_MAX_ERROR_RATES];
+	unsigned n_resource_errors;
+	uint64_t resource_errors_other;
 };
 
 /* Largest added latency, so a typo cannot hang every client. */
@@ -77,11 +106,21 @@ struct k8s_api {
 	char server_address[64]; /* "127.0.0.1:6443" for discovery */
 	pthread_mutex_t faults_lock;
 	struct k8s_faults faults;
+	struct k8s_fault_counts injected;
+	struct k8s_watch_cut watch_cut; /* faults.watch_cut_after, for open streams */
 	uint64_t fault_rng; /* xorshift64 state; fixed seed: runs repeat */
 };
 
 int k8s_faults_from_json(const json_t *j, struct k8s_faults *ret, char *err, size_t errlen);
+/* Replaces the fault set (the config's, or a POST's). */
+void k8s_faults_set(struct k8s_api *api, const struct k8s_faults *f);
+/* Refuses an errorRates resource reg does not serve (or a subresource it
+ * does not have): a typo would otherwise inject nothing, silently. */
+int k8s_faults_validate(const struct k8s_registry *reg, const struct k8s_faults *f,
+			char *err, size_t errlen);
 json_t *k8s_faults_to_json(const struct k8s_faults *f);
+/* The counts of struct k8s_fault_counts as a JSON object. */
+json_t *k8s_faults_injected_json(struct k8s_api *api);
 /* Sets up the lock and the generator; k8s_api_done() releases them. */
 void k8s_api_init(struct k8s_api *api, struct k8s_registry *reg, struct k8s_store *store);
 void k8s_api_done(struct k8s_api *api);
@@ -125,8 +164,9 @@ int k8s_discovery_handle(struct k8s_api *api, const struct k8s_route *route,
 /* Fault injection (k8s-faults.c): 1 when the request was answered. */
 int k8s_faults_apply(struct k8s_api *api, const struct k8s_request *req,
 		     struct k8s_response *resp);
-/* Events after which a new watch stream is cut, 0: never. */
-unsigned k8s_faults_watch_cut(struct k8s_api *api);
+/* The errorRates of route's resource (and subresource): 1 when answered. */
+int k8s_faults_apply_route(struct k8s_api *api, const struct k8s_route *route,
+			   struct k8s_response *resp);
 /* Whether group/version is hidden by unservedVersions; with version NULL,
  * whether every version the registry has of group is. */
 bool k8s_faults_unserved(struct k8s_api *api, const char *group, const char *version);

@@ -56,6 +56,14 @@ int k8s_pod_affinity_new(struct k8s_store *store, const json_t *pod, const json_
 int k8s_pod_affinity_check(const struct k8s_pod_affinity *a, const json_t *node);
 struct k8s_pod_affinity *k8s_pod_affinity_free(struct k8s_pod_affinity *a);
 
+/* Topology spread constraints that say DoNotSchedule (k8s-podspread.c). */
+struct k8s_pod_spread;
+int k8s_pod_spread_new(struct k8s_store *store, const json_t *pod, const json_t *nodes_by_name,
+		       struct k8s_pod_spread **ret);
+/* Whether binding the pod to node keeps every constraint's skew. */
+bool k8s_pod_spread_fits(const struct k8s_pod_spread *s, const json_t *node);
+struct k8s_pod_spread *k8s_pod_spread_free(struct k8s_pod_spread *s);
+
 /*
  * Volumes (k8s-volumes.c): the nodeSelectorTerms of every bound PV a pod's
  * claims use (one array per PV); NULL with why filled when a claim is

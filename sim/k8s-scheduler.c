@@ -2,8 +2,9 @@
  * kube-scheduler-lite for kanna-sim: binds each pending pod (no nodeName,
  * default scheduler, not terminating) to the first Ready, schedulable node
  * whose free allocatable cpu/memory/pods fit its requests, whose labels
- * satisfy its nodeSelector and required node affinity, and whose
- * NoSchedule/NoExecute taints it tolerates. Otherwise it sets
+ * satisfy its nodeSelector and required node affinity, whose
+ * NoSchedule/NoExecute taints it tolerates, and that keeps its required
+ * pod (anti-)affinity and DoNotSchedule topology spread. Otherwise it sets
  * PodScheduled=False reason Unschedulable — the signal kanna acts on.
  * Writes the Events kube-scheduler writes: Scheduled, and FailedScheduling
  * whenever the reason changes.
@@ -97,6 +98,7 @@ enum misfit {
 	MISFIT_VOLUME,
 	MISFIT_POD_AFFINITY,
 	MISFIT_POD_ANTI_AFFINITY,
+	MISFIT_SPREAD,
 	_MISFIT_MAX,
 };
 
@@ -111,6 +113,7 @@ static const char *const misfit_text[] = {
 	[MISFIT_VOLUME] = "node(s) had volume node affinity conflict",
 	[MISFIT_POD_AFFINITY] = "node(s) didn't match pod affinity rules",
 	[MISFIT_POD_ANTI_AFFINITY] = "node(s) didn't match pod anti-affinity rules",
+	[MISFIT_SPREAD] = "node(s) didn't match pod topology spread constraints",
 };
 
 static bool node_ready(const json_t *node)
@@ -232,7 +235,8 @@ bool k8s_pod_selects_node(const json_t *pod, const json_t *node)
 }
 
 static int node_misfit(const json_t *pod, const struct node_fit *n, struct requests req,
-		       const json_t *volume_terms, const struct k8s_pod_affinity *affinity)
+		       const json_t *volume_terms, const struct k8s_pod_affinity *affinity,
+		       const struct k8s_pod_spread *spread)
 {
 	int a;
 
@@ -258,6 +262,8 @@ static int node_misfit(const json_t *pod, const struct node_fit *n, struct reque
 		return MISFIT_POD_AFFINITY;
 	if (a == K8S_AFFINITY_ANTI_MISFIT)
 		return MISFIT_POD_ANTI_AFFINITY;
+	if (!k8s_pod_spread_fits(spread, n->node))
+		return MISFIT_SPREAD;
 	return -1;
 }
 
@@ -420,6 +426,7 @@ static int schedule_one(struct k8s_store *store, const json_t *pod, struct node_
 			size_t n, const json_t *nodes_by_name)
 {
 	struct k8s_pod_affinity *affinity = NULL;
+	struct k8s_pod_spread *spread = NULL;
 	const struct k8s_resource *pods = k8s_registry_find(store->reg, "", "v1", "pods");
 	const json_t *meta = json_object_get(pod, "metadata");
 	const char *ns = json_string_value(json_object_get(meta, "namespace"));
@@ -438,12 +445,14 @@ static int schedule_one(struct k8s_store *store, const json_t *pod, struct node_
 	volume_terms = k8s_pod_volume_terms(store, pod, msg, sizeof(msg));
 	if (!volume_terms)
 		goto unschedulable;
-	if (k8s_pod_affinity_new(store, pod, nodes_by_name, &affinity) < 0) {
+	if (k8s_pod_affinity_new(store, pod, nodes_by_name, &affinity) < 0 ||
+	    k8s_pod_spread_new(store, pod, nodes_by_name, &spread) < 0) {
+		k8s_pod_affinity_free(affinity);
 		json_decref(volume_terms);
 		return 0;
 	}
 	for (size_t i = 0; i < n; i++) {
-		int m = node_misfit(pod, &fits[i], req, volume_terms, affinity);
+		int m = node_misfit(pod, &fits[i], req, volume_terms, affinity, spread);
 
 		if (m >= 0) {
 			counts[m]++;
@@ -456,6 +465,7 @@ static int schedule_one(struct k8s_store *store, const json_t *pod, struct node_
 		k8s_error_clear(&err);
 		json_decref(volume_terms);
 		k8s_pod_affinity_free(affinity);
+		k8s_pod_spread_free(spread);
 		if (r < 0)
 			return 0;
 		(void)k8s_event_record(store, &ref, &scheduler_source, K8S_EVENT_NORMAL, "Scheduled",
@@ -467,6 +477,7 @@ static int schedule_one(struct k8s_store *store, const json_t *pod, struct node_
 	}
 	json_decref(volume_terms);
 	k8s_pod_affinity_free(affinity);
+	k8s_pod_spread_free(spread);
 	unschedulable_message(msg, sizeof(msg), n, counts);
 unschedulable:
 	u.message = msg;

@@ -31,7 +31,9 @@ struct k8s_watch {
 	char *buf;
 	size_t len, off;
 	bool ended;
-	unsigned max_events, sent;
+	struct k8s_watch_cut *cut;
+	uint64_t cut_generation;
+	unsigned cut_after, sent;
 };
 
 struct k8s_watch *k8s_watch_free(struct k8s_watch *w)
@@ -93,7 +95,11 @@ int k8s_watch_new(struct k8s_store *store, const struct k8s_resource *res,
 	w->fields = fields;
 	w->bookmarks = opts->bookmarks;
 	w->transform = opts->transform;
-	w->max_events = opts->max_events;
+	w->cut = opts->cut;
+	if (w->cut) {
+		w->cut_generation = __atomic_load_n(&w->cut->generation, __ATOMIC_ACQUIRE);
+		w->cut_after = __atomic_load_n(&w->cut->after, __ATOMIC_RELAXED);
+	}
 	w->transform_cls = opts->transform_cls;
 	w->deadline_ms = now + (uint64_t)timeout * 1000;
 	w->next_bookmark_ms = now + K8S_WATCH_BOOKMARK_MS;
@@ -200,14 +206,38 @@ static const char *event_type_for(const struct k8s_watch *w, const struct k8s_ev
 	return NULL;
 }
 
+void k8s_watch_cut_set(struct k8s_watch_cut *cut, unsigned after)
+{
+	__atomic_store_n(&cut->after, after, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&cut->generation, 1, __ATOMIC_RELEASE);
+}
+
+/* One more event sent: true when it is the last before the injected cut. */
+static bool counted_cut(struct k8s_watch *w)
+{
+	uint64_t generation;
+
+	if (!w->cut)
+		return false;
+	generation = __atomic_load_n(&w->cut->generation, __ATOMIC_ACQUIRE);
+	if (generation != w->cut_generation) {
+		w->cut_generation = generation;
+		w->cut_after = __atomic_load_n(&w->cut->after, __ATOMIC_RELAXED);
+		w->sent = 0;
+	}
+	if (!w->cut_after || ++w->sent < w->cut_after)
+		return false;
+	__atomic_add_fetch(&w->cut->count, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
 /* Lock held. Formats what is ready into f; returns false at end of stream. */
 static bool fill(struct k8s_watch *w, FILE *f, uint64_t now)
 {
 	struct k8s_store *store = w->store;
 	size_t n = 0;
 
-	if (store->closing || now >= w->deadline_ms ||
-	    (w->max_events && w->sent >= w->max_events))
+	if (store->closing || now >= w->deadline_ms || (w->cut_after && w->sent >= w->cut_after))
 		return false;
 	while (w->i_initial < w->n_initial && n < K8S_WATCH_BATCH) {
 		struct k8s_object *o = w->initial[w->i_initial++];
@@ -215,7 +245,7 @@ static bool fill(struct k8s_watch *w, FILE *f, uint64_t now)
 		emit_object(w, f, "ADDED", o);
 		k8s_object_unref(o);
 		n++;
-		if (w->max_events && ++w->sent >= w->max_events)
+		if (counted_cut(w))
 			return true;
 	}
 	if (w->i_initial < w->n_initial)
@@ -245,7 +275,7 @@ static bool fill(struct k8s_watch *w, FILE *f, uint64_t now)
 			continue;
 		emit_object(w, f, type, ev->obj);
 		n++;
-		if (w->max_events && ++w->sent >= w->max_events)
+		if (counted_cut(w))
 			return true;
 	}
 	if (w->bookmarks && now >= w->next_bookmark_ms) {

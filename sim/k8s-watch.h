@@ -8,6 +8,7 @@
 #define KANNA_SIM_K8S_WATCH_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "sim/k8s-store.h"
@@ -24,6 +25,20 @@
 
 struct k8s_watch;
 
+/*
+ * An injected cut that open streams follow too, as a dropped connection
+ * would: a stream ends after `after` events (0: never), counted from its
+ * start or from the latest change of the cut (generation), whichever came
+ * last. Shared by the streams and the fault setter; every field is read
+ * and written atomically (after before generation).
+ */
+struct k8s_watch_cut {
+	unsigned after;
+	uint64_t generation;
+	uint64_t count; /* streams cut so far */
+};
+void k8s_watch_cut_set(struct k8s_watch_cut *cut, unsigned after);
+
 /* Rewrites each event's object (e.g. into a Table); returns a new value. */
 typedef json_t *(*k8s_watch_transform)(void *cls, const struct k8s_resource *res,
 				       const json_t *obj);
@@ -34,7 +49,7 @@ struct k8s_watch_options {
 	const char *resource_version; /* NULL or "0": current objects first */
 	bool bookmarks;
 	bool send_initial_events;
-	unsigned max_events; /* end the stream after this many, 0: no limit */
+	struct k8s_watch_cut *cut; /* NULL: never cut */
 	long timeout_seconds; /* 0: K8S_WATCH_DEFAULT_TIMEOUT_S */
 };
 

@@ -280,7 +280,7 @@ static int start_k8s(struct sim *sim)
 		.token = sim->opt.insecure_http ? NULL : sim->token,
 	};
 	uint8_t raw[SIM_TOKEN_BYTES];
-	char dir[4096];
+	char dir[4096], msg[512];
 	int r;
 
 	sim->reg = k8s_registry_new();
@@ -306,7 +306,10 @@ static int start_k8s(struct sim *sim)
 		cfg.tls = &sim->tls;
 	}
 	k8s_api_init(&sim->api, sim->reg, sim->store);
-	sim->api.faults = sim->opt.k8s_faults;
+	if (k8s_faults_validate(sim->reg, &sim->opt.k8s_faults, msg, sizeof(msg)) < 0)
+		return log_error_errno(-EINVAL, "Failed to load config %s: k8s-faults: %s",
+				       sim->opt.config ?: "", msg);
+	k8s_faults_set(&sim->api, &sim->opt.k8s_faults);
 	r = k8s_server_start(&sim->api, &cfg, &sim->server);
 	if (r < 0)
 		return r;

@@ -2,3 +2,7 @@
 EXTRA_DIST += tests/e2e/demo.sh examples/s5-inflate.yaml tests/unit/pod-template-fixture.h
 # The demo runs as a test too, so what a new user sees never rots.
 TESTS += tests/e2e/demo.sh
+# Chaos: kills and faults on the scale-up path, invariants checked against
+# the sim's record (short here; ./quickstart chaos runs the long campaign).
+TESTS += tests/e2e/chaos.sh
+EXTRA_DIST += tests/e2e/chaos.sh tests/e2e/chaos-check.py

@@ -307,3 +307,114 @@ Test(sim_api, field_selectors_match_upstreams_aliases_and_absent_values)
 		     0);
 	cr_assert_eq(count_items("/api/v1/namespaces", "fieldSelector=metadata.name=default"), 1);
 }
+
+/* faultsInjected.<kind> (or .errorRates.<resource>) of GET /_sim/status. */
+static json_int_t injected(const char *kind, const char *resource)
+{
+	json_t *st = call("GET", "/_sim/status", NULL, NULL, 200);
+	const json_t *f = json_object_get(st, "faultsInjected");
+	json_int_t n;
+
+	cr_assert_not_null(f);
+	if (resource)
+		f = json_object_get(json_object_get(f, "errorRates"), resource);
+	else
+		f = json_object_get(f, kind);
+	n = json_integer_value(f);
+	json_decref(st);
+	return n;
+}
+
+#define EVENT_BODY                                                                         \
+	"{\"metadata\":{\"name\":\"e\"},\"involvedObject\":{\"kind\":\"Pod\",\"name\":\"p\"}," \
+	"\"reason\":\"Started\"}"
+#define BINDING_BODY "{\"metadata\":{\"name\":\"p\"},\"target\":{\"kind\":\"Node\",\"name\":\"n1\"}}"
+
+Test(sim_api, error_rates_fail_only_the_named_resource_and_count_what_they_injected)
+{
+	json_t *j;
+
+	/* Unknown resources and subresources, bad names and rates: refused whole. */
+	json_decref(call("POST", "/_sim/faults", NULL, "{\"errorRates\":{\"events\":1,\"pods/bindings\":1}}", 400));
+	json_decref(call("POST", "/_sim/faults", NULL, "{\"errorRates\":{\"nodes/binding\":1}}", 400));
+	json_decref(call("POST", "/_sim/faults", NULL, "{\"errorRates\":{\"widgets\":1}}", 400));
+	json_decref(call("POST", "/_sim/faults", NULL, "{\"errorRates\":{\"Pods\":1}}", 400));
+	json_decref(call("POST", "/_sim/faults", NULL, "{\"errorRates\":{\"pods//binding\":1}}", 400));
+	json_decref(call("POST", "/_sim/faults", NULL, "{\"errorRates\":{\"events\":1.5}}", 400));
+	json_decref(call("POST", "/_sim/faults", NULL, "{\"errorRates\":{\"events\":\"1\"}}", 400));
+	json_decref(call("POST", "/_sim/faults", NULL, "{\"errorRates\":[\"events\"]}", 400));
+	json_decref(call("POST", "/_sim/faults", NULL, "{\"errorRate\":{\"events\":1}}", 400));
+	json_decref(call("POST", "/_sim/faults", NULL, "{\"throttleRate\":0,\"throttleRate\":1}", 400));
+	j = call("GET", "/_sim/faults", NULL, NULL, 200);
+	cr_assert_eq(json_object_size(json_object_get(j, "errorRates")), 0);
+	json_decref(j);
+
+	j = call("POST", "/_sim/faults", NULL, "{\"errorRates\":{\"pods/binding\":1,\"events\":1}}", 200);
+	cr_assert_float_eq(json_number_value(json_object_get(json_object_get(j, "errorRates"), "events")),
+			   1.0, 1e-9);
+	json_decref(j);
+	json_decref(call("POST", "/api/v1/nodes", "application/json", "{\"metadata\":{\"name\":\"n1\"}}", 201));
+	json_decref(call("POST", "/api/v1/namespaces/default/pods", "application/json",
+			 "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}",
+			 201));
+	j = call("POST", "/api/v1/namespaces/default/pods/p/binding", "application/json", BINDING_BODY, 500);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "reason")), "InternalError");
+	json_decref(j);
+	json_decref(call("POST", "/api/v1/namespaces/default/events", "application/json", EVENT_BODY, 500));
+	json_decref(call("GET", "/api/v1/namespaces/default/events", NULL, NULL, 500));
+	/* The pod itself, and other resources, are not hit. */
+	json_decref(call("GET", "/api/v1/namespaces/default/pods/p", NULL, NULL, 200));
+	json_decref(call("GET", "/api/v1/nodes", NULL, NULL, 200));
+	cr_assert_eq(injected(NULL, "pods/binding"), 1);
+	cr_assert_eq(injected(NULL, "events"), 2);
+	cr_assert_eq(injected("error5xx", NULL), 0);
+
+	/* Cleared: the writes go through; the counts stay. */
+	json_decref(call("POST", "/_sim/faults", NULL, "{}", 200));
+	json_decref(call("POST", "/api/v1/namespaces/default/pods/p/binding", "application/json", BINDING_BODY, 201));
+	json_decref(call("POST", "/api/v1/namespaces/default/events", "application/json", EVENT_BODY, 201));
+	cr_assert_eq(injected(NULL, "pods/binding"), 1);
+	cr_assert_eq(injected(NULL, "events"), 2);
+}
+
+Test(sim_api, every_injected_fault_is_counted_by_kind)
+{
+	struct k8s_request req = { .method = "GET", .path = "/api/v1/namespaces", .arg = query_arg,
+				   .arg_cls = (void *)"watch=1&timeoutSeconds=5" };
+	struct k8s_response resp;
+	char buf[4096];
+
+	json_decref(call("POST", "/_sim/faults", NULL, "{\"error5xxRate\":1}", 200));
+	json_decref(call("GET", "/api/v1/nodes", NULL, NULL, 500));
+	json_decref(call("GET", "/api/v1/pods", NULL, NULL, 500));
+	json_decref(call("POST", "/_sim/faults", NULL, "{\"throttleRate\":1,\"latencyMs\":1}", 200));
+	json_decref(call("GET", "/api/v1/nodes", NULL, NULL, 429));
+	cr_assert_eq(injected("error5xx", NULL), 2);
+	cr_assert_eq(injected("throttle", NULL), 1);
+	cr_assert_eq(injected("latency", NULL), 1);
+
+	/* A resumed watch meets 410; a new one is cut after one event. */
+	json_decref(call("POST", "/_sim/faults", NULL, "{\"watchGone\":1,\"watchCutAfterEvents\":1}", 200));
+	json_decref(call_query("GET", "/api/v1/namespaces", "watch=1&resourceVersion=1", NULL, NULL, 410));
+	cr_assert_eq(injected("watchGone", NULL), 1);
+	cr_assert_eq(k8s_api_handle(&api, &req, &resp), 0);
+	cr_assert_eq(resp.status, 200);
+	cr_assert_not_null(resp.watch);
+	while (k8s_watch_read(resp.watch, buf, sizeof(buf)) > 0)
+		;
+	resp.watch = k8s_watch_free(resp.watch);
+	k8s_response_clear(&resp);
+	cr_assert_eq(injected("watchCut", NULL), 1);
+
+	/* A stream opened before the cut follows it too, as a dropped connection. */
+	json_decref(call("POST", "/_sim/faults", NULL, "{}", 200));
+	cr_assert_eq(k8s_api_handle(&api, &req, &resp), 0);
+	cr_assert_gt(k8s_watch_read(resp.watch, buf, sizeof(buf)), 0, "the initial ADDED events");
+	json_decref(call("POST", "/_sim/faults", NULL, "{\"watchCutAfterEvents\":1}", 200));
+	json_decref(call("POST", "/api/v1/namespaces", "application/json", "{\"metadata\":{\"name\":\"late\"}}", 201));
+	cr_assert_gt(k8s_watch_read(resp.watch, buf, sizeof(buf)), 0, "the new namespace");
+	cr_assert_eq(k8s_watch_read(resp.watch, buf, sizeof(buf)), 0, "cut after it");
+	resp.watch = k8s_watch_free(resp.watch);
+	k8s_response_clear(&resp);
+	cr_assert_eq(injected("watchCut", NULL), 2);
+}

@@ -228,3 +228,52 @@ Test(sim_aws_faults, status_reports_instances_and_cost)
 	json_decref(j);
 	free(r.body);
 }
+
+/* faultsInjected.<kind> of GET /_sim/status. */
+static json_int_t injected(const char *kind)
+{
+	struct reply s = admin("GET", "/_sim/status", NULL);
+	json_t *j = json_loads(s.body, 0, NULL);
+	json_int_t n;
+
+	cr_assert_not_null(json_object_get(j, "faultsInjected"), "%s", s.body);
+	n = json_integer_value(json_object_get(json_object_get(j, "faultsInjected"), kind));
+	json_decref(j);
+	free(s.body);
+	return n;
+}
+
+Test(sim_aws_faults, status_counts_the_faults_that_hit_by_kind)
+{
+	struct reply f, r;
+
+	create_template("lt-demo");
+	/* Both overrides refused: two offerings' worth of insufficient capacity. */
+	f = admin("POST", "/_sim/faults", "{\"insufficientCapacity\":[{\"capacityType\":\"on-demand\"}]}");
+	free(f.body);
+	r = fleet(NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_eq(xml_count(r.body, "<instanceId>"), 0, "%s", r.body);
+	free(r.body);
+	cr_assert_eq(injected("insufficientCapacity"), 2);
+	f = admin("POST", "/_sim/faults", "{\"throttleRate\": 1, \"latencyMs\": 1}");
+	free(f.body);
+	r = ec2("Action=DescribeAvailabilityZones");
+	free(r.body);
+	f = admin("POST", "/_sim/faults", "{\"errorRate\": 1}");
+	free(f.body);
+	r = ec2("Action=DescribeAvailabilityZones");
+	free(r.body);
+	r = ec2("Action=DescribeAvailabilityZones");
+	free(r.body);
+	/* A new fault set does not reset what was counted. */
+	f = admin("POST", "/_sim/faults", "{}");
+	free(f.body);
+	r = ec2("Action=DescribeAvailabilityZones");
+	cr_assert_eq(r.status, 200);
+	free(r.body);
+	cr_assert_eq(injected("throttle"), 1);
+	cr_assert_eq(injected("latency"), 1);
+	cr_assert_eq(injected("internalError"), 2);
+	cr_assert_eq(injected("insufficientCapacity"), 2);
+}

@@ -356,6 +356,67 @@ Test(sim_controllers, required_pod_affinity_and_anti_affinity_pick_the_zone)
 	json_decref(p);
 }
 
+/* A pod of app s spreading on key with maxSkew 1. */
+static void create_spread_pod(const char *name, const char *key, const char *when)
+{
+	char json[1024];
+
+	snprintf(json, sizeof(json),
+		 "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"app\":\"s\"}},\"spec\":{"
+		 "\"topologySpreadConstraints\":[{\"maxSkew\":1,\"topologyKey\":\"%s\","
+		 "\"whenUnsatisfiable\":\"%s\",\"labelSelector\":{\"matchLabels\":{\"app\":\"s\"}}}],"
+		 "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":"
+		 "{\"cpu\":\"100m\",\"memory\":\"1Gi\"}}}]}}", name, key, when);
+	create(pods, "default", json);
+}
+
+static const char *bound_to(const char *pod)
+{
+	static char name[64];
+	json_t *p = get_pod(pod);
+
+	snprintf(name, sizeof(name), "%s", field(p, "spec", "nodeName") ?: "");
+	json_decref(p);
+	return name;
+}
+
+Test(sim_controllers, do_not_schedule_spread_keeps_the_skew_where_first_fit_would_not)
+{
+	char zones[5] = "";
+	json_t *p;
+
+	/* Sorted by name, first fit would put every pod on a1. */
+	create(nodes, NULL, ZONE_NODE("a1", "za"));
+	create(nodes, NULL, ZONE_NODE("a2", "za"));
+	create(nodes, NULL, ZONE_NODE("b1", "zb"));
+	for (int i = 0; i < 4; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "s-%d", i);
+		create_spread_pod(name, "topology.kubernetes.io/zone", "DoNotSchedule");
+		k8s_scheduler_reconcile(store);
+		zones[i] = bound_to(name)[0];
+	}
+	cr_assert(strchr("ab", zones[0]) && strchr("ab", zones[1]), "%s", zones);
+	cr_assert_eq((zones[0] == 'a') + (zones[1] == 'a') + (zones[2] == 'a') + (zones[3] == 'a'), 2,
+		     "two per zone: %s", zones);
+	/* An empty zone is a domain: the next pod must go there. */
+	create(nodes, NULL, ZONE_NODE("c1", "zc"));
+	create_spread_pod("s-4", "topology.kubernetes.io/zone", "DoNotSchedule");
+	k8s_scheduler_reconcile(store);
+	cr_assert_str_eq(bound_to("s-4"), "c1");
+	/* ScheduleAnyway does not filter; a key no node has fits nowhere. */
+	create_spread_pod("any", "rack", "ScheduleAnyway");
+	create_spread_pod("rack", "rack", "DoNotSchedule");
+	k8s_scheduler_reconcile(store);
+	cr_assert_str_eq(bound_to("any"), "a1");
+	p = get_pod("rack");
+	cr_assert_null(field(p, "spec", "nodeName"));
+	cr_assert_str_eq(condition(p, "message"),
+			 "0/4 nodes are available: 4 node(s) didn't match pod topology spread constraints.");
+	json_decref(p);
+}
+
 static json_t *get_obj(const char *group, const char *plural, const char *ns, const char *name)
 {
 	struct k8s_resource *res = k8s_registry_find(reg, group, "v1", plural);
