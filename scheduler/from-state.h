@@ -42,7 +42,8 @@ struct from_state_options {
 	 * NodeClaims and bound or planned pods elsewhere are left out, unless
 	 * a pending pod's hard constraints or a pod's anti-affinity could
 	 * count pods beyond that Node (see counts_beyond_node()); then the
-	 * whole cluster is built. NULL: the whole cluster (sched_solve()).
+	 * whole cluster is built. Scoped, the model has no instance types.
+	 * NULL: the whole cluster (sched_solve()).
 	 */
 	const char *scope_node;
 };
