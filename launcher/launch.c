@@ -11,7 +11,8 @@
  * crash; the ClientToken comes from its UID, so a retried CreateFleet never
  * launches twice. A step that fails for any other reason is retried with
  * backoff until launch-timeout; then the NodeClaim is deleted and its pods
- * are handed back to the schedulers (a failed launch result).
+ * are handed back to the schedulers (a failed launch result). A NodeClaim
+ * deleted meanwhile stops the chain at its next step (launch-undo.c).
  */
 #include <errno.h>
 #include <inttypes.h>
