@@ -123,6 +123,24 @@ void launcher_tag_instance(struct launcher *l, const char *instance_id, const ch
 
 /* ---- the batched CreateFleet -------------------------------------------------- */
 
+/* Members whose NodeClaim still exists take the batch's instances first
+ * (in name order, as recovery matches them: a deleted NodeClaim is not
+ * among its candidates); an instance launched beyond them goes to a
+ * deleted member, which terminates it (launch-undo.c). Stable. */
+static void members_live_first(struct fleet_batch *b)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < b->n; i++) {
+		struct launch *la = b->members[i];
+
+		if (la->deleted)
+			continue;
+		memmove(&b->members[k + 1], &b->members[k], (i - k) * sizeof(b->members[0]));
+		b->members[k++] = la;
+	}
+}
+
 static void on_batch_fleet(struct aws_client *c, const struct aws_response *resp, void *userdata)
 {
 	struct fleet_batch *b = userdata;
@@ -139,6 +157,7 @@ static void on_batch_fleet(struct aws_client *c, const struct aws_response *resp
 	}
 	if (fr)
 		qsort(fr->all, fr->n_launched, sizeof(fr->all[0]), cmp_instance_id);
+	members_live_first(b);
 	log_info("batched CreateFleet %s: %zu of %zu instance(s) launched", b->token,
 		 fr ? fr->n_launched : 0, b->n);
 	for (size_t i = 0; i < b->n; i++) {
@@ -248,8 +267,24 @@ struct batch_patch {
 /* One recording finished (or the issuing loop's hold was released). */
 static void batch_recorded_one(struct fleet_batch *b)
 {
+	struct launch *deleted[FLEET_MAX_INSTANCES];
+	size_t n_deleted = 0, k = 0;
+
 	if (--b->patches_outstanding > 0)
 		return;
+	/* A member deleted since it joined is not launched for (launch-undo.c). */
+	for (size_t i = 0; i < b->n; i++) {
+		struct launch *la = b->members[i];
+
+		if (la->deleted && n_deleted < ARRAY_SIZE(deleted)) {
+			la->fleet_batch[0] = 0;
+			la->busy = false;
+			deleted[n_deleted++] = la;
+			continue;
+		}
+		b->members[k++] = la;
+	}
+	b->n = k;
 	if (b->n == 0) {
 		fleet_batch_free(b);
 	} else if (b->n == 1) {
@@ -263,6 +298,8 @@ static void batch_recorded_one(struct fleet_batch *b)
 	} else {
 		batch_send(b);
 	}
+	for (size_t i = 0; i < n_deleted; i++)
+		launch_advance(deleted[i]);
 }
 
 static void on_batch_recorded(struct kube_client *c, const struct kube_response *resp, void *userdata)
@@ -272,6 +309,8 @@ static void on_batch_recorded(struct kube_client *c, const struct kube_response 
 
 	(void)c;
 	if (resp->status < 200 || resp->status >= 300) {
+		if (resp->status == 404)
+			p->la->deleted = true; /* gone: launch_send_fleet() stops it */
 		for (size_t i = 0; i < b->n; i++)
 			if (b->members[i] == p->la) {
 				log_warn_kv(LOG_KV({ "nodeclaim", p->la->name }),

@@ -178,6 +178,10 @@ static void on_change(enum proto_delta_op op, const struct proto_object *old,
 {
 	struct launcher *l = userdata;
 
+	if (op == PROTO_DELTA_DELETE && old && old->kind == PROTO_OBJECT_NODECLAIM)
+		launcher_nodeclaim_deleted(l, old->nodeclaim->name, old->nodeclaim->uid);
+	else if (now && now->kind == PROTO_OBJECT_NODECLAIM && now->nodeclaim->deletion_time)
+		launcher_nodeclaim_deleted(l, now->nodeclaim->name, now->nodeclaim->uid);
 	if (!l->resolver)
 		return;
 	if (now && now->kind == PROTO_OBJECT_NODECLASS)

@@ -56,6 +56,7 @@ static void on_find_instance(struct aws_client *c, const struct aws_response *re
 				   "DescribeInstances returned an unexpected document");
 		return;
 	}
+	la->fleet_in_doubt = false; /* what it launched is adopted below, or nothing was */
 	for (int i = 0; i < n; i++)
 		if (streq(found[i].state, "pending") || streq(found[i].state, "running")) {
 			log_info_kv(LOG_KV({ "nodeclaim", la->name }, { "instance", found[i].instance_id }),
@@ -215,6 +216,11 @@ void launch_send_fleet(struct launch *la)
 	int r;
 
 	launch_resume(la);
+	if (la->deleted) {
+		/* Deleted while queued or batched: not sent (launch-undo.c). */
+		launch_advance(la);
+		return;
+	}
 	if (fleet_client_token(la->uid, la->attempt, fc.token, sizeof(fc.token)) < 0) {
 		launch_give_up(la, PROTO_LAUNCH_FAILED, "the NodeClaim has no valid UID");
 		return;
@@ -303,6 +309,8 @@ void on_fleet(struct aws_client *c, const struct aws_response *resp, void *userd
 		 * request that differs must not carry a token already used. */
 		if (launch_fleet_refused(resp))
 			la->attempt++;
+		else
+			la->fleet_in_doubt = true; /* it may have launched: the answer is lost */
 		launch_retry_later(la, "launch an instance (CreateFleet)", aws_response_strerror(resp));
 		return;
 	}

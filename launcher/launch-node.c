@@ -64,11 +64,9 @@ static void on_status_recorded(struct kube_client *c, const struct kube_response
 	(void)c;
 	launch_resume(la);
 	if (resp->status == 404) {
-		/* Deleted under us: the instance is the reaper's to collect. */
-		log_warn_kv(LOG_KV({ "nodeclaim", la->name }),
-			    "nodeclaim %s was deleted while launching; instance %s is left to garbage "
-			    "collection", la->name, la->launched.instance_id);
-		launch_finish(la, false);
+		/* Deleted under us: what we launched for it is undone. */
+		la->deleted = true;
+		launch_advance(la);
 		return;
 	}
 	if (resp->status < 200 || resp->status >= 300) {

@@ -11,7 +11,8 @@
  * crash; the ClientToken comes from its UID, so a retried CreateFleet never
  * launches twice. A step that fails for any other reason is retried with
  * backoff until launch-timeout; then the NodeClaim is deleted and its pods
- * are handed back to the schedulers (a failed launch result).
+ * are handed back to the schedulers (a failed launch result). A NodeClaim
+ * deleted meanwhile stops the chain at its next step (launch-undo.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -242,11 +243,23 @@ static int on_retry_timer(struct loop *loop, void *userdata)
 	return 0;
 }
 
+int launch_retry_in(struct launch *la, uint64_t delay_usec)
+{
+	la->busy = true;
+	return loop_add_timer(la->l->loop, delay_usec, on_retry_timer, la, &la->timer);
+}
+
 /* A step failed for a reason that may pass (API down, credentials, …). */
 void launch_retry_later(struct launch *la, const char *what, const char *why)
 {
 	uint64_t delay = LAUNCH_BACKOFF_BASE_USEC << MIN(la->failures, 10u);
 
+	if (la->deleted) {
+		/* Nothing to retry for a deleted NodeClaim. */
+		la->busy = false;
+		launch_advance(la);
+		return;
+	}
 	delay = MIN(delay, LAUNCH_BACKOFF_CAP_USEC);
 	la->failures++;
 	/* Once an instance exists, giving up would leak it: keep trying. */
@@ -262,9 +275,10 @@ void launch_retry_later(struct launch *la, const char *what, const char *why)
 		    (double)delay / 1e6);
 	if (la->failures == 1)
 		launch_event(la, KUBE_EVENT_WARNING, "LaunchFailed", why);
-	la->busy = true;
-	if (loop_add_timer(la->l->loop, delay, on_retry_timer, la, &la->timer) < 0)
+	if (launch_retry_in(la, delay) < 0) {
+		la->busy = false;
 		launch_give_up(la, PROTO_LAUNCH_FAILED, "out of memory scheduling a retry");
+	}
 }
 
 /* ---- create the NodeClaim ------------------------------------------------ */
@@ -403,6 +417,10 @@ static void resolve_finished(struct launch *la)
 			launch_retry_later(la, "resolve the EC2NodeClass", msg);
 		return;
 	}
+	/* A launcher before us may have launched for it: until find_instance
+	 * has looked, a deletion must look too. */
+	if (la->claim_existed)
+		la->fleet_in_doubt = true;
 	la->step = la->claim_existed ? STEP_FIND_INSTANCE : STEP_FLEET;
 	launch_advance(la);
 }
@@ -492,10 +510,28 @@ static void launch_resolve(struct launch *la)
 
 /* ---- the chain ----------------------------------------------------------------------------- */
 
+/* Deleted, as daemon.c heard, or as the replica shows now (a snapshot
+ * after a gap reports no deletes one by one). */
+static bool claim_deleted(struct launch *la)
+{
+	const struct state_entry *e;
+
+	if (la->deleted || !la->uid)
+		return la->deleted;
+	e = state_store_get(launcher_store(la->l), PROTO_OBJECT_NODECLAIM, "", la->name);
+	if (e && e->obj.nodeclaim->deletion_time && streq_ptr(e->obj.nodeclaim->uid, la->uid))
+		la->deleted = true;
+	return la->deleted;
+}
+
 void launch_advance(struct launch *la)
 {
 	if (la->busy)
 		return;
+	if (la->step != STEP_DONE && claim_deleted(la)) {
+		launch_undo(la);
+		return;
+	}
 	switch (la->step) {
 	case STEP_QUEUED:
 		la->step = la->uid ? STEP_RESOLVE : STEP_CREATE_CLAIM;

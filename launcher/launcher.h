@@ -82,6 +82,9 @@ struct launch {
 	bool claim_existed;    /* the NodeClaim was there before us: look for its instance */
 	bool needs_tag;        /* launched in a batch: karpenter.sh/nodeclaim tag still to add */
 	bool busy;             /* a request or timer of ours is outstanding */
+	bool deleted;          /* its NodeClaim was deleted: launch-undo.c takes over */
+	bool undoing;          /* launch-undo.c has taken over */
+	bool fleet_in_doubt;   /* a CreateFleet of ours may have launched what we never heard of */
 	unsigned attempt;      /* ClientToken attempt */
 	uint8_t fleet_capacity_type; /* of the last CreateFleet */
 	uint64_t finished_at;  /* monotonic µs when it reached STEP_DONE */
@@ -245,6 +248,12 @@ void batcher_done(struct launcher *l);
 void launcher_tag_instance(struct launcher *l, const char *instance_id, const char *nodeclaim);
 /* Recovery of a NodeClaim launched in a batch: which instance is its. */
 void launch_find_batched_instance(struct launch *la);
+
+/* launch-undo.c: a NodeClaim deleted while it is being launched. */
+void launcher_nodeclaim_deleted(struct launcher *l, const char *name, const char *uid);
+void launch_undo(struct launch *la);
+/* launch.c: runs la's chain again after delay_usec, whatever its deadline. */
+int launch_retry_in(struct launch *la, uint64_t delay_usec);
 
 /* reconcile.c: recovery on start and the periodic level-triggered pass. */
 int launcher_reconcile(struct loop *loop, void *userdata);

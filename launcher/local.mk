@@ -96,7 +96,7 @@ bin_PROGRAMS += launcher/kanna-launcher
 launcher_kanna_launcher_SOURCES = launcher/main.c launcher/daemon.h launcher/daemon.c \
 	launcher/config.h launcher/config.c launcher/launcher.h launcher/admit.c \
 	launcher/launch.c launcher/launch-fleet.c launcher/launch-node.c launcher/launch-bind.c \
-	launcher/batch.c launcher/reconcile.c
+	launcher/launch-undo.c launcher/batch.c launcher/reconcile.c
 launcher_kanna_launcher_LDADD = $(LAUNCHER_LIBS)
 dist_man_MANS += launcher/kanna-launcher.1
 
@@ -109,6 +109,9 @@ EXTRA_DIST += tests/e2e/launcher.sh tests/e2e/launcher-recovery.sh tests/e2e/dem
 # NodeClaim left without candidates fails at once and its pods are re-planned.
 TESTS += tests/e2e/launcher-capacity.sh
 EXTRA_DIST += tests/e2e/launcher-capacity.sh
+# A NodeClaim deleted mid-launch: nothing more sent, nothing left running.
+TESTS += tests/e2e/launcher-deleted.sh
+EXTRA_DIST += tests/e2e/launcher-deleted.sh
 
 # ./quickstart bench launcher
 BENCH_PROGS += bench/bench-launcher
