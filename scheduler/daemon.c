@@ -27,11 +27,15 @@
 #include "scheduler/daemon.h"
 #include "scheduler/from-state.h"
 #include "scheduler/plan.h"
+#include "scheduler/unschedulable.h"
 
 /* How often the batcher looks at its windows and expires holds. */
 #define SCHEDULER_TICK_USEC (100ULL * 1000)
 /* Offerings a launcher reported without capacity that we remember. */
 #define SCHEDULER_MAX_UNAVAILABLE 4096
+/* How often the pods still unschedulable are summed up in the log (each
+ * pod's own reason is logged only when it changes). */
+#define SCHEDULER_SUMMARY_USEC (60ULL * 1000 * 1000)
 
 struct scheduler {
 	struct scheduler_config *cfg;
@@ -53,6 +57,7 @@ struct scheduler {
 	struct arena plan_arena;
 	struct unavailable_offering *unavailable;
 	size_t n_unavailable;
+	struct unschedulable unsched; /* reasons said, per pod */
 	uint64_t batch_id;
 	/* The launcher's newest valid catalog (NULL: the shipped table) and the
 	 * last generation refused, so that a republished bad one logs once. */
@@ -97,21 +102,50 @@ static bool still_pending(struct scheduler *s, const struct proto_pod *p)
 	return e && state_pod_is_unschedulable(e->obj.pod);
 }
 
-static void report_unschedulable(struct scheduler *s, const struct cluster *c,
-				 const struct sched_result *res, struct proto_pod **pods)
+/* The log says a pod's reason when it changes; the Event is recorded every
+ * time (the recorder folds repeats). pods[0..n) are the batch's. */
+static void report_unschedulable(struct scheduler *s, const struct sched_result *res,
+				 struct proto_pod **pods, size_t n)
 {
+	for (size_t i = 0; i < n; i++)
+		if (res->pod_bin[i] >= 0)
+			unschedulable_forget(&s->unsched, pods[i]->uid);
 	for (uint32_t i = 0; i < res->n_unschedulable; i++) {
 		const struct proto_pod *p = pods[res->unschedulable[i].pod];
 		struct kube_object_ref ref = { "v1", "Pod", p->ns, p->name, p->uid };
 		const char *why = res->unschedulable[i].reason;
 
-		(void)c;
-		log_warn_kv(LOG_KV({ "pod", p->name }, { "namespace", p->ns }),
-			    "could not schedule pod: %s", why);
+		if (unschedulable_note(&s->unsched, p, why) != 0)
+			log_warn_kv(LOG_KV({ "pod", p->name }, { "namespace", p->ns }),
+				    "could not schedule pod: %s", why);
 		kube_event_record(s->events, &ref, KUBE_EVENT_WARNING, "FailedScheduling",
 				  "Failed to schedule pod, %s", why);
 	}
 	metrics_gauge_set(s->unschedulable, res->n_unschedulable, NULL);
+}
+
+static bool pod_still_pending(const char *ns, const char *name, const char *uid, void *userdata)
+{
+	struct scheduler *s = userdata;
+	const struct state_entry *e = state_store_get(replica_store(s->replica), PROTO_OBJECT_POD,
+						      ns, name);
+
+	return e && streq_ptr(e->obj.pod->uid, uid) && state_pod_is_unschedulable(e->obj.pod);
+}
+
+/* Once a minute: the pods still unschedulable, by reason, in one line. */
+static int on_summary(struct loop *loop, void *userdata)
+{
+	struct scheduler *s = userdata;
+	char line[1024];
+
+	(void)loop;
+	if (!replica_synced(s->replica))
+		return 0;
+	unschedulable_sweep(&s->unsched, pod_still_pending, s);
+	if (unschedulable_summary(&s->unsched, line, sizeof(line)) > 0)
+		log_warn_kv(LOG_KV({ "shard", s->process }), "%s", line);
+	return 0;
 }
 
 static int send_plan(struct scheduler *s, const struct cluster *c, const struct sched_result *res,
@@ -198,7 +232,7 @@ static int solve_batch(struct scheduler *s)
 	log_info("computed new nodeclaim(s) to fit pod(s): %u "
 		    "nodeclaim(s) for %u pod(s) in %.1f ms", res->n_claims, placed,
 		    (double)(now_usec() - t0) / 1000.0);
-	report_unschedulable(s, c, res, keep);
+	report_unschedulable(s, res, keep, k);
 	r = send_plan(s, c, res, keep);
 out:
 	for (size_t i = 0; i < k; i++)
@@ -415,8 +449,10 @@ static int scheduler_work(struct scheduler *s)
 	    (r = sock_watch(s->results_rx, on_results, s)) < 0)
 		return log_error_errno(r, "Failed to connect the scheduler's sockets in %s: %m",
 				       sock_ctx_runtime_dir(s->socks));
-	if ((r = loop_add_periodic(s->loop, "batch", SCHEDULER_TICK_USEC, on_tick, s)) < 0)
-		return log_error_errno(r, "Failed to schedule batching: %m");
+	if ((r = loop_add_periodic(s->loop, "batch", SCHEDULER_TICK_USEC, on_tick, s)) < 0 ||
+	    (r = loop_add_periodic(s->loop, "unschedulable-summary", SCHEDULER_SUMMARY_USEC,
+				   on_summary, s)) < 0)
+		return log_error_errno(r, "Failed to schedule batching and its summaries: %m");
 	health_server_set_ready(s->health, true, NULL);
 	loop_notify_ready(s->loop, "scheduling");
 	log_info_kv(LOG_KV({ "shard", s->process }), "scheduling shard %u of %u", s->shard,
@@ -478,6 +514,7 @@ int scheduler_run(struct scheduler_config *cfg, int argc, char **argv)
 	snprintf(s.process, sizeof(s.process), "scheduler-%u", s.shard);
 	gethostname(host, sizeof(host) - 1);
 	batch_init(&s.batch, cfg->batch_idle_usec, cfg->batch_max_usec);
+	unschedulable_init(&s.unsched);
 	s.unavailable = calloc(SCHEDULER_MAX_UNAVAILABLE, sizeof(*s.unavailable));
 	if (!s.unavailable || (r = loop_new(&s.loop, s.process)) < 0 ||
 	    (r = scheduler_metrics(&s)) < 0 || (r = msg_io_init(&s.io, PROTO_PROCESS_SCHEDULER, s.shard)) < 0) {
@@ -541,6 +578,7 @@ out:
 	metrics_registry_free(s.metrics);
 	msg_io_done(&s.io);
 	batch_done(&s.batch);
+	unschedulable_done(&s.unsched);
 	arena_done(&s.plan_arena);
 	for (size_t i = 0; s.unavailable && i < s.n_unavailable; i++) {
 		free(s.unavailable[i].instance_type);

@@ -62,6 +62,81 @@ void resource_text(const struct solver *s, uint32_t r, int64_t v, char *buf, siz
 		buf[0] = '\0';
 }
 
+/* Room kept for "; and N more nodepool(s)". */
+#define NP_REASONS_TAIL 48
+
+void np_reasons_reset(struct np_reasons *rs)
+{
+	rs->len = 0;
+	rs->n = 0;
+}
+
+int np_reasons_add(struct np_reasons *rs, enum np_check check, const char *why)
+{
+	size_t n = strlen(why) + 1;
+
+	if (rs->n == rs->cap_n) {
+		uint32_t cap = rs->cap_n ? rs->cap_n * 2 : 16;
+		void *at = realloc(rs->at, cap * sizeof(*rs->at));
+
+		if (!at)
+			return -ENOMEM;
+		rs->at = at;
+		rs->cap_n = cap;
+	}
+	if (rs->len + n > rs->cap) {
+		size_t cap = MAX(rs->cap * 2, rs->len + n + 1024);
+		char *text = realloc(rs->text, cap);
+
+		if (!text)
+			return -ENOMEM;
+		rs->text = text;
+		rs->cap = cap;
+	}
+	memcpy(rs->text + rs->len, why, n);
+	rs->at[rs->n].off = rs->len;
+	rs->at[rs->n].check = (uint8_t)check;
+	rs->n++;
+	rs->len += n;
+	return 0;
+}
+
+void np_reasons_text(const struct np_reasons *rs, char *buf, size_t size)
+{
+	uint32_t lead = 0, left_out = 0;
+	size_t len;
+
+	if (!rs->n || !size)
+		return;
+	for (uint32_t i = 1; i < rs->n; i++)
+		if (rs->at[i].check > rs->at[lead].check)
+			lead = i;
+	snprintf(buf, size, "%s", rs->text + rs->at[lead].off);
+	len = strlen(buf);
+	for (uint32_t i = 0; i < rs->n; i++) {
+		const char *why = rs->text + rs->at[i].off;
+		size_t n = strlen(why);
+
+		if (i == lead)
+			continue;
+		if (left_out || len + 2 + n + NP_REASONS_TAIL >= size) {
+			left_out++;
+			continue;
+		}
+		snprintf(buf + len, size - len, "; %s", why);
+		len += 2 + n;
+	}
+	if (left_out && len + NP_REASONS_TAIL < size)
+		snprintf(buf + len, size - len, "; and %u more nodepool(s)", left_out);
+}
+
+void np_reasons_done(struct np_reasons *rs)
+{
+	free(rs->text);
+	free(rs->at);
+	*rs = (struct np_reasons){ 0 };
+}
+
 int reason_no_type(struct solver *s, const struct shape *sh, uint32_t np, const struct resources *need,
 		   uint64_t zones, char *buf, size_t size)
 {

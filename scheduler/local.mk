@@ -17,6 +17,7 @@ libkanna_sched_a_SOURCES = \
 	scheduler/from-state-view.c \
 	scheduler/from-state-volumes.c scheduler/plan.h scheduler/plan.c \
 	scheduler/batch.h scheduler/batch.c scheduler/kubelet.h scheduler/kubelet.c \
+	scheduler/unschedulable.h scheduler/unschedulable.c \
 	scheduler/catalog-proto.h scheduler/catalog-proto.c
 
 bin_PROGRAMS += scheduler/kanna-scheduler
@@ -149,6 +150,11 @@ tests_unit_test_sched_daemon_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
 dist_man_MANS += scheduler/kanna-scheduler.1
 TESTS += tests/e2e/shards.sh
 EXTRA_DIST += tests/e2e/shards.sh
+
+check_PROGRAMS += tests/unit/test_sched_unschedulable
+TESTS += tests/unit/test_sched_unschedulable
+tests_unit_test_sched_unschedulable_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sched_unschedulable_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
 
 check_PROGRAMS += tests/unit/test_sched_catalog_proto
 TESTS += tests/unit/test_sched_catalog_proto

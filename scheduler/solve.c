@@ -98,6 +98,7 @@ void solver_done(struct solver *s)
 	free(s->scratch);
 	free(s->scratch2);
 	free(s->keybuf);
+	np_reasons_done(&s->np_reasons);
 	for (uint32_t i = 0; i < s->n_price_cache; i++)
 		free(s->price_cache[i].prices);
 }

@@ -74,6 +74,34 @@ struct shape {
 	uint32_t zone_cursor[SCHED_MAX_ZONES];
 };
 
+/*
+ * Why no NodePool took a pod, one reason per NodePool. With twenty
+ * NodePools, listing them in weight order cut the message off before the
+ * one that mattered, so the reason of the NodePool that got furthest
+ * through the checks leads: a pool whose requirements and taints admit the
+ * pod (say, only too small) is the one its user meant, far more than pools
+ * it never selected. Among equals the first in weight order leads (the
+ * pool Karpenter would have used). The others follow in weight order while
+ * they fit, then a count of those left out.
+ */
+enum np_check {
+	NP_CHECK_SHAPE,    /* requirements, taints: shape's np_reason */
+	NP_CHECK_HOSTNAME, /* hostname pod affinity */
+	NP_CHECK_DOMAIN,   /* topology domains */
+	NP_CHECK_CAPACITY, /* types that hold the pod within limits, minValues */
+};
+
+/* One pod's reasons, in NodePool order (the solver keeps one, reused). */
+struct np_reasons {
+	char *text; /* '\0'-terminated reasons one after the other */
+	size_t len, cap;
+	struct {
+		size_t off;
+		uint8_t check;
+	} *at;
+	uint32_t n, cap_n;
+};
+
 struct solver {
 	struct cluster *c;
 	const struct strtab *st;
@@ -108,6 +136,7 @@ struct solver {
 		double *prices;
 	} price_cache[SCHED_PRICE_CACHE];
 	uint32_t n_price_cache;
+	struct np_reasons np_reasons; /* try_new_claim()'s, reused */
 };
 
 /* solve.c: a solver over c with a bin per node holding its bound pods
@@ -157,6 +186,11 @@ uint32_t bin_domain(const struct solver *s, uint32_t b, uint32_t key);
 
 /* finish.c */
 int finish_result(struct solver *s, struct sched_result **ret);
+void np_reasons_reset(struct np_reasons *rs);
+int np_reasons_add(struct np_reasons *rs, enum np_check check, const char *why);
+/* "<lead>; <others>; and N more nodepool(s)" into buf, at most size bytes. */
+void np_reasons_text(const struct np_reasons *rs, char *buf, size_t size);
+void np_reasons_done(struct np_reasons *rs);
 /* "96 cpu", "512Mi memory": resource r's quantity v as reasons name it. */
 void resource_text(const struct solver *s, uint32_t r, int64_t v, char *buf, size_t size);
 int reason_no_type(struct solver *s, const struct shape *sh, uint32_t np, const struct resources *need,

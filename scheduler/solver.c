@@ -456,21 +456,6 @@ static struct bin *bin_new(struct solver *s)
 	return b;
 }
 
-static void append_reason(char *buf, size_t size, const char *why)
-{
-	size_t len = strlen(buf), n = strlen(why);
-
-	if (len && len + 2 < size) {
-		memcpy(buf + len, "; ", 2);
-		len += 2;
-	}
-	if (len + 1 >= size)
-		return;
-	n = MIN(n, size - len - 1);
-	memcpy(buf + len, why, n);
-	buf[len + n] = '\0';
-}
-
 /* Types of NodePool np that hold need and fit its remaining limits. */
 static int open_claim_types(struct solver *s, uint32_t np, const struct shape *sh,
 			    const struct resources *need, uint64_t zones, unsigned cts, char *why,
@@ -532,39 +517,45 @@ static int try_new_claim(struct solver *s, uint32_t pi, struct shape *sh,
 	uint64_t zones = dyn ? catalog_zone_mask(s->cat, eff) : sh->zones;
 	unsigned cts = dyn ? catalog_ct_mask(eff, s->st) : sh->cts;
 	char why[SCHED_REASON_MAX];
+	struct np_reasons *rs = &s->np_reasons;
 	struct plan pl;
 	int r;
 
 	reason[0] = '\0';
 	if (!s->c->n_nodepools)
 		snprintf(reason, size, "no nodepool defined");
+	np_reasons_reset(rs);
 	for (uint32_t i = 0; i < s->c->n_nodepools; i++) {
 		uint32_t np = s->np_order[i];
 		const struct nodepool *pool = &s->c->nodepools[np];
 		struct resources need = pool->daemon_overhead;
 
 		if (sh->np_state[np] <= 0) {
-			append_reason(reason, size, sh->np_reason[np]);
+			if (np_reasons_add(rs, NP_CHECK_SHAPE, sh->np_reason[np]) < 0)
+				return -ENOMEM;
 			continue;
 		}
 		if (!topology_host_ok(s, pi, sh, s->n_bins, NULL, 0)) {
 			snprintf(why, sizeof(why), "incompatible with nodepool %s: pod affinity on %s needs a node with a matching pod",
 				 strtab_str(s->st, pool->name), strtab_str(s->st, K_HOSTNAME));
-			append_reason(reason, size, why);
+			if (np_reasons_add(rs, NP_CHECK_HOSTNAME, why) < 0)
+				return -ENOMEM;
 			continue;
 		}
 		if ((sh->dyn || sh->inv_anti) &&
 		    !requirements_compatible(&pool->reqs, eff, s->st, K_N_WELL_KNOWN, NULL)) {
 			snprintf(why, sizeof(why), "incompatible with nodepool %s: no allowed topology domain",
 				 strtab_str(s->st, pool->name));
-			append_reason(reason, size, why);
+			if (np_reasons_add(rs, NP_CHECK_DOMAIN, why) < 0)
+				return -ENOMEM;
 			continue;
 		}
 		resources_add(&need, &p->req, s->n_res);
 		uint64_t pool_zones = zones & catalog_zone_mask(s->cat, &pool->reqs);
 		unsigned pool_cts = cts & catalog_ct_mask(&pool->reqs, s->st);
 		if (!open_claim_types(s, np, sh, &need, pool_zones, pool_cts, why, sizeof(why))) {
-			append_reason(reason, size, why);
+			if (np_reasons_add(rs, NP_CHECK_CAPACITY, why) < 0)
+				return -ENOMEM;
 			continue;
 		}
 		struct bin *b = bin_new(s);
@@ -595,6 +586,7 @@ static int try_new_claim(struct solver *s, uint32_t pi, struct shape *sh,
 			return -EINVAL; /* cannot happen: the types were chosen for this pod */
 		return solver_commit(s, bi, pi, sh, eff, &pl) < 0 ? -ENOMEM : 1;
 	}
+	np_reasons_text(rs, reason, size);
 	return 0;
 }
 

@@ -437,3 +437,29 @@ Test(solver, a_bound_pod_with_a_negative_request_frees_no_capacity)
 	cr_assert_eq(on_node, 1, "%d pending pod(s) of 4 cpu went onto the node's 4 free cpu", on_node);
 	cr_assert_eq(res->n_unschedulable, 0);
 }
+
+/* With twenty NodePools the reason listing them all was cut off before the
+ * one the pod selects, the one that explains it. */
+Test(solver, the_reason_leads_with_the_nodepool_that_got_furthest)
+{
+	char name[16];
+
+	c = fx_cluster(10);
+	for (int i = 0; i < 19; i++) {
+		snprintf(name, sizeof(name), "np-%02d", i);
+		struct nodepool *np = fx_nodepool(c, name, 10);
+		fx_req(c, &np->reqs, "team", REQ_IN, "x", NULL);
+	}
+	struct nodepool *mine = fx_nodepool(c, "team-a", 0);
+	fx_req(c, &mine->reqs, "team", REQ_IN, "a", NULL);
+	struct pod *p = fx_pod(c, "big", 96000, 256);
+	fx_req(c, &p->reqs, "team", REQ_IN, "a", NULL);
+	solve();
+	cr_assert_eq(res->n_unschedulable, 1);
+	const char *why = res->unschedulable[0].reason;
+	const char *lead = "incompatible with nodepool team-a: no instance type with 96 cpu in zones "
+			   "[test-zone-1 test-zone-2 test-zone-3]; incompatible with nodepool np-00: ";
+	cr_assert_eq(strncmp(why, lead, strlen(lead)), 0, "%s", why);
+	cr_assert_lt(strlen(why), 511, "cut off: %s", why);
+	cr_assert(strstr(why, "more nodepool(s)"), "%s", why);
+}
