@@ -314,6 +314,10 @@ struct aws_faults {
 	double throttle_rate;      /* fraction of requests throttled */
 	unsigned throttle_per_sec; /* request budget per second, 0 = unlimited */
 	double error_rate;         /* fraction answered 5xx */
+	/* Fraction of EC2 requests carried out whose answer is then lost:
+	 * answered 500 InternalError. AWS documents that a 5xx may hide a
+	 * request that succeeded (hence ClientToken); this is that case. */
+	double lost_answer_rate;
 	unsigned latency_ms;       /* added to every AWS request */
 	bool state_change_events;  /* queue "EC2 Instance State-change Notification" */
 };
@@ -322,6 +326,7 @@ struct aws_faults {
  * them), for /_sim/status: what hit, not what was asked for. */
 struct aws_fault_counts {
 	uint64_t throttle, internal_error, latency;
+	uint64_t lost_answer; /* carried out, then answered 500 */
 	uint64_t insufficient_capacity; /* one per offering refused */
 };
 
@@ -411,6 +416,10 @@ typedef int (*aws_handler_fn)(struct sim_aws *aws, const struct aws_request *req
 /* Runs one authenticated request: faults, then the action's handler. */
 int aws_dispatch(struct sim_aws *aws, struct aws_request *req, struct aws_response *resp);
 /* Fault draws for one request; returns true and fills resp when it fails. */
+/* Lock held, after an EC2 request was carried out: 1 when its answer is
+ * to be lost (resp replaced by a 500), 0 to send it, < 0 on error. */
+int aws_faults_lose_answer(struct sim_aws *aws, const struct aws_request *req,
+			   struct aws_response *resp);
 int aws_faults_apply(struct sim_aws *aws, const struct aws_request *req,
 		     struct aws_response *resp, unsigned *ret_latency_ms);
 /* The injected capacity error code for an offering, or NULL when it has capacity. */

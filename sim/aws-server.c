@@ -367,6 +367,8 @@ static enum MHD_Result serve_aws(struct sim_aws *aws, struct MHD_Connection *con
 			aws_sqs_wait(aws, &req);
 		pthread_mutex_lock(&aws->lock);
 		r = aws_dispatch(aws, &req, &resp);
+		if (r >= 0)
+			r = aws_faults_lose_answer(aws, &req, &resp);
 		pthread_mutex_unlock(&aws->lock);
 	}
 	json_decref(req.json);

@@ -16,6 +16,8 @@
  *    "throttleRate": 0.1,        fraction of AWS requests answered RequestLimitExceeded
  *    "throttlePerSecond": 20,    request budget per second beyond which all are throttled
  *    "errorRate": 0.05,          fraction answered 500 InternalError
+ *    "lostAnswerRate": 0.05,     fraction of EC2 requests carried out, then
+ *                                answered 500 InternalError (the answer lost)
  *    "latencyMs": 200,           added to every AWS answer
  *    "stateChangeEvents": true,  queue "EC2 Instance State-change Notification"s
  *    "interrupt": ["i-..."]}     spot interruption warnings now

@@ -83,6 +83,43 @@ Test(sim_aws_faults, error_rate_fault_returns_internal_error)
 	free(r.body);
 }
 
+/* AWS: a 5xx may hide a request that succeeded; ClientToken is the cure. */
+Test(sim_aws_faults, a_lost_answer_launches_the_instance_and_answers_internal_error)
+{
+	char a[64], params[1024], buf[64];
+	struct reply f, r;
+
+	create_template("lt-lost");
+	subnet('a', a, sizeof(a));
+	f = admin("POST", "/_sim/faults", "{\"lostAnswerRate\": 1}");
+	cr_assert_eq(f.status, 200, "%s", f.body);
+	free(f.body);
+	snprintf(params, sizeof(params),
+		 "Action=CreateFleet&Type=instant&ClientToken=lost-1"
+		 "&TargetCapacitySpecification.TotalTargetCapacity=1"
+		 "&TargetCapacitySpecification.DefaultTargetCapacityType=on-demand"
+		 "&LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateName=lt-lost"
+		 "&LaunchTemplateConfigs.1.Overrides.1.InstanceType=c5.large&LaunchTemplateConfigs.1.Overrides.1.SubnetId=%s",
+		 a);
+	r = ec2(params);
+	cr_assert_eq(r.status, 500, "%s", r.body);
+	cr_assert_str_eq(xml_nth(r.body, "Code", 0, buf, sizeof(buf)), "InternalError");
+	free(r.body);
+	f = admin("POST", "/_sim/faults", "{}");
+	free(f.body);
+	/* The same token replays what was launched; no second instance. */
+	r = ec2(params);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_eq(xml_count(r.body, "<instanceIds>"), 1, "%s", r.body);
+	free(r.body);
+	r = ec2("Action=DescribeInstances");
+	cr_assert_eq(xml_count(r.body, "<instanceId>"), 1, "%s", r.body);
+	free(r.body);
+	r = admin("GET", "/_sim/status", NULL);
+	cr_assert(strstr(r.body, "\"lostAnswer\":1"), "%s", r.body);
+	free(r.body);
+}
+
 Test(sim_aws_faults, latency_fault_delays_answers)
 {
 	struct reply f = admin("POST", "/_sim/faults", "{\"latencyMs\": 300}");
