@@ -296,11 +296,14 @@ void on_fleet(struct aws_client *c, const struct aws_response *resp, void *userd
 	(void)c;
 	launch_resume(la);
 	if (resp->result < 0) {
-		/* IdempotentParameterMismatch: a try before a crash used this
-		 * token with other overrides, and launched nothing (we looked). */
+		/* IdempotentParameterMismatch: an earlier try used this token
+		 * with other overrides (before a crash, or its answer was lost
+		 * and offerings were pruned since). It may have launched: look
+		 * for the NodeClaim's instance before a new token is sent, or
+		 * the next CreateFleet would launch a second one. */
 		if (streq(resp->error.code, "IdempotentParameterMismatch")) {
 			la->attempt++;
-			la->step = STEP_FLEET;
+			la->step = STEP_FIND_INSTANCE;
 			launch_advance(la);
 			return;
 		}
