@@ -694,7 +694,7 @@ def cmd_check(args):
     with open(args.ledger, "a") as f:
         for inv, key, evidence in new:
             f.write("%s\t%s\t%s\n" % (inv, key, evidence.replace("\n", " ").replace("\t", " ")))
-    counts = collections.Counter(inv for inv, _, _ in c.violations)
+    counts = collections.Counter(inv for inv, _ in set((inv, key) for inv, key, _ in c.violations))
     print("checked %d pods, %d nodes, %d NodeClaims, %d instances (%d live): %s"
           % (len(c.pods), len(c.nodes), len(c.claims), len(c.instances),
              sum(1 for i in c.instances if i.get("state") in LIVE_STATES),
