@@ -260,7 +260,8 @@ oom:
 
 int catalog_finalize(struct catalog *cat)
 {
-	qsort(cat->types, cat->n_types, sizeof(*cat->types), type_cmp);
+	if (cat->n_types) /* a model scoped to one Node has none: qsort(NULL) is undefined */
+		qsort(cat->types, cat->n_types, sizeof(*cat->types), type_cmp);
 	cat->words = (cat->n_types + 63) / 64;
 	cat->all = bits_new(cat);
 	cat->metal = bits_new(cat);
