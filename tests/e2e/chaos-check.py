@@ -33,8 +33,9 @@ known by its Deployment's template):
                             than the launch timeout (plus a grace)
   timeline-incomplete       the sim's timelines dropped nothing (else the
                             checks above would be blind)
-The chaos script adds daemon-crashed, daemon-unhealthy and
-sigterm-exit-nonzero to the same ledger.
+The chaos script adds not-converged (a round that did not settle in its
+bounded wait), daemon-crashed, daemon-unhealthy and sigterm-exit-nonzero to
+the same ledger.
 
   chaos-check.py check DIR --ledger FILE [--launch-timeout S] [--grace S]
       records every violation (invariant, object, evidence) in the ledger,
@@ -68,6 +69,7 @@ INVARIANTS = [
     "pending-without-reason",
     "nodeclaim-unlaunched",
     "timeline-incomplete",
+    "not-converged",
     "daemon-crashed",
     "daemon-unhealthy",
     "sigterm-exit-nonzero",
