@@ -5,4 +5,4 @@ TESTS += tests/e2e/demo.sh
 # Chaos: kills and faults on the scale-up path, invariants checked against
 # the sim's record (short here; ./quickstart chaos runs the long campaign).
 TESTS += tests/e2e/chaos.sh
-EXTRA_DIST += tests/e2e/chaos.sh tests/e2e/chaos-check.py
+EXTRA_DIST += tests/e2e/chaos.sh tests/e2e/chaos-check.py tests/e2e/chaos_invariants.py

@@ -5,12 +5,14 @@
 # Each round scales three Deployments (plain pods; pods that refuse to share
 # a host, required anti-affinity on kubernetes.io/hostname; pods spread over
 # zones, maxSkew 1 DoNotSchedule) up or down while kanna-sim injects faults
-# chosen from the seed on both sides (AWS: insufficient capacity up to a
-# whole capacity type or zone, throttling, 5xx, latency; Kubernetes: 5xx,
-# 429, latency, cut watches, 410 Gone, and 500s on pods/binding and Events)
+# chosen from the seed on both sides (AWS: insufficient capacity for a few
+# instance types up to a whole capacity type, throttling, 5xx, latency;
+# Kubernetes: 5xx, 429, latency, cut watches, 410 Gone, and 500s on
+# pods/binding and Events)
 # and SIGKILLs watcher, scheduler and launcher at random moments,
 # restarting each. Then the faults stop, the cluster gets a bounded time to
-# converge, and tests/e2e/chaos-check.py checks the invariants against
+# converge (not converging is a violation: a wedge), and
+# tests/e2e/chaos-check.py checks the invariants against
 # what the sim recorded (its state, instances and timelines), not against
 # what kanna says. Every daemon must answer /healthz throughout, and exit 0
 # on SIGTERM at the end. Prints the kills, the faults that hit by kind
@@ -105,10 +107,10 @@ aws_admin() { # PATH [JSON]
 }
 # kubectl against an API that fails on purpose: retried, bounded.
 kc() {
-	n=0
+	kn=0
 	until kubectl --request-timeout 30s "$@" >"$tmp/kc.out" 2>"$tmp/kc.err"; do
-		n=$((n + 1))
-		[ $n -lt 20 ] || fail "kubectl $*: $(cat "$tmp/kc.err")"
+		kn=$((kn + 1))
+		[ $kn -lt 20 ] || fail "kubectl $*: $(cat "$tmp/kc.err")"
 		sleep 0.5
 	done
 	cat "$tmp/kc.out"
@@ -159,24 +161,27 @@ ledger() { # INVARIANT KEY EVIDENCE
 	printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$tmp/ledger"
 	echo "  VIOLATION $1: $3"
 }
-check_daemons() { # WHEN
-	for d in $DAEMONS; do
+check_daemons() { # WHEN [DAEMON...]: all of them by default
+	when=$1
+	shift
+	[ $# -gt 0 ] || set -- $DAEMONS
+	for d in "$@"; do
 		eval "pid=\$pid_$d port=\$port_$d"
 		if ! alive "$pid"; then
 			st=0
 			wait "$pid" 2>/dev/null || st=$?
-			ledger daemon-crashed "$d $1" "kanna-$d exited with status $st by itself ($1): $(grep -v '^---' "$tmp/$d.log" | tail -n 3 | tr '\n' ' ')"
+			ledger daemon-crashed "$d $when" "kanna-$d exited with status $st by itself ($when): $(grep -v '^---' "$tmp/$d.log" | tail -n 3 | tr '\n' ' ')"
 			start_daemon "$d"
 			continue
 		fi
-		code=000 n=0
-		while [ $n -lt 20 ]; do
+		code=000 hn=0
+		while [ $hn -lt 20 ]; do
 			code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthz" || true)
 			[ "$code" != 200 ] || break
-			n=$((n + 1))
+			hn=$((hn + 1))
 			sleep 0.5
 		done
-		[ "$code" = 200 ] || ledger daemon-unhealthy "$d $1" "kanna-$d answered /healthz with $code for 10 s ($1)"
+		[ "$code" = 200 ] || ledger daemon-unhealthy "$d $when" "kanna-$d answered /healthz with $code for 10 s ($when)"
 	done
 }
 for d in $DAEMONS; do
@@ -289,7 +294,7 @@ faults_for_round() { # ROUND: sets aws_json and k8s_json
 	case $lvl in
 	0) ice="" ;;
 	1) ice=""
-	   for n in 1 2 3; do
+	   for _ in 1 2 3; do
 		pick m6g.large c6g.large c6g.xlarge m6g.xlarge c7g.large c6a.large c5a.large m5.large
 		ice="$ice${ice:+, }{\"instanceType\": \"$p\"}"
 	   done ;;
@@ -319,7 +324,7 @@ kill_one() {
 	pick $DAEMONS
 	eval "pid=\$pid_$p"
 	if ! alive "$pid"; then
-		check_daemons "before a kill"
+		check_daemons "before a kill" "$p"
 		eval "pid=\$pid_$p"
 	fi
 	kill -KILL "$pid"
@@ -385,8 +390,12 @@ while [ "$round" -le "$ROUNDS" ]; do
 		sleep 2
 	done
 	snapshot
-	$settled || { echo "  not converged after ${SETTLE}s:"; $CHECK settled -v "$tmp/snap" || true; }
-	echo "  converged in $(($(date +%s) - deadline + SETTLE))s"
+	if $settled; then
+		echo "  converged in $(($(date +%s) - deadline + SETTLE))s"
+	else
+		$CHECK settled -v "$tmp/snap" >"$tmp/unsettled" || true
+		ledger not-converged "round $round" "round $round did not converge within ${SETTLE}s: $(sed 's/^ *unsettled: //' "$tmp/unsettled" | head -n 3 | tr '\n' ';')"
+	fi
 	check_daemons "round $round"
 	$CHECK check "$tmp/snap" --ledger "$tmp/ledger" --launch-timeout "$LAUNCH_TIMEOUT" \
 		--grace "$LAUNCH_GRACE" --zones "$(echo $zones | tr ' ' ,)" | sed 's/^/  /' || true
@@ -396,7 +405,7 @@ done
 # --- every daemon stops cleanly on SIGTERM ---------------------------------------------
 for d in $DAEMONS; do
 	eval "pid=\$pid_$d"
-	alive "$pid" || check_daemons "before SIGTERM"
+	alive "$pid" || check_daemons "before SIGTERM" "$d"
 	eval "pid=\$pid_$d"
 	kill -TERM "$pid"
 	n=0
