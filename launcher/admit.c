@@ -108,6 +108,7 @@ void launcher_nodepool_usage(struct launcher *l, const char *nodepool, resource_
 {
 	const struct state_store *st = launcher_store(l);
 	const struct state_entry *e;
+	const struct launch *la;
 	const char *key;
 	void *value;
 	size_t it = 0;
@@ -120,16 +121,23 @@ void launcher_nodepool_usage(struct launcher *l, const char *nodepool, resource_
 		if (e->obj.kind != PROTO_OBJECT_NODECLAIM)
 			continue;
 		nc = e->obj.nodeclaim;
-		if (!streq_ptr(nc->nodepool, nodepool) || hashmap_get(&l->launches, nc->name))
+		if (!streq_ptr(nc->nodepool, nodepool))
 			continue;
 		claim_usage(l, nc, &u);
+		/* A launch of ours for it counts once, for the larger of the
+		 * two: a launch resumed after a restart reserved nothing at
+		 * admission, and counting it as zero let a new plan through
+		 * beside it (the chaos test saw 18 of 16 CPUs launched). */
+		la = hashmap_get(&l->launches, nc->name);
+		if (la)
+			vector_max(&u, &la->reserved);
 		resource_vector_add(ret, &u);
 	}
 	it = 0;
 	while (hashmap_next(&l->launches, &it, &key, &value)) {
-		const struct launch *la = value;
-
-		if (streq(la->planned->nodepool, nodepool))
+		la = value;
+		if (streq(la->planned->nodepool, nodepool) &&
+		    !state_store_get(st, PROTO_OBJECT_NODECLAIM, "", la->name))
 			resource_vector_add(ret, &la->reserved);
 	}
 }
