@@ -19,10 +19,6 @@ SRCDIR=${KANNA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 command -v kubectl >/dev/null 2>&1 || { echo "SKIP: no kubectl on PATH (./quickstart deps)"; exit 77; }
 command -v curl >/dev/null 2>&1 || { echo "SKIP: no curl on PATH"; exit 77; }
 
-aws_faults() {
-	curl -sS -X POST "$AWS_ENDPOINT_URL/_sim/faults" -H 'Content-Type: application/json' -d "$1" >/dev/null
-}
-
 # case NAME REPLICAS [SPREAD]: a NodePool NAME (intent NAME) and a
 # Deployment NAME of 1-CPU pods on it; SPREAD keeps them on separate nodes.
 case_of() {

@@ -16,10 +16,6 @@ SRCDIR=${KANNA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 command -v kubectl >/dev/null 2>&1 || { echo "SKIP: no kubectl on PATH (./quickstart deps)"; exit 77; }
 command -v curl >/dev/null 2>&1 || { echo "SKIP: no curl on PATH"; exit 77; }
 
-aws_faults() {
-	curl -sS -X POST "$AWS_ENDPOINT_URL/_sim/faults" -H 'Content-Type: application/json' -d "$1" >/dev/null
-}
-
 # deployment NAME REPLICAS CPU [SELECTOR]: pods of CPU cores on intent SELECTOR.
 deployment() {
 	kubectl apply -f - >/dev/null <<YAML

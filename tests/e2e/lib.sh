@@ -57,6 +57,12 @@ start_sim() {
 	mkdir -p "$tmp/run"
 }
 
+# aws_faults JSON: replaces kanna-sim's AWS fault set (POST /_sim/faults on
+# the AWS port; see sim/aws.h for the keys).
+aws_faults() {
+	curl -sS -X POST "$AWS_ENDPOINT_URL/_sim/faults" -H 'Content-Type: application/json' -d "$1" >/dev/null
+}
+
 # wait_for WHAT SECONDS COMMAND...: retries COMMAND until it succeeds, for
 # SECONDS of wall time (a slow COMMAND on a loaded machine does not stretch
 # the deadline). Its variables are local: callers loop with their own.
