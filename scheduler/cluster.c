@@ -316,8 +316,9 @@ static int32_t nodepool_named(const struct cluster *c, const struct node *n)
 }
 
 /* After the catalog is loaded: drop in-flight NodeClaims whose Node is
- * known, size the others from their instance type, and order them after
- * the Nodes (existing nodes are tried first). */
+ * known, size the others from their instance type (one that cannot be
+ * sized takes no pods), and order them after the Nodes (existing nodes
+ * are tried first). */
 int cluster_settle_in_flight(struct cluster *c)
 {
 	struct node *sorted = malloc((c->n_nodes ? c->n_nodes : 1) * sizeof(*sorted));
@@ -344,8 +345,14 @@ int cluster_settle_in_flight(struct cluster *c)
 						n->capacity = *pool_type_capacity(c, pool, t);
 					}
 			}
+			/* Nothing known about its size (not launched, several
+			 * candidate types): it takes no new pod, but stays, so
+			 * that the pods planned for it count in its zone and on
+			 * its host for spread and (anti-)affinity (DESIGN §2
+			 * rule 4); dropped, consecutive batches saw its zone
+			 * empty and piled a spread Deployment into it. */
 			if (n->in_flight && !n->allocatable.v[RES_CPU])
-				continue; /* nothing known about its size: holds nothing */
+				n->unschedulable = true;
 			sorted[k++] = *n;
 		}
 	free(c->nodes);

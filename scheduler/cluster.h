@@ -184,6 +184,7 @@ struct node *cluster_add_in_flight(struct cluster *c, uint32_t name, const struc
 /*
  * After the catalog is final: in-flight NodeClaims (nodes with in_flight)
  * whose Node is known are dropped, the rest sized from their instance type
+ * (unschedulable when they name none: they only count their planned pods)
  * and ordered after the real nodes, which the solver tries first.
  */
 int cluster_settle_in_flight(struct cluster *c);

@@ -166,6 +166,28 @@ Test(solver, zonal_spread_balances_zones)
 	cr_assert_eq(per_zone[2], 3);
 }
 
+/* What the plan sends is what later batches count the claim's pods in
+ * (an in-flight NodeClaim's single zone value): a spread claim's zone
+ * requirement names exactly the zone it was pinned to. */
+Test(solver, zonal_spread_claims_require_the_zone_they_are_pinned_to)
+{
+	c = fx_cluster(20);
+	fx_nodepool(c, "default", 0);
+	for (int i = 0; i < 3; i++) {
+		struct pod *p = fx_pod(c, "s", 1000, 100);
+		fx_label(c, p, "app", "web");
+		fx_topo(c, p, TOPO_SPREAD, "topology.kubernetes.io/zone", "app", "web", 1, false, 0);
+	}
+	solve();
+	cr_assert_eq(res->n_claims, 3);
+	for (uint32_t k = 0; k < res->n_claims; k++) {
+		const struct requirement *z = requirements_get(&res->claims[k].reqs, K_ZONE);
+		cr_assert_eq(__builtin_popcountll(res->claims[k].zones), 1);
+		cr_assert(z && !z->complement && z->n_values == 1, "claim %u: zone not narrowed", k);
+		cr_assert_eq(z->values[0], c->cat.zones[__builtin_ctzll(res->claims[k].zones)]);
+	}
+}
+
 Test(solver, hostname_anti_affinity_gives_each_pod_its_own_nodeclaim)
 {
 	c = fx_cluster(20);
