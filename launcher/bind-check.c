@@ -139,8 +139,36 @@ int bind_recent_note_pod(struct state_store *recent, const struct proto_pod *pod
 				 &(struct proto_object){ .kind = PROTO_OBJECT_POD, .pod = &bound }, now_ms);
 }
 
-int bind_recent_note_node(struct state_store *recent, const struct proto_node *node, uint64_t now_ms)
+/* Does node carry every one of labels[0..n), with the same values? */
+static bool node_has_labels(const struct proto_node *node, const struct proto_kv *labels, uint32_t n)
 {
+	for (uint32_t i = 0; i < n; i++) {
+		bool found = false;
+
+		for (uint32_t k = 0; k < node->n_labels && !found; k++)
+			found = streq(node->labels[k].key, labels[i].key) &&
+				streq_ptr(node->labels[k].value, labels[i].value);
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+/* Does the replica show node with the labels we gave it? Before then it
+ * shows none, or an earlier version: the kubelet's registration, which
+ * carries the well-known labels but not the NodePool's. */
+static bool replica_shows_node(const struct state_store *replica, const struct proto_node *node)
+{
+	const struct state_entry *e = state_store_get(replica, PROTO_OBJECT_NODE, "", node->name);
+
+	return e && node_has_labels(e->obj.node, node->labels, node->n_labels);
+}
+
+int bind_recent_note_node(struct state_store *recent, const struct state_store *replica,
+			  const struct proto_node *node, uint64_t now_ms)
+{
+	if (replica_shows_node(replica, node))
+		return 0;
 	return state_store_apply(recent, PROTO_DELTA_ADD,
 				 &(struct proto_object){ .kind = PROTO_OBJECT_NODE,
 							 .node = (struct proto_node *)node },
@@ -189,7 +217,7 @@ void bind_recent_purge(struct state_store *recent, const struct state_store *rep
 			if (drop)
 				forget(recent, PROTO_OBJECT_POD, e->obj.pod->ns, e->obj.pod->name);
 		} else if (e->obj.kind == PROTO_OBJECT_NODE) {
-			drop |= state_store_get(replica, PROTO_OBJECT_NODE, "", e->obj.node->name) != NULL;
+			drop |= replica_shows_node(replica, e->obj.node);
 			if (drop)
 				forget(recent, PROTO_OBJECT_NODE, "", e->obj.node->name);
 		}

@@ -68,14 +68,20 @@ bool bind_claim_has_waiting_pods(const struct state_store *replica, const struct
 /* recent: pod bound to node by us at now_ms (a copy, with nodeName set). */
 int bind_recent_note_pod(struct state_store *recent, const struct proto_pod *pod, const char *node,
 			 uint64_t now_ms);
-/* recent: a Node we created, as the replica will show it. */
-int bind_recent_note_node(struct state_store *recent, const struct proto_node *node, uint64_t now_ms);
+/* recent: a Node we created or labelled, as the replica will show it.
+ * Returns 0, noting nothing, when the replica shows it with these labels
+ * already; it may show an earlier version without them (the kubelet
+ * registered it before our POST, which met 409 and became a PATCH), and
+ * a check against that version refuses every pod that selects a label of
+ * the NodePool's template. */
+int bind_recent_note_node(struct state_store *recent, const struct state_store *replica,
+			  const struct proto_node *node, uint64_t now_ms);
 /* recent: the binding of ns/name failed; nothing of it is ours to count. */
 void bind_recent_forget_pod(struct state_store *recent, const char *ns, const char *name);
 /* Did we bind ns/name moments ago (the replica may not show it yet)? */
 bool bind_recent_has_pod(const struct state_store *recent, const char *ns, const char *name);
-/* Drops what the replica shows now (a pod bound or gone, a Node there)
- * and what is older than BIND_RECENT_KEEP_MS. */
+/* Drops what the replica shows now (a pod bound or gone, a Node with the
+ * labels we gave it) and what is older than BIND_RECENT_KEEP_MS. */
 void bind_recent_purge(struct state_store *recent, const struct state_store *replica, uint64_t now_ms);
 
 #endif

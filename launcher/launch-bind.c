@@ -219,9 +219,9 @@ static int check_and_bind(struct launch *la, const struct proto_pod **pods, char
 	if (!n)
 		return 0;
 	bind_recent_purge(&l->recent, st, now_usec() / 1000);
-	/* Just created: the replica may not show the Node yet. */
-	if (!state_store_get(st, PROTO_OBJECT_NODE, "", la->node_name))
-		(void)launch_note_node(la);
+	/* Just created or labelled: the replica may show no Node yet, or the
+	 * kubelet's registration without our labels (launch_note_node()). */
+	(void)launch_note_node(la);
 	startup_taints_of(la, &in);
 	if (l->catalog) {
 		proto_msg_init(&catalog, PROTO_MSG_CATALOG, PROTO_PROCESS_LAUNCHER, 0, 0);

@@ -255,7 +255,8 @@ void launch_create_node(struct launch *la)
 
 /* The Node as the replica will show it: the labels, NodePool taints and
  * resources launch_node_json() gives it (startup taints left out: they
- * refuse none of its planned pods, see bind-check.h). */
+ * refuse none of its planned pods, see bind-check.h). Noted only while
+ * the replica does not show those labels (bind_recent_note_node()). */
 int launch_note_node(struct launch *la)
 {
 	const struct state_entry *pe = state_store_get(launcher_store(la->l), PROTO_OBJECT_NODEPOOL, "",
@@ -291,6 +292,6 @@ int launch_note_node(struct launch *la)
 		node.taints = pe->obj.nodepool->taints;
 		node.n_taints = pe->obj.nodepool->n_taints;
 	}
-	r = bind_recent_note_node(&la->l->recent, &node, now_usec() / 1000);
+	r = bind_recent_note_node(&la->l->recent, launcher_store(la->l), &node, now_usec() / 1000);
 	return r < 0 ? r : 0;
 }

@@ -8,6 +8,8 @@
  *                          ClientToken): recovery after a crash between
  *                          creating the NodeClaim and recording the launch;
  *   providerID, no Node → create the Node and bind its pods;
+ *   Node not written by us (the kubelet registered it while we were
+ *                          down) → label and taint it, then bind;
  *   Node, planned pods still pending → bind those that still fit it
  *                          (launch-bind.c), while the NodeClaim speaks
  *                          for them;
@@ -167,6 +169,41 @@ static struct launch *launch_for_claim(struct launcher *l, const struct proto_no
 	return la;
 }
 
+/* Has the launcher written this Node (created it, or patched the
+ * kubelet's registration)? Both give it the termination finalizer, which
+ * no kubelet sets and only the reaper removes, once the Node is being
+ * deleted. (Not its labels against the NodeClaim's: those the NodeClaim
+ * was created with stay on it when its NodePool's template changes, and
+ * the Node, labelled from the template of now, would never match.) */
+static bool node_written_by_us(const struct proto_node *node)
+{
+	for (uint32_t i = 0; i < node->n_finalizers; i++)
+		if (streq(node->finalizers[i], KARPENTER_TERMINATION_FINALIZER))
+			return true;
+	return false;
+}
+
+/* A launch of nc resumed at its recorded instance: described again, then
+ * recorded, its Node created or labelled, its pods bound. */
+static struct launch *launch_for_instance(struct launcher *l, const struct proto_nodeclaim *nc)
+{
+	char zone[64], id[64];
+	struct launch *la;
+
+	if (provider_id_parse(nc->provider_id, zone, sizeof(zone), id, sizeof(id)) < 0)
+		return NULL;
+	la = launch_for_claim(l, nc);
+	if (!la)
+		return NULL;
+	snprintf(la->launched.instance_id, sizeof(la->launched.instance_id), "%s", id);
+	snprintf(la->launched.zone, sizeof(la->launched.zone), "%s", zone);
+	if (nc->instance_type)
+		snprintf(la->launched.instance_type, sizeof(la->launched.instance_type), "%s",
+			 nc->instance_type);
+	la->step = STEP_DESCRIBE;
+	return la;
+}
+
 /* A registration patch is not sent again for this long (replica lag). */
 #define REGISTER_RETRY_USEC (30ULL * 1000 * 1000)
 
@@ -271,21 +308,22 @@ static void reconcile_claim(struct launcher *l, const struct proto_nodeclaim *nc
 	} else if (!young) {
 		return;
 	} else if (!(node = hashmap_get(nodes_by_provider, nc->provider_id))) {
-		char zone[64], id[64];
-
-		if (provider_id_parse(nc->provider_id, zone, sizeof(zone), id, sizeof(id)) < 0)
+		if (!(la = launch_for_instance(l, nc)))
 			return;
-		la = launch_for_claim(l, nc);
-		if (!la)
-			return;
-		snprintf(la->launched.instance_id, sizeof(la->launched.instance_id), "%s", id);
-		snprintf(la->launched.zone, sizeof(la->launched.zone), "%s", zone);
-		if (nc->instance_type)
-			snprintf(la->launched.instance_type, sizeof(la->launched.instance_type), "%s",
-				 nc->instance_type);
 		log_info_kv(LOG_KV({ "nodeclaim", nc->name }),
-			    "nodeclaim %s has instance %s but no node; creating it", nc->name, id);
-		la->step = STEP_DESCRIBE;
+			    "nodeclaim %s has instance %s but no node; creating it", nc->name,
+			    la->launched.instance_id);
+	} else if (!node->deletion_time && !node_written_by_us(node)) {
+		/* The kubelet registered the Node while we were down, between
+		 * recording the launch and creating the Node: it has neither
+		 * the NodePool's labels nor its taints, and binding to it
+		 * would refuse (or misplace) every pod that selects them. The
+		 * Node step labels it (its POST meets 409 and patches). */
+		if (!(la = launch_for_instance(l, nc)))
+			return;
+		log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "node", node->name }),
+			    "nodeclaim %s has node %s as the kubelet registered it, without the "
+			    "NodePool's labels and taints; labelling it", nc->name, node->name);
 	} else if (node->ready == PROTO_COND_TRUE && !claim_condition_true(nc, "Ready") &&
 		   !hashmap_get(&l->launches, nc->name)) {
 		mark_registered(l, nc, node);

@@ -24,11 +24,6 @@ k8s-faults:
   bindingErrors: 1000000
 YAML
 start_sim --config "$tmp/sim.yaml"
-server=$(sed -n 's/.*"server": *"\([^"]*\)".*/\1/p' "$KUBECONFIG")
-sim_faults() { # JSON: replaces every Kubernetes-side fault
-	curl -sS --cacert "$tmp/state/ca.crt" -H "Authorization: Bearer $(cat "$tmp/state/token")" \
-		-H 'Content-Type: application/json' -X POST "$server/_sim/faults" -d "$1" >/dev/null
-}
 start_daemons --log-level debug
 wait_for "the launcher to take plans" 30 grep -q "taking launch plans" "$tmp/launcher.log"
 

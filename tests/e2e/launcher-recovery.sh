@@ -144,6 +144,39 @@ wait "$pid_launcher" 2>/dev/null || true
 start_launcher
 wait_bound locked 3 60
 
+# --- kill -9 after the launch is recorded, before the Node is created -------------
+# Every request on nodes fails (the watcher's open watch goes on), so the
+# launcher records the launch but cannot create the Node; it is killed, and
+# the kubelet registers the Node meanwhile with the well-known labels only.
+# After the restart the launcher must label it (intent: apps, the NodePool
+# template's) and give it its finalizer before binding: a bind checked
+# against the kubelet's Node refuses every pod that selects intent: apps.
+sim_faults '{"errorRates": {"nodes": 1}}'
+deployment late 1 15 # more than any node so far has free: launched for
+wait_for "the Node's creation to fail" 60 grep -q "Failed to create the Node for nodeclaim" "$tmp/launcher.log"
+kill -9 "$pid_launcher"
+wait "$pid_launcher" 2>/dev/null || true
+sim_faults '{}'
+claim=$(grep "Failed to create the Node for nodeclaim" "$tmp/launcher.log" | tail -1 | sed 's/.*nodeclaim \([^:]*\):.*/\1/')
+provider=$(kubectl get nodeclaim "$claim" -o jsonpath='{.status.providerID}')
+[ -n "$provider" ] || fail "nodeclaim $claim has no providerID; the test did not test the window it means to"
+node_of_claim() {
+	kubectl get nodes -o jsonpath='{range .items[*]}{.spec.providerID} {.metadata.name}{"\n"}{end}' |
+		awk -v p="$provider" '$1 == p {print $2}'
+}
+wait_for "the kubelet to register the Node of $claim" 30 sh -c "kubectl get nodes -o jsonpath='{.items[*].spec.providerID}' | grep -q '$provider'"
+node=$(node_of_claim)
+[ -z "$(kubectl get node "$node" -o jsonpath='{.metadata.labels.intent}')" ] ||
+	fail "the kubelet's Node $node has intent already; the test did not test the window it means to"
+ok "killed the launcher after recording $claim and before creating its Node; the kubelet registered $node"
+start_launcher --log-level debug
+wait_bound late 1 60
+expect_eq "the late pod is on its NodeClaim's Node" "$(kubectl get pods -l app=late -o jsonpath='{.items[0].spec.nodeName}')" "$node"
+expect_eq "the kubelet's Node got the NodePool's labels" "$(kubectl get node "$node" -o jsonpath='{.metadata.labels.intent}')" apps
+expect_eq "the kubelet's Node got the termination finalizer" "$(kubectl get node "$node" -o jsonpath='{.metadata.finalizers[*]}')" karpenter.sh/termination
+grep "Failed to bind pod default/late-" "$tmp/launcher.log" && fail "the launcher refused the late pod on the kubelet's Node"
+expect_one_instance_per_nodeclaim "after kill -9 before the Node was created"
+
 # --- two shards racing for a limit ------------------------------------------------------------
 # NodePool "capped" allows 8 CPUs in all; every Deployment is one pod of 5
 # CPUs. Pods are routed to shards by a hash of their owner's uid, so

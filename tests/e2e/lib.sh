@@ -63,6 +63,14 @@ aws_faults() {
 	curl -sS -X POST "$AWS_ENDPOINT_URL/_sim/faults" -H 'Content-Type: application/json' -d "$1" >/dev/null
 }
 
+# sim_faults JSON: replaces kanna-sim's Kubernetes-side fault set (POST
+# /_sim/faults on the API port, with the token; see sim/k8s-api.h).
+sim_faults() {
+	curl -sS --cacert "$tmp/state/ca.crt" -H "Authorization: Bearer $(cat "$tmp/state/token")" \
+		-H 'Content-Type: application/json' -X POST \
+		"$(sed -n 's/.*"server": *"\([^"]*\)".*/\1/p' "$KUBECONFIG")/_sim/faults" -d "$1" >/dev/null
+}
+
 # wait_for WHAT SECONDS COMMAND...: retries COMMAND until it succeeds, for
 # SECONDS of wall time (a slow COMMAND on a loaded machine does not stretch
 # the deadline). Its variables are local: callers loop with their own.

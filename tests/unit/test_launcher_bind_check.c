@@ -326,7 +326,7 @@ Test(bind_check, a_node_the_replica_does_not_show_yet_is_checked_as_the_launcher
 
 	cr_assert_eq(bind_check(&in, pods, 1, &fit, err, sizeof(err)), -ENOENT);
 	cr_assert(strstr(err, "n1"), "%s", err);
-	cr_assert_eq(bind_recent_note_node(&recent, &created, 1000), 1);
+	cr_assert_eq(bind_recent_note_node(&recent, &replica, &created, 1000), 1);
 	cr_assert_eq(bind_check(&in, pods, 1, &fit, err, sizeof(err)), 0, "%s", err);
 	cr_assert_not(fit.fits, "8000m on 7910m allocatable");
 }
@@ -345,7 +345,7 @@ Test(bind_check, recent_writes_are_dropped_once_the_replica_shows_them_or_they_a
 	cr_assert_eq(bind_recent_note_pod(&recent, &seen, "n1", 200000), 1);
 	cr_assert_eq(bind_recent_note_pod(&recent, &gone, "n1", 200000), 1);
 	cr_assert_eq(bind_recent_note_pod(&recent, &old, "n1", 1000), 1);
-	cr_assert_eq(bind_recent_note_node(&recent, &created, 200000), 1);
+	cr_assert_eq(bind_recent_note_node(&recent, &replica, &created, 200000), 1);
 	bind_recent_purge(&recent, &replica, 200000 + 1000);
 	cr_assert(bind_recent_has_pod(&recent, "default", "lagging"), "the replica still shows it pending");
 	cr_assert_not(bind_recent_has_pod(&recent, "default", "seen"), "the replica shows it bound");
@@ -355,6 +355,39 @@ Test(bind_check, recent_writes_are_dropped_once_the_replica_shows_them_or_they_a
 	add_node("n1", "us-west-2a");
 	bind_recent_purge(&recent, &replica, 200000 + 1000);
 	cr_assert_null(state_store_get(&recent, PROTO_OBJECT_NODE, "", "n1"), "the replica shows the Node");
+}
+
+/*
+ * The chaos run's refusal: the kubelet registered the Node first (with the
+ * well-known labels only), the launcher's POST met 409 and it merge-patched
+ * its labels on; until the replica shows that patch, the Node the check
+ * sees is the launcher's, NodePool template labels and all.
+ */
+Test(bind_check, a_node_the_replica_shows_without_the_launchers_labels_is_checked_as_the_launcher_labelled_it)
+{
+	static struct proto_kv registered_labels[2], written_labels[3], selector[] = { { "intent", "spread" } };
+	struct proto_node registered = node("n1", "us-west-2a", registered_labels);
+	struct proto_node written = node("n1", "us-west-2a", written_labels);
+	struct proto_pod p = pod("p", "x", 100, NULL);
+	char why[SCHED_CHECK_REASON_MAX];
+
+	written_labels[2] = (struct proto_kv){ "intent", "spread" };
+	written.n_labels = 3;
+	fx_template(&p)->node_selector = selector;
+	fx_template(&p)->n_node_selector = 1;
+	add(&replica, (struct proto_object){ .kind = PROTO_OBJECT_NODE, .node = &registered });
+	cr_assert_eq(bind_recent_note_node(&recent, &replica, &written, 200000), 1,
+		     "the replica's Node lacks the labels the launcher wrote");
+	bind_recent_purge(&recent, &replica, 200000 + 1000);
+	cr_assert(fits_alone(p, why, sizeof(why)), "%s", why);
+	/* The replica catches up: the overlay has done its work. */
+	add(&replica, (struct proto_object){ .kind = PROTO_OBJECT_NODE, .node = &written });
+	bind_recent_purge(&recent, &replica, 200000 + 2000);
+	cr_assert_null(state_store_get(&recent, PROTO_OBJECT_NODE, "", "n1"));
+	cr_assert(fits_alone(p, why, sizeof(why)), "%s", why);
+	cr_assert_eq(bind_recent_note_node(&recent, &replica, &written, 200000 + 3000), 0,
+		     "nothing to lay over a replica that shows the labels already");
+	cr_assert_null(state_store_get(&recent, PROTO_OBJECT_NODE, "", "n1"));
 }
 
 /* A planned pod as the watcher shows one the default scheduler gave up on. */
