@@ -14,19 +14,6 @@
 #include "scheduler/from-state.h"
 #include "scheduler/solver.h"
 
-/*
- * Taints a Node carries while it boots, which Karpenter does not hold
- * against the pods it nominated there (scheduling.KnownEphemeralTaints):
- * the node lifecycle controller's, the cloud provider's and its own.
- */
-static const struct proto_taint ephemeral_taints[] = {
-	{ .key = "node.kubernetes.io/not-ready", .effect = PROTO_EFFECT_NO_SCHEDULE },
-	{ .key = "node.kubernetes.io/unreachable", .effect = PROTO_EFFECT_NO_SCHEDULE },
-	{ .key = "node.cloudprovider.kubernetes.io/uninitialized", .value = "true",
-	  .effect = PROTO_EFFECT_NO_SCHEDULE },
-	{ .key = "karpenter.sh/unregistered", .effect = PROTO_EFFECT_NO_EXECUTE },
-};
-
 /* Is model taint t one of list (same key and effect; same value when the
  * list's has one)? */
 static bool taint_listed(struct cluster *c, const struct taint *t, const struct proto_taint *list,
@@ -48,8 +35,7 @@ static void drop_ignored_taints(const struct bind_check_input *in, struct cluste
 	uint32_t k = 0;
 
 	for (uint32_t i = 0; i < n->n_taints; i++)
-		if (!taint_listed(c, &n->taints[i], ephemeral_taints, ARRAY_SIZE(ephemeral_taints)) &&
-		    !taint_listed(c, &n->taints[i], in->startup_taints, in->n_startup_taints))
+		if (!taint_listed(c, &n->taints[i], in->startup_taints, in->n_startup_taints))
 			n->taints[k++] = n->taints[i];
 	n->n_taints = k;
 }

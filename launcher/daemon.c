@@ -598,6 +598,10 @@ out:
 		while (hashmap_next(&l.registering, &it, &key, &value))
 			free(value);
 		hashmap_done(&l.registering);
+		it = 0;
+		while (hashmap_next(&l.releasing, &it, &key, &value))
+			free(value);
+		hashmap_done(&l.releasing);
 	}
 	nodeclass_resolver_free(l.resolver);
 	launcher_catalog_free(l.catalog);

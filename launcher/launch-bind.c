@@ -32,6 +32,18 @@ struct bind_call {
 	char name[PROTO_MAX_NAME_LEN + 1];
 };
 
+/* Every planned pod bound or released: the Node is the scheduler's now
+ * (once the replica shows it; else the reconcile pass sees to it). */
+static void release_hold(struct launch *la)
+{
+	const struct state_store *st = launcher_store(la->l);
+	const struct state_entry *nc = state_store_get(st, PROTO_OBJECT_NODECLAIM, "", la->name);
+	const struct state_entry *node = state_store_get(st, PROTO_OBJECT_NODE, "", la->node_name);
+
+	if (nc && node)
+		launcher_release_hold(la->l, nc->obj.nodeclaim, node->obj.node);
+}
+
 static void binds_finished(struct launch *la)
 {
 	struct launcher *l = la->l;
@@ -43,6 +55,7 @@ static void binds_finished(struct launch *la)
 		metrics_counter_add(l->m.pods_bound, la->bound, la->planned->nodepool, NULL);
 	}
 	launcher_publish_result(l, la, PROTO_LAUNCH_BOUND, NULL);
+	release_hold(la);
 	if (la->needs_tag) {
 		la->needs_tag = false;
 		launcher_tag_instance(l, la->launched.instance_id, la->name);

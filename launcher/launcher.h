@@ -126,6 +126,7 @@ struct launcher {
 	struct nodeclass_resolver *resolver;
 	struct hashmap launches;      /* name → struct launch */
 	struct hashmap registering;   /* NodeClaim name → uint64_t µs of the Ready patch */
+	struct hashmap releasing;     /* Node name → uint64_t µs of the patch taking its hold off */
 	struct launch *queue_head, *queue_tail;
 	unsigned n_running;
 	struct hashmap fleet_batches; /* batch.c: query text → struct fleet_batch */
@@ -167,6 +168,11 @@ void launcher_republish_unavailable(struct launcher *l, const struct proto_plann
 void launcher_nodepool_usage(struct launcher *l, const char *nodepool, resource_vector *ret);
 void resource_vector_from(const struct proto_resource *res, uint32_t n, resource_vector *ret);
 void launcher_update_usage_metrics(struct launcher *l);
+
+/* reconcile.c: takes the hold (objects.h) off nc's Node, written by us,
+ * once no pod planned for it waits to be bound. */
+void launcher_release_hold(struct launcher *l, const struct proto_nodeclaim *nc,
+			   const struct proto_node *node);
 
 #define NODECLAIMS_PATH "/apis/karpenter.sh/v1/nodeclaims"
 #define MERGE_PATCH "application/merge-patch+json"

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "launcher/nodeclass-internal.h"
+#include "launcher/objects.h"
 #include "scheduler/kubelet.h"
 
 enum { CALL_LT_DESCRIBE = 100, CALL_LT_CREATE, CALL_LT_LIST, CALL_LT_DELETE };
@@ -95,12 +96,15 @@ static enum ami_family family_of(const struct proto_nodeclass *nc)
 }
 
 /* Labels of the node: the NodePool's plus karpenter.sh/nodepool; taints:
- * taints plus startupTaints. */
+ * taints plus startupTaints plus karpenter.sh/unregistered:NoExecute,
+ * which the kubelet registers with (as Karpenter's AMI families do, so
+ * that nothing lands on a Node before the launcher has labelled it; the
+ * launcher puts its NoSchedule hold in its place, objects.h). */
 static int node_settings(const struct proto_nodepool *np, struct proto_kv **labels, size_t *n_labels,
 			 struct proto_taint **taints, size_t *n_taints)
 {
 	*labels = calloc(np->n_labels + 1, sizeof(**labels));
-	*taints = calloc(np->n_taints + np->n_startup_taints + 1, sizeof(**taints));
+	*taints = calloc(np->n_taints + np->n_startup_taints + 2, sizeof(**taints));
 	if (!*labels || !*taints)
 		return -ENOMEM;
 	*n_labels = *n_taints = 0;
@@ -112,6 +116,12 @@ static int node_settings(const struct proto_nodepool *np, struct proto_kv **labe
 		(*taints)[(*n_taints)++] = np->taints[i];
 	for (uint32_t i = 0; i < np->n_startup_taints; i++)
 		(*taints)[(*n_taints)++] = np->startup_taints[i];
+	for (size_t i = 0; i < *n_taints; i++)
+		if (streq((*taints)[i].key, KARPENTER_UNREGISTERED_TAINT_KEY) &&
+		    (*taints)[i].effect == PROTO_EFFECT_NO_EXECUTE)
+			return 0;
+	(*taints)[(*n_taints)++] = (struct proto_taint){ .key = KARPENTER_UNREGISTERED_TAINT_KEY,
+							 .effect = PROTO_EFFECT_NO_EXECUTE };
 	return 0;
 }
 

@@ -272,6 +272,42 @@ json_t *nodeclaim_launched_status(const struct launched_instance *li, const char
 			 "message", "", "lastTransitionTime", now);
 }
 
+static const struct proto_taint node_hold = { .key = KARPENTER_UNREGISTERED_TAINT_KEY,
+					      .effect = PROTO_EFFECT_NO_SCHEDULE };
+
+static bool is_hold(const struct proto_taint *t)
+{
+	return streq(t->key, node_hold.key) && t->effect == node_hold.effect;
+}
+
+bool node_held(const struct proto_node *node)
+{
+	for (uint32_t i = 0; i < node->n_taints; i++)
+		if (is_hold(&node->taints[i]))
+			return true;
+	return false;
+}
+
+json_t *node_release_hold_patch(const struct proto_node *node)
+{
+	json_t *taints = json_array();
+
+	for (uint32_t i = 0; taints && i < node->n_taints; i++)
+		if (!is_hold(&node->taints[i]) && node->taints[i].effect != PROTO_EFFECT_ANY)
+			taints = taints_json(&node->taints[i], 1, taints);
+	if (!taints)
+		return NULL;
+	/* An empty list is dropped, as the API server stores it. */
+	if (!json_array_size(taints)) {
+		json_decref(taints);
+		taints = json_null();
+	}
+	if (!node->resource_version || !*node->resource_version)
+		return json_pack("{s:{s:o}}", "spec", "taints", taints);
+	return json_pack("{s:{s:s}, s:{s:o}}", "metadata", "resourceVersion", node->resource_version,
+			 "spec", "taints", taints);
+}
+
 json_t *node_json(const struct launched_instance *li, const struct proto_nodeclaim *claim,
 		  const struct proto_nodepool *nodepool, const node_label *labels, size_t n_labels)
 {
@@ -286,6 +322,7 @@ json_t *node_json(const struct launched_instance *li, const struct proto_nodecla
 		taints = taints_json(nodepool->taints, nodepool->n_taints, taints);
 		taints = taints_json(nodepool->startup_taints, nodepool->n_startup_taints, taints);
 	}
+	taints = taints_json(&node_hold, 1, taints);
 	spec = json_pack("{s:s, s:o}", "providerID", provider, "taints", taints);
 	meta = json_pack("{s:s, s:o, s:[s]}", "name", li->node_name, "labels",
 			 labels_json(labels, n_labels), "finalizers", KARPENTER_TERMINATION_FINALIZER);

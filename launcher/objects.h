@@ -16,6 +16,20 @@
 
 /* Karpenter's termination finalizer, on every NodeClaim and Node we create. */
 #define KARPENTER_TERMINATION_FINALIZER "karpenter.sh/termination"
+/*
+ * The hold on a Node the launcher launched: karpenter.sh/unregistered, the
+ * key Karpenter's kubelets register with (as NoExecute, user data), here
+ * NoSchedule. The launcher creates the Node with it (or puts it in place
+ * of the kubelet's) and takes it off once the pods planned for the Node
+ * are bound or released, so that the default scheduler never places a pod
+ * there between the Node turning Ready and a bind the launcher retries —
+ * two binders racing on one Node, each within the other's replica lag,
+ * overcommit it. NoSchedule, not NoExecute: the launcher binds through it,
+ * and a kubelet refuses (and the taint manager evicts) pods that do not
+ * tolerate a NoExecute taint. Pods are not refused for it by kanna's
+ * schedulers (an ephemeral taint, scheduler/from-state.c).
+ */
+#define KARPENTER_UNREGISTERED_TAINT_KEY "karpenter.sh/unregistered"
 /* The pods a NodeClaim was planned for (DESIGN §2 rule 4), JSON list of "ns/name". */
 #define KANNA_PLANNED_PODS_ANNOTATION "kanna.dev/planned-pods"
 /* The plan the NodeClaim came from (debugging aid). */
@@ -63,13 +77,21 @@ json_t *nodeclaim_launched_status(const struct launched_instance *li, const char
 /*
  * The Node: name = private DNS name; labels = well-known + catalog +
  * NodePool labels + single-valued requirements; taints = NodePool taints +
- * startupTaints; providerID; the termination finalizer; owner reference to
+ * startupTaints + the hold (KARPENTER_UNREGISTERED_TAINT_KEY:NoSchedule);
+ * providerID; the termination finalizer; owner reference to
  * the NodeClaim (uid). capacity / allocatable in status: the catalog's
  * under the kubelet settings (kubelet_type_resources(), as the scheduler
  * computes them).
  */
 json_t *node_json(const struct launched_instance *li, const struct proto_nodeclaim *claim,
 		  const struct proto_nodepool *nodepool, const node_label *labels, size_t n_labels);
+
+/* Does node carry the hold (KARPENTER_UNREGISTERED_TAINT_KEY, NoSchedule)? */
+bool node_held(const struct proto_node *node);
+/* Merge patch taking the hold off node: its taints without the hold, with
+ * metadata.resourceVersion as the precondition (409 when another writer
+ * changed the Node since the replica saw it). NULL when out of memory. */
+json_t *node_release_hold_patch(const struct proto_node *node);
 
 /* Every label the Node (and NodeClaim) carries, deduplicated, later sources
  * winning in this order: catalog type labels, requirements with one value,

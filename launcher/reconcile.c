@@ -206,6 +206,47 @@ static struct launch *launch_for_instance(struct launcher *l, const struct proto
 
 /* A registration patch is not sent again for this long (replica lag). */
 #define REGISTER_RETRY_USEC (30ULL * 1000 * 1000)
+/* Nor the patch that takes a Node's hold off: a refusal (409, another
+ * writer changed the Node) is tried again on a newer replica. */
+#define RELEASE_RETRY_USEC (3ULL * 1000 * 1000)
+
+/* Was a patch for key sent less than retry_usec ago? If not, records that
+ * one is sent now (the caller sends it); true also when that cannot be
+ * recorded, so that nothing is sent without a record. */
+static bool sent_recently(struct hashmap *sent_at, const char *key, uint64_t retry_usec)
+{
+	uint64_t *sent = hashmap_get(sent_at, key), now = now_usec();
+
+	if (sent && now - *sent < retry_usec)
+		return true;
+	if (!sent) {
+		sent = malloc(sizeof(*sent));
+		if (!sent || hashmap_put(sent_at, key, sent, NULL) < 0) {
+			free(sent);
+			return true;
+		}
+	}
+	*sent = now;
+	return false;
+}
+
+/* Forgets the patches sent for keys that settled(l, key) says are done. */
+static void purge_sent(struct launcher *l, struct hashmap *sent_at,
+		       bool (*settled)(struct launcher *l, const char *key))
+{
+	const char *key;
+	void *value;
+	size_t it = 0;
+
+	while (hashmap_next(sent_at, &it, &key, &value)) {
+		if (settled(l, key)) {
+			char name[256];
+
+			snprintf(name, sizeof(name), "%s", key);
+			free(hashmap_remove(sent_at, name));
+		}
+	}
+}
 
 static bool claim_condition_true(const struct proto_nodeclaim *nc, const char *type)
 {
@@ -236,20 +277,11 @@ static void on_registered(struct kube_client *c, const struct kube_response *res
 static void mark_registered(struct launcher *l, const struct proto_nodeclaim *nc,
 			    const struct proto_node *node)
 {
-	uint64_t *sent = hashmap_get(&l->registering, nc->name), now = now_usec();
 	char path[512], ts[32], *body = NULL, *name;
 	json_t *patch;
 
-	if (sent && now - *sent < REGISTER_RETRY_USEC)
+	if (sent_recently(&l->registering, nc->name, REGISTER_RETRY_USEC))
 		return;
-	if (!sent) {
-		sent = malloc(sizeof(*sent));
-		if (!sent || hashmap_put(&l->registering, nc->name, sent, NULL) < 0) {
-			free(sent);
-			return;
-		}
-	}
-	*sent = now;
 	rfc3339_now(ts);
 	patch = json_pack("{s:{s:s, s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}, "
 			  "{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}]}}",
@@ -269,23 +301,59 @@ static void mark_registered(struct launcher *l, const struct proto_nodeclaim *nc
 	free(body);
 }
 
-static void purge_registering(struct launcher *l)
+static bool claim_registered(struct launcher *l, const char *name)
 {
-	const struct state_store *st = launcher_store(l);
-	const char *key;
-	void *value;
-	size_t it = 0;
+	const struct state_entry *e = state_store_get(launcher_store(l), PROTO_OBJECT_NODECLAIM, "", name);
 
-	while (hashmap_next(&l->registering, &it, &key, &value)) {
-		const struct state_entry *e = state_store_get(st, PROTO_OBJECT_NODECLAIM, "", key);
+	return !e || claim_condition_true(e->obj.nodeclaim, "Ready");
+}
 
-		if (!e || claim_condition_true(e->obj.nodeclaim, "Ready")) {
-			char name[256];
+static bool node_released(struct launcher *l, const char *name)
+{
+	const struct state_entry *e = state_store_get(launcher_store(l), PROTO_OBJECT_NODE, "", name);
 
-			snprintf(name, sizeof(name), "%s", key);
-			free(hashmap_remove(&l->registering, name));
-		}
+	return !e || !node_held(e->obj.node);
+}
+
+static void on_hold_released(struct kube_client *c, const struct kube_response *resp, void *userdata)
+{
+	char *name = userdata;
+
+	(void)c;
+	if (resp->status >= 200 && resp->status < 300)
+		log_debug_kv(LOG_KV({ "node", name }), "released node %s to the scheduler (%s taken off)",
+			     name, KARPENTER_UNREGISTERED_TAINT_KEY);
+	else if (resp->status != 404 && resp->status != 409)
+		log_warn_kv(LOG_KV({ "node", name }),
+			    "Failed to take the %s taint off node %s: %s (tried again shortly)",
+			    KARPENTER_UNREGISTERED_TAINT_KEY, name, resp->error ?: "HTTP error");
+	free(name);
+}
+
+void launcher_release_hold(struct launcher *l, const struct proto_nodeclaim *nc,
+			   const struct proto_node *node)
+{
+	char path[512], *body = NULL, *name = NULL;
+	json_t *patch;
+
+	if (node->deletion_time || !node_written_by_us(node) || !node_held(node) ||
+	    (l->cfg->bind_pods &&
+	     bind_claim_has_waiting_pods(launcher_store(l), &l->recent, nc, now_ms_realtime())) ||
+	    sent_recently(&l->releasing, node->name, RELEASE_RETRY_USEC))
+		return;
+	patch = node_release_hold_patch(node);
+	body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+	json_decref(patch);
+	name = strdup(node->name);
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s", node->name);
+	if (!body || !name ||
+	    kube_request(l->kube, "PATCH", path, MERGE_PATCH, body, on_hold_released, name) < 0) {
+		log_warn_kv(LOG_KV({ "node", node->name }),
+			    "Failed to take the %s taint off node %s: out of memory (tried again shortly)",
+			    KARPENTER_UNREGISTERED_TAINT_KEY, node->name);
+		free(name);
 	}
+	free(body);
 }
 
 static void reconcile_claim(struct launcher *l, const struct proto_nodeclaim *nc,
@@ -298,6 +366,9 @@ static void reconcile_claim(struct launcher *l, const struct proto_nodeclaim *nc
 
 	if (nc->deletion_time || !nc->nodepool || hashmap_get(&l->launches, nc->name))
 		return;
+	node = nc->provider_id ? hashmap_get(nodes_by_provider, nc->provider_id) : NULL;
+	if (node)
+		launcher_release_hold(l, nc, node);
 	if (!nc->provider_id) {
 		la = launch_for_claim(l, nc);
 		if (!la)
@@ -307,7 +378,7 @@ static void reconcile_claim(struct launcher *l, const struct proto_nodeclaim *nc
 		la->step = STEP_RESOLVE;
 	} else if (!young) {
 		return;
-	} else if (!(node = hashmap_get(nodes_by_provider, nc->provider_id))) {
+	} else if (!node) {
 		if (!(la = launch_for_instance(l, nc)))
 			return;
 		log_info_kv(LOG_KV({ "nodeclaim", nc->name }),
@@ -355,7 +426,8 @@ int launcher_reconcile(struct loop *loop, void *userdata)
 		return 0;
 	st = launcher_store(l);
 	purge_finished(l);
-	purge_registering(l);
+	purge_sent(l, &l->registering, claim_registered);
+	purge_sent(l, &l->releasing, node_released);
 	bind_recent_purge(&l->recent, st, now_usec() / 1000);
 	while ((e = state_store_next(st, &it)))
 		if (e->obj.kind == PROTO_OBJECT_NODE && e->obj.node->provider_id)

@@ -70,8 +70,37 @@ static int labels(struct builder *b, const struct proto_kv *kv, uint32_t n, stru
 	return 0;
 }
 
-static int taints(struct builder *b, const struct proto_taint *t, uint32_t n, struct taint **ret,
-		  uint32_t *n_ret)
+/*
+ * Taints a Node carries while it boots and joins, which Karpenter does not
+ * hold against pods (scheduling.KnownEphemeralTaints): the node lifecycle
+ * controller's, the cloud provider's, and karpenter.sh/unregistered — the
+ * kubelet registers with it as NoExecute, and the launcher holds a Node it
+ * launched with it as NoSchedule until the pods planned for the Node are
+ * bound (launcher/objects.h). Same key and effect; same value when the
+ * list's has one.
+ */
+static const struct proto_taint ephemeral_taints[] = {
+	{ .key = "node.kubernetes.io/not-ready", .effect = PROTO_EFFECT_NO_SCHEDULE },
+	{ .key = "node.kubernetes.io/not-ready", .effect = PROTO_EFFECT_NO_EXECUTE },
+	{ .key = "node.kubernetes.io/unreachable", .effect = PROTO_EFFECT_NO_SCHEDULE },
+	{ .key = "node.cloudprovider.kubernetes.io/uninitialized", .value = "true",
+	  .effect = PROTO_EFFECT_NO_SCHEDULE },
+	{ .key = "karpenter.sh/unregistered", .effect = PROTO_EFFECT_NO_EXECUTE },
+	{ .key = "karpenter.sh/unregistered", .effect = PROTO_EFFECT_NO_SCHEDULE },
+};
+
+bool from_state_taint_is_ephemeral(const struct proto_taint *t)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(ephemeral_taints); i++)
+		if (streq(t->key, ephemeral_taints[i].key) && t->effect == ephemeral_taints[i].effect &&
+		    (!ephemeral_taints[i].value || streq_ptr(t->value, ephemeral_taints[i].value)))
+			return true;
+	return false;
+}
+
+/* A Node's taints leave out the ephemeral ones (skip_ephemeral). */
+static int taints(struct builder *b, const struct proto_taint *t, uint32_t n, bool skip_ephemeral,
+		  struct taint **ret, uint32_t *n_ret)
 {
 	struct taint *o = arena_alloc(&b->c->arena, (n + 1) * sizeof(*o));
 	uint32_t k = 0;
@@ -79,7 +108,7 @@ static int taints(struct builder *b, const struct proto_taint *t, uint32_t n, st
 	if (!o)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
-		if (t[i].effect == PROTO_EFFECT_ANY)
+		if (t[i].effect == PROTO_EFFECT_ANY || (skip_ephemeral && from_state_taint_is_ephemeral(&t[i])))
 			continue;
 		/* proto: NoSchedule 1, PreferNoSchedule 2, NoExecute 3; solver: 0, 1, 2. */
 		o[k++] = (struct taint){ intern(b, t[i].key), t[i].value ? intern(b, t[i].value) : STR_NONE,
@@ -132,7 +161,7 @@ static int add_nodepool(struct builder *b, const struct proto_nodepool *p)
 		if ((r = requirements_add(&np->reqs, &b->c->st, K_CAPACITY_TYPE, REQ_IN, &od, 1, 0)) < 0)
 			return r;
 	}
-	if ((r = taints(b, p->taints, p->n_taints, &np->taints, &np->n_taints)) < 0)
+	if ((r = taints(b, p->taints, p->n_taints, false, &np->taints, &np->n_taints)) < 0)
 		return r;
 	/* Kubelet settings (v1: its EC2NodeClass's) change what its nodes hold.
 	 * The watcher refuses malformed evictionHard values, so a failure here
@@ -163,7 +192,7 @@ static int add_node(struct builder *b, const struct proto_node *p)
 		return -ENOMEM;
 	n->name = intern(b, p->name);
 	if ((r = labels(b, p->labels, p->n_labels, &n->labels, &n->n_labels)) < 0 ||
-	    (r = taints(b, p->taints, p->n_taints, &n->taints, &n->n_taints)) < 0 ||
+	    (r = taints(b, p->taints, p->n_taints, true, &n->taints, &n->n_taints)) < 0 ||
 	    (r = resources(b, p->allocatable, p->n_allocatable, &n->allocatable)) < 0 ||
 	    (r = resources(b, p->capacity, p->n_capacity, &n->capacity)) < 0)
 		return r;
@@ -193,7 +222,7 @@ static int add_nodeclaim(struct builder *b, const struct proto_nodeclaim *p)
 				   p->node_name ? intern(b, p->node_name) : STR_NONE);
 	if (!nd)
 		goto out;
-	if ((r = taints(b, p->taints, p->n_taints, &nd->taints, &nd->n_taints)) < 0 ||
+	if ((r = taints(b, p->taints, p->n_taints, false, &nd->taints, &nd->n_taints)) < 0 ||
 	    (r = resources(b, p->allocatable, p->n_allocatable, &nd->allocatable)) < 0 ||
 	    (r = resources(b, p->capacity, p->n_capacity, &nd->capacity)) < 0)
 		goto out;

@@ -58,4 +58,9 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 		       size_t n_pending, const struct from_state_options *opts,
 		       struct cluster **ret, char *err, size_t errlen);
 
+/* Is t one of the taints a Node carries while it boots and joins, which
+ * no pod is refused for (Karpenter's KnownEphemeralTaints, and the
+ * launcher's NoSchedule hold: from-state.c)? A Node's model leaves them out. */
+bool from_state_taint_is_ephemeral(const struct proto_taint *t);
+
 #endif

@@ -42,6 +42,9 @@ int k8s_disruption_reconcile(struct k8s_store *store); /* PodDisruptionBudget st
 /* Scheduling predicates shared by the scheduler and the DaemonSet controller. */
 bool k8s_pod_selects_node(const json_t *pod, const json_t *node); /* nodeSelector, affinity */
 bool k8s_pod_tolerates_node(const json_t *pod, const json_t *node); /* NoSchedule/NoExecute */
+/* The first NoSchedule or NoExecute taint of node (NoExecute only: what a
+ * kubelet checks when it admits a pod) that pod does not tolerate, or NULL. */
+const json_t *k8s_pod_untolerated_taint(const json_t *pod, const json_t *node, bool no_execute_only);
 bool k8s_node_matches_terms(const json_t *terms, const json_t *node); /* nodeSelectorTerms */
 
 /* Required inter-pod (anti-)affinity (k8s-podaffinity.c). */

@@ -152,7 +152,7 @@ static bool tolerates(const json_t *pod, const json_t *taint)
 	return false;
 }
 
-bool k8s_pod_tolerates_node(const json_t *pod, const json_t *node)
+const json_t *k8s_pod_untolerated_taint(const json_t *pod, const json_t *node, bool no_execute_only)
 {
 	const json_t *taint;
 	size_t i;
@@ -160,11 +160,17 @@ bool k8s_pod_tolerates_node(const json_t *pod, const json_t *node)
 	json_array_foreach(json_object_get(json_object_get(node, "spec"), "taints"), i, taint) {
 		const char *effect = json_string_value(json_object_get(taint, "effect"));
 
-		if ((streq_ptr(effect, "NoSchedule") || streq_ptr(effect, "NoExecute")) &&
+		if (((!no_execute_only && streq_ptr(effect, "NoSchedule")) ||
+		     streq_ptr(effect, "NoExecute")) &&
 		    !tolerates(pod, taint))
-			return false;
+			return taint;
 	}
-	return true;
+	return NULL;
+}
+
+bool k8s_pod_tolerates_node(const json_t *pod, const json_t *node)
+{
+	return !k8s_pod_untolerated_taint(pod, node, false);
 }
 
 static bool expression_matches(const json_t *e, const json_t *labels)

@@ -68,16 +68,30 @@ static int copy_instance(const struct sim_aws_instance_info *i, void *userdata)
 				   "kubernetes.io/hostname", i->private_dns_name,
 				   "karpenter.sh/capacity-type", i->capacity_type);
 	const char *pool = tag(i, "karpenter.sh/nodepool");
+	json_t *taints;
 
 	if (!labels)
 		return -ENOMEM;
 	if (pool)
 		json_object_set_new(labels, "karpenter.sh/nodepool", json_string(pool));
+	/* A Karpenter (or kanna) node's user data registers the kubelet with
+	 * karpenter.sh/unregistered:NoExecute, until the controller has
+	 * labelled the Node (Karpenter's AMI families add it for every
+	 * NodeClaim). The sim reads the instance's tags, not its user data,
+	 * for the Node's labels and taints alike. */
+	taints = json_array();
+	if (!taints || (pool && json_array_append_new(taints, json_pack("{s:s, s:s}", "key",
+			"karpenter.sh/unregistered", "effect", "NoExecute")) < 0)) {
+		json_decref(labels);
+		json_decref(taints);
+		return -ENOMEM;
+	}
 	snprintf(provider, sizeof(provider), "aws:///%s/%s", i->zone, i->id);
 	return json_array_append_new(userdata, json_pack(
-		"{s:s, s:s, s:s, s:s, s:I, s:o, s:I, s:I, s:I, s:I, s:I}", "providerID", provider,
+		"{s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I}", "providerID", provider,
 		"state", i->state, "name", i->private_dns_name, "ip", i->private_ip,
-		"launch_ms", (json_int_t)i->launch_time_ms, "labels", labels, "cpu", (json_int_t)i->vcpu,
+		"launch_ms", (json_int_t)i->launch_time_ms, "labels", labels, "taints", taints,
+		"cpu", (json_int_t)i->vcpu,
 		"memory_mib", (json_int_t)i->memory_mib, "alloc_cpu_m", (json_int_t)i->alloc_cpu_millicores,
 		"alloc_memory_mib", (json_int_t)i->alloc_memory_mib, "pods", (json_int_t)i->max_pods)) < 0 ?
 		       -ENOMEM : 0;
@@ -177,10 +191,11 @@ static int register_node(struct sim_kubelet *k, const struct k8s_resource *nodes
 {
 	const char *name = json_string_value(json_object_get(inst, "name"));
 	struct k8s_error err = {};
-	json_t *node = json_pack("{s:s, s:s, s:{s:O, s:O}, s:{s:O}, s:o}", "apiVersion", "v1",
+	json_t *node = json_pack("{s:s, s:s, s:{s:O, s:O}, s:{s:O, s:O}, s:o}", "apiVersion", "v1",
 				 "kind", "Node", "metadata", "name", json_object_get(inst, "name"),
 				 "labels", json_object_get(inst, "labels"), "spec", "providerID",
-				 json_object_get(inst, "providerID"), "status", node_status(inst, true));
+				 json_object_get(inst, "providerID"), "taints", json_object_get(inst, "taints"),
+				 "status", node_status(inst, true));
 	json_t *created = NULL;
 	int r = node ? k8s_store_create(k->store, nodes, NULL, node, &created, &err) : -ENOMEM;
 	char msg[400];
@@ -256,14 +271,34 @@ static int reconcile_nodes(struct sim_kubelet *k, const json_t *insts, const jso
 
 struct pod_start {
 	const char *ip;
-	bool started; /* false: someone else moved the pod on first */
+	const json_t *node; /* the Node it is bound to */
+	bool started;       /* false: someone else moved the pod on first */
+	bool rejected;      /* refused at admission: a NoExecute taint it does not tolerate */
 };
+
+/* The kubelet admits no pod that does not tolerate a NoExecute taint of
+ * its Node (pkg/kubelet/lifecycle/predicate.go): the pod fails, with the
+ * predicate's name as its reason (Kubelet.rejectPod). */
+static json_t *reject_pod(const json_t *cur, const json_t *taint, struct pod_start *start)
+{
+	json_t *out = json_deep_copy(cur);
+	const char *value = json_string_value(json_object_get(taint, "value"));
+	char msg[600];
+
+	start->rejected = true;
+	snprintf(msg, sizeof(msg),
+		 "Pod was rejected: Predicate TaintToleration failed: node(s) had untolerated taint "
+		 "{%s: %s}", json_string_value(json_object_get(taint, "key")) ?: "", value ?: "");
+	json_object_set_new(out, "status", json_pack("{s:s, s:s, s:s}", "phase", "Failed", "reason",
+						     "TaintToleration", "message", msg));
+	return out;
+}
 
 static json_t *run_pod(const json_t *cur, void *userdata, struct k8s_error *err)
 {
 	struct pod_start *start = userdata;
 	json_t *out = json_deep_copy(cur), *status, *statuses;
-	const json_t *c;
+	const json_t *c, *taint;
 	char now[32];
 	size_t i;
 
@@ -272,6 +307,10 @@ static json_t *run_pod(const json_t *cur, void *userdata, struct k8s_error *err)
 	    !streq_ptr(json_string_value(json_object_get(json_object_get(cur, "status"), "phase")),
 		       "Pending"))
 		return out;
+	if ((taint = k8s_pod_untolerated_taint(cur, start->node, true))) {
+		json_decref(out);
+		return reject_pod(cur, taint, start);
+	}
 	start->started = true;
 	statuses = json_array();
 	k8s_timestamp(now, 0);
@@ -316,8 +355,26 @@ static void record_container_events(struct sim_kubelet *k, const json_t *pod)
 	}
 }
 
+/* The kubelet's Warning on a pod it refused (reason and message as set). */
+static void record_rejection(struct sim_kubelet *k, const json_t *pod)
+{
+	const json_t *status = json_object_get(pod, "status");
+	struct k8s_event_source src = {
+		.component = "kubelet",
+		.host = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName")),
+	};
+	struct k8s_event_ref ref;
+
+	k8s_event_ref_of(pod, &ref);
+	(void)k8s_event_record(k->store, &ref, &src, K8S_EVENT_WARNING,
+			       json_string_value(json_object_get(status, "reason")) ?: "",
+			       "%s", json_string_value(json_object_get(status, "message")) ?: "");
+	log_info("kubelet on %s rejected pod %s/%s: %s", src.host ?: "",
+		 ref.ns ?: "", ref.name ?: "", json_string_value(json_object_get(status, "message")) ?: "");
+}
+
 struct pending_scan {
-	const json_t *ready_nodes; /* name → true; NULL: only count */
+	const json_t *ready_nodes; /* name → Node; NULL: only count */
 	json_t *names;             /* [ns, name] of pods to start */
 	size_t n_bound_pending;
 };
@@ -330,7 +387,7 @@ static void find_startable(struct k8s_object *o, void *userdata)
 		return;
 	s->n_bound_pending++;
 	if (s->ready_nodes && json_object_get(s->ready_nodes, o->node_name))
-		json_array_append_new(s->names, json_pack("[s, s]", o->ns, o->name));
+		json_array_append_new(s->names, json_pack("[s, s, s]", o->ns, o->name, o->node_name));
 }
 
 /* Bound pods still Pending: the common case at scale is none. */
@@ -353,23 +410,28 @@ static int start_pods(struct sim_kubelet *k, const json_t *nodes)
 
 	json_array_foreach(nodes, i, n)
 		if (condition_true(n, "Ready"))
-			json_object_set_new((json_t *)s.ready_nodes, json_string_value(json_object_get(
-						    json_object_get(n, "metadata"), "name")) ?: "", json_true());
+			json_object_set((json_t *)s.ready_nodes, json_string_value(json_object_get(
+						json_object_get(n, "metadata"), "name")) ?: "", (json_t *)n);
 	k8s_store_foreach(k->store, pods, NULL, find_startable, &s);
 	json_array_foreach(s.names, i, p) {
 		struct k8s_error err = {};
 		struct pod_start start = {};
 		json_t *pod = NULL;
 		char ip[32];
+		const char *ns = json_string_value(json_array_get(p, 0));
+		const char *name = json_string_value(json_array_get(p, 1));
 
 		k->next_pod_ip = (k->next_pod_ip + 1) % (250 * 250);
 		snprintf(ip, sizeof(ip), "10.1.%u.%u", k->next_pod_ip / 250, k->next_pod_ip % 250 + 2);
 		start.ip = ip;
-		if (k8s_store_mutate(k->store, pods, json_string_value(json_array_get(p, 0)),
-				     json_string_value(json_array_get(p, 1)), K8S_WRITE_ALL, run_pod,
-				     &start, &pod, &err) >= 0) {
+		start.node = json_object_get(s.ready_nodes, json_string_value(json_array_get(p, 2)) ?: "");
+		if (start.node &&
+		    k8s_store_mutate(k->store, pods, ns, name, K8S_WRITE_ALL, run_pod, &start, &pod,
+				     &err) >= 0) {
 			if (start.started)
 				record_container_events(k, pod);
+			if (start.rejected)
+				record_rejection(k, pod);
 			writes++;
 		}
 		k8s_error_clear(&err);

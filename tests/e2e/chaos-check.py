@@ -248,6 +248,9 @@ def _selftest_cases():
         ("nodeclaim-one-instance", lambda f: inst(f, "i-8", "c1", "other")),
         ("pod-bound-once", lambda f: event(f, "pod-bound", "default/p1 n2")),
         ("pod-on-missing-node", lambda f: item(f, "Pod", "w1")["spec"].__setitem__("nodeName", "ghost")),
+        ("pod-rejected", lambda f: item(f, "Pod", "w1").__setitem__("status", {
+            "phase": "Failed", "reason": "TaintToleration",
+            "message": "Pod was rejected: Predicate TaintToleration failed"})),
         ("node-overcommitted", lambda f: bind(f, "w1", "n1")),
         ("anti-affinity-violated", move_anti),
         ("spread-violated", more_spread),

@@ -18,6 +18,7 @@ INVARIANTS = [
     "nodeclaim-one-instance",
     "pod-bound-once",
     "pod-on-missing-node",
+    "pod-rejected",
     "node-overcommitted",
     "anti-affinity-violated",
     "spread-violated",
@@ -536,6 +537,16 @@ class Checker:
                                 "last said why %.0fs ago" % (self.now - t),
                                 cond[0].get("message") if cond else "nothing"))
 
+    def check_rejected(self):
+        """No kubelet refused a pod: bound past a NoExecute taint (the
+        kubelet's karpenter.sh/unregistered) or to a node that cannot hold it."""
+        for p in self.pods:
+            st = p.get("status", {})
+            if st.get("phase") == "Failed":
+                self.violate("pod-rejected", pod_key(p), "pod %s failed on %s: %s: %s"
+                             % (pod_key(p), p.get("spec", {}).get("nodeName"), st.get("reason"),
+                                st.get("message")))
+
     def check_limits(self):
         catalog = load_catalog()
         for name, pool in self.pools.items():
@@ -585,6 +596,7 @@ class Checker:
         self.replay()
         self.check_overcommit()
         self.check_anti_affinity()
+        self.check_rejected()
         self.check_limits()
         self.check_pending()
         self.check_timelines()
@@ -603,6 +615,9 @@ class Checker:
                 why.append("NodeClaim %s has no instance" % name)
             elif pid not in by_provider or not node_ready(by_provider[pid]):
                 why.append("NodeClaim %s has no Ready Node" % name)
+        for name, n in self.nodes.items():
+            if any(t.get("key") == "karpenter.sh/unregistered" for t in n.get("spec", {}).get("taints") or []):
+                why.append("Node %s still carries karpenter.sh/unregistered" % name)
         self.violations = []
         self.check_instances()
         why += [v[2] for v in self.violations]

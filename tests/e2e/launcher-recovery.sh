@@ -168,6 +168,11 @@ wait_for "the kubelet to register the Node of $claim" 30 sh -c "kubectl get node
 node=$(node_of_claim)
 [ -z "$(kubectl get node "$node" -o jsonpath='{.metadata.labels.intent}')" ] ||
 	fail "the kubelet's Node $node has intent already; the test did not test the window it means to"
+node_taints() {
+	kubectl get node "$node" -o jsonpath='{range .spec.taints[*]}{.key}:{.effect}{" "}{end}'
+}
+expect_eq "the kubelet registered $node as its user data asks, under karpenter.sh/unregistered:NoExecute" \
+	"$(node_taints)" "karpenter.sh/unregistered:NoExecute "
 ok "killed the launcher after recording $claim and before creating its Node; the kubelet registered $node"
 start_launcher --log-level debug
 wait_bound late 1 60
@@ -175,6 +180,10 @@ expect_eq "the late pod is on its NodeClaim's Node" "$(kubectl get pods -l app=l
 expect_eq "the kubelet's Node got the NodePool's labels" "$(kubectl get node "$node" -o jsonpath='{.metadata.labels.intent}')" apps
 expect_eq "the kubelet's Node got the termination finalizer" "$(kubectl get node "$node" -o jsonpath='{.metadata.finalizers[*]}')" karpenter.sh/termination
 grep "Failed to bind pod default/late-" "$tmp/launcher.log" && fail "the launcher refused the late pod on the kubelet's Node"
+wait_for "the late pod to run (no kubelet refused it for a NoExecute taint)" 15 sh -c \
+	"[ \"\$(kubectl get pods -l app=late -o jsonpath='{.items[0].status.phase}')\" = Running ]"
+wait_for "the Node's hold to come off" 15 sh -c "[ -z \"\$(kubectl get node $node -o jsonpath='{.spec.taints}')\" ]"
+ok "the kubelet's karpenter.sh/unregistered:NoExecute gave way to the launcher's hold, which came off after the bind"
 expect_one_instance_per_nodeclaim "after kill -9 before the Node was created"
 
 # --- two shards racing for a limit ------------------------------------------------------------

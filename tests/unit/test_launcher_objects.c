@@ -162,7 +162,13 @@ Test(launcher_objects, node_labels_and_taints)
 	cr_assert_null(json_object_get(l, "karpenter.sh/provisioner-name"));
 	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(node, "spec"), "providerID")),
 			 "aws:///us-west-2a/i-1");
-	cr_assert_eq(json_array_size(json_object_get(json_object_get(node, "spec"), "taints")), 2);
+	/* The NodePool's taint, its startup taint, and the hold until the
+	 * planned pods are bound. */
+	cr_assert_eq(json_array_size(json_object_get(json_object_get(node, "spec"), "taints")), 3);
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(
+				 node, "spec"), "taints"), 2), "key")), "karpenter.sh/unregistered");
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(
+				 node, "spec"), "taints"), 2), "effect")), "NoSchedule");
 	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(node, "status"),
 				 "allocatable"), "memory")), "8Gi");
 	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(
@@ -171,6 +177,42 @@ Test(launcher_objects, node_labels_and_taints)
 	np.source_api = PROTO_API_V1ALPHA5;
 	cr_assert_eq(node_labels_collect(&li, &np, reqs, 3, "us-west-2", labels, 64, &n), 0);
 	cr_assert_eq(node_labels_collect(&li, &np, reqs, 3, "us-west-2", labels, 3, &n), -E2BIG);
+}
+
+Test(launcher_objects, the_hold_comes_off_with_every_other_taint_kept_and_the_version_as_precondition)
+{
+	struct proto_taint held[] = {
+		{ .key = "dedicated", .value = "apps", .effect = PROTO_EFFECT_NO_SCHEDULE },
+		{ .key = "karpenter.sh/unregistered", .effect = PROTO_EFFECT_NO_SCHEDULE },
+		/* The kubelet's, not ours: it stays. */
+		{ .key = "karpenter.sh/unregistered", .effect = PROTO_EFFECT_NO_EXECUTE },
+	};
+	struct proto_node node = { .name = "ip-1", .resource_version = "42", .taints = held, .n_taints = 3 };
+	json_t *patch, *taints;
+	char *text;
+
+	cr_assert(node_held(&node));
+	patch = node_release_hold_patch(&node);
+	cr_assert_not_null(patch);
+	taints = json_object_get(json_object_get(patch, "spec"), "taints");
+	text = json_dumps(taints, JSON_COMPACT | JSON_SORT_KEYS);
+	cr_assert_str_eq(text, "[{\"effect\":\"NoSchedule\",\"key\":\"dedicated\",\"value\":\"apps\"},"
+			       "{\"effect\":\"NoExecute\",\"key\":\"karpenter.sh/unregistered\"}]");
+	free(text);
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(patch, "metadata"),
+							   "resourceVersion")), "42");
+	json_decref(patch);
+
+	/* Only the hold: the list goes; no version: no precondition. */
+	node = (struct proto_node){ .name = "ip-1", .taints = &held[1], .n_taints = 1 };
+	patch = node_release_hold_patch(&node);
+	cr_assert(json_is_null(json_object_get(json_object_get(patch, "spec"), "taints")));
+	cr_assert_null(json_object_get(patch, "metadata"));
+	json_decref(patch);
+	node.n_taints = 0;
+	cr_assert_not(node_held(&node));
+	node = (struct proto_node){ .name = "ip-1", .taints = &held[2], .n_taints = 1 };
+	cr_assert_not(node_held(&node));
 }
 
 Test(launcher_objects, launched_status_and_binding)

@@ -560,3 +560,47 @@ Test(from_state, an_inflight_nodeclaim_holds_what_its_nodepools_kubelet_allows)
 	cr_assert_eq(result->n_claims, 1);
 	cr_assert_eq(result->claims[0].n_pods, 1);
 }
+
+/* Karpenter's KnownEphemeralTaints, and the launcher's hold: a joining Node
+ * takes pods in the model (no launch for them), any other taint does not. */
+Test(from_state, a_node_joining_under_ephemeral_taints_still_takes_pods_and_a_real_taint_does_not)
+{
+	static struct proto_kv host_a[] = { { HOSTNAME, "joining" } }, host_b[] = { { HOSTNAME, "tainted" } };
+	static struct proto_taint joining[] = {
+		{ .key = "karpenter.sh/unregistered", .effect = PROTO_EFFECT_NO_EXECUTE },
+		{ .key = "karpenter.sh/unregistered", .effect = PROTO_EFFECT_NO_SCHEDULE },
+		{ .key = "node.kubernetes.io/not-ready", .effect = PROTO_EFFECT_NO_SCHEDULE },
+		{ .key = "node.cloudprovider.kubernetes.io/uninitialized", .value = "true",
+		  .effect = PROTO_EFFECT_NO_SCHEDULE },
+	};
+	static struct proto_taint other[] = {
+		{ .key = "karpenter.sh/unregistered", .effect = PROTO_EFFECT_PREFER_NO_SCHEDULE },
+		{ .key = "dedicated", .value = "x", .effect = PROTO_EFFECT_NO_SCHEDULE },
+	};
+	struct proto_node a = { .name = "joining", .uid = "a", .labels = host_a, .n_labels = 1,
+				.allocatable = node_size, .n_allocatable = 3, .taints = joining, .n_taints = 4 };
+	struct proto_node b = { .name = "tainted", .uid = "b", .labels = host_b, .n_labels = 1,
+				.allocatable = node_size, .n_allocatable = 3, .taints = other, .n_taints = 2 };
+	struct proto_pod p = pod("default", "p", NULL);
+	const struct proto_pod *pending[] = { &p };
+
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODE, .node = &a });
+	add_nodepool(NULL, 0);
+	solve(pending, 1);
+	cr_assert_str_eq(node_of(0), "joining");
+	sched_result_free(result);
+	cluster_free(cluster);
+	result = NULL;
+	cluster = NULL;
+	state_store_done(&store);
+	state_store_init(&store);
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODE, .node = &b });
+	add_nodepool(NULL, 0);
+	solve(pending, 1);
+	cr_assert_null(node_of(0), "an untolerated NoSchedule taint keeps the pod off");
+	cr_assert(from_state_taint_is_ephemeral(&joining[0]) && from_state_taint_is_ephemeral(&joining[3]));
+	cr_assert_not(from_state_taint_is_ephemeral(&other[0]));
+	cr_assert_not(from_state_taint_is_ephemeral(&(struct proto_taint){
+		.key = "node.cloudprovider.kubernetes.io/uninitialized", .value = "false",
+		.effect = PROTO_EFFECT_NO_SCHEDULE }));
+}

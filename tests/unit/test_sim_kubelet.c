@@ -76,3 +76,39 @@ Test(sim_kubelet, pods_bound_to_ready_nodes_become_running_and_ready)
 	json_decref(a);
 	json_decref(b);
 }
+
+/* As a kubelet admits pods (pkg/kubelet/lifecycle/predicate.go): a pod that
+ * does not tolerate a NoExecute taint of its node fails; NoSchedule taints
+ * are the scheduler's business, not the kubelet's. */
+Test(sim_kubelet, a_pod_bound_past_a_noexecute_taint_is_rejected_and_noschedule_is_not_checked)
+{
+	json_t *a, *b, *c;
+
+	create(nodes, NULL, "{\"metadata\":{\"name\":\"joining\"},\"spec\":{\"taints\":["
+			    "{\"key\":\"karpenter.sh/unregistered\",\"effect\":\"NoExecute\"},"
+			    "{\"key\":\"dedicated\",\"value\":\"x\",\"effect\":\"NoSchedule\"}]},"
+			    "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+	create(pods, "default", "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"nodeName\":\"joining\","
+				"\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}");
+	create(pods, "default", "{\"metadata\":{\"name\":\"b\"},\"spec\":{\"nodeName\":\"joining\","
+				"\"tolerations\":[{\"key\":\"karpenter.sh/unregistered\",\"operator\":\"Exists\","
+				"\"effect\":\"NoExecute\"}],\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}");
+	create(pods, "default", "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"nodeName\":\"joining\","
+				"\"tolerations\":[{\"operator\":\"Exists\"}],"
+				"\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}");
+	cr_assert_eq(sim_kubelet_reconcile(kubelet, 0), 3);
+	a = pod("a");
+	b = pod("b");
+	c = pod("c");
+	cr_assert_str_eq(phase(a), "Failed");
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(a, "status"), "reason")),
+			 "TaintToleration");
+	cr_assert(strstr(json_string_value(json_object_get(json_object_get(a, "status"), "message")),
+			 "karpenter.sh/unregistered"));
+	cr_assert_str_eq(phase(b), "Running", "NoSchedule is not the kubelet's to check");
+	cr_assert_str_eq(phase(c), "Running");
+	cr_assert_eq(sim_kubelet_reconcile(kubelet, 0), 0, "a failed pod stays failed");
+	json_decref(a);
+	json_decref(b);
+	json_decref(c);
+}
