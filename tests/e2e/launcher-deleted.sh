@@ -1,7 +1,7 @@
 #!/bin/sh
 # End-to-end: a NodeClaim deleted while it is being launched leaves no
 # instance behind and no CreateFleet is sent for it afterwards. Every AWS
-# answer of kanna-sim takes 3 s, so each deletion lands mid-launch:
+# answer of kanna-sim takes 2 s, so each deletion lands mid-launch:
 #  - before CreateFleet (the EC2NodeClass still resolving): none is sent;
 #  - while CreateFleet is in flight, with kubectl delete (the finalizer
 #    holds it): the instance it launched is terminated, the finalizer
@@ -84,7 +84,7 @@ start_sim
 start_daemons --log-level debug
 wait_for "the launcher to take plans" 30 grep -q "taking launch plans" "$tmp/launcher.log"
 kubectl apply -f "$SRCDIR/examples/s5-inflate.yaml" >/dev/null
-aws_faults '{"latencyMs": 3000}'
+aws_faults '{"latencyMs": 2000}'
 
 # --- deleted before CreateFleet: none is sent ------------------------------------------
 case_of early 1
