@@ -249,8 +249,11 @@ static int error_from_xml(const char *body, size_t len, struct aws_error *ret)
 		if (!request_id)
 			request_id = aws_xml_text(root, "RequestId");
 	} else if (streq(root->name, "ErrorResponse")) {
-		/* STS, SQS, IAM: <ErrorResponse><Error>..</Error><RequestId> */
+		/* STS, SQS, IAM: <ErrorResponse><Error>..</Error><RequestId>;
+		 * also met with EC2's list: <ErrorResponse><Errors><Error>. */
 		err = aws_xml_child(root, "Error");
+		if (!err)
+			err = aws_xml_find(root, "Errors/Error");
 		request_id = aws_xml_text(root, "RequestId");
 	} else if (streq(root->name, "Error")) {
 		/* S3 style, also what some proxies answer */

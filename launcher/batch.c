@@ -150,7 +150,8 @@ static void on_batch_fleet(struct aws_client *c, const struct aws_response *resp
 	(void)c;
 	if (resp->result >= 0) {
 		fr = malloc(sizeof(*fr));
-		if (fr && fleet_response_parse(resp->body, resp->body_len, fr) < 0) {
+		/* Members share their configs: any one's subnets place them. */
+		if (fr && launch_fleet_read(b->members[0], resp, fr) < 0) {
 			free(fr);
 			fr = NULL;
 		}
@@ -170,13 +171,14 @@ static void on_batch_fleet(struct aws_client *c, const struct aws_response *resp
 				la->attempt++;
 				la->step = STEP_FLEET;
 				launch_advance(la);
+			} else if (resp->result >= 0 || launch_fleet_answer_unreadable(resp)) {
+				launch_fleet_unreadable(la);
 			} else {
 				/* As on_fleet: a refused request's token is not reused. */
 				if (launch_fleet_refused(resp))
 					la->attempt++;
 				launch_retry_later(la, "launch an instance (batched CreateFleet)",
-						   resp->result < 0 ? aws_response_strerror(resp)
-								    : "the CreateFleet response could not be read");
+						   aws_response_strerror(resp));
 			}
 			continue;
 		}

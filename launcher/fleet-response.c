@@ -3,7 +3,9 @@
  * instance (id, type, zone, capacity type) and the per-offering errors
  * (InsufficientInstanceCapacity etc.) the launcher publishes as unavailable.
  * Pure; called by the fleet code on a 200 response; must never trust the body
- * (outside bytes): missing fields are -EBADMSG, never a guessed value. */
+ * (outside bytes): missing fields are -EBADMSG, never a guessed value. The
+ * overrides EC2 echoes are the request's as sent (FleetLaunchTemplateOverrides):
+ * the zone is there only when the request named it, else the subnet tells it. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +44,8 @@ static int parse_errors(const struct aws_xml_node *set, fleet_result *ret) {
                                  aws_xml_text(i, "launchTemplateAndOverrides/overrides/instanceType"));
                 (void) copy_text(e->zone, sizeof(e->zone),
                                  aws_xml_text(i, "launchTemplateAndOverrides/overrides/availabilityZone"));
+                (void) copy_text(e->subnet_id, sizeof(e->subnet_id),
+                                 aws_xml_text(i, "launchTemplateAndOverrides/overrides/subnetId"));
                 ret->n_errors++;
         }
         return 0;
@@ -61,12 +65,44 @@ static int parse_launched(const struct aws_xml_node *item, const char *instance_
         r = copy_text(l->instance_id, sizeof(l->instance_id), instance_id);
         if (r >= 0)
                 r = copy_text(l->instance_type, sizeof(l->instance_type), aws_xml_text(item, "instanceType"));
-        if (r >= 0)
-                r = copy_text(l->zone, sizeof(l->zone),
-                              aws_xml_text(item, "launchTemplateAndOverrides/overrides/availabilityZone"));
+        if (r >= 0) {
+                /* One of the two places it: zone as sent, or the subnet. */
+                int z = copy_text(l->zone, sizeof(l->zone),
+                                  aws_xml_text(item, "launchTemplateAndOverrides/overrides/availabilityZone"));
+                int s = copy_text(l->subnet_id, sizeof(l->subnet_id),
+                                  aws_xml_text(item, "launchTemplateAndOverrides/overrides/subnetId"));
+
+                if (z < 0 && s < 0)
+                        r = -EBADMSG;
+        }
         if (r >= 0)
                 r = copy_text(l->capacity_type, sizeof(l->capacity_type), aws_xml_text(item, "lifecycle"));
         return r;
+}
+
+static void zone_from_subnet(char *zone, size_t size, const char *subnet_id,
+                             const char *(*zone_of)(const char *, void *), void *userdata) {
+        const char *z;
+
+        if (*zone || !*subnet_id || !(z = zone_of(subnet_id, userdata)))
+                return;
+        (void) copy_text(zone, size, z);
+}
+
+int fleet_result_zones(fleet_result *r, const char *(*zone_of)(const char *subnet_id, void *userdata),
+                       void *userdata) {
+        for (size_t i = 0; i < r->n_errors; i++)
+                zone_from_subnet(r->errors[i].zone, sizeof(r->errors[i].zone), r->errors[i].subnet_id,
+                                 zone_of, userdata);
+        for (size_t i = 0; i < r->n_launched; i++) {
+                zone_from_subnet(r->all[i].zone, sizeof(r->all[i].zone), r->all[i].subnet_id, zone_of,
+                                 userdata);
+                if (!*r->all[i].zone)
+                        return -EBADMSG;
+        }
+        if (r->launched_ok)
+                r->launched = r->all[0];
+        return 0;
 }
 
 int fleet_response_parse(const char *body, size_t len, fleet_result *ret) {

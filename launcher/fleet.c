@@ -122,6 +122,11 @@ static int configs_add(const struct fleet_input *in, struct aws_query *q, const 
 					       "LaunchTemplateConfigs.%zu.Overrides.%zu.InstanceType", slot, k)) < 0 ||
 			    (r = aws_query_add(q, o[i].subnet->id, "LaunchTemplateConfigs.%zu.Overrides.%zu.SubnetId",
 					       slot, k)) < 0 ||
+			    /* EC2 echoes the overrides as sent: without the
+			     * zone, neither a launch nor a capacity error
+			     * says where (Karpenter sends it for this too). */
+			    (r = aws_query_add(q, o[i].subnet->zone,
+					       "LaunchTemplateConfigs.%zu.Overrides.%zu.AvailabilityZone", slot, k)) < 0 ||
 			    (r = aws_query_add(q, in->configs[c].image_id,
 					       "LaunchTemplateConfigs.%zu.Overrides.%zu.ImageId", slot, k)) < 0)
 				return r;

@@ -264,6 +264,46 @@ void launch_note_fleet_sent(struct launch *la, uint8_t ct, size_t n_overrides, c
 	la->fleet_capacity_type = ct;
 }
 
+/* The zone of one of the launch's subnets (a reply's override names only
+ * what the request sent). */
+static const char *subnet_zone(const char *subnet_id, void *userdata)
+{
+	const struct launch *la = userdata;
+
+	for (unsigned a = 0; a < la->n_arches; a++)
+		for (size_t i = 0; i < la->arches[a].cfg.n_subnets; i++)
+			if (streq_ptr(la->arches[a].cfg.subnets[i].id, subnet_id))
+				return la->arches[a].cfg.subnets[i].zone;
+	return NULL;
+}
+
+int launch_fleet_read(struct launch *la, const struct aws_response *resp, fleet_result *fr)
+{
+	int r = fleet_response_parse(resp->body, resp->body_len, fr);
+
+	if (r >= 0 && (r = fleet_result_zones(fr, subnet_zone, la)) < 0)
+		fleet_result_done(fr);
+	return r;
+}
+
+bool launch_fleet_answer_unreadable(const struct aws_response *resp)
+{
+	return resp->result < 0 && resp->result != -EREMOTEIO && resp->http_status >= 200 &&
+	       resp->http_status <= 299;
+}
+
+void launch_fleet_unreadable(struct launch *la)
+{
+	log_warn_kv(LOG_KV({ "nodeclaim", la->name }),
+		    "Failed to read the CreateFleet answer for nodeclaim %s: it said 200 but the body "
+		    "is not a CreateFleetResponse we can read; looking for an instance launched for it "
+		    "before calling CreateFleet again", la->name);
+	/* It may have launched: never a blind second CreateFleet. */
+	la->fleet_in_doubt = true;
+	la->step = STEP_FIND_INSTANCE;
+	launch_advance(la);
+}
+
 size_t launch_fleet_errors(struct launch *la, const fleet_result *fr, char *first, size_t size)
 {
 	size_t capacity_errors = 0;
@@ -295,6 +335,10 @@ void on_fleet(struct aws_client *c, const struct aws_response *resp, void *userd
 
 	(void)c;
 	launch_resume(la);
+	if (launch_fleet_answer_unreadable(resp)) {
+		launch_fleet_unreadable(la);
+		return;
+	}
 	if (resp->result < 0) {
 		/* IdempotentParameterMismatch: an earlier try used this token
 		 * with other overrides (before a crash, or its answer was lost
@@ -318,10 +362,9 @@ void on_fleet(struct aws_client *c, const struct aws_response *resp, void *userd
 		return;
 	}
 	fr = malloc(sizeof(*fr));
-	if (!fr || fleet_response_parse(resp->body, resp->body_len, fr) < 0) {
+	if (!fr || launch_fleet_read(la, resp, fr) < 0) {
 		free(fr);
-		launch_retry_later(la, "launch an instance (CreateFleet)",
-				   "the CreateFleet response could not be read");
+		launch_fleet_unreadable(la);
 		return;
 	}
 	capacity_errors = launch_fleet_errors(la, fr, first_error, sizeof(first_error));

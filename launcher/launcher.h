@@ -240,6 +240,15 @@ void launch_no_candidate_left(struct launch *la);
 /* EC2 refused a CreateFleet as a whole (a final error, not throttling or a
  * fault of its own): nothing was launched under its token. */
 bool launch_fleet_refused(const struct aws_response *resp);
+/* Reads a CreateFleet 200 answer, zones placed from la's subnets where the
+ * overrides echo none; < 0 when it cannot be read (nothing to release). */
+int launch_fleet_read(struct launch *la, const struct aws_response *resp, fleet_result *fr);
+/* Did EC2 answer 2xx with a body that could not be read (cut off, or not
+ * the document it should be)? The call was carried out. */
+bool launch_fleet_answer_unreadable(const struct aws_response *resp);
+/* A 200 answer that cannot be read: the call may have launched, so the
+ * launch looks for its instance (by tag, by batch) before any new call. */
+void launch_fleet_unreadable(struct launch *la);
 /* Capacity errors of a CreateFleet answer: marked unavailable and pruned
  * from la's candidates. Returns how many; *first gets the first error. */
 size_t launch_fleet_errors(struct launch *la, const fleet_result *fr, char *first, size_t size);

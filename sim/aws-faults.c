@@ -153,6 +153,8 @@ static int parse_faults(json_t *root, struct aws_faults *f, json_t **interrupt,
 			r = parse_fraction(v, k, &f->error_rate, err, errlen);
 		else if (streq(k, "lostAnswerRate"))
 			r = parse_fraction(v, k, &f->lost_answer_rate, err, errlen);
+		else if (streq(k, "garbledAnswerRate"))
+			r = parse_fraction(v, k, &f->garbled_answer_rate, err, errlen);
 		else if (streq(k, "latencyMs"))
 			r = parse_count(v, k, FAULT_LATENCY_MAX_MS, &f->latency_ms, err, errlen);
 		else if (streq(k, "interrupt") && json_is_array(v))
@@ -212,10 +214,11 @@ json_t *aws_faults_injected_json(const struct sim_aws *aws)
 {
 	const struct aws_fault_counts *c = &aws->injected;
 
-	return json_pack("{s:I, s:I, s:I, s:I, s:I}", "insufficientCapacity",
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "insufficientCapacity",
 			 (json_int_t)c->insufficient_capacity, "throttle", (json_int_t)c->throttle,
 			 "internalError", (json_int_t)c->internal_error, "latency",
-			 (json_int_t)c->latency, "lostAnswer", (json_int_t)c->lost_answer);
+			 (json_int_t)c->latency, "lostAnswer", (json_int_t)c->lost_answer,
+			 "garbledAnswer", (json_int_t)c->garbled_answer);
 }
 
 json_t *aws_faults_to_json(const struct sim_aws *aws)
@@ -229,10 +232,10 @@ json_t *aws_faults_to_json(const struct sim_aws *aws)
 						     "zone", f->ice[i].zone,
 						     "capacityType", f->ice[i].capacity_type,
 						     "errorCode", f->ice[i].error_code));
-	o = json_pack("{s:o?, s:f, s:I, s:f, s:f, s:I, s:b}", "insufficientCapacity", ice,
+	o = json_pack("{s:o?, s:f, s:I, s:f, s:f, s:f, s:I, s:b}", "insufficientCapacity", ice,
 		      "throttleRate", f->throttle_rate, "throttlePerSecond", (json_int_t)f->throttle_per_sec,
 		      "errorRate", f->error_rate, "lostAnswerRate", f->lost_answer_rate,
-		      "latencyMs", (json_int_t)f->latency_ms,
+		      "garbledAnswerRate", f->garbled_answer_rate, "latencyMs", (json_int_t)f->latency_ms,
 		      "stateChangeEvents", f->state_change_events);
 	return o;
 }
@@ -306,8 +309,17 @@ int aws_faults_lose_answer(struct sim_aws *aws, const struct aws_request *req,
 {
 	int r;
 
-	if (req->service != AWS_SERVICE_EC2 || resp->status >= 400 || aws->faults.lost_answer_rate <= 0 ||
-	    aws_rand_unit(aws) >= aws->faults.lost_answer_rate)
+	if (req->service != AWS_SERVICE_EC2 || resp->status >= 400)
+		return 0;
+	if (aws->faults.garbled_answer_rate > 0 && resp->len > 1 &&
+	    aws_rand_unit(aws) < aws->faults.garbled_answer_rate) {
+		aws->injected.garbled_answer++;
+		aws_timeline_add(aws, "garbled-answer", "%s", req->action ? req->action : "?");
+		resp->len /= 2;
+		resp->body[resp->len] = '\0';
+		return 1;
+	}
+	if (aws->faults.lost_answer_rate <= 0 || aws_rand_unit(aws) >= aws->faults.lost_answer_rate)
 		return 0;
 	aws->injected.lost_answer++;
 	aws_timeline_add(aws, "lost-answer", "%s", req->action ? req->action : "?");

@@ -97,6 +97,11 @@ static int candidate_resolve(struct sim_aws *aws, const struct aws_request *req,
 		if (!c->zone || !streq(in->name, req->region))
 			return candidate_error(c, "InvalidSubnetID.NotFound",
 					       "The subnet ID '%s' does not exist", c->subnet_param);
+		/* Both named: they must agree (refused rather than guessed). */
+		if (c->az_param && !streq(c->az_param, c->zone->name))
+			return candidate_error(c, "InvalidParameterCombination",
+					       "The subnet '%s' is not in availability zone '%s'",
+					       c->subnet_param, c->az_param);
 	} else if (c->az_param) {
 		c->zone = aws_catalog_zone(aws->catalog, c->az_param, &in);
 		if (!c->zone || !streq(in->name, req->region))
@@ -285,8 +290,11 @@ static void write_lt_and_override(struct xml *x, const struct aws_request *req,
 		xml_leaf(x, "instanceType", type);
 	if (c->subnet_param)
 		xml_leaf(x, "subnetId", c->subnet_param);
-	if (c->zone)
-		xml_leaf(x, "availabilityZone", c->zone->name);
+	/* As sent, and nothing more (CreateFleet's FleetLaunchTemplateOverrides
+	 * in the reply echo the request's): a zone EC2 chose from the
+	 * subnet is not named here. */
+	if (c->az_param)
+		xml_leaf(x, "availabilityZone", c->az_param);
 	if (c->image_overridden)
 		xml_leaf(x, "imageId", c->image_id);
 	if (c->priority != HUGE_VAL && !c->error_code)

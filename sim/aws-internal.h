@@ -318,6 +318,10 @@ struct aws_faults {
 	 * answered 500 InternalError. AWS documents that a 5xx may hide a
 	 * request that succeeded (hence ClientToken); this is that case. */
 	double lost_answer_rate;
+	/* Fraction of EC2 requests carried out whose 200 answer arrives cut
+	 * off in the middle (a connection dropped mid-body): the client cannot
+	 * read what was done. */
+	double garbled_answer_rate;
 	unsigned latency_ms;       /* added to every AWS request */
 	bool state_change_events;  /* queue "EC2 Instance State-change Notification" */
 };
@@ -327,6 +331,7 @@ struct aws_faults {
 struct aws_fault_counts {
 	uint64_t throttle, internal_error, latency;
 	uint64_t lost_answer; /* carried out, then answered 500 */
+	uint64_t garbled_answer; /* carried out, then answered 200 with half a body */
 	uint64_t insufficient_capacity; /* one per offering refused */
 };
 
@@ -417,7 +422,8 @@ typedef int (*aws_handler_fn)(struct sim_aws *aws, const struct aws_request *req
 int aws_dispatch(struct sim_aws *aws, struct aws_request *req, struct aws_response *resp);
 /* Fault draws for one request; returns true and fills resp when it fails. */
 /* Lock held, after an EC2 request was carried out: 1 when its answer is
- * to be lost (resp replaced by a 500), 0 to send it, < 0 on error. */
+ * to be lost (resp replaced by a 500) or garbled (a 200 cut off in the
+ * middle of its body), 0 to send it as it is, < 0 on error. */
 int aws_faults_lose_answer(struct sim_aws *aws, const struct aws_request *req,
 			   struct aws_response *resp);
 int aws_faults_apply(struct sim_aws *aws, const struct aws_request *req,

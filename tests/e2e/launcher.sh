@@ -109,3 +109,30 @@ expect_eq "the next candidate was launched" "$(kubectl get node "$ice_node" -o j
 expect_eq "in a single CreateFleet attempt" "$(grep -c 'CreateFleet for nodeclaim ice-' "$tmp/launcher.log")" 1
 expect_one_instance_per_nodeclaim "after ICE"
 curl -sS -X POST "$AWS_ENDPOINT_URL/_sim/faults" -H 'Content-Type: application/json' -d '{}' >/dev/null
+
+# A CreateFleet carried out whose 200 answer arrives cut off: the launcher
+# cannot tell what it launched, so it must look for the NodeClaim's instance
+# (by tag) before any second CreateFleet — never launch twice.
+aws_faults '{"garbledAnswerRate": 1}'
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: garbled}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: garbled}}
+  template:
+    metadata: {labels: {app: garbled}}
+    spec:
+      nodeSelector: {intent: ice}
+      containers:
+      - {name: c, image: pause, resources: {requests: {cpu: "6", memory: 4Gi}}}
+YAML
+wait_for "an unreadable CreateFleet answer" 60 grep -q "Failed to read the CreateFleet answer for nodeclaim" "$tmp/launcher.log"
+aws_faults '{}'
+wait_for "the garbled pod bound" 60 sh -c "[ \$(kubectl get pods -l app=garbled -o jsonpath='{range .items[*]}{.spec.nodeName}{\"\\n\"}{end}' | grep -c .) = 1 ]"
+claim=$(grep "Failed to read the CreateFleet answer for nodeclaim" "$tmp/launcher.log" | head -1 | sed 's/.*for nodeclaim \([^:]*\):.*/\1/')
+grep -q "found instance .* already launched for nodeclaim $claim" "$tmp/launcher.log" ||
+	fail "the launcher did not look up and adopt the instance its unreadable CreateFleet launched for $claim"
+expect_eq "the sim garbled an answer" "$(curl -sS "$AWS_ENDPOINT_URL/_sim/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["faultsInjected"]["garbledAnswer"] > 0)')" True
+expect_one_instance_per_nodeclaim "after an unreadable CreateFleet answer"

@@ -174,6 +174,21 @@ Test(aws_error, reads_sts_and_sqs_error_responses)
 	free(doc);
 }
 
+/* The other envelope AWS answers with: a list of errors inside ErrorResponse. */
+Test(aws_error, reads_an_error_list_inside_error_response)
+{
+	static const char doc[] =
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ErrorResponse><Errors><Error>"
+		"<Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message></Error>"
+		"</Errors><RequestId>5b9f3e2a-0000-4000-8000-000000000001</RequestId></ErrorResponse>";
+	struct aws_error e;
+
+	cr_assert_eq(aws_error_parse(doc, sizeof(doc) - 1, 503, &e), 0);
+	cr_assert_str_eq(e.code, "RequestLimitExceeded");
+	cr_assert_str_eq(e.message, "Request limit exceeded.");
+	cr_assert_str_eq(e.request_id, "5b9f3e2a-0000-4000-8000-000000000001");
+}
+
 Test(aws_error, reads_json_protocol_errors)
 {
 	static const char body[] =

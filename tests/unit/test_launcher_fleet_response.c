@@ -45,13 +45,70 @@ Test(launcher_fleet_response, no_instance_is_not_launched) {
         fleet_result_done(&r);
 }
 
-Test(launcher_fleet_response, instance_without_zone_is_rejected) {
+Test(launcher_fleet_response, instance_without_zone_or_subnet_is_rejected) {
         const char *b = "<CreateFleetResponse><fleetInstanceSet><item><instanceIds><item>i-1</item>"
                         "</instanceIds><instanceType>m5.large</instanceType><lifecycle>spot</lifecycle>"
                         "</item></fleetInstanceSet></CreateFleetResponse>";
         fleet_result r;
 
         cr_assert_eq(fleet_response_parse(b, strlen(b), &r), -EBADMSG);
+}
+
+/* EC2's CreateFleetResponse (CreateFleetInstance, CreateFleetError: their
+ * launchTemplateAndOverrides echo FleetLaunchTemplateOverrides as the
+ * request sent them): a request that named subnets only gets subnets back. */
+#define SUBNET_ONLY_BODY \
+        "<CreateFleetResponse xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\">" \
+        "<requestId>e5a2b2d1-0000-4000-8000-000000000000</requestId><fleetId>fleet-1</fleetId>" \
+        "<errorSet><item><launchTemplateAndOverrides><launchTemplateSpecification>" \
+        "<launchTemplateName>kanna-1</launchTemplateName><version>$Latest</version>" \
+        "</launchTemplateSpecification><overrides><instanceType>m5.large</instanceType>" \
+        "<subnetId>subnet-a</subnetId></overrides></launchTemplateAndOverrides>" \
+        "<lifecycle>spot</lifecycle><errorCode>InsufficientInstanceCapacity</errorCode>" \
+        "<errorMessage>We currently do not have sufficient capacity.</errorMessage></item></errorSet>" \
+        "<fleetInstanceSet><item><launchTemplateAndOverrides><launchTemplateSpecification>" \
+        "<launchTemplateName>kanna-1</launchTemplateName><version>$Latest</version>" \
+        "</launchTemplateSpecification><overrides><instanceType>m5.xlarge</instanceType>" \
+        "<subnetId>subnet-b</subnetId></overrides></launchTemplateAndOverrides>" \
+        "<lifecycle>spot</lifecycle><instanceIds><item>i-0abc</item></instanceIds>" \
+        "<instanceType>m5.xlarge</instanceType><platform>Linux/UNIX</platform></item>" \
+        "</fleetInstanceSet></CreateFleetResponse>"
+
+static const char *zone_of(const char *subnet, void *userdata) {
+        (void) userdata;
+        return strcmp(subnet, "subnet-a") == 0 ? "us-west-2a" :
+               strcmp(subnet, "subnet-b") == 0 ? "us-west-2b" : NULL;
+}
+
+static const char *no_zone(const char *subnet, void *userdata) {
+        (void) subnet;
+        (void) userdata;
+        return NULL;
+}
+
+Test(launcher_fleet_response, a_reply_that_names_subnets_only_is_placed_by_them) {
+        fleet_result r;
+
+        cr_assert_eq(fleet_response_parse(SUBNET_ONLY_BODY, strlen(SUBNET_ONLY_BODY), &r), 0);
+        cr_assert_str_eq(r.launched.subnet_id, "subnet-b");
+        cr_assert_str_eq(r.launched.zone, "");
+        cr_assert_eq(fleet_result_zones(&r, zone_of, NULL), 0);
+        cr_assert_str_eq(r.launched.zone, "us-west-2b");
+        cr_assert_str_eq(r.all[0].zone, "us-west-2b");
+        /* The capacity error names its offering too, so it can be marked. */
+        cr_assert_str_eq(r.errors[0].zone, "us-west-2a");
+        fleet_result_done(&r);
+
+        /* A subnet we never sent places nothing: unreadable, not guessed. */
+        cr_assert_eq(fleet_response_parse(SUBNET_ONLY_BODY, strlen(SUBNET_ONLY_BODY), &r), 0);
+        cr_assert_eq(fleet_result_zones(&r, no_zone, NULL), -EBADMSG);
+        fleet_result_done(&r);
+
+        /* A zone as sent wins over the subnet's. */
+        cr_assert_eq(fleet_response_parse(OK_BODY, strlen(OK_BODY), &r), 0);
+        cr_assert_eq(fleet_result_zones(&r, no_zone, NULL), 0);
+        cr_assert_str_eq(r.launched.zone, "us-west-2b");
+        fleet_result_done(&r);
 }
 
 Test(launcher_fleet_response, malformed_xml_is_rejected) {

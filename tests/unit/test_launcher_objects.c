@@ -358,6 +358,10 @@ Test(launcher_fleet_query, spot_when_allowed_with_one_override_per_offering_zone
 	cr_assert(strstr(s, "DefaultTargetCapacityType=spot"));
 	cr_assert(strstr(s, "SpotOptions.AllocationStrategy=price-capacity-optimized"));
 	cr_assert(strstr(s, "LaunchTemplateConfigs.1.Overrides.2.SubnetId=subnet-c"));
+	/* The zone too: EC2 echoes the overrides as sent, and the answer's
+	 * launches and capacity errors are placed by it. */
+	cr_assert(strstr(s, "LaunchTemplateConfigs.1.Overrides.2.AvailabilityZone=us-west-2c"));
+	cr_assert(strstr(s, "LaunchTemplateConfigs.1.Overrides.1.AvailabilityZone=us-west-2a"));
 	cr_assert_null(strstr(s, "LaunchTemplateConfigs.2.Overrides"));
 	cr_assert(strstr(s, "TagSpecification.1.ResourceType=instance"));
 	cr_assert(strstr(s, "TagSpecification.1.Tag.1.Key=karpenter.sh%2Fnodeclaim"));

@@ -36,7 +36,7 @@ Test(sim_aws, create_fleet_launches_the_cheapest_override)
 Test(sim_aws, create_fleet_falls_to_next_override_on_injected_ice)
 {
 	struct reply r, f;
-	char buf[128];
+	char buf[128], sn[64];
 
 	create_template("lt-demo");
 	f = admin("POST", "/_sim/faults",
@@ -49,9 +49,46 @@ Test(sim_aws, create_fleet_falls_to_next_override_on_injected_ice)
 	cr_assert(strstr(r.body, "<fleetInstanceSet><item>"), "%s", r.body);
 	cr_assert_str_eq(xml_nth(strstr(r.body, "<fleetInstanceSet>"), "instanceType", 0, buf, sizeof(buf)),
 			 "m5.2xlarge", "%s", r.body);
-	cr_assert_str_eq(xml_nth(strstr(r.body, "<fleetInstanceSet>"), "availabilityZone", 0, buf, sizeof(buf)),
-			 "us-west-2b", "%s", r.body);
+	/* The overrides come back as sent: the subnet, no zone. */
+	cr_assert_str_eq(xml_nth(strstr(r.body, "<fleetInstanceSet>"), "subnetId", 0, buf, sizeof(buf)),
+			 subnet('b', sn, sizeof(sn)), "%s", r.body);
+	cr_assert_null(strstr(r.body, "availabilityZone"), "%s", r.body);
 	cr_assert_eq(xml_count(r.body, "<instanceIds><item>i-"), 1);
+	free(r.body);
+}
+
+/* FleetLaunchTemplateOverrides in a CreateFleet reply are the request's as
+ * sent (CreateFleetInstance.launchTemplateAndOverrides): a zone appears only
+ * when the request named one; a subnet and a zone that disagree are refused. */
+Test(sim_aws, create_fleet_echoes_the_overrides_as_sent_and_refuses_a_zone_its_subnet_is_not_in)
+{
+	char a[64], params[2048], buf[128];
+	struct reply r;
+
+	create_template("lt-demo");
+	subnet('a', a, sizeof(a));
+	snprintf(params, sizeof(params),
+		 "Action=CreateFleet&Type=instant"
+		 "&TargetCapacitySpecification.TotalTargetCapacity=1"
+		 "&TargetCapacitySpecification.DefaultTargetCapacityType=on-demand"
+		 "&LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateName=lt-demo"
+		 "&LaunchTemplateConfigs.1.LaunchTemplateSpecification.Version=%%24Latest"
+		 "&LaunchTemplateConfigs.1.Overrides.1.InstanceType=m5.large"
+		 "&LaunchTemplateConfigs.1.Overrides.1.SubnetId=%s"
+		 "&LaunchTemplateConfigs.1.Overrides.1.AvailabilityZone=us-west-2b"
+		 "&LaunchTemplateConfigs.1.Overrides.2.InstanceType=m5.xlarge"
+		 "&LaunchTemplateConfigs.1.Overrides.2.SubnetId=%s"
+		 "&LaunchTemplateConfigs.1.Overrides.2.AvailabilityZone=us-west-2a", a, a);
+	r = ec2(params);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_str_eq(xml_nth(r.body, "errorCode", 0, buf, sizeof(buf)), "InvalidParameterCombination",
+			 "%s", r.body);
+	cr_assert_str_eq(xml_nth(strstr(r.body, "<fleetInstanceSet>"), "instanceType", 0, buf, sizeof(buf)),
+			 "m5.xlarge", "%s", r.body);
+	cr_assert_str_eq(xml_nth(strstr(r.body, "<fleetInstanceSet>"), "availabilityZone", 0, buf, sizeof(buf)),
+			 "us-west-2a", "%s", r.body);
+	cr_assert_str_eq(xml_nth(strstr(r.body, "<fleetInstanceSet>"), "subnetId", 0, buf, sizeof(buf)), a,
+			 "%s", r.body);
 	free(r.body);
 }
 
