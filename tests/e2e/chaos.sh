@@ -7,7 +7,7 @@
 # zones, maxSkew 1 DoNotSchedule) up or down while kanna-sim injects faults
 # chosen from the seed on both sides (AWS: insufficient capacity for a few
 # instance types up to a whole capacity type, throttling, 5xx, latency,
-# answers lost after the request was carried out;
+# answers lost or cut off after the request was carried out;
 # Kubernetes: 5xx, 429, latency, cut watches, 410 Gone, and 500s on
 # pods/binding and Events)
 # and SIGKILLs watcher, scheduler and launcher at random moments,
@@ -306,7 +306,8 @@ faults_for_round() { # ROUND: sets aws_json and k8s_json
 	fault_level 2 "$1"; set -- "$@" "$(echo 0 0.05 0.1 0.2 | cut -d' ' -f$((lvl + 1)))"
 	fault_level 3 "$1"; set -- "$@" "$(echo 0 100 300 800 | cut -d' ' -f$((lvl + 1)))"
 	fault_level 11 "$1"; set -- "$@" "$(echo 0 0.05 0.1 0.2 | cut -d' ' -f$((lvl + 1)))"
-	aws_json="{\"insufficientCapacity\": [$ice], \"throttleRate\": $2, \"errorRate\": $3, \"latencyMs\": $4, \"lostAnswerRate\": $5}"
+	fault_level 12 "$1"; set -- "$@" "$(echo 0 0.05 0.1 0.2 | cut -d' ' -f$((lvl + 1)))"
+	aws_json="{\"insufficientCapacity\": [$ice], \"throttleRate\": $2, \"errorRate\": $3, \"latencyMs\": $4, \"lostAnswerRate\": $5, \"garbledAnswerRate\": $6}"
 	fault_level 4 "$1"; set -- "$1" "$(echo 0 0.02 0.05 0.1 | cut -d' ' -f$((lvl + 1)))"
 	fault_level 5 "$1"; set -- "$@" "$(echo 0 0.02 0.05 0.1 | cut -d' ' -f$((lvl + 1)))"
 	fault_level 6 "$1"; set -- "$@" "$(echo 0 20 50 150 | cut -d' ' -f$((lvl + 1)))"
