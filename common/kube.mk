@@ -9,7 +9,8 @@ libkanna_common_a_SOURCES += \
 	common/kube-events.h common/kube-events.c \
 	common/arena.h common/arena.c common/quantity.h common/quantity.c \
 	common/hashmap.h common/hashmap.c \
-	common/lease.h common/lease.c common/kube-settings.h
+	common/lease.h common/lease.c common/kube-settings.h \
+	common/daemon.h common/daemon.c
 
 check_PROGRAMS += tests/unit/test_yaml_json tests/unit/test_kubeconfig \
 	tests/unit/test_ratelimit tests/unit/test_kube_client tests/unit/test_kube_events \

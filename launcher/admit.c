@@ -275,7 +275,7 @@ static void refuse(struct launcher *l, const char *plan_id, const struct proto_p
 	log_warn_kv(LOG_KV({ "nodeclaim", p->id }, { "nodepool", p->nodepool }),
 		    "not launching nodeclaim %s for %u pod(s): %s", p->id, p->n_pods, why);
 	if (pe)
-		kube_event_record(l->events,
+		kube_event_record(l->d->events,
 				  &(struct kube_object_ref){ "karpenter.sh/v1", "NodePool", NULL,
 							     p->nodepool, pe->obj.nodepool->uid },
 				  KUBE_EVENT_WARNING, reason, "%s", why);

@@ -351,7 +351,7 @@ static void batch_start(struct fleet_batch *b)
 		if (p) {
 			*p = (struct batch_patch){ b, la };
 			b->patches_outstanding++;
-			if (kube_request(l->kube, "PATCH", path, "application/merge-patch+json", body,
+			if (kube_request(l->d->kube, "PATCH", path, "application/merge-patch+json", body,
 					 on_batch_recorded, p) >= 0) {
 				i++;
 				continue;
@@ -472,7 +472,7 @@ static int on_batch_timer(struct loop *loop, void *userdata)
 	(void)loop;
 	l->batch_timer = sd_event_source_disable_unref(l->batch_timer);
 	if (now - l->batch_last_usec < BATCH_IDLE_USEC && now - l->batch_first_usec < BATCH_MAX_USEC &&
-	    loop_add_timer(l->loop, BATCH_IDLE_USEC - (now - l->batch_last_usec), on_batch_timer, l,
+	    loop_add_timer(l->d->loop, BATCH_IDLE_USEC - (now - l->batch_last_usec), on_batch_timer, l,
 			   &l->batch_timer) >= 0)
 		return 0;
 	batches_flush(l);
@@ -487,7 +487,7 @@ static int batch_arm(struct launcher *l)
 	if (l->batch_timer)
 		return 0;
 	l->batch_first_usec = now;
-	return loop_add_timer(l->loop, BATCH_IDLE_USEC, on_batch_timer, l, &l->batch_timer);
+	return loop_add_timer(l->d->loop, BATCH_IDLE_USEC, on_batch_timer, l, &l->batch_timer);
 }
 
 int fleet_batcher_add(struct launcher *l, struct launch *la, const char *key)

@@ -19,11 +19,8 @@
 
 #include "common/aws.h"
 #include "common/endpoints.h"
-#include "common/health.h"
-#include "common/kube-client.h"
-#include "common/kube-events.h"
+#include "common/daemon.h"
 #include "common/kubeconfig.h"
-#include "common/lease.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/replica.h"
@@ -157,17 +154,17 @@ static void maybe_take_plans(struct launcher *l)
 
 	if (!l->working || !l->aws_ok || !l->replica || !replica_synced(l->replica) || l->plans_rx)
 		return;
-	if ((r = sock_new(&l->plans_rx, l->socks, ZMQ_PULL, ENDPOINT_PLANS)) < 0 ||
+	if ((r = sock_new(&l->plans_rx, l->d->socks, ZMQ_PULL, ENDPOINT_PLANS)) < 0 ||
 	    (r = sock_bind(l->plans_rx, ENDPOINT_PLANS)) < 0 ||
 	    (r = sock_watch(l->plans_rx, on_plans, l)) < 0) {
 		log_error_errno(r, "Failed to bind %s in %s: %m", ENDPOINT_PLANS,
-				sock_ctx_runtime_dir(l->socks));
-		loop_exit(l->loop, 1);
+				sock_ctx_runtime_dir(l->d->socks));
+		loop_exit(l->d->loop, 1);
 		return;
 	}
-	launcher_reconcile(l->loop, l);
-	health_server_set_ready(l->health, true, NULL);
-	loop_notify_ready(l->loop, "launching");
+	launcher_reconcile(l->d->loop, l);
+	health_server_set_ready(l->d->health, true, NULL);
+	loop_notify_ready(l->d->loop, "launching");
 	log_info("taking launch plans on %s", ENDPOINT_PLANS);
 }
 
@@ -218,8 +215,8 @@ static void on_caller_identity(struct aws_client *c, const struct aws_response *
 			  "they work (retrying every %llu s)",
 			  creds && creds->source ? creds->source : "the credential chain",
 			  aws_response_strerror(resp), AWS_VERIFY_RETRY_USEC / 1000000);
-		health_server_set_ready(l->health, false, "AWS credentials refused");
-		loop_add_timer(l->loop, AWS_VERIFY_RETRY_USEC, verify_aws, l, NULL);
+		health_server_set_ready(l->d->health, false, "AWS credentials refused");
+		loop_add_timer(l->d->loop, AWS_VERIFY_RETRY_USEC, verify_aws, l, NULL);
 		return;
 	}
 	log_info("AWS credentials from %s accepted: account %s, %s",
@@ -246,7 +243,7 @@ static int start_aws_client(struct launcher *l)
 		free(error);
 		return r;
 	}
-	r = aws_client_new(l->loop, &ao, creds, &l->aws);
+	r = aws_client_new(l->d->loop, &ao, creds, &l->aws);
 	aws_credentials_free(creds);
 	if (r < 0)
 		return log_error_errno(r, "Failed to create the AWS client: %m");
@@ -262,18 +259,18 @@ static int verify_aws(struct loop *loop, void *userdata)
 
 	(void)loop;
 	if (!l->aws && start_aws_client(l) < 0) {
-		health_server_set_ready(l->health, false, "no AWS credentials");
-		loop_add_timer(l->loop, AWS_VERIFY_RETRY_USEC, verify_aws, l, NULL);
+		health_server_set_ready(l->d->health, false, "no AWS credentials");
+		loop_add_timer(l->d->loop, AWS_VERIFY_RETRY_USEC, verify_aws, l, NULL);
 		return 0;
 	}
 	if (!l->catalog && start_aws_users(l) < 0) {
-		loop_exit(l->loop, 1);
+		loop_exit(l->d->loop, 1);
 		return 0;
 	}
 	if ((r = aws_query_new("GetCallerIdentity", "2011-06-15", &q)) < 0 ||
 	    (r = aws_call_query(l->aws, "sts", q, on_caller_identity, l)) < 0) {
 		log_error_errno(r, "Failed to call STS GetCallerIdentity: %m");
-		loop_add_timer(l->loop, AWS_VERIFY_RETRY_USEC, verify_aws, l, NULL);
+		loop_add_timer(l->d->loop, AWS_VERIFY_RETRY_USEC, verify_aws, l, NULL);
 	}
 	return 0;
 }
@@ -344,10 +341,11 @@ static int start_aws_users(struct launcher *l)
 		l->cluster_ca_b64 = base64_encode(l->kcfg->ca_pem, l->kcfg->ca_pem_len);
 	}
 	no.cluster_ca = l->cluster_ca_b64;
-	r = launcher_catalog_new(l->loop, l->aws, l->metrics, &co, &l->catalog);
+	r = launcher_catalog_new(l->d->loop, l->aws, l->d->metrics, &co, &l->catalog);
 	if (r < 0)
 		return log_error_errno(r, "Failed to load the instance-type catalog: %m");
-	r = nodeclass_resolver_new(l->loop, l->aws, l->kube, l->events, l->metrics, &no, &l->resolver);
+	r = nodeclass_resolver_new(l->d->loop, l->aws, l->d->kube, l->d->events, l->d->metrics, &no,
+				   &l->resolver);
 	if (r < 0)
 		return log_error_errno(r, "Failed to start the EC2NodeClass resolver: %m");
 	while (l->replica && replica_synced(l->replica) &&
@@ -362,128 +360,116 @@ static int launcher_work(struct launcher *l)
 	struct replica_handlers rh = { on_change, on_synced, l };
 	int r;
 
-	if ((r = replica_new(&l->replica, l->socks, l->loop, PROTO_PROCESS_LAUNCHER, ENDPOINT_STATE_PUB,
-			     ENDPOINT_STATE_SYNC, &rh)) < 0)
+	if ((r = replica_new(&l->replica, l->d->socks, l->d->loop, PROTO_PROCESS_LAUNCHER,
+			     ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC, &rh)) < 0)
 		return log_error_errno(r, "Failed to subscribe to cluster state in %s: %m",
-				       sock_ctx_runtime_dir(l->socks));
-	if ((r = loop_add_periodic(l->loop, "reconcile", l->cfg->reconcile_period_usec,
+				       sock_ctx_runtime_dir(l->d->socks));
+	if ((r = loop_add_periodic(l->d->loop, "reconcile", l->cfg->reconcile_period_usec,
 				   launcher_reconcile, l)) < 0 ||
-	    (r = loop_add_periodic(l->loop, "catalog", CATALOG_REPUBLISH_USEC, on_republish_catalog,
+	    (r = loop_add_periodic(l->d->loop, "catalog", CATALOG_REPUBLISH_USEC, on_republish_catalog,
 				   l)) < 0)
 		return log_error_errno(r, "Failed to schedule periodic work: %m");
 	l->working = true;
-	health_server_set_ready(l->health, false, "waiting for AWS and cluster state");
-	verify_aws(l->loop, l);
+	health_server_set_ready(l->d->health, false, "waiting for AWS and cluster state");
+	verify_aws(l->d->loop, l);
 	return 0;
 }
 
-static void on_started_leading(void *userdata)
-{
-	struct launcher *l = userdata;
-
-	log_info("acquired lease %s", LAUNCHER_LEASE_NAME);
-	if (launcher_work(l) < 0)
-		loop_exit(l->loop, 1);
-}
-
-static void on_stopped_leading(void *userdata)
-{
-	struct launcher *l = userdata;
-
-	log_error("Leadership lost, exiting so that the supervisor restarts us as a standby");
-	loop_exit(l->loop, 1);
-}
-
-static int launcher_metrics(struct launcher *l)
+static int launcher_metrics(struct daemon *d, void *userdata)
 {
 	static const double fast[] = { 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1 };
 	static const double slow[] = { 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300 };
+	struct launcher *l = userdata;
 	int r;
 
-	if ((r = metrics_registry_new(&l->metrics)) < 0 ||
-	    (r = metrics_counter_new(l->metrics, &l->m.plans, "kanna_launcher_plans_received_total",
+	l->d = d;
+	if ((r = metrics_counter_new(d->metrics, &l->m.plans, "kanna_launcher_plans_received_total",
 				     "Launch plans received from schedulers.", NULL)) < 0 ||
-	    (r = metrics_counter_new(l->metrics, &l->m.nodeclaims_created,
+	    (r = metrics_counter_new(d->metrics, &l->m.nodeclaims_created,
 				     "karpenter_nodeclaims_created_total", "NodeClaims created.",
 				     "nodepool", NULL)) < 0 ||
-	    (r = metrics_counter_new(l->metrics, &l->m.nodes_created, "karpenter_nodes_created_total",
+	    (r = metrics_counter_new(d->metrics, &l->m.nodes_created, "karpenter_nodes_created_total",
 				     "Nodes created.", "nodepool", NULL)) < 0 ||
-	    (r = metrics_counter_new(l->metrics, &l->m.launched, "kanna_launcher_instances_launched_total",
+	    (r = metrics_counter_new(d->metrics, &l->m.launched, "kanna_launcher_instances_launched_total",
 				     "Instances launched.", "nodepool", "capacity_type", NULL)) < 0 ||
-	    (r = metrics_counter_new(l->metrics, &l->m.launch_failures,
+	    (r = metrics_counter_new(d->metrics, &l->m.launch_failures,
 				     "kanna_launcher_launch_failures_total",
 				     "NodeClaims given up, by outcome.", "nodepool", "outcome", NULL)) < 0 ||
-	    (r = metrics_counter_new(l->metrics, &l->m.pods_bound, "kanna_launcher_pods_bound_total",
+	    (r = metrics_counter_new(d->metrics, &l->m.pods_bound, "kanna_launcher_pods_bound_total",
 				     "Pods bound to launched nodes.", "nodepool", NULL)) < 0 ||
-	    (r = metrics_counter_new(l->metrics, &l->m.binds_refused, "kanna_launcher_binds_refused_total",
+	    (r = metrics_counter_new(d->metrics, &l->m.binds_refused, "kanna_launcher_binds_refused_total",
 				     "Planned pods not bound because they no longer fit their node.",
 				     "nodepool", NULL)) < 0 ||
-	    (r = metrics_counter_new(l->metrics, &l->m.offerings_unavailable,
+	    (r = metrics_counter_new(d->metrics, &l->m.offerings_unavailable,
 				     "kanna_launcher_offerings_unavailable_total",
 				     "Offerings marked unavailable after insufficient capacity.",
 				     "instance_type", "zone", "capacity_type", NULL)) < 0 ||
-	    (r = metrics_gauge_new(l->metrics, &l->m.inflight, "kanna_launcher_launches_running",
+	    (r = metrics_gauge_new(d->metrics, &l->m.inflight, "kanna_launcher_launches_running",
 				   "Launches in progress.", NULL)) < 0 ||
-	    (r = metrics_gauge_new(l->metrics, &l->m.queued, "kanna_launcher_launches_queued",
+	    (r = metrics_gauge_new(d->metrics, &l->m.queued, "kanna_launcher_launches_queued",
 				   "Launches waiting for a slot.", NULL)) < 0 ||
-	    (r = metrics_gauge_new(l->metrics, &l->m.usage, "karpenter_nodepools_usage",
+	    (r = metrics_gauge_new(d->metrics, &l->m.usage, "karpenter_nodepools_usage",
 				   "Resources of a NodePool's NodeClaims, launched or in flight.",
 				   "nodepool", "resource_type", NULL)) < 0 ||
-	    (r = metrics_gauge_new(l->metrics, &l->m.limit, "karpenter_nodepools_limit",
+	    (r = metrics_gauge_new(d->metrics, &l->m.limit, "karpenter_nodepools_limit",
 				   "A NodePool's limits.", "nodepool", "resource_type", NULL)) < 0 ||
-	    (r = metrics_histogram_new(l->metrics, &l->m.plan_to_fleet,
+	    (r = metrics_histogram_new(d->metrics, &l->m.plan_to_fleet,
 				       "kanna_launcher_plan_to_fleet_processing_seconds",
 				       "Our own processing time from plan received to CreateFleet sent, "
 				       "API latency excluded.", fast, ARRAY_SIZE(fast), NULL)) < 0 ||
-	    (r = metrics_histogram_new(l->metrics, &l->m.launch_seconds,
+	    (r = metrics_histogram_new(d->metrics, &l->m.launch_seconds,
 				       "kanna_launcher_launch_duration_seconds",
 				       "Plan received to pods bound.", slow, ARRAY_SIZE(slow), NULL)) < 0)
 		return r;
 	return 0;
 }
 
-/* ---- signals -------------------------------------------------------------------------------- */
+/* ---- the daemon's hooks (common/daemon.h) ------------------------------------------------- */
 
-struct run_ctx {
-	struct launcher *l;
-	int argc;
-	char **argv;
-};
-
-static int on_reload(struct loop *loop, void *userdata)
+/* A standby too: the region, and the results socket the schedulers connect to. */
+static int prepare(struct daemon *d, void *userdata)
 {
-	struct run_ctx *rc = userdata;
-	struct config_source src = { rc->argc, rc->argv, NULL };
-	struct config_result res = { 0 };
-	struct launcher_config fresh = { 0 };
+	struct launcher *l = userdata;
+	char *region_error = NULL;
 	int r;
 
-	(void)loop;
-	r = config_reload(&launcher_schema, rc->l->cfg, &fresh, &src, &res);
+	l->kcfg = kube_client_config(d->kube);
+	if ((r = msg_io_init(&l->io, PROTO_PROCESS_LAUNCHER, 0)) < 0)
+		return log_error_errno(r, "Failed to set up message encoding: %m");
+	r = aws_region_resolve(l->cfg->region, NULL, &l->region, &region_error);
 	if (r < 0) {
-		log_error("%s; keeping the running configuration", res.error);
-		config_result_done(&res);
-		return 0;
+		log_error("Failed to determine the AWS region: %s", region_error ?: strerror(-r));
+		free(region_error);
+		return r;
 	}
-	config_free(&launcher_schema, rc->l->cfg);
-	*rc->l->cfg = fresh;
-	config_setup_logging(&launcher_schema, rc->l->cfg);
-	log_info("reloaded configuration%s%s", res.changed[0] ? ": changed " : " (no change)",
-		 res.changed);
-	config_result_done(&res);
-	launcher_pump(rc->l);
+	if ((r = sock_new(&l->results_tx, l->d->socks, ZMQ_PUB, ENDPOINT_RESULTS)) < 0 ||
+	    (r = sock_bind(l->results_tx, ENDPOINT_RESULTS)) < 0)
+		return log_error_errno(r, "Failed to bind the results socket in %s: %m",
+				       sock_ctx_runtime_dir(l->d->socks));
+	log_info("launching in %s for cluster %s", l->region, l->cfg->cluster_name);
 	return 0;
+}
+
+static int start_work(struct daemon *d, void *userdata)
+{
+	(void)d;
+	return launcher_work(userdata);
+}
+
+static void on_reloaded(struct daemon *d, void *userdata)
+{
+	(void)d;
+	launcher_pump(userdata);
 }
 
 /* SIGTERM: take no more plans and hand back the ones not started; every
  * started launch is a NodeClaim already, resumed by the next start. */
-static int on_shutdown(struct loop *loop, void *userdata)
+static void on_shutdown(struct daemon *d, void *userdata)
 {
-	struct run_ctx *rc = userdata;
-	struct launcher *l = rc->l;
+	struct launcher *l = userdata;
 	unsigned handed_back = 0;
 
-	(void)loop;
+	(void)d;
 	if (l->plans_rx) {
 		sock_unwatch(l->plans_rx);
 		l->plans_rx = sock_free(l->plans_rx);
@@ -501,121 +487,69 @@ static int on_shutdown(struct loop *loop, void *userdata)
 	l->queue_tail = NULL;
 	log_info("stopping: %u queued launch(es) handed back, %u in flight resume on the next start",
 		 handed_back, l->n_running);
-	return 0;
+}
+
+/* Frees every value of m, then m. */
+static void free_values(struct hashmap *m, void (*free_value)(void *))
+{
+	const char *key;
+	void *value;
+	size_t it = 0;
+
+	while (hashmap_next(m, &it, &key, &value))
+		free_value(value);
+	hashmap_done(m);
+}
+
+static void launch_free_value(void *la)
+{
+	launch_free(la);
+}
+
+static void teardown(struct daemon *d, void *userdata)
+{
+	struct launcher *l = userdata;
+
+	(void)d;
+	batcher_done(l);
+	l->plans_rx = sock_free(l->plans_rx);
+	free_values(&l->launches, launch_free_value);
+	free_values(&l->registering, free);
+	free_values(&l->releasing, free);
+	nodeclass_resolver_free(l->resolver);
+	l->resolver = NULL;
+	launcher_catalog_free(l->catalog);
+	l->catalog = NULL;
+	aws_client_free(l->aws);
+	l->aws = NULL;
+	l->replica = replica_free(l->replica);
+	l->results_tx = sock_free(l->results_tx);
+	msg_io_done(&l->io);
 }
 
 int launcher_run(struct launcher_config *cfg, int argc, char **argv)
 {
+	static const struct daemon_hooks hooks = {
+		.register_metrics = launcher_metrics, .prepare = prepare, .start_work = start_work,
+		.reloaded = on_reloaded, .shutdown = on_shutdown, .teardown = teardown,
+	};
 	struct launcher l = { .cfg = cfg };
-	struct run_ctx rc = { &l, argc, argv };
-	struct kube_client_options ko = { .qps = cfg->kube.qps, .burst = (unsigned)cfg->kube.burst,
-					  .user_agent = "kanna-launcher/" PACKAGE_VERSION };
-	struct kube_config *kcfg = NULL;
-	char err[512], host[256] = "kanna-launcher", identity[300];
-	char *region_error = NULL;
 	int r;
 
-	gethostname(host, sizeof(host) - 1);
 	l.unavailable = calloc(LAUNCHER_MAX_UNAVAILABLE, sizeof(*l.unavailable));
-	if (!l.unavailable || (r = loop_new(&l.loop, "launcher")) < 0 || (r = launcher_metrics(&l)) < 0 ||
-	    (r = msg_io_init(&l.io, PROTO_PROCESS_LAUNCHER, 0)) < 0) {
-		r = log_error_errno(-ENOMEM, "Failed to start: %m");
-		goto out;
-	}
-	loop_set_hooks(l.loop, &(struct loop_hooks){ on_shutdown, on_reload, &rc });
-	r = health_server_new(l.metrics, (int)cfg->common.metrics_port, (int)cfg->common.health_port, 0,
-			      &l.health);
-	if (r < 0 || (r = health_server_attach_loop(l.health, l.loop)) < 0) {
-		log_error_errno(r, "Failed to serve metrics and health: %m");
-		goto out;
-	}
-	health_server_set_ready(l.health, false, "starting");
-	r = aws_region_resolve(cfg->region, NULL, &l.region, &region_error);
-	if (r < 0) {
-		log_error("Failed to determine the AWS region: %s", region_error ?: strerror(-r));
-		free(region_error);
-		goto out;
-	}
-	r = kube_config_resolve(cfg->kube.kubeconfig, cfg->kube.context, &kcfg, err, sizeof(err));
-	if (r < 0) {
-		log_error_errno(r, "Failed to load Kubernetes configuration: %s", err);
-		goto out;
-	}
-	/* The client owns the configuration from here on, also when it fails
-	 * to start (kube_client_new frees it then): l.kcfg only borrows it,
-	 * for as long as l.kube lives. */
-	r = kube_client_new(&l.kube, l.loop, TAKE_PTR(kcfg), &ko);
-	if (r >= 0)
-		l.kcfg = kube_client_config(l.kube);
-	if (r < 0 || (r = kube_events_new(&l.events, l.kube, "karpenter", host)) < 0 ||
-	    (r = sock_ctx_new(&l.socks, l.loop, "launcher", cfg->common.runtime_dir)) < 0 ||
-	    (r = sock_new(&l.results_tx, l.socks, ZMQ_PUB, ENDPOINT_RESULTS)) < 0 ||
-	    (r = sock_bind(l.results_tx, ENDPOINT_RESULTS)) < 0) {
-		log_error_errno(r, "Failed to start the launcher: %m");
-		goto out;
-	}
-	log_info("launching in %s for cluster %s", l.region, cfg->cluster_name);
-	if (!cfg->kube.leader_elect) {
-		r = launcher_work(&l);
+	if (!l.unavailable) {
+		log_error_errno(-ENOMEM, "Failed to start: %m");
+		r = 1;
 	} else {
-		struct lease_options lo = {
-			.name = LAUNCHER_LEASE_NAME, .namespace = cfg->kube.leader_namespace,
-			.identity = identity,
-			.duration_sec = (unsigned)(cfg->kube.lease_duration_usec / 1000000),
-			.renew_deadline_sec = (unsigned)(cfg->kube.lease_duration_usec * 2 / 3 / 1000000),
-			.retry_period_sec = MAX(1u, (unsigned)(cfg->kube.lease_duration_usec * 2 / 15 / 1000000)),
-		};
-		struct lease_handlers lh = { on_started_leading, on_stopped_leading, &l };
-
-		snprintf(identity, sizeof(identity), "%s_%d", host, (int)getpid());
-		health_server_set_ready(l.health, false, "waiting for leadership");
-		r = lease_new(&l.lease, l.kube, &lo, &lh);
-		/* Under Type=notify a standby must report itself started, or
-		 * systemd kills it at TimeoutStartSec; STATUS= says what it awaits. */
-		if (r >= 0) {
-			snprintf(err, sizeof(err), "standby: waiting to acquire lease %s/%s",
-				 cfg->kube.leader_namespace, LAUNCHER_LEASE_NAME);
-			loop_notify_ready(l.loop, err);
-			log_info("%s as %s", err, identity);
-		}
+		r = daemon_run(&(struct daemon_options){ .program = "kanna-launcher", .process = "launcher",
+							 .lease_name = LAUNCHER_LEASE_NAME,
+							 .events_component = "karpenter",
+							 .schema = &launcher_schema, .cfg = cfg,
+							 .cfg_size = sizeof(*cfg), .kube = &cfg->kube,
+							 .argc = argc, .argv = argv },
+			       &hooks, &l);
 	}
-	if (r >= 0)
-		r = loop_run(l.loop);
-out:
-	lease_free(l.lease);
-	batcher_done(&l);
-	if (l.plans_rx)
-		sock_free(l.plans_rx);
-	{
-		const char *key;
-		void *value;
-		size_t it = 0;
-
-		while (hashmap_next(&l.launches, &it, &key, &value))
-			launch_free(value);
-		hashmap_done(&l.launches);
-		it = 0;
-		while (hashmap_next(&l.registering, &it, &key, &value))
-			free(value);
-		hashmap_done(&l.registering);
-		it = 0;
-		while (hashmap_next(&l.releasing, &it, &key, &value))
-			free(value);
-		hashmap_done(&l.releasing);
-	}
-	nodeclass_resolver_free(l.resolver);
-	launcher_catalog_free(l.catalog);
-	aws_client_free(l.aws);
-	replica_free(l.replica);
 	state_store_done(&l.recent);
-	sock_free(l.results_tx);
-	sock_ctx_free(l.socks);
-	kube_events_free(l.events);
-	kube_client_free(l.kube);
-	kube_config_free(kcfg);
-	health_server_free(l.health);
-	metrics_registry_free(l.metrics);
-	msg_io_done(&l.io);
 	for (size_t i = 0; l.unavailable && i < l.n_unavailable; i++) {
 		free(l.unavailable[i].instance_type);
 		free(l.unavailable[i].zone);
@@ -623,6 +557,5 @@ out:
 	free(l.unavailable);
 	free(l.region);
 	free(l.cluster_ca_b64);
-	loop_free(l.loop);
-	return r < 0 ? 1 : r;
+	return r;
 }

@@ -125,7 +125,7 @@ static void send_bind(struct launch *la, const struct proto_pod *p)
 		r = bind_recent_note_pod(&la->l->recent, p, la->node_name, now_usec() / 1000);
 		if (r >= 0) {
 			la->binds_outstanding++;
-			r = kube_request(la->l->kube, "POST", path, NULL, text, on_bound, call);
+			r = kube_request(la->l->d->kube, "POST", path, NULL, text, on_bound, call);
 			if (r < 0) {
 				la->binds_outstanding--;
 				bind_recent_forget_pod(&la->l->recent, p->ns, p->name);
@@ -149,7 +149,7 @@ static void refuse_bind(struct launch *la, const struct proto_pod *p, const char
 	log_warn_kv(LOG_KV({ "nodeclaim", la->name }, { "node", la->node_name }, { "pod", key }),
 		    "Failed to bind pod %s to node %s: it no longer fits (%s); it stays pending to be "
 		    "planned again", key, la->node_name, reason);
-	kube_event_record(l->events, &(struct kube_object_ref){ "v1", "Pod", p->ns, p->name, p->uid },
+	kube_event_record(l->d->events, &(struct kube_object_ref){ "v1", "Pod", p->ns, p->name, p->uid },
 			  KUBE_EVENT_WARNING, "FailedScheduling",
 			  "Failed to bind pod to node %s of nodeclaim %s: %s; the pod stays pending to be "
 			  "planned again", la->node_name, la->name, reason);
@@ -184,7 +184,7 @@ static void release_refused(struct launch *la, char *const *refused, size_t n)
 	json_decref(patch);
 	snprintf(path, sizeof(path), NODECLAIMS_PATH "/%s", la->name);
 	if (!text || !name ||
-	    kube_request(la->l->kube, "PATCH", path, MERGE_PATCH, text, on_released, name) < 0) {
+	    kube_request(la->l->d->kube, "PATCH", path, MERGE_PATCH, text, on_released, name) < 0) {
 		log_warn_kv(LOG_KV({ "nodeclaim", la->name }),
 			    "Failed to release the pods that no longer fit from nodeclaim %s: out of memory",
 			    la->name);

@@ -80,7 +80,7 @@ static void on_status_recorded(struct kube_client *c, const struct kube_response
 		    "launched nodeclaim %s: instance %s, type %s, zone %s, capacity type %s", la->name,
 		    la->launched.instance_id, la->launched.instance_type, la->launched.zone,
 		    la->launched.capacity_type);
-	kube_event_record(l->events,
+	kube_event_record(l->d->events,
 			  &(struct kube_object_ref){ "karpenter.sh/v1", "NodeClaim", NULL, la->name, la->uid },
 			  KUBE_EVENT_NORMAL, "Launched", "Launched instance: %s, type: %s, zone: %s, capacityType: %s",
 			  la->launched.instance_id, la->launched.instance_type, la->launched.zone,
@@ -121,7 +121,7 @@ static void on_labels_recorded(struct kube_client *c, const struct kube_response
 	snprintf(path, sizeof(path), NODECLAIMS_PATH "/%s/status", la->name);
 	launch_account_busy(la);
 	la->busy = true;
-	r = kube_request(la->l->kube, "PATCH", path, MERGE_PATCH, text, on_status_recorded, la);
+	r = kube_request(la->l->d->kube, "PATCH", path, MERGE_PATCH, text, on_status_recorded, la);
 	free(text);
 	if (r < 0) {
 		la->busy = false;
@@ -148,7 +148,7 @@ void launch_record(struct launch *la)
 	snprintf(path, sizeof(path), NODECLAIMS_PATH "/%s", la->name);
 	launch_account_busy(la);
 	la->busy = true;
-	r = kube_request(la->l->kube, "PATCH", path, MERGE_PATCH, text, on_labels_recorded, la);
+	r = kube_request(la->l->d->kube, "PATCH", path, MERGE_PATCH, text, on_labels_recorded, la);
 	free(text);
 	if (r < 0) {
 		la->busy = false;
@@ -213,7 +213,7 @@ static void on_node_created(struct kube_client *c, const struct kube_response *r
 		snprintf(path, sizeof(path), "/api/v1/nodes/%s", la->node_name);
 		if (text) {
 			la->busy = true;
-			r = kube_request(la->l->kube, "PATCH", path, MERGE_PATCH, text, on_node_patched, la);
+			r = kube_request(la->l->d->kube, "PATCH", path, MERGE_PATCH, text, on_node_patched, la);
 			free(text);
 		}
 		if (r < 0) {
@@ -245,7 +245,7 @@ void launch_create_node(struct launch *la)
 		return;
 	}
 	la->busy = true;
-	r = kube_request(la->l->kube, "POST", "/api/v1/nodes", NULL, text, on_node_created, la);
+	r = kube_request(la->l->d->kube, "POST", "/api/v1/nodes", NULL, text, on_node_created, la);
 	free(text);
 	if (r < 0) {
 		la->busy = false;

@@ -172,7 +172,7 @@ void launch_event(struct launch *la, enum kube_event_kind kind, const char *reas
 	struct kube_object_ref ref = { "karpenter.sh/v1", "NodeClaim", NULL, la->name, la->uid };
 
 	if (la->uid)
-		kube_event_record(la->l->events, &ref, kind, reason, "%s", text);
+		kube_event_record(la->l->d->events, &ref, kind, reason, "%s", text);
 }
 
 static void on_claim_deleted(struct kube_client *c, const struct kube_response *resp, void *userdata)
@@ -203,10 +203,10 @@ static void delete_unlaunched_claim(struct launcher *l, const char *name)
 		return;
 	}
 	snprintf(path, sizeof(path), NODECLAIMS_PATH "/%s", name);
-	if (kube_request(l->kube, "PATCH", path, MERGE_PATCH, "{\"metadata\":{\"finalizers\":null}}",
+	if (kube_request(l->d->kube, "PATCH", path, MERGE_PATCH, "{\"metadata\":{\"finalizers\":null}}",
 			 on_claim_deleted, n1) < 0)
 		free(n1);
-	if (kube_request(l->kube, "DELETE", path, NULL, NULL, on_claim_deleted, n2) < 0)
+	if (kube_request(l->d->kube, "DELETE", path, NULL, NULL, on_claim_deleted, n2) < 0)
 		free(n2);
 }
 
@@ -246,7 +246,7 @@ static int on_retry_timer(struct loop *loop, void *userdata)
 int launch_retry_in(struct launch *la, uint64_t delay_usec)
 {
 	la->busy = true;
-	return loop_add_timer(la->l->loop, delay_usec, on_retry_timer, la, &la->timer);
+	return loop_add_timer(la->l->d->loop, delay_usec, on_retry_timer, la, &la->timer);
 }
 
 /* A step failed for a reason that may pass (API down, credentials, …). */
@@ -347,7 +347,7 @@ static void launch_create_claim(struct launch *la)
 	}
 	launch_account_busy(la);
 	la->busy = true;
-	r = kube_request(la->l->kube, "POST", NODECLAIMS_PATH, NULL, text, on_claim_created, la);
+	r = kube_request(la->l->d->kube, "POST", NODECLAIMS_PATH, NULL, text, on_claim_created, la);
 	free(text);
 	if (r < 0) {
 		la->busy = false;

@@ -12,6 +12,7 @@
 
 #include <systemd/sd-event.h>
 
+#include "common/daemon.h"
 #include "common/hashmap.h"
 #include "common/kube-events.h"
 #include "common/msg.h"
@@ -30,7 +31,6 @@ struct kube_client;
 struct kube_config;
 struct kube_events;
 struct launcher_catalog;
-struct lease;
 struct loop;
 struct metrics_counter;
 struct metrics_gauge;
@@ -111,13 +111,7 @@ struct launcher {
 	const struct kube_config *kcfg; /* the client's (kube_client_config), not ours to free */
 	char *region;
 	char *cluster_ca_b64;
-	struct loop *loop;
-	struct sock_ctx *socks;
-	struct metrics_registry *metrics;
-	struct health_server *health;
-	struct kube_client *kube;
-	struct kube_events *events;
-	struct lease *lease;
+	struct daemon *d; /* the skeleton's loop, clients and sockets (common/daemon.h) */
 	struct replica *replica;
 	struct sock *plans_rx, *results_tx;
 	struct msg_io io;

@@ -295,7 +295,7 @@ static void mark_registered(struct launcher *l, const struct proto_nodeclaim *nc
 	name = strdup(nc->name);
 	snprintf(path, sizeof(path), "/apis/karpenter.sh/v1/nodeclaims/%s/status", nc->name);
 	if (!body || !name ||
-	    kube_request(l->kube, "PATCH", path, "application/merge-patch+json", body, on_registered,
+	    kube_request(l->d->kube, "PATCH", path, "application/merge-patch+json", body, on_registered,
 			 name) < 0)
 		free(name);
 	free(body);
@@ -347,7 +347,7 @@ void launcher_release_hold(struct launcher *l, const struct proto_nodeclaim *nc,
 	name = strdup(node->name);
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s", node->name);
 	if (!body || !name ||
-	    kube_request(l->kube, "PATCH", path, MERGE_PATCH, body, on_hold_released, name) < 0) {
+	    kube_request(l->d->kube, "PATCH", path, MERGE_PATCH, body, on_hold_released, name) < 0) {
 		log_warn_kv(LOG_KV({ "node", node->name }),
 			    "Failed to take the %s taint off node %s: out of memory (tried again shortly)",
 			    KARPENTER_UNREGISTERED_TAINT_KEY, node->name);

@@ -15,9 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/health.h"
-#include "common/kube-events.h"
-#include "common/lease.h"
+#include "common/daemon.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/endpoints.h"
@@ -38,18 +36,10 @@
 #define SCHEDULER_SUMMARY_USEC (60ULL * 1000 * 1000)
 
 struct scheduler {
-	struct scheduler_config *cfg;
-	int argc;
-	char **argv; /* for SIGHUP: a reload reads the same command line */
+	struct scheduler_config *cfg; /* replaced in place by a reload (daemon.h) */
 	unsigned shard, n_shards;
 	char process[32];
-	struct loop *loop;
-	struct sock_ctx *socks;
-	struct metrics_registry *metrics;
-	struct health_server *health;
-	struct kube_client *kube;
-	struct kube_events *events;
-	struct lease *lease;
+	struct daemon *d; /* the skeleton's loop, clients and sockets (common/daemon.h) */
 	struct replica *replica;
 	struct sock *pending_rx, *plans_tx, *results_rx;
 	struct msg_io io;
@@ -118,7 +108,7 @@ static void report_unschedulable(struct scheduler *s, const struct sched_result 
 		if (unschedulable_note(&s->unsched, p, why) != 0)
 			log_warn_kv(LOG_KV({ "pod", p->name }, { "namespace", p->ns }),
 				    "could not schedule pod: %s", why);
-		kube_event_record(s->events, &ref, KUBE_EVENT_WARNING, "FailedScheduling",
+		kube_event_record(s->d->events, &ref, KUBE_EVENT_WARNING, "FailedScheduling",
 				  "Failed to schedule pod, %s", why);
 	}
 	metrics_gauge_set(s->unschedulable, res->n_unschedulable, NULL);
@@ -386,48 +376,30 @@ static void log_windows(const struct scheduler *s, const char *how)
 	log_info("%s: batch idle window %s, max window %s; planned pods held %s", how, idle, max, hold);
 }
 
-/* SIGHUP: everything read again; all of it applies or none (config_reload). */
-static int on_reload(struct loop *loop, void *userdata)
+/* SIGHUP put a new configuration in place: the batch being collected gets
+ * the new windows; holds already granted keep their expiry, later plans
+ * get the new timeout. */
+static void on_reloaded(struct daemon *d, void *userdata)
 {
 	struct scheduler *s = userdata;
-	struct config_source src = { s->argc, s->argv, NULL };
-	struct config_result res = { 0 };
-	struct scheduler_config fresh = { 0 };
-	int r;
 
-	(void)loop;
-	r = config_reload(&scheduler_schema, s->cfg, &fresh, &src, &res);
-	if (r < 0) {
-		log_error("%s; keeping the running configuration", res.error);
-		config_result_done(&res);
-		return 0;
-	}
-	config_free(&scheduler_schema, s->cfg);
-	*s->cfg = fresh;
-	config_setup_logging(&scheduler_schema, s->cfg);
-	/* The batch being collected gets the new windows; holds already
-	 * granted keep their expiry, later plans get the new timeout. */
+	(void)d;
 	batch_set_windows(&s->batch, s->cfg->batch_idle_usec, s->cfg->batch_max_usec);
-	log_info("reloaded configuration%s%s", res.changed[0] ? ": changed " : " (no change)",
-		 res.changed);
 	log_windows(s, "batching");
-	config_result_done(&res);
-	return 0;
 }
 
 /* SIGTERM: stop taking pods. Plans sent are the launcher's; the pods of the
  * batch being collected are announced again by the watcher to whichever
  * scheduler takes this shard next, so nothing is handed back. */
-static int on_shutdown(struct loop *loop, void *userdata)
+static void on_shutdown(struct daemon *d, void *userdata)
 {
 	struct scheduler *s = userdata;
 
-	(void)loop;
+	(void)d;
 	if (s->pending_rx)
 		sock_unwatch(s->pending_rx);
 	log_info("stopping: %zu pending pod(s) of the unsolved batch are left to the next announcement",
 		 s->batch.pods.n);
-	return 0;
 }
 
 static int scheduler_work(struct scheduler *s)
@@ -436,75 +408,89 @@ static int scheduler_work(struct scheduler *s)
 	int r;
 
 	snprintf(name, sizeof(name), ENDPOINT_PENDING_PREFIX ".%u", s->shard);
-	if ((r = replica_new(&s->replica, s->socks, s->loop, PROTO_PROCESS_SCHEDULER, ENDPOINT_STATE_PUB,
-			     ENDPOINT_STATE_SYNC, NULL)) < 0 ||
-	    (r = sock_new(&s->pending_rx, s->socks, ZMQ_PULL, name)) < 0 ||
+	if ((r = replica_new(&s->replica, s->d->socks, s->d->loop, PROTO_PROCESS_SCHEDULER,
+			     ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC, NULL)) < 0 ||
+	    (r = sock_new(&s->pending_rx, s->d->socks, ZMQ_PULL, name)) < 0 ||
 	    (r = sock_connect(s->pending_rx, name)) < 0 ||
 	    (r = sock_watch(s->pending_rx, on_pending, s)) < 0 ||
-	    (r = sock_new(&s->plans_tx, s->socks, ZMQ_PUSH, ENDPOINT_PLANS)) < 0 ||
+	    (r = sock_new(&s->plans_tx, s->d->socks, ZMQ_PUSH, ENDPOINT_PLANS)) < 0 ||
 	    (r = sock_connect(s->plans_tx, ENDPOINT_PLANS)) < 0 ||
-	    (r = sock_new(&s->results_rx, s->socks, ZMQ_SUB, ENDPOINT_RESULTS)) < 0 ||
+	    (r = sock_new(&s->results_rx, s->d->socks, ZMQ_SUB, ENDPOINT_RESULTS)) < 0 ||
 	    (r = sock_subscribe(s->results_rx, "", 0)) < 0 ||
 	    (r = sock_connect(s->results_rx, ENDPOINT_RESULTS)) < 0 ||
 	    (r = sock_watch(s->results_rx, on_results, s)) < 0)
 		return log_error_errno(r, "Failed to connect the scheduler's sockets in %s: %m",
-				       sock_ctx_runtime_dir(s->socks));
-	if ((r = loop_add_periodic(s->loop, "batch", SCHEDULER_TICK_USEC, on_tick, s)) < 0 ||
-	    (r = loop_add_periodic(s->loop, "unschedulable-summary", SCHEDULER_SUMMARY_USEC,
+				       sock_ctx_runtime_dir(s->d->socks));
+	if ((r = loop_add_periodic(s->d->loop, "batch", SCHEDULER_TICK_USEC, on_tick, s)) < 0 ||
+	    (r = loop_add_periodic(s->d->loop, "unschedulable-summary", SCHEDULER_SUMMARY_USEC,
 				   on_summary, s)) < 0)
 		return log_error_errno(r, "Failed to schedule batching and its summaries: %m");
-	health_server_set_ready(s->health, true, NULL);
-	loop_notify_ready(s->loop, "scheduling");
+	health_server_set_ready(s->d->health, true, NULL);
+	loop_notify_ready(s->d->loop, "scheduling");
 	log_info_kv(LOG_KV({ "shard", s->process }), "scheduling shard %u of %u", s->shard,
 		    s->n_shards);
 	log_windows(s, "batching");
 	return 0;
 }
 
-static void on_started_leading(void *userdata)
+static int start_work(struct daemon *d, void *userdata)
 {
-	struct scheduler *s = userdata;
-
-	if (scheduler_work(s) < 0)
-		loop_exit(s->loop, 1);
+	(void)d;
+	return scheduler_work(userdata);
 }
 
-static void on_stopped_leading(void *userdata)
-{
-	struct scheduler *s = userdata;
-
-	log_error("Leadership lost, exiting so that the supervisor restarts us as a standby");
-	loop_exit(s->loop, 1);
-}
-
-static int scheduler_metrics(struct scheduler *s)
+static int scheduler_metrics(struct daemon *d, void *userdata)
 {
 	static const double buckets[] = { 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60 };
+	struct scheduler *s = userdata;
 	int r;
 
-	if ((r = metrics_registry_new(&s->metrics)) < 0 ||
-	    (r = metrics_histogram_new(s->metrics, &s->solve_seconds,
+	s->d = d;
+	if ((r = metrics_histogram_new(d->metrics, &s->solve_seconds,
 				       "karpenter_scheduler_scheduling_duration_seconds",
 				       "Duration of one scheduling simulation (solve).", buckets,
 				       ARRAY_SIZE(buckets), NULL)) < 0 ||
-	    (r = metrics_gauge_new(s->metrics, &s->queue_depth, "karpenter_scheduler_queue_depth",
+	    (r = metrics_gauge_new(d->metrics, &s->queue_depth, "karpenter_scheduler_queue_depth",
 				   "Pods waiting in the current batch.", NULL)) < 0 ||
-	    (r = metrics_gauge_new(s->metrics, &s->unschedulable,
+	    (r = metrics_gauge_new(d->metrics, &s->unschedulable,
 				   "karpenter_scheduler_unschedulable_pods_count",
 				   "Pods the last solve could not place.", NULL)) < 0 ||
-	    (r = metrics_counter_new(s->metrics, &s->plans_sent, "kanna_scheduler_plans_sent_total",
+	    (r = metrics_counter_new(d->metrics, &s->plans_sent, "kanna_scheduler_plans_sent_total",
 				     "Launch plans sent to the launcher.", NULL)) < 0)
 		return r;
 	return 0;
 }
 
+static int prepare(struct daemon *d, void *userdata)
+{
+	struct scheduler *s = userdata;
+	int r;
+
+	if ((r = msg_io_init(&s->io, PROTO_PROCESS_SCHEDULER, s->shard)) < 0)
+		return log_error_errno(r, "Failed to set up message encoding: %m");
+	return 0;
+}
+
+static void teardown(struct daemon *d, void *userdata)
+{
+	struct scheduler *s = userdata;
+
+	(void)d;
+	s->replica = replica_free(s->replica);
+	s->pending_rx = sock_free(s->pending_rx);
+	s->plans_tx = sock_free(s->plans_tx);
+	s->results_rx = sock_free(s->results_rx);
+	msg_io_done(&s->io);
+}
+
 int scheduler_run(struct scheduler_config *cfg, int argc, char **argv)
 {
-	struct scheduler s = { .cfg = cfg, .argc = argc, .argv = argv };
-	struct kube_client_options ko = { .qps = cfg->kube.qps, .burst = (unsigned)cfg->kube.burst,
-					  .user_agent = "kanna-scheduler/" PACKAGE_VERSION };
-	struct kube_config *kcfg = NULL;
-	char err[512], host[256] = "kanna-scheduler", lease_name[96], identity[300];
+	static const struct daemon_hooks hooks = {
+		.register_metrics = scheduler_metrics, .prepare = prepare, .start_work = start_work,
+		.reloaded = on_reloaded, .shutdown = on_shutdown, .teardown = teardown,
+	};
+	struct scheduler s = { .cfg = cfg };
+	char lease_name[96];
 	int r;
 
 	if (scheduler_parse_shard(cfg->shard, &s.shard, &s.n_shards) < 0) {
@@ -512,71 +498,22 @@ int scheduler_run(struct scheduler_config *cfg, int argc, char **argv)
 		return 2;
 	}
 	snprintf(s.process, sizeof(s.process), "scheduler-%u", s.shard);
-	gethostname(host, sizeof(host) - 1);
+	snprintf(lease_name, sizeof(lease_name), "kanna-scheduler-%u-leader-election", s.shard);
 	batch_init(&s.batch, cfg->batch_idle_usec, cfg->batch_max_usec);
 	unschedulable_init(&s.unsched);
 	s.unavailable = calloc(SCHEDULER_MAX_UNAVAILABLE, sizeof(*s.unavailable));
-	if (!s.unavailable || (r = loop_new(&s.loop, s.process)) < 0 ||
-	    (r = scheduler_metrics(&s)) < 0 || (r = msg_io_init(&s.io, PROTO_PROCESS_SCHEDULER, s.shard)) < 0) {
-		r = log_error_errno(-ENOMEM, "Failed to start: %m");
-		goto out;
-	}
-	loop_set_hooks(s.loop, &(struct loop_hooks){ on_shutdown, on_reload, &s });
-	r = health_server_new(s.metrics, (int)cfg->common.metrics_port, (int)cfg->common.health_port, 0,
-			      &s.health);
-	if (r < 0 || (r = health_server_attach_loop(s.health, s.loop)) < 0) {
-		log_error_errno(r, "Failed to serve metrics and health: %m");
-		goto out;
-	}
-	health_server_set_ready(s.health, false, "starting");
-	r = kube_config_resolve(cfg->kube.kubeconfig, cfg->kube.context, &kcfg, err, sizeof(err));
-	if (r < 0) {
-		log_error_errno(r, "Failed to load Kubernetes configuration: %s", err);
-		goto out;
-	}
-	if ((r = kube_client_new(&s.kube, s.loop, kcfg, &ko)) < 0 ||
-	    (r = kube_events_new(&s.events, s.kube, "karpenter", host)) < 0 ||
-	    (r = sock_ctx_new(&s.socks, s.loop, s.process, cfg->common.runtime_dir)) < 0) {
-		log_error_errno(r, "Failed to start the scheduler: %m");
-		goto out;
-	}
-	if (!cfg->kube.leader_elect) {
-		r = scheduler_work(&s);
+	if (!s.unavailable) {
+		log_error_errno(-ENOMEM, "Failed to start: %m");
+		r = 1;
 	} else {
-		struct lease_options lo = {
-			.name = lease_name, .namespace = cfg->kube.leader_namespace, .identity = identity,
-			.duration_sec = (unsigned)(cfg->kube.lease_duration_usec / 1000000),
-			.renew_deadline_sec = (unsigned)(cfg->kube.lease_duration_usec * 2 / 3 / 1000000),
-			.retry_period_sec = MAX(1u, (unsigned)(cfg->kube.lease_duration_usec * 2 / 15 / 1000000)),
-		};
-		struct lease_handlers lh = { on_started_leading, on_stopped_leading, &s };
-		snprintf(lease_name, sizeof(lease_name), "kanna-scheduler-%u-leader-election", s.shard);
-		snprintf(identity, sizeof(identity), "%s_%d", host, (int)getpid());
-		health_server_set_ready(s.health, false, "waiting for leadership");
-		r = lease_new(&s.lease, s.kube, &lo, &lh);
-		/* Under Type=notify a standby must report itself started, or
-		 * systemd kills it at TimeoutStartSec; STATUS= says what it awaits. */
-		if (r >= 0) {
-			snprintf(err, sizeof(err), "standby: waiting to acquire lease %s/%s",
-				 cfg->kube.leader_namespace, lease_name);
-			loop_notify_ready(s.loop, err);
-			log_info("%s as %s", err, identity);
-		}
+		r = daemon_run(&(struct daemon_options){ .program = "kanna-scheduler", .process = s.process,
+							 .lease_name = lease_name,
+							 .events_component = "karpenter",
+							 .schema = &scheduler_schema, .cfg = cfg,
+							 .cfg_size = sizeof(*cfg), .kube = &cfg->kube,
+							 .argc = argc, .argv = argv },
+			       &hooks, &s);
 	}
-	if (r >= 0)
-		r = loop_run(s.loop);
-out:
-	lease_free(s.lease);
-	replica_free(s.replica);
-	sock_free(s.pending_rx);
-	sock_free(s.plans_tx);
-	sock_free(s.results_rx);
-	sock_ctx_free(s.socks);
-	kube_events_free(s.events);
-	kube_client_free(s.kube);
-	health_server_free(s.health);
-	metrics_registry_free(s.metrics);
-	msg_io_done(&s.io);
 	batch_done(&s.batch);
 	unschedulable_done(&s.unsched);
 	arena_done(&s.plan_arena);
@@ -586,6 +523,5 @@ out:
 	}
 	free(s.unavailable);
 	proto_msg_free(s.catalog);
-	loop_free(s.loop);
-	return r < 0 ? 1 : r;
+	return r;
 }

@@ -1,10 +1,10 @@
 /*
- * kanna-watcher: the only process that reads the Kubernetes API. Wires the
- * configuration, the event loop, the Kubernetes client, one informer per
- * kind, API discovery (which version of each CRD to read), the state
- * publisher (state.pub / state.sync) and the pending pod router
- * (pending.<shard>), plus metrics, health and readiness. The work is in
- * informer.c, discovery.c, publish.c and pending.c.
+ * kanna-watcher: the only process that reads the Kubernetes API. On the
+ * daemon skeleton (common/daemon.h), wires one informer per kind, API
+ * discovery (which version of each CRD to read), the state publisher
+ * (state.pub / state.sync) and the pending pod router (pending.<shard>),
+ * plus its metrics and readiness. The work is in informer.c, discovery.c,
+ * publish.c and pending.c.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -12,16 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "common/config.h"
-#include "common/health.h"
-#include "common/kube-client.h"
-#include "common/kube-events.h"
-#include "common/lease.h"
+#include "common/daemon.h"
 #include "common/log.h"
-#include "common/metrics.h"
-#include "common/sock.h"
 #include "watcher/config.h"
 #include "watcher/discovery.h"
 #include "watcher/informer.h"
@@ -35,15 +28,9 @@
 static const char *const discovered_groups[] = { "karpenter.sh", "karpenter.k8s.aws", NULL };
 
 struct watcher {
-	struct watcher_config cfg;
-	int argc;
-	char **argv; /* kept for SIGHUP: a reload reads the same command line */
-	struct loop *loop;
-	struct sock_ctx *socks;
-	struct metrics_registry *metrics;
-	struct health_server *health;
-	struct kube_client *kube;
-	struct kube_events *events;
+	struct watcher_config cfg; /* replaced in place by a reload (common/daemon.h) */
+	uint64_t announce_interval_usec; /* as the announce-pending timer runs */
+	struct daemon *d; /* the skeleton's loop, clients and sockets (common/daemon.h) */
 	struct publisher *pub;
 	struct pending_router *pending;
 	struct msg_io io;
@@ -53,7 +40,6 @@ struct watcher {
 	bool ready;
 	struct informer_metrics inf_metrics;
 	struct metrics_gauge *node_count, *synced_gauge, *pending_gauge;
-	struct lease *lease;
 };
 
 static int64_t now_ms_realtime(void)
@@ -189,7 +175,7 @@ static int on_ready_check(struct loop *loop, void *userdata)
 			snprintf(status, sizeof(status), "waiting for the first list of %s%s",
 				 def->resource,
 				 def->crd && !discovery_known(w->discovery) ? " (API discovery)" : "");
-			health_server_set_ready(w->health, false, status);
+			health_server_set_ready(w->d->health, false, status);
 			return 0;
 		}
 	w->ready = true;
@@ -198,29 +184,30 @@ static int on_ready_check(struct loop *loop, void *userdata)
 		log_error("Failed to answer the held state snapshot requests: out of memory");
 	snprintf(status, sizeof(status), "replicating %zu object(s)",
 		 publisher_store(w->pub)->objects.n);
-	health_server_set_ready(w->health, true, NULL);
+	health_server_set_ready(w->d->health, true, NULL);
 	loop_notify_ready(loop, status);
 	log_info("cluster state synced: %zu object(s), seq %" PRIu64,
 		 publisher_store(w->pub)->objects.n, publisher_seq(w->pub));
 	return on_announce(loop, w);
 }
 
-static int watcher_metrics(struct watcher *w)
+static int watcher_metrics(struct daemon *d, void *userdata)
 {
+	struct watcher *w = userdata;
 	int r;
 
-	if ((r = metrics_registry_new(&w->metrics)) < 0 ||
-	    (r = metrics_counter_new(w->metrics, &w->inf_metrics.events, "kanna_watcher_events_total",
+	w->d = d;
+	if ((r = metrics_counter_new(d->metrics, &w->inf_metrics.events, "kanna_watcher_events_total",
 				     "Kubernetes objects received, by resource.", "resource", NULL)) < 0 ||
-	    (r = metrics_counter_new(w->metrics, &w->inf_metrics.decode_errors,
+	    (r = metrics_counter_new(d->metrics, &w->inf_metrics.decode_errors,
 				     "kanna_watcher_decode_errors_total",
 				     "Kubernetes objects that could not be decoded, by resource.",
 				     "resource", NULL)) < 0 ||
-	    (r = metrics_gauge_new(w->metrics, &w->node_count, "karpenter_cluster_state_node_count",
+	    (r = metrics_gauge_new(d->metrics, &w->node_count, "karpenter_cluster_state_node_count",
 				   "Nodes in the replicated cluster state.", NULL)) < 0 ||
-	    (r = metrics_gauge_new(w->metrics, &w->synced_gauge, "karpenter_cluster_state_synced",
+	    (r = metrics_gauge_new(d->metrics, &w->synced_gauge, "karpenter_cluster_state_synced",
 				   "1 when the cluster state is synced with the API server.", NULL)) < 0 ||
-	    (r = metrics_gauge_new(w->metrics, &w->pending_gauge,
+	    (r = metrics_gauge_new(d->metrics, &w->pending_gauge,
 				   "karpenter_scheduler_unschedulable_pods_count",
 				   "Pods waiting for capacity as last announced.", NULL)) < 0)
 		return r;
@@ -232,21 +219,20 @@ static int watcher_work(struct watcher *w)
 {
 	int r;
 
-	if ((r = sock_ctx_new(&w->socks, w->loop, "watcher", w->cfg.common.runtime_dir)) < 0)
-		return log_error_errno(r, "Failed to open sockets in %s: %m", w->cfg.common.runtime_dir);
 	if ((r = msg_io_init(&w->io, PROTO_PROCESS_WATCHER, 0)) < 0 ||
-	    (r = publisher_new(&w->pub, w->socks, w->loop, ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC)) < 0 ||
-	    (r = pending_router_new(&w->pending, w->socks, (unsigned)w->cfg.shards)) < 0)
+	    (r = publisher_new(&w->pub, w->d->socks, w->d->loop, ENDPOINT_STATE_PUB,
+			       ENDPOINT_STATE_SYNC)) < 0 ||
+	    (r = pending_router_new(&w->pending, w->d->socks, (unsigned)w->cfg.shards)) < 0)
 		return log_error_errno(r, "Failed to bind the watcher's sockets in %s: %m",
-				       sock_ctx_runtime_dir(w->socks));
+				       sock_ctx_runtime_dir(w->d->socks));
 	w->informers = calloc(informer_n_defs, sizeof(*w->informers));
 	if (!w->informers)
 		return log_error_errno(-ENOMEM, "Failed to start informers: %m");
-	if ((r = discovery_new(&w->discovery, w->kube, discovered_groups, on_discovered, w)) < 0)
+	if ((r = discovery_new(&w->discovery, w->d->kube, discovered_groups, on_discovered, w)) < 0)
 		return log_error_errno(r, "Failed to start API discovery: %m");
 	for (size_t i = 0; i < informer_n_defs; i++) {
 		const struct informer_def *def = &informer_defs[i];
-		struct informer_env env = { .client = w->kube, .pub = w->pub, .events = w->events,
+		struct informer_env env = { .client = w->d->kube, .pub = w->pub, .events = w->d->events,
 					    .metrics = &w->inf_metrics,
 					    .on_relist = on_informer_relist,
 					    .on_released = on_informer_released, .userdata = w };
@@ -271,136 +257,51 @@ static int watcher_work(struct watcher *w)
 		if (!known)
 			log_warn("Unknown resource '%s' in resources, ignored", *res);
 	}
-	health_server_set_ready(w->health, false, "listing cluster state");
-	if ((r = loop_add_periodic(w->loop, "ready-check", 100000, on_ready_check, w)) < 0 ||
-	    (r = loop_add_periodic(w->loop, "announce-pending", w->cfg.announce_interval_usec,
+	health_server_set_ready(w->d->health, false, "listing cluster state");
+	if ((r = loop_add_periodic(w->d->loop, "ready-check", 100000, on_ready_check, w)) < 0 ||
+	    (r = loop_add_periodic(w->d->loop, "announce-pending", w->cfg.announce_interval_usec,
 				   on_announce, w)) < 0 ||
-	    (r = loop_add_periodic(w->loop, "gauges", WATCHER_GAUGE_PERIOD_USEC, on_gauges, w)) < 0 ||
-	    (r = loop_add_periodic(w->loop, "recheck", w->cfg.discovery_interval_usec, on_recheck,
+	    (r = loop_add_periodic(w->d->loop, "gauges", WATCHER_GAUGE_PERIOD_USEC, on_gauges, w)) < 0 ||
+	    (r = loop_add_periodic(w->d->loop, "recheck", w->cfg.discovery_interval_usec, on_recheck,
 				   w)) < 0)
 		return log_error_errno(r, "Failed to schedule periodic work: %m");
-	log_info_kv(LOG_KV({ "runtime_dir", sock_ctx_runtime_dir(w->socks) }),
+	log_info_kv(LOG_KV({ "runtime_dir", sock_ctx_runtime_dir(w->d->socks) }),
 		    "watching %zu collection(s), %" PRIu64 " scheduler shard(s)", w->n_informers,
 		    w->cfg.shards);
 	return 0;
 }
 
-static void on_started_leading(void *userdata)
+static int start_work(struct daemon *d, void *userdata)
 {
-	struct watcher *w = userdata;
-	int r = watcher_work(w);
-
-	if (r < 0)
-		loop_exit(w->loop, 1);
+	(void)d;
+	return watcher_work(userdata);
 }
 
-static void on_stopped_leading(void *userdata)
+/* SIGHUP put a new configuration in place. */
+static void on_reloaded(struct daemon *d, void *userdata)
 {
 	struct watcher *w = userdata;
 
-	/* Another watcher may be publishing now: stop at once, as Karpenter does. */
-	log_error("Leadership lost, exiting so that the supervisor restarts us as a standby");
-	loop_exit(w->loop, 1);
-}
-
-static int watcher_start(struct watcher *w)
-{
-	struct kube_client_options kopts = { .qps = w->cfg.kube.qps,
-					     .burst = (unsigned)w->cfg.kube.burst,
-					     .user_agent = "kanna-watcher/" PACKAGE_VERSION };
-	struct kube_config *kcfg = NULL;
-	char err[512], host[256] = "kanna-watcher";
-	int r;
-
-	gethostname(host, sizeof(host) - 1);
-	if ((r = loop_new(&w->loop, "kanna-watcher")) < 0)
-		return log_error_errno(r, "Failed to create the event loop: %m");
-	if ((r = watcher_metrics(w)) < 0)
-		return log_error_errno(r, "Failed to register metrics: %m");
-	r = health_server_new(w->metrics, (int)w->cfg.common.metrics_port,
-			      (int)w->cfg.common.health_port, 0, &w->health);
-	if (r < 0)
-		return log_error_errno(r, "Failed to serve metrics on %" PRIu64 " and health on %" PRIu64 ": %m",
-				       w->cfg.common.metrics_port, w->cfg.common.health_port);
-	if ((r = health_server_attach_loop(w->health, w->loop)) < 0)
-		return log_error_errno(r, "Failed to attach health checks: %m");
-	r = kube_config_resolve(w->cfg.kube.kubeconfig, w->cfg.kube.context, &kcfg, err, sizeof(err));
-	if (r < 0)
-		return log_error_errno(r, "Failed to load Kubernetes configuration: %s", err);
-	log_info_kv(LOG_KV({ "server", kcfg->server }, { "context", kcfg->context }),
-		    "using Kubernetes API at %s", kcfg->server);
-	if ((r = kube_client_new(&w->kube, w->loop, kcfg, &kopts)) < 0 ||
-	    (r = kube_events_new(&w->events, w->kube, "karpenter", host)) < 0)
-		return log_error_errno(r, "Failed to create the Kubernetes client: %m");
-	if (!w->cfg.kube.leader_elect)
-		return watcher_work(w);
-	{
-		char identity[300];
-		struct lease_options lo = {
-			.name = WATCHER_LEASE_NAME, .namespace = w->cfg.kube.leader_namespace,
-			.identity = identity,
-			.duration_sec = (unsigned)(w->cfg.kube.lease_duration_usec / 1000000),
-			/* client-go's proportions: deadline 2/3, retry 2/15 of the duration */
-			.renew_deadline_sec = (unsigned)(w->cfg.kube.lease_duration_usec * 2 / 3 / 1000000),
-			.retry_period_sec = MAX(1u, (unsigned)(w->cfg.kube.lease_duration_usec * 2 / 15 / 1000000)),
-		};
-		struct lease_handlers lh = { on_started_leading, on_stopped_leading, w };
-		snprintf(identity, sizeof(identity), "%s_%d", host, (int)getpid());
-		health_server_set_ready(w->health, false, "waiting for leadership");
-		if ((r = lease_new(&w->lease, w->kube, &lo, &lh)) < 0)
-			return log_error_errno(r, "Failed to start leader election: %m");
-		/* Under Type=notify a standby must report itself started, or
-		 * systemd kills it at TimeoutStartSec; STATUS= says what it awaits. */
-		snprintf(err, sizeof(err), "standby: waiting to acquire lease %s/%s",
-			 w->cfg.kube.leader_namespace, WATCHER_LEASE_NAME);
-		loop_notify_ready(w->loop, err);
-		log_info("%s as %s", err, identity);
+	if (w->cfg.announce_interval_usec != w->announce_interval_usec && w->pending) {
+		loop_remove_periodic(d->loop, "announce-pending");
+		loop_add_periodic(d->loop, "announce-pending", w->cfg.announce_interval_usec, on_announce, w);
 	}
-	return 0;
-}
-
-/* SIGHUP: read everything again; apply all of it or none (config_reload). */
-static int on_reload(struct loop *loop, void *userdata)
-{
-	struct watcher *w = userdata;
-	struct config_source src = { w->argc, w->argv, NULL };
-	struct config_result res = { 0 };
-	struct watcher_config fresh = { 0 };
-	bool announce_changed;
-	int r;
-
-	r = config_reload(&watcher_schema, &w->cfg, &fresh, &src, &res);
-	if (r < 0) {
-		log_error("%s; keeping the running configuration", res.error);
-		config_result_done(&res);
-		return 0;
-	}
-	announce_changed = fresh.announce_interval_usec != w->cfg.announce_interval_usec;
-	config_free(&watcher_schema, &w->cfg);
-	w->cfg = fresh;
-	config_setup_logging(&watcher_schema, &w->cfg);
-	if (announce_changed && w->pending) {
-		loop_remove_periodic(loop, "announce-pending");
-		loop_add_periodic(loop, "announce-pending", w->cfg.announce_interval_usec, on_announce, w);
-	}
-	log_info("reloaded configuration%s%s", res.changed[0] ? ": changed " : " (no change)",
-		 res.changed);
-	config_result_done(&res);
-	return 0;
+	w->announce_interval_usec = w->cfg.announce_interval_usec;
 }
 
 /* SIGTERM: nothing is in flight that the API does not already hold. */
-static int on_shutdown(struct loop *loop, void *userdata)
+static void on_shutdown(struct daemon *d, void *userdata)
 {
-	(void)loop;
+	(void)d;
 	(void)userdata;
 	log_info("stopping");
-	return 0;
 }
 
-static void watcher_stop(struct watcher *w)
+static void teardown(struct daemon *d, void *userdata)
 {
-	lease_free(w->lease);
+	struct watcher *w = userdata;
+
+	(void)d;
 	for (size_t i = 0; i < w->n_informers; i++)
 		informer_free(w->informers[i]);
 	free(w->informers);
@@ -408,29 +309,27 @@ static void watcher_stop(struct watcher *w)
 	pending_router_free(w->pending);
 	publisher_free(w->pub);
 	msg_io_done(&w->io);
-	sock_ctx_free(w->socks);
-	kube_events_free(w->events);
-	kube_client_free(w->kube);
-	health_server_free(w->health);
-	metrics_registry_free(w->metrics);
-	loop_free(w->loop);
-	config_free(&watcher_schema, &w->cfg);
 }
 
 int main(int argc, char **argv)
 {
+	static const struct daemon_hooks hooks = {
+		.register_metrics = watcher_metrics, .start_work = start_work, .reloaded = on_reloaded,
+		.shutdown = on_shutdown, .teardown = teardown,
+	};
 	struct watcher w = { 0 };
-	int exit_code, r;
+	int exit_code;
 
 	if (config_handle_command_line(&watcher_schema, &w.cfg, argc, argv, &exit_code))
 		return exit_code;
-	w.argc = argc;
-	w.argv = argv;
-	r = watcher_start(&w);
-	if (r >= 0)
-		loop_set_hooks(w.loop, &(struct loop_hooks){ on_shutdown, on_reload, &w });
-	if (r >= 0)
-		r = loop_run(w.loop);
-	watcher_stop(&w);
-	return r < 0 ? 1 : r;
+	w.announce_interval_usec = w.cfg.announce_interval_usec;
+	exit_code = daemon_run(&(struct daemon_options){ .program = "kanna-watcher", .process = "watcher",
+							 .lease_name = WATCHER_LEASE_NAME,
+							 .events_component = "karpenter",
+							 .schema = &watcher_schema, .cfg = &w.cfg,
+							 .cfg_size = sizeof(w.cfg), .kube = &w.cfg.kube,
+							 .argc = argc, .argv = argv },
+			       &hooks, &w);
+	config_free(&watcher_schema, &w.cfg);
+	return exit_code;
 }

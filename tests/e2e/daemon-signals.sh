@@ -136,3 +136,22 @@ if grep -l "MHD_OPTION_EXTERNAL_LOGGER" "$tmp"/*.log; then
 	fail "a daemon warned about libmicrohttpd's option order"
 fi
 ok "no daemon warns about libmicrohttpd's option order"
+
+# A daemon that cannot start says what failed and why, and exits 1: its
+# metrics port taken (by kanna-sim's AWS side), its kubeconfig missing.
+taken=${AWS_ENDPOINT_URL##*:}
+for who in watcher scheduler launcher; do
+	rc=0
+	"$BUILDDIR/$who/kanna-$who" --runtime-dir "$tmp/run-alone" --metrics-port "$taken" --health-port 0 \
+		--leader-elect=false >"$tmp/$who-port.log" 2>&1 || rc=$?
+	expect_eq "kanna-$who with its metrics port taken exits" "$rc" 1
+	grep -q "Failed to serve metrics on port $taken and health on port 0: Address already in use" \
+		"$tmp/$who-port.log" || fail "kanna-$who did not say why it stopped: $(cat "$tmp/$who-port.log")"
+	rc=0
+	"$BUILDDIR/$who/kanna-$who" --runtime-dir "$tmp/run-alone" --metrics-port 0 --health-port 0 \
+		--kubeconfig "$tmp/no-such-kubeconfig" --leader-elect=false >"$tmp/$who-kubeconfig.log" 2>&1 || rc=$?
+	expect_eq "kanna-$who without its kubeconfig exits" "$rc" 1
+	grep -q "Failed to load Kubernetes configuration: .*no-such-kubeconfig" "$tmp/$who-kubeconfig.log" ||
+		fail "kanna-$who did not say why it stopped: $(cat "$tmp/$who-kubeconfig.log")"
+done
+ok "a daemon that cannot start says what failed and why"

@@ -1,0 +1,185 @@
+/*
+ * The daemon skeleton (see daemon.h): start-up in order, leader election,
+ * SIGHUP and SIGTERM, teardown in reverse. Single exit label style.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/daemon.h"
+#include "common/log.h"
+#include "common/util.h"
+
+struct daemon_run {
+	struct daemon d;
+	const struct daemon_options *o;
+	const struct daemon_hooks *h;
+	void *userdata;
+	char identity[300];
+};
+
+static void on_started_leading(void *userdata)
+{
+	struct daemon_run *run = userdata;
+
+	log_info("acquired lease %s, starting work", run->o->lease_name);
+	if (run->h->start_work(&run->d, run->userdata) < 0)
+		loop_exit(run->d.loop, 1);
+}
+
+static void on_stopped_leading(void *userdata)
+{
+	struct daemon_run *run = userdata;
+
+	/* Another instance may be working now: stop at once, as Karpenter does. */
+	log_error("Leadership lost, exiting so that the supervisor restarts us as a standby");
+	loop_exit(run->d.loop, 1);
+}
+
+/* SIGHUP: everything read again; all of it applies or none (config_reload). */
+static int on_reload(struct loop *loop, void *userdata)
+{
+	struct daemon_run *run = userdata;
+	const struct daemon_options *o = run->o;
+	struct config_source src = { o->argc, o->argv, NULL };
+	struct config_result res = { 0 };
+	void *fresh = calloc(1, o->cfg_size);
+	int r;
+
+	(void)loop;
+	if (!fresh) {
+		log_error("Failed to reload the configuration: out of memory; keeping the running one");
+		return 0;
+	}
+	r = config_reload(o->schema, o->cfg, fresh, &src, &res);
+	if (r < 0) {
+		log_error("%s; keeping the running configuration", res.error);
+		config_result_done(&res);
+		free(fresh);
+		return 0;
+	}
+	config_free(o->schema, o->cfg);
+	memcpy(o->cfg, fresh, o->cfg_size);
+	free(fresh);
+	config_setup_logging(o->schema, o->cfg);
+	log_info("reloaded configuration%s%s", res.changed[0] ? ": changed " : " (no change)",
+		 res.changed);
+	config_result_done(&res);
+	if (run->h->reloaded)
+		run->h->reloaded(&run->d, run->userdata);
+	return 0;
+}
+
+static int on_shutdown(struct loop *loop, void *userdata)
+{
+	struct daemon_run *run = userdata;
+
+	(void)loop;
+	if (run->h->shutdown)
+		run->h->shutdown(&run->d, run->userdata);
+	return 0;
+}
+
+/* Work once the Lease is held; meanwhile a standby, started as far as
+ * systemd is concerned (under Type=notify it would be killed at
+ * TimeoutStartSec otherwise). client-go's proportions: renew deadline 2/3,
+ * retry period 2/15 of the lease duration. */
+static int run_for_lease(struct daemon_run *run)
+{
+	const struct kube_settings *k = run->o->kube;
+	struct lease_options lo = {
+		.name = run->o->lease_name, .namespace = k->leader_namespace, .identity = run->identity,
+		.duration_sec = (unsigned)(k->lease_duration_usec / 1000000),
+		.renew_deadline_sec = (unsigned)(k->lease_duration_usec * 2 / 3 / 1000000),
+		.retry_period_sec = MAX(1u, (unsigned)(k->lease_duration_usec * 2 / 15 / 1000000)),
+	};
+	struct lease_handlers lh = { on_started_leading, on_stopped_leading, run };
+	char status[512];
+	int r;
+
+	snprintf(run->identity, sizeof(run->identity), "%s_%d", run->d.host, (int)getpid());
+	health_server_set_ready(run->d.health, false, "waiting for leadership");
+	r = lease_new(&run->d.lease, run->d.kube, &lo, &lh);
+	if (r < 0)
+		return log_error_errno(r, "Failed to start leader election for lease %s/%s: %m",
+				       k->leader_namespace, run->o->lease_name);
+	snprintf(status, sizeof(status), "standby: waiting to acquire lease %s/%s", k->leader_namespace,
+		 run->o->lease_name);
+	loop_notify_ready(run->d.loop, status);
+	log_info("%s as %s", status, run->identity);
+	return 0;
+}
+
+static int start(struct daemon_run *run)
+{
+	const struct daemon_options *o = run->o;
+	struct daemon *d = &run->d;
+	const struct config_common *common = config_common(o->schema, o->cfg);
+	const struct kube_settings *k = o->kube;
+	struct kube_client_options ko = { .qps = k->qps, .burst = (unsigned)k->burst };
+	struct kube_config *kcfg = NULL;
+	char agent[128], err[512];
+	int r;
+
+	if ((r = loop_new(&d->loop, o->process)) < 0)
+		return log_error_errno(r, "Failed to create the event loop: %m");
+	loop_set_hooks(d->loop, &(struct loop_hooks){ on_shutdown, on_reload, run });
+	if ((r = metrics_registry_new(&d->metrics)) < 0 ||
+	    (r = run->h->register_metrics(d, run->userdata)) < 0)
+		return log_error_errno(r, "Failed to register metrics: %m");
+	r = health_server_new(d->metrics, (int)common->metrics_port, (int)common->health_port, 0,
+			      &d->health);
+	if (r < 0)
+		return log_error_errno(r, "Failed to serve metrics on port %" PRIu64
+				       " and health on port %" PRIu64 ": %m",
+				       common->metrics_port, common->health_port);
+	if ((r = health_server_attach_loop(d->health, d->loop)) < 0)
+		return log_error_errno(r, "Failed to attach health checks to the event loop: %m");
+	health_server_set_ready(d->health, false, "starting");
+	r = kube_config_resolve(k->kubeconfig, k->context, &kcfg, err, sizeof(err));
+	if (r < 0)
+		return log_error_errno(r, "Failed to load Kubernetes configuration: %s", err);
+	log_info_kv(LOG_KV({ "server", kcfg->server }, { "context", kcfg->context }),
+		    "using Kubernetes API at %s", kcfg->server);
+	snprintf(agent, sizeof(agent), "%s/%s", o->program, PACKAGE_VERSION);
+	ko.user_agent = agent;
+	/* The client owns the configuration from here on, also when it
+	 * fails to start. */
+	if ((r = kube_client_new(&d->kube, d->loop, kcfg, &ko)) < 0)
+		return log_error_errno(r, "Failed to create the Kubernetes client: %m");
+	if ((r = kube_events_new(&d->events, d->kube, o->events_component, d->host)) < 0)
+		return log_error_errno(r, "Failed to create the Event recorder: %m");
+	if ((r = sock_ctx_new(&d->socks, d->loop, o->process, common->runtime_dir)) < 0)
+		return log_error_errno(r, "Failed to open the message sockets' context in %s: %m",
+				       common->runtime_dir);
+	if (run->h->prepare && (r = run->h->prepare(d, run->userdata)) < 0)
+		return r;
+	if (!k->leader_elect)
+		return run->h->start_work(d, run->userdata);
+	return run_for_lease(run);
+}
+
+int daemon_run(const struct daemon_options *o, const struct daemon_hooks *h, void *userdata)
+{
+	struct daemon_run run = { .o = o, .h = h, .userdata = userdata };
+	int r;
+
+	snprintf(run.d.host, sizeof(run.d.host), "%s", o->program);
+	(void)gethostname(run.d.host, sizeof(run.d.host) - 1);
+	r = start(&run);
+	if (r >= 0)
+		r = loop_run(run.d.loop);
+	run.d.lease = lease_free(run.d.lease);
+	if (h->teardown)
+		h->teardown(&run.d, userdata);
+	sock_ctx_free(run.d.socks);
+	kube_events_free(run.d.events);
+	kube_client_free(run.d.kube);
+	health_server_free(run.d.health);
+	metrics_registry_free(run.d.metrics);
+	loop_free(run.d.loop);
+	return r < 0 ? 1 : r;
+}
