@@ -7,6 +7,7 @@
  * the reaper. Never blocks: expiring temporary credentials are refreshed
  * on a worker thread (aws-refresh.c) while calls go on.
  */
+#include "common/clock.h"
 #include "config.h"
 
 #include <errno.h>
@@ -68,14 +69,6 @@ struct aws_client {
 
 static int call_schedule(struct aws_call *call, uint64_t delay_usec);
 
-static uint64_t now_monotonic_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
-}
-
 /* xorshift64*: jitter needs spread, not secrecy. */
 static uint64_t default_rng(void *userdata)
 {
@@ -117,7 +110,7 @@ int aws_client_new(struct loop *loop, const struct aws_client_options *opts,
 	}
 	c->cred_opts.region = c->region;
 	ratelimit_init(&c->limiter, opts->rate < 0 ? 0 : opts->rate > 0 ? opts->rate : AWS_CLIENT_DEFAULT_RATE,
-		       opts->burst ? opts->burst : AWS_CLIENT_DEFAULT_BURST, now_monotonic_usec());
+		       opts->burst ? opts->burst : AWS_CLIENT_DEFAULT_BURST, clock_monotonic_usec());
 	if (opts->retry.max_attempts)
 		c->retry = opts->retry;
 	else
@@ -543,7 +536,7 @@ static int call_schedule(struct aws_call *call, uint64_t delay_usec)
 	struct aws_client *c = call->client;
 
 	if (delay_usec == 0) {
-		uint64_t wait = ratelimit_reserve(&c->limiter, now_monotonic_usec());
+		uint64_t wait = ratelimit_reserve(&c->limiter, clock_monotonic_usec());
 
 		if (wait == 0)
 			return call_send(call);

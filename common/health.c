@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/health.h"
 #include "common/log.h"
 #include "common/loop.h"
@@ -61,13 +62,6 @@ struct health_server {
 	bool ready;
 	char reason[HEALTH_REASON_MAX];
 };
-
-static uint64_t monotonic_usec(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static enum MHD_Result reply(struct MHD_Connection *connection, unsigned status,
 			     const char *content_type, void *body, size_t len,
@@ -121,7 +115,7 @@ static enum MHD_Result serve_metrics(struct health_server *s, struct MHD_Connect
 
 static enum MHD_Result serve_healthz(struct health_server *s, struct MHD_Connection *c)
 {
-	uint64_t now = monotonic_usec();
+	uint64_t now = clock_monotonic_usec();
 	uint64_t last = atomic_load_explicit(&s->heartbeat_usec, memory_order_relaxed);
 	uint64_t age = now > last ? now - last : 0;
 
@@ -279,7 +273,7 @@ int health_server_new(struct metrics_registry *metrics, int metrics_port, int he
 	s->metrics = metrics;
 	s->stall_usec = (uint64_t)(stall_seconds ? stall_seconds : HEALTH_STALL_SECONDS_DEFAULT) *
 			1000000u;
-	atomic_store(&s->heartbeat_usec, monotonic_usec());
+	atomic_store(&s->heartbeat_usec, clock_monotonic_usec());
 	snprintf(s->reason, sizeof(s->reason), "starting");
 
 	r = health_server_listen(s, metrics_port, health_port);
@@ -316,7 +310,7 @@ uint16_t health_server_health_port(const struct health_server *s)
 
 void health_server_heartbeat(struct health_server *s)
 {
-	atomic_store_explicit(&s->heartbeat_usec, monotonic_usec(), memory_order_relaxed);
+	atomic_store_explicit(&s->heartbeat_usec, clock_monotonic_usec(), memory_order_relaxed);
 }
 
 void health_server_set_ready(struct health_server *s, bool ready, const char *reason)

@@ -69,6 +69,5 @@ int kube_request_event(struct kube_client *c, const char *method, const char *pa
 		       void *userdata, struct kube_req **ret);
 void kube_req_free(struct kube_req *req);
 uint64_t kube_client_random(struct kube_client *c);
-uint64_t kube_now_usec(void);
 
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/kube-client-internal.h"
 
 uint64_t kube_backoff_usec(unsigned attempt, uint64_t random_value)
@@ -22,14 +23,6 @@ uint64_t kube_backoff_usec(unsigned attempt, uint64_t random_value)
 	if (ceiling > KUBE_BACKOFF_CAP_USEC)
 		ceiling = KUBE_BACKOFF_CAP_USEC;
 	return random_value % (ceiling + 1);
-}
-
-uint64_t kube_now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 int kube_client_new(struct kube_client **ret, struct loop *loop, struct kube_config *cfg,
@@ -56,9 +49,9 @@ int kube_client_new(struct kube_client **ret, struct loop *loop, struct kube_con
 	}
 	ratelimit_init(&c->limit, opts && opts->qps > 0 ? opts->qps : KUBE_CLIENT_DEFAULT_QPS,
 		       opts && opts->burst ? opts->burst : KUBE_CLIENT_DEFAULT_BURST,
-		       kube_now_usec());
+		       clock_monotonic_usec());
 	c->events_limit = c->limit;
-	c->rng = (uint64_t)kube_now_usec() ^ (uint64_t)(uintptr_t)c;
+	c->rng = (uint64_t)clock_monotonic_usec() ^ (uint64_t)(uintptr_t)c;
 	*ret = c;
 	return 0;
 }
@@ -358,7 +351,7 @@ static int req_send(struct kube_req *req)
 		/* Always start from the loop, never from the caller's stack: the
 		 * caller may be inside a libcurl callback (a watch event), where
 		 * adding a transfer to the multi handle is refused. */
-		wait = ratelimit_reserve(req->limit, kube_now_usec());
+		wait = ratelimit_reserve(req->limit, clock_monotonic_usec());
 		req->limited = true;
 		return loop_add_timer(req->client->loop, wait, on_retry_timer, req, &req->timer);
 	}

@@ -20,7 +20,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/hash.h"
 #include "common/kube-client-internal.h"
+#include "common/clock.h"
 #include "common/kube-events.h"
 #include "common/log.h"
 
@@ -80,17 +82,6 @@ struct event_desc {
 	const char *type, *reason, *message;
 };
 
-static uint64_t fnv1a(uint64_t h, const char *s)
-{
-	for (; s && *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ULL;
-	}
-	h ^= 0xff; /* field separator */
-	h *= 1099511628211ULL;
-	return h;
-}
-
 int kube_events_new(struct kube_events **ret, struct kube_client *c, const char *component,
 		    const char *instance)
 {
@@ -99,7 +90,7 @@ int kube_events_new(struct kube_events **ret, struct kube_client *c, const char 
 	if (!e)
 		return -ENOMEM;
 	e->client = c;
-	e->now = kube_now_usec;
+	e->now = clock_monotonic_usec;
 	e->component = strdup(component);
 	e->instance = strdup(instance ? instance : component);
 	if (!e->component || !e->instance) {
@@ -112,7 +103,7 @@ int kube_events_new(struct kube_events **ret, struct kube_client *c, const char 
 
 void kube_events_set_clock(struct kube_events *e, uint64_t (*now_usec)(void))
 {
-	e->now = now_usec ? now_usec : kube_now_usec;
+	e->now = now_usec ? now_usec : clock_monotonic_usec;
 }
 
 static void slot_clear(struct event_slot *s)
@@ -172,11 +163,7 @@ static void rfc3339(time_t t, char buf[32])
 /* client-go names events <object>.<unix nanoseconds in hex>. */
 static void event_name(const char *object, char *buf, size_t size)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(buf, size, "%s.%llx", object,
-		 (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec);
+	snprintf(buf, size, "%s.%llx", object, (unsigned long long)clock_realtime_ns());
 }
 
 static const char *event_namespace(const struct kube_object_ref *obj)
@@ -432,13 +419,13 @@ int kube_event_record(struct kube_events *e, const struct kube_object_ref *obj,
 	vsnprintf(message, sizeof(message), fmt, ap);
 	va_end(ap);
 	key = 14695981039346656037ULL;
-	key = fnv1a(key, obj->kind);
-	key = fnv1a(key, obj->namespace);
-	key = fnv1a(key, obj->name);
-	key = fnv1a(key, obj->uid);
-	key = fnv1a(key, type);
-	key = fnv1a(key, reason);
-	key = fnv1a(key, message);
+	key = hash_fnv1a64_field(key, obj->kind);
+	key = hash_fnv1a64_field(key, obj->namespace);
+	key = hash_fnv1a64_field(key, obj->name);
+	key = hash_fnv1a64_field(key, obj->uid);
+	key = hash_fnv1a64_field(key, type);
+	key = hash_fnv1a64_field(key, reason);
+	key = hash_fnv1a64_field(key, message);
 	key |= 1; /* never 0, the empty marker */
 	s = &e->slots[key % KUBE_EVENT_CACHE_SIZE];
 	if (s->key == key && now - s->first_usec < KUBE_EVENT_AGGREGATE_WINDOW_USEC) {

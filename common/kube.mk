@@ -10,7 +10,8 @@ libkanna_common_a_SOURCES += \
 	common/arena.h common/arena.c common/quantity.h common/quantity.c \
 	common/hashmap.h common/hashmap.c \
 	common/lease.h common/lease.c common/kube-settings.h \
-	common/daemon.h common/daemon.c
+	common/daemon.h common/daemon.c common/clock.h common/hash.h \
+	common/base64.h common/base64.c common/read-file.h common/read-file.c
 
 check_PROGRAMS += tests/unit/test_yaml_json tests/unit/test_kubeconfig \
 	tests/unit/test_ratelimit tests/unit/test_kube_client tests/unit/test_kube_events \
@@ -36,3 +37,8 @@ tests_fuzz_fuzz_yaml_json_SOURCES = tests/fuzz/fuzz_yaml_json.c tests/fuzz/stand
 tests_fuzz_fuzz_yaml_json_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/fuzz/corpus/yaml_json\"
 tests_fuzz_fuzz_yaml_json_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/corpus/yaml_json
+
+check_PROGRAMS += tests/unit/test_common_bytes
+TESTS += tests/unit/test_common_bytes
+tests_unit_test_common_bytes_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_common_bytes_LDADD = $(LDADD) $(TEST_LIBS)

@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/base64.h"
 #include "common/kubeconfig.h"
+#include "common/read-file.h"
 #include "common/util.h"
 #include "common/yaml-json.h"
 
@@ -34,81 +35,6 @@ static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
 		va_end(ap);
 	}
 	return r;
-}
-
-static int read_file(const char *path, size_t max, char **ret, size_t *ret_len)
-{
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, cap = 0;
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		if (len + 4096 + 1 > cap) {
-			size_t ncap = MAX(cap * 2, len + 4096 + 1);
-			char *nb;
-			if (ncap > max + 1)
-				ncap = max + 1;
-			if (len + 1 >= ncap) {
-				close(fd);
-				return -EFBIG;
-			}
-			nb = realloc(buf, ncap);
-			if (!nb) {
-				close(fd);
-				return -ENOMEM;
-			}
-			buf = nb;
-			cap = ncap;
-		}
-		n = read(fd, buf + len, cap - len - 1);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			n = -errno;
-			close(fd);
-			return (int)n;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	buf[len] = '\0';
-	*ret = TAKE_PTR(buf);
-	if (ret_len)
-		*ret_len = len;
-	return 0;
-}
-
-/* Base64 (standard alphabet, padding optional, whitespace ignored). */
-static int base64_decode(const char *in, char **ret, size_t *ret_len)
-{
-	size_t len = strlen(in);
-	_cleanup_free_ char *out = malloc(len / 4 * 3 + 4);
-	EVP_ENCODE_CTX *ctx;
-	int n1 = 0, n2 = 0;
-
-	if (!out)
-		return -ENOMEM;
-	ctx = EVP_ENCODE_CTX_new();
-	if (!ctx)
-		return -ENOMEM;
-	EVP_DecodeInit(ctx);
-	if (EVP_DecodeUpdate(ctx, (unsigned char *)out, &n1, (const unsigned char *)in,
-			     (int)len) < 0 ||
-	    EVP_DecodeFinal(ctx, (unsigned char *)out + n1, &n2) < 0) {
-		EVP_ENCODE_CTX_free(ctx);
-		return -EINVAL;
-	}
-	EVP_ENCODE_CTX_free(ctx);
-	out[n1 + n2] = '\0';
-	*ret_len = (size_t)(n1 + n2);
-	*ret = TAKE_PTR(out);
-	return 0;
 }
 
 static const char *obj_str(const json_t *o, const char *key)

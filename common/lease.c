@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/kube-client-internal.h"
 #include "common/lease.h"
 #include "common/log.h"
@@ -61,7 +62,7 @@ static void set_leader(struct lease *l, bool leader)
 
 static void check_renew_deadline(struct lease *l)
 {
-	if (l->leader && kube_now_usec() - l->last_renew_usec >
+	if (l->leader && clock_monotonic_usec() - l->last_renew_usec >
 				 (uint64_t)l->opt.renew_deadline_sec * 1000000u)
 		set_leader(l, false);
 }
@@ -73,7 +74,7 @@ static void on_written(struct kube_client *c, const struct kube_response *resp, 
 	(void)c;
 	l->busy = false;
 	if (resp->status == 200 || resp->status == 201) {
-		l->last_renew_usec = kube_now_usec();
+		l->last_renew_usec = clock_monotonic_usec();
 		set_leader(l, true);
 		return;
 	}
@@ -125,7 +126,7 @@ static void on_read(struct kube_client *c, const struct kube_response *resp, voi
 	struct lease *l = userdata;
 	const json_t *spec = json_object_get(resp->body, "spec");
 	const char *holder, *rv;
-	uint64_t now = kube_now_usec();
+	uint64_t now = clock_monotonic_usec();
 
 	(void)c;
 	l->busy = false;

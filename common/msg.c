@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/msg.h"
 
 int msg_io_init(struct msg_io *io, enum proto_process self, uint32_t shard)
@@ -25,13 +26,11 @@ void msg_io_done(struct msg_io *io)
 
 int msg_encode(struct msg_io *io, struct proto_msg *msg)
 {
-	struct timespec ts;
 	int r;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
 	msg->env.sender = (uint8_t)io->self;
 	msg->env.sender_shard = io->shard;
-	msg->env.send_time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	msg->env.send_time_ns = clock_realtime_ns();
 	msgpack_sbuffer_clear(&io->buf);
 	r = proto_encode(msg, &io->buf, &io->last_error);
 	return r;

@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/sock.h"
 
@@ -159,13 +160,10 @@ static void sock_tap_copy(struct sock *s, const char *dir,
 			  const struct iovec *frames, size_t n)
 {
 	char header[SOCK_TAP_HEADER_MAX];
-	struct timespec ts;
 	int len;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
 	len = snprintf(header, sizeof(header), "%s %s %llu", dir, s->name,
-		       (unsigned long long)ts.tv_sec * 1000000ULL +
-			       (unsigned long long)ts.tv_nsec / 1000);
+		       (unsigned long long)clock_realtime_usec());
 	if (len < 0 || (size_t)len >= sizeof(header))
 		return;
 	if (zmq_send(s->ctx->tap, header, (size_t)len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/schema.h"
+#include "common/clock.h"
 #include "common/kube-events.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -176,7 +178,7 @@ void launcher_update_usage_metrics(struct launcher *l)
 bool launcher_offering_unavailable(struct launcher *l, const char *type, const char *zone,
 				   uint8_t capacity_type)
 {
-	int64_t now = now_ms_realtime();
+	int64_t now = clock_realtime_ms();
 
 	for (size_t i = 0; i < l->n_unavailable; i++) {
 		const struct unavailable *u = &l->unavailable[i];
@@ -191,7 +193,7 @@ bool launcher_offering_unavailable(struct launcher *l, const char *type, const c
 void launcher_mark_unavailable(struct launcher *l, const char *type, const char *zone,
 			       uint8_t capacity_type, const char *reason)
 {
-	int64_t now = now_ms_realtime();
+	int64_t now = clock_realtime_ms();
 	int64_t until = now + (int64_t)(l->cfg->unavailable_ttl_usec / 1000);
 	size_t k = 0;
 	struct unavailable *u;
@@ -223,11 +225,11 @@ void launcher_mark_unavailable(struct launcher *l, const char *type, const char 
 	}
 	l->n_unavailable++;
 	metrics_counter_add(l->m.offerings_unavailable, 1, type, zone,
-			    capacity_type == PROTO_CAPACITY_SPOT ? "spot" : "on-demand", NULL);
+			    proto_capacity_type_name(capacity_type), NULL);
 	log_info_kv(LOG_KV({ "instance-type", type }, { "zone", zone }),
 		    "marking offering %s/%s/%s unavailable for %" PRIu64 " s: %s", type, zone,
-		    capacity_type == PROTO_CAPACITY_SPOT ? "spot" : "on-demand",
-		    l->cfg->unavailable_ttl_usec / 1000000, reason);
+		    proto_capacity_type_name(capacity_type), l->cfg->unavailable_ttl_usec / 1000000,
+		    reason);
 	launcher_publish_unavailable(l, type, zone, capacity_type, until, reason);
 }
 
@@ -239,7 +241,7 @@ void launcher_mark_unavailable(struct launcher *l, const char *type, const char 
  */
 void launcher_republish_unavailable(struct launcher *l, const struct proto_planned_nodeclaim *p)
 {
-	int64_t now = now_ms_realtime();
+	int64_t now = clock_realtime_ms();
 
 	for (size_t i = 0; i < l->n_unavailable; i++) {
 		const struct unavailable *u = &l->unavailable[i];

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
+#include "common/clock.h"
 #include "common/aws.h"
 #include "common/kube-client.h"
 #include "common/log.h"
@@ -62,13 +64,6 @@ static int cmp_instance_id(const void *a, const void *b)
 	return strcmp(((const fleet_launched *)a)->instance_id, ((const fleet_launched *)b)->instance_id);
 }
 
-static uint64_t fnv1a(uint64_t h, const char *s)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
-}
-
 /* "kanna-batch-<32 hex>": the same members at the same attempts give the
  * same token, so a retried batch replays instead of launching again. */
 static void batch_token(struct fleet_batch *b)
@@ -79,8 +74,8 @@ static void batch_token(struct fleet_batch *b)
 		char attempt[16];
 
 		snprintf(attempt, sizeof(attempt), "/%u;", b->members[i]->attempt);
-		h1 = fnv1a(fnv1a(h1, b->members[i]->uid), attempt);
-		h2 = fnv1a(fnv1a(h2, attempt), b->members[i]->uid);
+		h1 = hash_fnv1a64_add(hash_fnv1a64_add(h1, b->members[i]->uid), attempt);
+		h2 = hash_fnv1a64_add(hash_fnv1a64_add(h2, attempt), b->members[i]->uid);
 	}
 	snprintf(b->token, sizeof(b->token), "kanna-batch-%016llx%016llx", (unsigned long long)h1,
 		 (unsigned long long)h2);
@@ -229,7 +224,7 @@ static void batch_send(struct fleet_batch *b)
 	for (size_t i = 0; i < b->n; i++) {
 		/* The batching window and the recording round trip are not
 		 * our processing: count from here. */
-		b->members[i]->t_mark = now_usec();
+		b->members[i]->t_mark = clock_monotonic_usec();
 		if (r >= 0)
 			launch_note_fleet_sent(b->members[i], ct, n_overrides, b->token);
 		b->members[i]->busy = true;
@@ -467,7 +462,7 @@ static void batches_flush(struct launcher *l)
 static int on_batch_timer(struct loop *loop, void *userdata)
 {
 	struct launcher *l = userdata;
-	uint64_t now = now_usec();
+	uint64_t now = clock_monotonic_usec();
 
 	(void)loop;
 	l->batch_timer = sd_event_source_disable_unref(l->batch_timer);
@@ -481,7 +476,7 @@ static int on_batch_timer(struct loop *loop, void *userdata)
 
 static int batch_arm(struct launcher *l)
 {
-	uint64_t now = now_usec();
+	uint64_t now = clock_monotonic_usec();
 
 	l->batch_last_usec = now;
 	if (l->batch_timer)

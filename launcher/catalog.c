@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/aws.h"
 #include "common/log.h"
 #include "common/loop.h"
@@ -90,23 +91,12 @@ struct launcher_catalog {
 	struct metrics_histogram *m_duration;
 };
 
-static uint64_t now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* Generations are the Unix time in ms of the build (strictly increasing),
  * so that a restarted launcher's catalog supersedes what schedulers hold. */
 static uint64_t next_generation(uint64_t prev)
 {
-	struct timespec ts;
-	uint64_t ms;
+	uint64_t ms = (uint64_t)clock_realtime_ms();
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 	return ms > prev ? ms : prev + 1;
 }
 
@@ -316,7 +306,7 @@ static int refresh_done(struct launcher_catalog *c)
 			       .vm_memory_overhead = c->vm_memory_overhead };
 	struct proto_instance_type *types;
 	struct arena a = { 0 };
-	uint64_t took = now_usec() - c->started_usec;
+	uint64_t took = clock_monotonic_usec() - c->started_usec;
 	double spot, od;
 	unsigned n_zones;
 	uint32_t n;
@@ -445,7 +435,7 @@ static int refresh_start(struct launcher_catalog *c, bool full)
 	c->want_types = c->want_spot = false;
 	c->full = full;
 	c->pages = 0;
-	c->started_usec = now_usec();
+	c->started_usec = clock_monotonic_usec();
 	if (full) {
 		/* The shipped table is refreshable: a newer file is read here. */
 		r = load_shipped(c, false);

@@ -15,13 +15,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include "common/aws.h"
 #include "common/endpoints.h"
+#include "common/base64.h"
 #include "common/daemon.h"
 #include "common/kubeconfig.h"
 #include "common/log.h"
+#include "common/read-file.h"
 #include "common/metrics.h"
 #include "common/replica.h"
 #include "common/sock.h"
@@ -32,24 +32,10 @@
 #define LAUNCHER_LEASE_NAME "kanna-launcher-leader-election"
 /* Credentials refused or unreachable: try again this often. */
 #define AWS_VERIFY_RETRY_USEC (15ULL * 1000 * 1000)
+/* A cluster CA bundle larger than this is not one. */
+#define CLUSTER_CA_MAX (1u << 20)
 /* Schedulers that start after a catalog was published get it again. */
 #define CATALOG_REPUBLISH_USEC (30ULL * 1000 * 1000)
-
-uint64_t now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-int64_t now_ms_realtime(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 const struct state_store *launcher_store(const struct launcher *l)
 {
@@ -277,42 +263,6 @@ static int verify_aws(struct loop *loop, void *userdata)
 
 /* ---- leadership and start-up --------------------------------------------------------- */
 
-static char *base64_encode(const char *data, size_t len)
-{
-	char *out = malloc(4 * ((len + 2) / 3) + 1);
-
-	if (out)
-		EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)data, (int)len);
-	return out;
-}
-
-static int read_file(const char *path, char **ret, size_t *ret_len)
-{
-	FILE *f = fopen(path, "re");
-	char *buf = NULL;
-	size_t len = 0;
-	int r = 0;
-
-	if (!f)
-		return -errno;
-	buf = malloc(1 << 20);
-	if (!buf)
-		r = -ENOMEM;
-	else
-		len = fread(buf, 1, (1 << 20) - 1, f);
-	if (r == 0 && ferror(f))
-		r = -EIO;
-	fclose(f);
-	if (r < 0) {
-		free(buf);
-		return r;
-	}
-	buf[len] = 0;
-	*ret = buf;
-	*ret_len = len;
-	return 0;
-}
-
 /* The parts that call AWS, created once the client exists. */
 static int start_aws_users(struct launcher *l)
 {
@@ -331,7 +281,7 @@ static int start_aws_users(struct launcher *l)
 	int r;
 
 	if (l->cfg->cluster_ca_file) {
-		r = read_file(l->cfg->cluster_ca_file, &ca, &ca_len);
+		r = read_file(l->cfg->cluster_ca_file, CLUSTER_CA_MAX, &ca, &ca_len);
 		if (r < 0)
 			return log_error_errno(r, "Failed to read cluster-ca-file %s: %m",
 					       l->cfg->cluster_ca_file);

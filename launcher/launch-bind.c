@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/kube-client.h"
 #include "common/kube-events.h"
 #include "common/log.h"
@@ -60,7 +61,7 @@ static void binds_finished(struct launch *la)
 		la->needs_tag = false;
 		launcher_tag_instance(l, la->launched.instance_id, la->name);
 	}
-	metrics_histogram_observe(l->m.launch_seconds, (double)(now_usec() - la->t_received) / 1e6,
+	metrics_histogram_observe(l->m.launch_seconds, (double)(clock_monotonic_usec() - la->t_received) / 1e6,
 				  NULL);
 	launch_finish(la, true);
 }
@@ -122,7 +123,7 @@ static void send_bind(struct launch *la, const struct proto_pod *p)
 		/* Counted on the Node from now on: the next check, which may
 		 * come before the answer or the replica, must not give its
 		 * room away again. */
-		r = bind_recent_note_pod(&la->l->recent, p, la->node_name, now_usec() / 1000);
+		r = bind_recent_note_pod(&la->l->recent, p, la->node_name, clock_monotonic_usec() / 1000);
 		if (r >= 0) {
 			la->binds_outstanding++;
 			r = kube_request(la->l->d->kube, "POST", path, NULL, text, on_bound, call);
@@ -220,7 +221,7 @@ static int check_and_bind(struct launch *la, const struct proto_pod **pods, char
 	struct launcher *l = la->l;
 	const struct state_store *st = launcher_store(l);
 	struct bind_check_input in = { .replica = st, .recent = &l->recent, .region = l->region,
-				       .node = la->node_name, .now_ms = now_ms_realtime() };
+				       .node = la->node_name, .now_ms = clock_realtime_ms() };
 	struct proto_msg catalog;
 	char err[512];
 	size_t n = 0;
@@ -231,7 +232,7 @@ static int check_and_bind(struct launch *la, const struct proto_pod **pods, char
 			keys[n++] = la->planned->pods[i];
 	if (!n)
 		return 0;
-	bind_recent_purge(&l->recent, st, now_usec() / 1000);
+	bind_recent_purge(&l->recent, st, clock_monotonic_usec() / 1000);
 	/* Just created or labelled: the replica may show no Node yet, or the
 	 * kubelet's registration without our labels (launch_note_node()). */
 	(void)launch_note_node(la);

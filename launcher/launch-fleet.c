@@ -259,7 +259,7 @@ void launch_note_fleet_sent(struct launch *la, uint8_t ct, size_t n_overrides, c
 		metrics_histogram_observe(l->m.plan_to_fleet, (double)la->busy_usec / 1e6, NULL);
 	log_debug_kv(LOG_KV({ "nodeclaim", la->name }),
 		     "CreateFleet for nodeclaim %s: %s, %zu override(s), token %s, %.3f ms of our "
-		     "processing since the plan", la->name, capacity_type_name(ct), n_overrides, token,
+		     "processing since the plan", la->name, proto_capacity_type_name(ct), n_overrides, token,
 		     (double)la->busy_usec / 1000.0);
 	la->fleet_capacity_type = ct;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/aws.h"
 #include "common/kube-client.h"
 #include "common/kube-events.h"
@@ -292,6 +293,6 @@ int launch_note_node(struct launch *la)
 		node.taints = pe->obj.nodepool->taints;
 		node.n_taints = pe->obj.nodepool->n_taints;
 	}
-	r = bind_recent_note_node(&la->l->recent, launcher_store(la->l), &node, now_usec() / 1000);
+	r = bind_recent_note_node(&la->l->recent, launcher_store(la->l), &node, clock_monotonic_usec() / 1000);
 	return r < 0 ? r : 0;
 }

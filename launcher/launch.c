@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/aws.h"
 #include "common/kube-client.h"
 #include "common/kube-events.h"
@@ -36,12 +37,6 @@
 /* Backoff of a step that failed for a reason other than capacity. */
 #define LAUNCH_BACKOFF_BASE_USEC (2ULL * 1000 * 1000)
 #define LAUNCH_BACKOFF_CAP_USEC (60ULL * 1000 * 1000)
-
-const char *capacity_type_name(uint8_t ct)
-{
-	return ct == PROTO_CAPACITY_SPOT ? "spot" : ct == PROTO_CAPACITY_RESERVED ? "reserved"
-										    : "on-demand";
-}
 
 static void launch_arch_clear(struct launch_arch *a)
 {
@@ -72,7 +67,7 @@ struct launch *launch_new(struct launcher *l, const char *name, const char *plan
 	la->name = strdup(name);
 	la->plan_id = plan_id ? strdup(plan_id) : NULL;
 	la->planned = proto_planned_nodeclaim_dup(planned);
-	la->t_received = la->t_mark = now_usec();
+	la->t_received = la->t_mark = clock_monotonic_usec();
 	la->deadline = la->t_received + l->cfg->launch_timeout_usec;
 	if (!la->name || !la->planned || (plan_id && !la->plan_id)) {
 		launch_free(la);
@@ -123,7 +118,7 @@ void launcher_pump(struct launcher *l)
 			l->queue_tail = NULL;
 		la->next_queued = NULL;
 		l->n_running++;
-		la->t_mark = now_usec();
+		la->t_mark = clock_monotonic_usec();
 		launch_advance(la);
 	}
 	for (struct launch *q = l->queue_head; q; q = q->next_queued)
@@ -135,7 +130,7 @@ void launcher_pump(struct launcher *l)
 /* Our own processing time: from t_mark to now, added before each request. */
 void launch_account_busy(struct launch *la)
 {
-	uint64_t now = now_usec();
+	uint64_t now = clock_monotonic_usec();
 
 	la->busy_usec += now - la->t_mark;
 	la->t_mark = now;
@@ -144,7 +139,7 @@ void launch_account_busy(struct launch *la)
 void launch_resume(struct launch *la)
 {
 	la->busy = false;
-	la->t_mark = now_usec();
+	la->t_mark = clock_monotonic_usec();
 }
 
 /* The launch leaves the run slots (done or given up). */
@@ -157,7 +152,7 @@ void launch_finish(struct launch *la, bool keep_reservation)
 	if (keep_reservation) {
 		/* Stays in the table, holding its capacity for the limits,
 		 * until the replica shows the launched NodeClaim (reconcile.c). */
-		la->finished_at = now_usec();
+		la->finished_at = clock_monotonic_usec();
 	} else {
 		hashmap_remove(&l->launches, la->name);
 		launch_free(la);
@@ -263,7 +258,7 @@ void launch_retry_later(struct launch *la, const char *what, const char *why)
 	delay = MIN(delay, LAUNCH_BACKOFF_CAP_USEC);
 	la->failures++;
 	/* Once an instance exists, giving up would leak it: keep trying. */
-	if (!*la->launched.instance_id && now_usec() + delay > la->deadline) {
+	if (!*la->launched.instance_id && clock_monotonic_usec() + delay > la->deadline) {
 		char msg[1024];
 
 		snprintf(msg, sizeof(msg), "%s: %s (gave up after launch-timeout)", what, why);
@@ -411,7 +406,7 @@ static void resolve_finished(struct launch *la)
 		char msg[1200];
 
 		snprintf(msg, sizeof(msg), "EC2NodeClass not ready: %s", why);
-		if (now_usec() + LAUNCH_BACKOFF_BASE_USEC > la->deadline)
+		if (clock_monotonic_usec() + LAUNCH_BACKOFF_BASE_USEC > la->deadline)
 			launch_give_up(la, PROTO_LAUNCH_NODECLASS_NOT_READY, msg);
 		else
 			launch_retry_later(la, "resolve the EC2NodeClass", msg);

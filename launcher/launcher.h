@@ -147,8 +147,6 @@ void launcher_publish_result(struct launcher *l, const struct launch *la,
 			     enum proto_launch_outcome outcome, const char *error);
 void launcher_publish_unavailable(struct launcher *l, const char *type, const char *zone,
 				  uint8_t capacity_type, int64_t until_ms, const char *reason);
-int64_t now_ms_realtime(void);
-uint64_t now_usec(void);
 
 /* admit.c: plans in, limits re-checked, launches queued. */
 void launcher_handle_plan(struct launcher *l, const struct proto_launch_plan *plan);
@@ -194,7 +192,6 @@ struct fleet_call {
 };
 
 /* launch.c, for the step files */
-const char *capacity_type_name(uint8_t ct);
 /* The launch leaves the run slots (done or given up). */
 void launch_finish(struct launch *la, bool keep_reservation);
 void launch_event(struct launch *la, enum kube_event_kind kind, const char *reason,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "common/aws.h"
 #include "common/util.h"
 #include "launcher/nodeclass-ec2.h"
@@ -302,20 +303,10 @@ int nc_alias_ssm_name(const struct nc_alias *a, const char *arch, const char *k8
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-/* FNV-1a, 64 bits: a name that stays the same across runs and builds. */
-static uint64_t fnv1a(const char *s, uint64_t h)
-{
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 void nc_instance_profile_name(const char *cluster, const char *region, const char *nodeclass,
 			      char out[NC_PROFILE_NAME_MAX + 1])
 {
-	uint64_t h = fnv1a(nodeclass, fnv1a(region, 0xcbf29ce484222325ULL));
+	uint64_t h = hash_fnv1a64_add(hash_fnv1a64(region), nodeclass);
 	char suffix[24];
 
 	snprintf(suffix, sizeof(suffix), "_%" PRIu64, h);

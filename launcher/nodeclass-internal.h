@@ -94,7 +94,6 @@ struct nodeclass_resolver {
 	char periodic_name[48];
 };
 
-uint64_t nc_now_usec(void);
 struct nc_call *nc_call_new(struct nodeclass_resolver *r, struct nc_entry *e, int kind);
 /* Unlinks and frees c; true when its answer still matters. */
 bool nc_call_end(struct nc_call *c);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "launcher/nodeclass-internal.h"
@@ -156,7 +157,7 @@ static void template_ready(struct nc_template_entry *lt)
 	struct nc_waiter *w;
 
 	lt->state = NC_LT_READY;
-	lt->last_used = nc_now_usec();
+	lt->last_used = clock_monotonic_usec();
 	aws_query_free(lt->create);
 	lt->create = NULL;
 	while ((w = lt->waiters)) {
@@ -294,7 +295,7 @@ void nc_serve(struct nodeclass_resolver *r, struct nc_entry *e, struct nc_waiter
 	}
 	lt = template_find(r, name);
 	if (lt && lt->state == NC_LT_READY) {
-		lt->last_used = nc_now_usec();
+		lt->last_used = clock_monotonic_usec();
 		finish_waiter(w, 0, NULL);
 		return;
 	}
@@ -390,7 +391,7 @@ static int gc_list(struct nodeclass_resolver *r, const char *next_token)
 static void gc_page(struct nodeclass_resolver *r, const struct aws_response *resp)
 {
 	struct nc_template_seen seen[GC_PAGE];
-	uint64_t now = nc_now_usec();
+	uint64_t now = clock_monotonic_usec();
 	int64_t wall = (int64_t)time(NULL);
 	const char *next;
 	size_t n = 0;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/aws.h"
+#include "common/base64.h"
 #include "common/util.h"
 #include "launcher/nodeclass-ec2.h"
 
@@ -155,16 +156,6 @@ int nc_template_name(const struct nc_template *t, char out[NC_LAUNCH_TEMPLATE_NA
 	return 0;
 }
 
-static char *base64(const char *s)
-{
-	size_t n = strlen(s);
-	char *out = malloc(4 * ((n + 2) / 3) + 1);
-
-	if (out)
-		EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
-	return out;
-}
-
 #define LTD "LaunchTemplateData."
 
 static int add_devices(struct aws_query *q, const struct nc_template *t)
@@ -219,7 +210,7 @@ int nc_template_create_query(const struct nc_template *t, const char *name, stru
 	unsigned k = 0;
 	int r;
 
-	ud = base64(t->user_data ?: "");
+	ud = base64_encode(t->user_data ?: "", strlen(t->user_data ?: ""));
 	if (!ud || asprintf(&cluster_tag, "kubernetes.io/cluster/%s", t->cluster_name) < 0)
 		return -ENOMEM;
 	r = aws_query_new("CreateLaunchTemplate", EC2_API_VERSION, &q);

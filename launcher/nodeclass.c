@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/kube-client.h"
 #include "common/kube-events.h"
 #include "common/log.h"
@@ -37,22 +38,6 @@ enum call_kind {
 	CALL_PROFILE_ADD_ROLE,
 	CALL_STATUS,
 };
-
-uint64_t nc_now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
-}
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 struct nc_call *nc_call_new(struct nodeclass_resolver *r, struct nc_entry *e, int kind)
 {
@@ -306,7 +291,7 @@ static void finish(struct nodeclass_resolver *r, struct nc_entry *e)
 {
 	char terms[400];
 	bool was_ok = e->resolved && e->error == 0;
-	int64_t now = wall_ms();
+	int64_t now = clock_realtime_ms();
 	struct nc_waiter *w;
 
 	e->resolving = false;
@@ -343,7 +328,7 @@ static void finish(struct nodeclass_resolver *r, struct nc_entry *e)
 			first = *e->work_why[i] ? e->work_why[i] : first;
 		log_warn("Failed to refresh EC2NodeClass %s, keeping the last resolution: %s",
 			    e->nc->name, first);
-		e->resolved_at = nc_now_usec();
+		e->resolved_at = clock_monotonic_usec();
 	} else {
 		e->error = 0;
 		*e->why = '\0';
@@ -364,7 +349,7 @@ static void finish(struct nodeclass_resolver *r, struct nc_entry *e)
 		e->res = e->work;
 		e->resolved = true;
 		e->ever_ok |= e->error == 0;
-		e->resolved_at = nc_now_usec();
+		e->resolved_at = clock_monotonic_usec();
 		if (e->error)
 			record_not_ready(r, e);
 		else if (!was_ok)
@@ -992,7 +977,7 @@ int nodeclass_launch_config(struct nodeclass_resolver *r, const struct launch_co
 			return k;
 		}
 	}
-	if (e->resolved && !e->resolving && nc_now_usec() - e->resolved_at < r->refresh_usec) {
+	if (e->resolved && !e->resolving && clock_monotonic_usec() - e->resolved_at < r->refresh_usec) {
 		nc_serve(r, e, w);
 		return 0;
 	}

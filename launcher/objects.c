@@ -17,11 +17,6 @@
 
 #define INSTANCE_TYPE_LABEL "node.kubernetes.io/instance-type"
 
-static const char *enum_name(const struct proto_enum_desc *d, uint8_t v)
-{
-	return v < d->n_values ? d->values[v] : "";
-}
-
 void rfc3339_now(char buf[static 32])
 {
 	time_t t = time(NULL);
@@ -63,7 +58,7 @@ static json_t *taints_json(const struct proto_taint *t, uint32_t n, json_t *arr)
 {
 	for (uint32_t i = 0; arr && i < n; i++) {
 		json_t *o = json_pack("{s:s, s:s}", "key", t[i].key, "effect",
-				      enum_name(&proto_enum_desc_taint_effect, t[i].effect));
+				      proto_enum_name(&proto_enum_desc_taint_effect, t[i].effect));
 
 		if (o && t[i].value && *t[i].value)
 			json_object_set_new(o, "value", json_string(t[i].value));
@@ -105,7 +100,7 @@ static json_t *requirements_json(const struct proto_planned_nodeclaim *p)
 		 * narrowed to what this requirement allows. */
 		if (streq(r->key, INSTANCE_TYPE_LABEL) && r->op == PROTO_OP_IN)
 			continue;
-		o = requirement_json(r->key, enum_name(&proto_enum_desc_requirement_op, r->op), r->values,
+		o = requirement_json(r->key, proto_enum_name(&proto_enum_desc_requirement_op, r->op), r->values,
 				     r->n_values, r->min_values);
 		if (!o || json_array_append_new(arr, o) < 0)
 			goto fail;

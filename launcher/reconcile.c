@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/schema.h"
+#include "common/clock.h"
 #include "common/kube-client.h"
 #include "common/log.h"
 #include "common/replica.h"
@@ -43,7 +45,7 @@ static void purge_finished(struct launcher *l)
 	const char *key;
 	void *value;
 	size_t it = 0;
-	uint64_t now = now_usec();
+	uint64_t now = clock_monotonic_usec();
 
 	while (hashmap_next(&l->launches, &it, &key, &value)) {
 		struct launch *la = value;
@@ -122,7 +124,7 @@ static struct proto_planned_nodeclaim *planned_from_claim(struct launcher *l,
 		c->offerings = &offs[n_offs];
 		for (uint32_t k = 0; k < it->n_offerings; k++) {
 			const struct proto_offering *o = &it->offerings[k];
-			const char *ct = o->capacity_type == PROTO_CAPACITY_SPOT ? "spot" : "on-demand";
+			const char *ct = proto_capacity_type_name(o->capacity_type);
 
 			if (!requirement_allows(nc->requirements, nc->n_requirements,
 						"topology.kubernetes.io/zone", o->zone) ||
@@ -151,7 +153,7 @@ static struct launch *launch_for_claim(struct launcher *l, const struct proto_no
 						 .n_pods = nc->n_planned_pods };
 	struct launch *la = launch_new(l, nc->name, NULL, p ? p : &empty);
 	int64_t left_ms = nc->creation_time + (int64_t)(l->cfg->launch_timeout_usec / 1000) -
-			  now_ms_realtime();
+			  clock_realtime_ms();
 
 	proto_planned_nodeclaim_free(p);
 	if (!la)
@@ -165,7 +167,7 @@ static struct launch *launch_for_claim(struct launcher *l, const struct proto_no
 	if (nc->fleet_batch)
 		snprintf(la->fleet_batch, sizeof(la->fleet_batch), "%s", nc->fleet_batch);
 	if (nc->creation_time > 0)
-		la->deadline = now_usec() + (uint64_t)MAX(left_ms, 0) * 1000;
+		la->deadline = clock_monotonic_usec() + (uint64_t)MAX(left_ms, 0) * 1000;
 	return la;
 }
 
@@ -215,7 +217,7 @@ static struct launch *launch_for_instance(struct launcher *l, const struct proto
  * recorded, so that nothing is sent without a record. */
 static bool sent_recently(struct hashmap *sent_at, const char *key, uint64_t retry_usec)
 {
-	uint64_t *sent = hashmap_get(sent_at, key), now = now_usec();
+	uint64_t *sent = hashmap_get(sent_at, key), now = clock_monotonic_usec();
 
 	if (sent && now - *sent < retry_usec)
 		return true;
@@ -338,7 +340,7 @@ void launcher_release_hold(struct launcher *l, const struct proto_nodeclaim *nc,
 
 	if (node->deletion_time || !node_written_by_us(node) || !node_held(node) ||
 	    (l->cfg->bind_pods &&
-	     bind_claim_has_waiting_pods(launcher_store(l), &l->recent, nc, now_ms_realtime())) ||
+	     bind_claim_has_waiting_pods(launcher_store(l), &l->recent, nc, clock_realtime_ms())) ||
 	    sent_recently(&l->releasing, node->name, RELEASE_RETRY_USEC))
 		return;
 	patch = node_release_hold_patch(node);
@@ -360,7 +362,7 @@ static void reconcile_claim(struct launcher *l, const struct proto_nodeclaim *nc
 			    const struct hashmap *nodes_by_provider)
 {
 	bool young = nc->creation_time == 0 ||
-		     now_ms_realtime() - nc->creation_time < (int64_t)(l->cfg->launch_timeout_usec / 1000);
+		     clock_realtime_ms() - nc->creation_time < (int64_t)(l->cfg->launch_timeout_usec / 1000);
 	const struct proto_node *node;
 	struct launch *la;
 
@@ -400,7 +402,7 @@ static void reconcile_claim(struct launcher *l, const struct proto_nodeclaim *nc
 		mark_registered(l, nc, node);
 		return;
 	} else if (l->cfg->bind_pods &&
-		   bind_claim_has_waiting_pods(launcher_store(l), &l->recent, nc, now_ms_realtime())) {
+		   bind_claim_has_waiting_pods(launcher_store(l), &l->recent, nc, clock_realtime_ms())) {
 		la = launch_for_claim(l, nc);
 		if (!la)
 			return;
@@ -428,7 +430,7 @@ int launcher_reconcile(struct loop *loop, void *userdata)
 	purge_finished(l);
 	purge_sent(l, &l->registering, claim_registered);
 	purge_sent(l, &l->releasing, node_released);
-	bind_recent_purge(&l->recent, st, now_usec() / 1000);
+	bind_recent_purge(&l->recent, st, clock_monotonic_usec() / 1000);
 	while ((e = state_store_next(st, &it)))
 		if (e->obj.kind == PROTO_OBJECT_NODE && e->obj.node->provider_id)
 			hashmap_put(&nodes, e->obj.node->provider_id, e->obj.node, NULL);

@@ -4,6 +4,7 @@
  * another major version, the wrong role or another shard count is refused
  * loudly, never guessed at). Pure functions over proto structs.
  */
+#include "common/clock.h"
 #include "config.h"
 
 #include <time.h>
@@ -13,16 +14,13 @@
 void proto_msg_init(struct proto_msg *m, enum proto_msg_type type, enum proto_process sender,
 		    uint32_t shard, uint64_t seq)
 {
-	struct timespec ts;
-
 	*m = (struct proto_msg){ .version_major = PROTO_VERSION_MAJOR,
 				 .version_minor = PROTO_VERSION_MINOR };
 	m->env.type = (uint8_t)type;
 	m->env.sender = (uint8_t)sender;
 	m->env.sender_shard = shard;
 	m->env.seq = seq;
-	if (clock_gettime(CLOCK_REALTIME, &ts) == 0)
-		m->env.send_time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	m->env.send_time_ns = clock_realtime_ns();
 }
 
 void proto_hello_init(struct proto_msg *m, enum proto_process role, uint32_t shard,

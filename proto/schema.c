@@ -89,6 +89,11 @@ const char *proto_object_kind_name(enum proto_object_kind kind)
 	return enum_value_name(&proto_enum_desc_object_kind, kind);
 }
 
+const char *proto_enum_name(const struct proto_enum_desc *d, uint8_t v)
+{
+	return v < d->n_values ? d->values[v] : "";
+}
+
 const char *proto_kind_name(enum proto_kind kind)
 {
 	static const char *const names[_PROTO_KIND_MAX] = {

@@ -78,6 +78,14 @@ extern const struct proto_struct_desc *const proto_all_structs[];
 extern const unsigned proto_n_structs;
 
 const char *proto_kind_name(enum proto_kind kind);
+/* The wire and API name of value v of enum d ("spot", "NoSchedule"); "" when
+ * v is not one of its values. */
+const char *proto_enum_name(const struct proto_enum_desc *d, uint8_t v);
+/* The capacity type ct as Kubernetes and EC2 spell it. */
+static inline const char *proto_capacity_type_name(uint8_t ct)
+{
+	return proto_enum_name(&proto_enum_desc_capacity_type, ct);
+}
 
 /* The field tables of proto/README.md (proto/doc.c). */
 void proto_schema_markdown(FILE *out);

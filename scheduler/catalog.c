@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/hash.h"
 #include "config.h"
 #include "scheduler/catalog.h"
 #include "scheduler/kubelet.h"
@@ -393,17 +394,6 @@ double catalog_type_price(const struct catalog *cat, uint32_t t, uint64_t zones,
 	return best;
 }
 
-uint64_t fnv1a64(const char *s)
-{
-	uint64_t h = 14695981039346656037ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
-
 double offering_price(double od_us_east_1, const char *type, const char *zone,
 		      const char *region, bool spot)
 {
@@ -417,7 +407,7 @@ double offering_price(double od_us_east_1, const char *type, const char *zone,
 	if (!spot)
 		return od;
 	snprintf(key, sizeof(key), "%s%s", type, zone);
-	return od * (0.3 + 0.4 * (double)(fnv1a64(key) % 1000) / 1000.0);
+	return od * (0.3 + 0.4 * (double)(hash_fnv1a64(key) % 1000) / 1000.0);
 }
 
 void catalog_capacity(int64_t vcpus, int64_t memory_mib, int64_t max_pods,

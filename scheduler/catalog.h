@@ -149,11 +149,10 @@ void catalog_capacity(int64_t vcpus, int64_t memory_mib, int64_t max_pods,
  * The one pricing rule shared with kanna-sim: regional on-demand = us-east-1
  * price × multiplier (1.0 us-east-1/us-west-2 and unknown regions, 1.1
  * eu-west-1, 1.2 ap-northeast-1); spot = on-demand × (0.3 + 0.4 ×
- * (fnv1a64(type + zone) mod 1000) / 1000).
+ * (hash_fnv1a64(type + zone) mod 1000) / 1000).
  */
 double offering_price(double od_us_east_1, const char *type, const char *zone,
 		      const char *region, bool spot);
-uint64_t fnv1a64(const char *s);
 
 /* Zones / capacity types (bitmasks over catalog indexes) that reqs allow. */
 uint64_t catalog_zone_mask(const struct catalog *cat, const struct requirements *reqs);

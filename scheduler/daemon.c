@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto/schema.h"
+#include "common/clock.h"
 #include "common/daemon.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -57,22 +59,6 @@ struct scheduler {
 	struct metrics_gauge *queue_depth, *unschedulable;
 	struct metrics_counter *plans_sent;
 };
-
-static uint64_t now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-static int64_t now_ms_realtime(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static const char *nodeclass_of(const char *nodepool, void *userdata)
 {
@@ -143,10 +129,10 @@ static int send_plan(struct scheduler *s, const struct cluster *c, const struct 
 {
 	struct plan_context ctx = { .shard = s->shard, .batch_id = ++s->batch_id,
 				    .state_seq = replica_store(s->replica)->seq,
-				    .nonce = ((uint64_t)now_ms_realtime() << 16) ^ (uint64_t)getpid(),
+				    .nonce = ((uint64_t)clock_realtime_ms() << 16) ^ (uint64_t)getpid(),
 				    .nodeclass_of = nodeclass_of, .userdata = s };
 	struct proto_msg m = { .env.type = PROTO_MSG_LAUNCH_PLAN };
-	uint64_t until = now_usec() + s->cfg->plan_timeout_usec;
+	uint64_t until = clock_monotonic_usec() + s->cfg->plan_timeout_usec;
 	int r;
 
 	if (res->n_claims == 0)
@@ -183,11 +169,11 @@ static int solve_batch(struct scheduler *s)
 	struct from_state_options fo = { .region = s->cfg->region, .catalog_path = s->cfg->catalog,
 					 .unavailable = s->unavailable,
 					 .n_unavailable = s->n_unavailable,
-					 .now_ms = now_ms_realtime(),
+					 .now_ms = clock_realtime_ms(),
 					 .catalog = s->catalog ? &s->catalog->body.catalog : NULL };
 	char err[512];
 	size_t n = 0, k = 0;
-	uint64_t t0 = now_usec();
+	uint64_t t0 = clock_monotonic_usec();
 	uint32_t placed = 0;
 	int r;
 
@@ -216,12 +202,12 @@ static int solve_batch(struct scheduler *s)
 		log_error_errno(r, "Failed to solve a batch of %zu pod(s): %m", k);
 		goto out;
 	}
-	metrics_histogram_observe(s->solve_seconds, (double)(now_usec() - t0) / 1e6, NULL);
+	metrics_histogram_observe(s->solve_seconds, (double)(clock_monotonic_usec() - t0) / 1e6, NULL);
 	for (uint32_t i = 0; i < res->n_claims; i++)
 		placed += res->claims[i].n_pods;
 	log_info("computed new nodeclaim(s) to fit pod(s): %u "
 		    "nodeclaim(s) for %u pod(s) in %.1f ms", res->n_claims, placed,
-		    (double)(now_usec() - t0) / 1000.0);
+		    (double)(clock_monotonic_usec() - t0) / 1000.0);
 	report_unschedulable(s, res, keep, k);
 	r = send_plan(s, c, res, keep);
 out:
@@ -237,7 +223,7 @@ out:
 static int on_tick(struct loop *loop, void *userdata)
 {
 	struct scheduler *s = userdata;
-	uint64_t now = now_usec();
+	uint64_t now = clock_monotonic_usec();
 
 	(void)loop;
 	batch_expire(&s->batch, now);
@@ -278,7 +264,7 @@ static int on_pending(struct sock *sk, void *userdata)
 		return r;
 	if (m->env.type == PROTO_MSG_PENDING_PODS) {
 		for (uint32_t i = 0; i < m->body.pending_pods.n_pods && r >= 0; i++)
-			r = batch_add(&s->batch, &m->body.pending_pods.pods[i], now_usec());
+			r = batch_add(&s->batch, &m->body.pending_pods.pods[i], clock_monotonic_usec());
 		metrics_gauge_set(s->queue_depth, (double)s->batch.pods.n, NULL);
 	}
 	sock_msg_close(&msg);
@@ -303,7 +289,7 @@ static void remember_unavailable(struct scheduler *s, const struct proto_offerin
 	if (x->instance_type && x->zone)
 		s->n_unavailable++;
 	log_info("offering %s/%s/%s unavailable until %" PRId64, u->instance_type, u->zone,
-		 u->capacity_type == PROTO_CAPACITY_SPOT ? "spot" : "on-demand", u->until);
+		 proto_capacity_type_name(u->capacity_type), u->until);
 }
 
 /* The launcher's live catalog replaces the shipped table. The newest

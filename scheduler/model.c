@@ -9,21 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "scheduler/model.h"
 
 /* The string table doubles its slot array when it is half full. */
 #define STRTAB_INITIAL_SLOTS 1024u
-
-static uint32_t hash_bytes(const char *s, size_t len)
-{
-	uint32_t h = 2166136261u; /* FNV-1a 32 */
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 16777619u;
-	}
-	return h;
-}
 
 int strtab_init(struct strtab *t)
 {
@@ -67,7 +57,7 @@ static int strtab_grow(struct strtab *t)
 		if (!slots)
 			return -ENOMEM;
 		for (uint32_t i = 0; i < t->n; i++) {
-			uint32_t h = hash_bytes(t->strs[i], strlen(t->strs[i])) & (ns - 1);
+			uint32_t h = hash_fnv1a32(t->strs[i], strlen(t->strs[i])) & (ns - 1);
 			while (slots[h])
 				h = (h + 1) & (ns - 1);
 			slots[h] = i + 1;
@@ -96,7 +86,7 @@ static bool parse_int(const char *s, int64_t *ret)
 
 int64_t strtab_intern_len(struct strtab *t, const char *s, size_t len)
 {
-	uint32_t h = hash_bytes(s, len) & (t->n_slots - 1);
+	uint32_t h = hash_fnv1a32(s, len) & (t->n_slots - 1);
 
 	while (t->slots[h]) {
 		const char *c = t->strs[t->slots[h] - 1];
@@ -114,7 +104,7 @@ int64_t strtab_intern_len(struct strtab *t, const char *s, size_t len)
 		return -ENOMEM;
 	memcpy(copy, s, len);
 	copy[len] = '\0';
-	h = hash_bytes(s, len) & (t->n_slots - 1);
+	h = hash_fnv1a32(s, len) & (t->n_slots - 1);
 	while (t->slots[h])
 		h = (h + 1) & (t->n_slots - 1);
 	t->slots[h] = t->n + 1;
@@ -131,7 +121,7 @@ int64_t strtab_intern(struct strtab *t, const char *s)
 uint32_t strtab_lookup(const struct strtab *t, const char *s)
 {
 	size_t len = strlen(s);
-	uint32_t h = hash_bytes(s, len) & (t->n_slots - 1);
+	uint32_t h = hash_fnv1a32(s, len) & (t->n_slots - 1);
 
 	while (t->slots[h]) {
 		if (streq(t->strs[t->slots[h] - 1], s))

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/hashmap.h"
 #include "common/state-store.h"
 #include "scheduler/from-state.h"
@@ -408,21 +409,13 @@ static int withhold_planned(struct state_store *store, struct pending *p, int64_
 	return r < 0 ? r : 0;
 }
 
-static int64_t now_ms_realtime(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int simulate_load(const char *file, const char *data, size_t size,
 		  const struct simulate_options *opts, struct cluster **ret, char *err,
 		  size_t err_size)
 {
 	struct sim_input in = { .file = file, .opts = opts, .err = err, .err_size = err_size };
 	struct from_state_options fo = { .fill_catalog = sim_fill_catalog, .userdata = &in,
-					 .now_ms = now_ms_realtime() };
+					 .now_ms = clock_realtime_ms() };
 	struct pending pending = { 0 };
 	struct state_store store;
 	int r;

@@ -10,6 +10,7 @@
  *                         "rebalance-recommendation"}: EventBridge notices
  * Called by the HTTP front; takes aws->lock itself.
  */
+#include "common/clock.h"
 #include "sim/aws-internal.h"
 
 static json_t *instance_json(const struct aws_instance *i, uint64_t now)
@@ -33,7 +34,7 @@ static json_t *instance_json(const struct aws_instance *i, uint64_t now)
 
 json_t *aws_status_json(struct sim_aws *aws)
 {
-	uint64_t now = aws_now_ms();
+	uint64_t now = (uint64_t)clock_realtime_ms();
 	json_t *instances = json_array(), *timeline = json_array();
 	double total = 0;
 	size_t running = 0;

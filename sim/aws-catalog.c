@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "common/hash.h"
 #include "sim/aws-internal.h"
 
 /* Spot = on-demand x (SPOT_BASE + SPOT_SPAN x (hash mod SPOT_STEPS) / SPOT_STEPS). */
@@ -25,8 +26,6 @@
 #define SPOT_SPAN 0.4
 #define SPOT_STEPS 1000
 /* FNV-1a 64-bit parameters (the published offset basis and prime). */
-#define FNV64_OFFSET 14695981039346656037ULL
-#define FNV64_PRIME 1099511628211ULL
 #define CATALOG_LINE_MAX 8192
 #define CATALOG_COLUMNS_MAX 64
 
@@ -43,12 +42,8 @@ static const struct {
 
 uint64_t aws_hash(const char *s, uint64_t seed)
 {
-	uint64_t h = FNV64_OFFSET ^ seed;
+	uint64_t h = hash_fnv1a64_add(HASH_FNV1A64_OFFSET ^ seed, s);
 
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= FNV64_PRIME;
-	}
 	/* splitmix64's finalizer: similar names get unrelated ids. */
 	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
@@ -361,17 +356,6 @@ const char *aws_type_ec2_arch(const struct aws_instance_type *t)
 	return streq(t->arch, "arm64") ? "arm64" : "x86_64";
 }
 
-static uint64_t fnv1a64(const char *s)
-{
-	uint64_t h = FNV64_OFFSET;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= FNV64_PRIME;
-	}
-	return h;
-}
-
 double aws_catalog_price(const struct aws_region *r, const struct aws_zone *z,
 			 const struct aws_instance_type *t, bool spot)
 {
@@ -384,5 +368,5 @@ double aws_catalog_price(const struct aws_region *r, const struct aws_zone *z,
 	if (!spot)
 		return od;
 	snprintf(key, sizeof(key), "%s%s", t->name, z->name);
-	return od * (SPOT_BASE + SPOT_SPAN * (double)(fnv1a64(key) % SPOT_STEPS) / SPOT_STEPS);
+	return od * (SPOT_BASE + SPOT_SPAN * (double)(hash_fnv1a64(key) % SPOT_STEPS) / SPOT_STEPS);
 }

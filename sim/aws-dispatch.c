@@ -4,6 +4,7 @@
  * HTTP front (sim/aws-server.c) and the fuzz target with aws->lock held,
  * after authentication and fault draws; it holds no state of its own.
  */
+#include "common/clock.h"
 #include "sim/aws-internal.h"
 
 static const struct {
@@ -56,7 +57,7 @@ int aws_dispatch(struct sim_aws *aws, struct aws_request *req, struct aws_respon
 			    streq_ptr(aws_params_get(req->params, "DryRun"), "true"))
 				return aws_error(resp, req, 412, "DryRunOperation",
 						 "Request would have succeeded, but DryRun flag is set.");
-			aws_instances_refresh(aws, aws_now_ms());
+			aws_instances_refresh(aws, (uint64_t)clock_realtime_ms());
 			return actions[i].fn(aws, req, resp);
 		}
 	if (json)

@@ -5,6 +5,7 @@
  * catalog only (aws-catalog.c documents how prices are derived). Called by
  * aws_dispatch() with the lock held; changes no state.
  */
+#include "common/clock.h"
 #include "sim/aws-internal.h"
 
 static const char *const type_filters[] = {
@@ -337,7 +338,7 @@ static void write_spot_prices(struct xml *x, struct sim_aws *aws, const struct a
 			      size_t start, size_t limit)
 {
 	const struct aws_region *reg = aws_catalog_region(aws->catalog, req->region);
-	uint64_t hour = aws_now_ms() / 3600000 * 3600000;
+	uint64_t hour = (uint64_t)clock_realtime_ms() / 3600000 * 3600000;
 	size_t n = 0;
 	char ts[32];
 

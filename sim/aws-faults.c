@@ -9,6 +9,7 @@
  */
 #include <math.h>
 
+#include "common/clock.h"
 #include "sim/aws-internal.h"
 
 void aws_faults_clear(struct aws_faults *f)
@@ -255,7 +256,7 @@ const char *aws_faults_ice(const struct sim_aws *aws, const char *type, const ch
 
 static bool throttled(struct sim_aws *aws)
 {
-	uint64_t sec = aws_now_ms() / 1000;
+	uint64_t sec = (uint64_t)clock_realtime_ms() / 1000;
 
 	if (aws->faults.throttle_per_sec) {
 		if (sec != aws->throttle_window_sec) {
@@ -347,7 +348,7 @@ int aws_interrupt_instance(struct sim_aws *aws, const char *id, char *err, size_
 		snprintf(err, errlen, "out of memory");
 		return r;
 	}
-	i->interrupt_at_ms = aws_now_ms() + aws->interruption_ms;
+	i->interrupt_at_ms = (uint64_t)clock_realtime_ms() + aws->interruption_ms;
 	aws_timeline_add(aws, "spot-interruption-warning", "%s", i->id);
 	return 0;
 }

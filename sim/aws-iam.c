@@ -10,6 +10,7 @@
  */
 #include <ctype.h>
 
+#include "common/clock.h"
 #include "sim/aws-internal.h"
 
 /* IAM's bounds: profile names 1..128, role names 1..64, [\w+=,.@-]. */
@@ -235,7 +236,7 @@ int iam_create_instance_profile(struct sim_aws *aws, const struct aws_request *r
 	aws_new_id(aws, "AIPA", 17, p->id, sizeof(p->id));
 	for (char *c = p->id; *c; c++)
 		*c = (char)toupper((unsigned char)*c);
-	p->create_ms = aws_now_ms();
+	p->create_ms = (uint64_t)clock_realtime_ms();
 	r = profiles_append(aws, p);
 	if (r < 0) {
 		aws_instance_profile_free(p);

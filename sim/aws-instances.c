@@ -6,6 +6,7 @@
  * Instances are created by aws-fleet.c; state advances lazily in
  * aws_instances_refresh(). Called by aws_dispatch() with the lock held.
  */
+#include "common/clock.h"
 #include "sim/aws-internal.h"
 
 static const unsigned state_codes[] = {
@@ -163,7 +164,7 @@ int aws_instance_launch(struct sim_aws *aws, const struct aws_launch_spec *spec,
 	i->zone = spec->zone;
 	i->spot = spec->spot;
 	i->state = INSTANCE_PENDING;
-	i->launch_ms = i->state_change_ms = aws_now_ms();
+	i->launch_ms = i->state_change_ms = (uint64_t)clock_realtime_ms();
 	i->price = spec->price;
 	for (size_t k = 0; r >= 0 && spec->tags && k < spec->tags->n; k++)
 		r = aws_tags_set(&i->tags, spec->tags->v[k].key, spec->tags->v[k].value);
@@ -267,7 +268,7 @@ int ec2_terminate_instances(struct sim_aws *aws, const struct aws_request *req,
 			    struct aws_response *resp)
 {
 	size_t n = aws_params_count(req->params, "InstanceId");
-	uint64_t now = aws_now_ms();
+	uint64_t now = (uint64_t)clock_realtime_ms();
 	bool handled;
 	struct xml x;
 	int r;

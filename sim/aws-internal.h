@@ -378,7 +378,6 @@ struct sim_aws {
 	bool stopping;
 };
 
-uint64_t aws_now_ms(void);
 uint64_t aws_rand(struct sim_aws *aws);
 double aws_rand_unit(struct sim_aws *aws);
 /* Deterministic ids: "<prefix><hex digits>" from the seed and a counter. */

@@ -5,6 +5,7 @@
  * LaunchTemplateData.ImageId, which CreateFleet uses when an override names
  * no image. Called by aws_dispatch() with the lock held.
  */
+#include "common/clock.h"
 #include "sim/aws-internal.h"
 
 /* EC2's bounds on a launch template name. */
@@ -102,7 +103,7 @@ int ec2_create_launch_template(struct sim_aws *aws, const struct aws_request *re
 	}
 	snprintf(lt->region, sizeof(lt->region), "%s", req->region);
 	aws_new_id(aws, "lt-", 17, lt->id, sizeof(lt->id));
-	lt->create_ms = aws_now_ms();
+	lt->create_ms = (uint64_t)clock_realtime_ms();
 	r = templates_append(aws, lt);
 	if (r < 0) {
 		aws_launch_template_free(lt);

@@ -10,6 +10,7 @@
  */
 #include <openssl/evp.h>
 
+#include "common/clock.h"
 #include "sim/aws-internal.h"
 
 /* SQS limits: at most 10 messages per receive, 20 s long poll, 12 h hidden. */
@@ -174,7 +175,7 @@ int sqs_receive_message(struct sim_aws *aws, const struct aws_request *req,
 			struct aws_response *resp)
 {
 	unsigned long max, vis, wait;
-	uint64_t now = aws_now_ms();
+	uint64_t now = (uint64_t)clock_realtime_ms();
 	json_t *msgs;
 
 	if (!queue_url_ok(aws, req))
@@ -234,7 +235,7 @@ int aws_event_enqueue(struct sim_aws *aws, const struct aws_instance *i,
 		      const char *detail_type, json_t *detail)
 {
 	char uuid[40], time[32], arn[160];
-	uint64_t now = aws_now_ms();
+	uint64_t now = (uint64_t)clock_realtime_ms();
 	json_t *ev;
 	char *body;
 
@@ -296,9 +297,9 @@ void aws_sqs_wait(struct sim_aws *aws, const struct aws_request *req)
 
 	if (sqs_uint(req, "WaitTimeSeconds", SQS_WAIT_SEC_MAX, 0, &wait) < 0 || wait == 0)
 		return;
-	deadline = aws_now_ms() + wait * 1000;
+	deadline = (uint64_t)clock_realtime_ms() + wait * 1000;
 	for (;;) {
-		uint64_t now = aws_now_ms();
+		uint64_t now = (uint64_t)clock_realtime_ms();
 
 		pthread_mutex_lock(&aws->lock);
 		done = aws->stopping || queue_has_visible(aws, now) || now >= deadline;

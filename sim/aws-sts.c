@@ -5,6 +5,7 @@
  * a session token, so an IRSA-style client ends up signing with keys the
  * sim accepts. Called by aws_dispatch() with the lock held.
  */
+#include "common/clock.h"
 #include "sim/aws-internal.h"
 
 /* AWS's default AssumeRoleWithWebIdentity session lifetime. */
@@ -61,7 +62,7 @@ int sts_assume_role_with_web_identity(struct sim_aws *aws, const struct aws_requ
 				 "1 validation error detected: Value '%s' at 'durationSeconds' failed to satisfy constraint",
 				 dur);
 	role_name += 6;
-	format_iso8601(aws_now_ms() + seconds * 1000, expires);
+	format_iso8601((uint64_t)clock_realtime_ms() + seconds * 1000, expires);
 	aws_new_id(aws, "simSessionToken", 32, session_token, sizeof(session_token));
 	aws_new_id(aws, "AROASIM", 13, role_id, sizeof(role_id));
 

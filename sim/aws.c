@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "sim/aws-internal.h"
 
@@ -31,14 +32,6 @@ void sim_aws_config_init(struct sim_aws_config *cfg)
 		.shutdown_ms = DEFAULT_SHUTDOWN_MS,
 		.interruption_ms = DEFAULT_INTERRUPTION_MS,
 	};
-}
-
-uint64_t aws_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* splitmix64: tiny, seedable, good enough for fault draws and ids. */
@@ -109,7 +102,7 @@ void aws_timeline_add(struct sim_aws *aws, const char *kind, const char *fmt, ..
 		return;
 	}
 	e->detail = detail;
-	e->ms = aws_now_ms();
+	e->ms = (uint64_t)clock_realtime_ms();
 	aws->n_timeline++;
 }
 
@@ -368,7 +361,7 @@ int sim_aws_foreach_instance(struct sim_aws *aws, sim_aws_instance_fn fn, void *
 	int r = 0;
 
 	pthread_mutex_lock(&aws->lock);
-	aws_instances_refresh(aws, aws_now_ms());
+	aws_instances_refresh(aws, (uint64_t)clock_realtime_ms());
 	for (size_t k = 0; k < aws->n_instances && r == 0; k++) {
 		instance_info(aws->instances[k], &info);
 		r = fn(&info, userdata);

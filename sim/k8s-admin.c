@@ -10,6 +10,7 @@
  */
 #include <string.h>
 
+#include "common/clock.h"
 #include "sim/k8s-api.h"
 
 #define LABEL(o, k) json_string_value(json_object_get((o)->labels, (k)))
@@ -72,7 +73,7 @@ int k8s_admin_status(struct k8s_api *api, const struct k8s_request *req, struct 
 	if (pods)
 		k8s_store_foreach(api->store, pods, NULL, collect_one, &cp);
 	timeline = k8s_timeline_json(api->store, &dropped);
-	k8s_format_time_ms(k8s_wall_ms(), now);
+	k8s_format_time_ms((uint64_t)clock_realtime_ms(), now);
 	out = json_pack("{s:s, s:o, s:o, s:o?, s:I, s:o?}", "time", now, "nodes", cn.list, "pods",
 			cp.list, "timeline", timeline, "timelineDropped", (json_int_t)dropped,
 			"faultsInjected", k8s_faults_injected_json(api));

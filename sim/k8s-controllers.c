@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "sim/k8s-controllers.h"
@@ -350,9 +351,9 @@ static void *controllers_main(void *userdata)
 		k8s_store_lock(c->store);
 		rv = c->store->rv;
 		k8s_store_unlock(c->store);
-		if (rv != seen || k8s_now_ms() - last_pass >= K8S_CONTROLLER_TICK_MS) {
+		if (rv != seen || clock_monotonic_ms() - last_pass >= K8S_CONTROLLER_TICK_MS) {
 			seen = rv;
-			last_pass = k8s_now_ms();
+			last_pass = clock_monotonic_ms();
 			(void)k8s_deployments_reconcile(c->store);
 			(void)k8s_statefulsets_reconcile(c->store);
 			(void)k8s_daemonsets_reconcile(c->store);
@@ -362,12 +363,7 @@ static void *controllers_main(void *userdata)
 				c->extra(c->extra_userdata);
 		}
 		pthread_mutex_lock(&c->lock);
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += K8S_CONTROLLER_INTERVAL_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		ts = clock_realtime_in_ms(K8S_CONTROLLER_INTERVAL_MS);
 		if (!c->stop)
 			pthread_cond_timedwait(&c->cond, &c->lock, &ts);
 	}

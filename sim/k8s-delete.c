@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/util.h"
 #include "sim/k8s-store-internal.h"
 
@@ -215,9 +216,9 @@ static int mark_deleting(struct k8s_store *store, struct k8s_resource *res,
 		json_object_set_new(meta, "deletionTimestamp", json_string(when));
 	json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(grace));
 	if (grace > 0)
-		due = k8s_now_ms() + MIN((uint64_t)grace * 1000, K8S_POD_TERMINATION_MS);
+		due = clock_monotonic_ms() + MIN((uint64_t)grace * 1000, K8S_POD_TERMINATION_MS);
 	else if (due)
-		due = k8s_now_ms();
+		due = clock_monotonic_ms();
 	r = k8s_store_commit(store, res, obj, K8S_EVENT_MODIFIED, &o);
 	if (r < 0)
 		return r;

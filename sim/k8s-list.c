@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/base64.h"
 #include "common/util.h"
 #include "sim/k8s-store-internal.h"
 
@@ -213,9 +214,7 @@ static char *continue_encode(uint64_t rv, const char *ns, const char *name)
 
 	json_decref(t);
 	if (raw)
-		out = malloc(4 * ((strlen(raw) + 2) / 3) + 1);
-	if (out)
-		EVP_EncodeBlock((unsigned char *)out, (unsigned char *)raw, (int)strlen(raw));
+		out = base64_encode(raw, strlen(raw));
 	free(raw);
 	return out;
 }

@@ -9,13 +9,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/base64.h"
 #include "common/util.h"
 #include "sim/k8s-protobuf.h"
 
@@ -192,13 +192,11 @@ static json_t *string_of(struct reader v)
 
 static json_t *base64_of(struct reader v)
 {
-	size_t n = (size_t)(v.end - v.p);
-	char *buf = malloc(4 * ((n + 2) / 3) + 1);
+	char *buf = base64_encode(v.p, (size_t)(v.end - v.p));
 	json_t *out;
 
 	if (!buf)
 		return NULL;
-	EVP_EncodeBlock((unsigned char *)buf, v.p, (int)n);
 	out = json_string(buf);
 	free(buf);
 	return out;

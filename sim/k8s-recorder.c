@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/hash.h"
+#include "common/clock.h"
 #include "common/util.h"
 #include "sim/k8s-controllers.h"
 #include "sim/k8s-store-internal.h"
@@ -35,14 +37,6 @@ void k8s_event_ref_of(const json_t *obj, struct k8s_event_ref *ref)
 	ref->uid = json_string_value(json_object_get(meta, "uid"));
 }
 
-static uint64_t fnv1a(uint64_t h, const char *s)
-{
-	for (; s && *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
-	/* A separator, so that ("ab","c") and ("a","bc") differ. */
-	return (h ^ 0xff) * 1099511628211ULL;
-}
-
 static uint64_t event_key(const struct k8s_event_ref *ref,
 			  const struct k8s_event_source *source, const char *type,
 			  const char *reason, const char *message)
@@ -52,18 +46,15 @@ static uint64_t event_key(const struct k8s_event_ref *ref,
 	uint64_t h = 14695981039346656037ULL;
 
 	for (size_t i = 0; i < ARRAY_SIZE(parts); i++)
-		h = fnv1a(h, parts[i]);
+		h = hash_fnv1a64_field(h, parts[i]);
 	return h | 1; /* never 0, the empty slot */
 }
 
 /* client-go's names: <object>.<unix nanoseconds in hex>; unique here. */
 static uint64_t next_stamp(struct k8s_store *store)
 {
-	struct timespec ts;
-	uint64_t ns;
+	uint64_t ns = (uint64_t)clock_realtime_ns();
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 	store->last_event_stamp = MAX(ns, store->last_event_stamp + 1);
 	return store->last_event_stamp;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "sim/k8s-server.h"
@@ -207,19 +208,13 @@ static void *sweeper_main(void *userdata)
 
 	pthread_mutex_lock(&s->lock);
 	while (!s->stop) {
-		struct timespec ts;
+		struct timespec ts = clock_realtime_in_ms(K8S_SWEEP_INTERVAL_MS);
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += K8S_SWEEP_INTERVAL_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
 		pthread_cond_timedwait(&s->stop_cond, &s->lock, &ts);
 		if (s->stop)
 			break;
 		pthread_mutex_unlock(&s->lock);
-		k8s_store_sweep(s->api->store, k8s_now_ms());
+		k8s_store_sweep(s->api->store, clock_monotonic_ms());
 		pthread_mutex_lock(&s->lock);
 	}
 	pthread_mutex_unlock(&s->lock);

@@ -18,14 +18,6 @@
 #include "sim/k8s-controllers.h"
 #include "sim/k8s-store-internal.h"
 
-uint64_t k8s_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 void k8s_timestamp(char buf[static 32], long offset_seconds)
 {
 	time_t t = time(NULL) + offset_seconds;

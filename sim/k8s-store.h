@@ -222,8 +222,6 @@ void k8s_store_foreach(struct k8s_store *store, const struct k8s_resource *res,
 /* Completes graceful pod deletions and Event expiries that are due; returns how many. */
 int k8s_store_sweep(struct k8s_store *store, uint64_t now_ms);
 
-uint64_t k8s_now_ms(void); /* CLOCK_MONOTONIC */
-uint64_t k8s_wall_ms(void); /* CLOCK_REALTIME */
 /* "2026-01-02T03:04:05.678Z", as the AWS side's timeline. */
 void k8s_format_time_ms(uint64_t wall_ms, char buf[static 32]);
 

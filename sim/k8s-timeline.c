@@ -13,16 +13,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/util.h"
 #include "sim/k8s-store.h"
-
-uint64_t k8s_wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 void k8s_format_time_ms(uint64_t wall_ms, char buf[static 32])
 {
@@ -82,7 +75,7 @@ static void timeline_vadd(struct k8s_store *store, const char *event, const char
 		return;
 	}
 	e->detail = detail;
-	e->ms = k8s_wall_ms();
+	e->ms = (uint64_t)clock_realtime_ms();
 	t->n++;
 }
 

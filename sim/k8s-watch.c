@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/util.h"
 #include "sim/k8s-store-internal.h"
 #include "sim/k8s-watch.h"
@@ -77,7 +78,7 @@ int k8s_watch_new(struct k8s_store *store, const struct k8s_resource *res,
 {
 	struct k8s_watch *w = calloc(1, sizeof(*w));
 	const char *rvs = opts->resource_version;
-	uint64_t now = k8s_now_ms(), rv = 0;
+	uint64_t now = clock_monotonic_ms(), rv = 0;
 	long timeout = opts->timeout_seconds > 0 ? MIN(opts->timeout_seconds, K8S_WATCH_MAX_TIMEOUT_S)
 						 : K8S_WATCH_DEFAULT_TIMEOUT_S;
 	char *end;
@@ -289,18 +290,10 @@ static void wait_for_change(struct k8s_watch *w, uint64_t now)
 {
 	uint64_t until = w->deadline_ms;
 	struct timespec ts;
-	uint64_t ms;
 
 	if (w->bookmarks)
 		until = MIN(until, w->next_bookmark_ms);
-	ms = until > now ? until - now : 0;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	ts = clock_realtime_in_ms(until > now ? until - now : 0);
 	pthread_cond_timedwait(&w->store->changed, &w->store->lock, &ts);
 }
 
@@ -318,10 +311,10 @@ ssize_t k8s_watch_read(struct k8s_watch *w, char *out, size_t max)
 		if (!f)
 			return 0;
 		k8s_store_lock(w->store);
-		more = fill(w, f, k8s_now_ms());
+		more = fill(w, f, clock_monotonic_ms());
 		fflush(f);
 		if (more && len == 0)
-			wait_for_change(w, k8s_now_ms());
+			wait_for_change(w, clock_monotonic_ms());
 		k8s_store_unlock(w->store);
 		fclose(f);
 		free(w->buf);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "common/clock.h"
 #include "common/util.h"
 #include "sim/k8s-store-internal.h"
 
@@ -185,7 +186,7 @@ static uint64_t expiry_ms(const struct k8s_resource *res)
 	bool event = streq(res->kind, "Event") &&
 		     (!*res->group || streq(res->group, "events.k8s.io"));
 
-	return event ? k8s_now_ms() + K8S_EVENT_TTL_MS : 0;
+	return event ? clock_monotonic_ms() + K8S_EVENT_TTL_MS : 0;
 }
 
 int k8s_store_create(struct k8s_store *store, const struct k8s_resource *cres,
@@ -409,7 +410,7 @@ static int store_write(struct k8s_store *store, struct k8s_resource *res,
 	}
 	if (json_object_get(meta, "deletionTimestamp") &&
 	    json_array_size(json_object_get(meta, "finalizers")) == 0 &&
-	    (!old->delete_at_ms || old->delete_at_ms <= k8s_now_ms())) {
+	    (!old->delete_at_ms || old->delete_at_ms <= clock_monotonic_ms())) {
 		r = k8s_store_finish_delete(store, res, next, K8S_PROPAGATE_BACKGROUND);
 		if (r >= 0 && ret)
 			*ret = TAKE_PTR(next);

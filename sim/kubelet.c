@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "sim/k8s-controllers.h"
@@ -470,8 +471,5 @@ int sim_kubelet_reconcile(struct sim_kubelet *k, uint64_t now_ms)
 
 void sim_kubelet_tick(void *userdata)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	(void)sim_kubelet_reconcile(userdata, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
+	(void)sim_kubelet_reconcile(userdata, (uint64_t)clock_realtime_ms());
 }

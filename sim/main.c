@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,6 +15,7 @@
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
+#include "common/base64.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "common/yaml-json.h"
@@ -188,12 +188,9 @@ static int write_kubeconfig(struct sim *sim, const char *path)
 		 sim->opt.insecure_http ? "http" : "https", k8s_server_port(sim->server));
 	cluster = json_pack("{s:s}", "server", server);
 	if (!sim->opt.insecure_http) {
-		size_t n = strlen(sim->tls.ca_pem);
-
-		ca64 = malloc(4 * ((n + 2) / 3) + 1);
+		ca64 = base64_encode(sim->tls.ca_pem, strlen(sim->tls.ca_pem));
 		if (!ca64)
 			return -ENOMEM;
-		EVP_EncodeBlock((unsigned char *)ca64, (unsigned char *)sim->tls.ca_pem, (int)n);
 		json_object_set_new(cluster, "certificate-authority-data", json_string(ca64));
 	}
 	/* JSON is YAML: kubectl and common/kubeconfig read it as is. */

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/loop.h"
 #include "common/sock.h"
@@ -62,13 +63,6 @@ struct tap {
 	size_t n_peers;
 	bool announced_empty;
 };
-
-static uint64_t realtime_usec(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static bool list_contains(char *const *list, size_t n, const char *s)
 {
@@ -142,7 +136,7 @@ static int on_tap_readable(void *zsock, void *userdata)
 		json_t *line = NULL;
 		for (size_t i = 0; i < n; i++)
 			views[i] = (struct tap_frame){ zmq_msg_data(&frames[i]), zmq_msg_size(&frames[i]) };
-		r = tap_message_to_json(peer->tap->decoder, peer->process, views, n, realtime_usec(), &line);
+		r = tap_message_to_json(peer->tap->decoder, peer->process, views, n, clock_realtime_usec(), &line);
 		if (r >= 0)
 			r = tap_print(peer->tap, line);
 		json_decref(line);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/daemon.h"
 #include "common/log.h"
 #include "watcher/config.h"
@@ -42,14 +43,6 @@ struct watcher {
 	struct metrics_gauge *node_count, *synced_gauge, *pending_gauge;
 };
 
-static int64_t now_ms_realtime(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static bool resource_enabled(const struct watcher_config *cfg, const char *resource)
 {
 	for (char **r = cfg->resources; r && *r; r++)
@@ -67,7 +60,7 @@ static int on_announce(struct loop *loop, void *userdata)
 	if (!w->ready)
 		return 0; /* a half-listed picture would announce pods twice */
 	r = pending_router_announce(w->pending, &w->io, publisher_store(w->pub), publisher_seq(w->pub),
-				    now_ms_realtime());
+				    clock_realtime_ms());
 	if (r < 0)
 		return log_error_errno(r, "Failed to announce pending pods: %m");
 	return 0;

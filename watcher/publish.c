@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "watcher/publish.h"
 
@@ -54,14 +55,6 @@ struct publisher {
 	sd_event_source *slice_timer;
 	struct publisher_stats stats;
 };
-
-static uint64_t now_usec_realtime(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static void job_free(struct snapshot_job *j)
 {
@@ -270,7 +263,7 @@ int publisher_new(struct publisher **ret, struct sock_ctx *ctx, struct loop *loo
 		return -ENOMEM;
 	p->loop = loop;
 	state_store_init(&p->store);
-	p->store.seq = now_usec_realtime();
+	p->store.seq = clock_realtime_usec();
 	if ((r = msg_io_init(&p->io, PROTO_PROCESS_WATCHER, 0)) < 0 ||
 	    (r = sock_new(&p->pub, ctx, ZMQ_PUB, ENDPOINT_STATE_PUB)) < 0 ||
 	    (r = sock_new(&p->sync, ctx, ZMQ_ROUTER, ENDPOINT_STATE_SYNC)) < 0)

@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
+#include "common/hash.h"
 #include "scheduler/catalog.h"
 
 static struct strtab st;
@@ -78,7 +79,7 @@ Test(catalog, prices_follow_the_shared_rule)
 		if (it->offerings[o].zone == 0)
 			*(it->offerings[o].capacity_type == CT_SPOT ? &spot : &od) = it->offerings[o].price;
 	cr_assert_float_eq(od, 0.096 * 1.1, 1e-9);
-	double f = 0.3 + 0.4 * (double)(fnv1a64("m5.largeeu-west-1a") % 1000) / 1000.0;
+	double f = 0.3 + 0.4 * (double)(hash_fnv1a64("m5.largeeu-west-1a") % 1000) / 1000.0;
 	cr_assert_float_eq(spot, od * f, 1e-9);
 	cr_assert_float_eq(offering_price(1.0, "x", "z", "us-east-1", false), 1.0, 1e-12);
 	cr_assert_float_eq(offering_price(1.0, "x", "z", "ap-northeast-1", false), 1.2, 1e-12);
