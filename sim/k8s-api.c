@@ -5,10 +5,12 @@
  * kube-apiserver uses. Subresources live in k8s-subresource.c, discovery in
  * k8s-discovery.c. Knows nothing about HTTP libraries.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/util.h"
 #include "common/yaml-json.h"
@@ -53,11 +55,36 @@ static const char *arg(const struct k8s_request *req, const char *name)
 	return req->arg ? req->arg(req->arg_cls, name) : NULL;
 }
 
+bool k8s_query_bool(const char *v)
+{
+	return v && !streq(v, "0") && strcasecmp(v, "false") != 0;
+}
+
 static bool arg_true(const struct k8s_request *req, const char *name)
 {
-	const char *v = arg(req, name);
+	return k8s_query_bool(arg(req, name));
+}
 
-	return v && (streq(v, "1") || streq(v, "true"));
+/* An integer query parameter (limit, timeoutSeconds) as the API server
+ * reads one (strconv.ParseInt): absent is 0; anything but a decimal
+ * integer is a 400 with ParseInt's words. */
+static int arg_int(const struct k8s_request *req, const char *name, long long *ret,
+		   struct k8s_error *err)
+{
+	const char *v = arg(req, name);
+	char *end;
+
+	*ret = 0;
+	if (!v)
+		return 0;
+	errno = 0;
+	*ret = strtoll(v, &end, 10);
+	if (!*v || *end || errno == ERANGE || isspace((unsigned char)*v)) {
+		k8s_error_set(err, 400, "BadRequest", "strconv.ParseInt: parsing \"%.64s\": %s", v,
+			      errno == ERANGE ? "value out of range" : "invalid syntax");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* A YAML body (Content-Type application/yaml): exactly one document. */
@@ -182,11 +209,12 @@ static int handle_watch(struct k8s_api *api, const struct k8s_request *req,
 	};
 	struct k8s_selector *labels, *fields;
 	struct k8s_error err = {};
-	const char *t = arg(req, "timeoutSeconds");
+	long long timeout;
 	int r;
 
-	if (t)
-		opts.timeout_seconds = strtol(t, NULL, 10);
+	if (arg_int(req, "timeoutSeconds", &timeout, &err) < 0)
+		return k8s_reply_error(resp, &err);
+	opts.timeout_seconds = timeout > 0 ? (long)MIN(timeout, (long long)INT32_MAX) : 0;
 	opts.cut = &api->watch_cut;
 	if (k8s_accepts_table(req->accept)) {
 		opts.transform = table_of_one;
@@ -208,16 +236,18 @@ static int handle_list(struct k8s_api *api, const struct k8s_request *req,
 	struct k8s_selector *labels, *fields;
 	struct k8s_list_options opts = { .continue_token = arg(req, "continue") };
 	struct k8s_error err = {};
-	const char *limit = arg(req, "limit");
+	long long limit;
 	int r;
 
 	if (arg_true(req, "watch"))
 		return handle_watch(api, req, route, resp);
+	if (arg_int(req, "limit", &limit, &err) < 0)
+		return k8s_reply_error(resp, &err);
 	if (parse_selectors(api, req, route, &labels, &fields, &err) < 0)
 		return k8s_reply_error(resp, &err);
 	opts.labels = labels;
 	opts.fields = fields;
-	opts.limit = limit ? MAX(strtol(limit, NULL, 10), 0L) : 0;
+	opts.limit = limit > 0 ? (long)limit : 0;
 	/* Tables are built from the whole body; plain Lists stream. */
 	if (req->stream_lists && !k8s_accepts_table(req->accept))
 		r = k8s_store_list_stream(api->store, route->res, route->ns, &opts, &resp->list,

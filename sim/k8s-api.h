@@ -159,6 +159,11 @@ int k8s_reply_json(struct k8s_response *resp, int status, json_t *obj);
 int k8s_admin_status(struct k8s_api *api, const struct k8s_request *req,
 		     struct k8s_response *resp);
 int k8s_reply_error(struct k8s_response *resp, struct k8s_error *err);
+/* A boolean query parameter (watch, allowWatchBookmarks, sendInitialEvents)
+ * as the API server reads one (k8s.io/apimachinery/pkg/runtime
+ * Convert_Slice_string_To_bool): absent, "0" or "false" in any case is
+ * false; anything else, even "" or "True", is true. */
+bool k8s_query_bool(const char *v);
 int k8s_discovery_handle(struct k8s_api *api, const struct k8s_route *route,
 			 struct k8s_response *resp);
 /* Fault injection (k8s-faults.c): 1 when the request was answered. */

@@ -283,7 +283,7 @@ static bool is_resumed_watch(const struct k8s_request *req)
 	const char *w = req->arg ? req->arg(req->arg_cls, "watch") : NULL;
 	const char *rv = req->arg ? req->arg(req->arg_cls, "resourceVersion") : NULL;
 
-	return w && (streq(w, "1") || streq(w, "true")) && rv && *rv && !streq(rv, "0");
+	return k8s_query_bool(w) && rv && *rv && !streq(rv, "0");
 }
 
 int k8s_faults_apply(struct k8s_api *api, const struct k8s_request *req,

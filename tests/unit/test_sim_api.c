@@ -418,3 +418,44 @@ Test(sim_api, every_injected_fault_is_counted_by_kind)
 	k8s_response_clear(&resp);
 	cr_assert_eq(injected("watchCut", NULL), 2);
 }
+
+/* Is the answer to GET /api/v1/namespaces?<query> a watch stream? */
+static bool answers_a_watch(const char *query)
+{
+	struct k8s_request req = { .method = "GET", .path = "/api/v1/namespaces", .arg = query_arg,
+				   .arg_cls = (void *)query };
+	struct k8s_response resp;
+	bool watch;
+
+	cr_assert_eq(k8s_api_handle(&api, &req, &resp), 0);
+	cr_assert_eq(resp.status, 200, "%s: %d %s", query, resp.status, resp.body);
+	watch = resp.watch != NULL;
+	resp.watch = k8s_watch_free(resp.watch);
+	k8s_response_clear(&resp);
+	return watch;
+}
+
+/* As k8s.io/apimachinery converts query parameters: a boolean is false only
+ * when absent, "0" or "false" in any case (Convert_Slice_string_To_bool;
+ * the official Python client sends watch=True), an integer is parsed by
+ * strconv.ParseInt and a malformed one is a 400. */
+Test(sim_api, query_parameters_are_read_as_the_api_server_reads_them)
+{
+	json_t *st;
+
+	cr_assert(answers_a_watch("watch=True&timeoutSeconds=1"));
+	cr_assert(answers_a_watch("watch=TRUE&timeoutSeconds=1"));
+	cr_assert(answers_a_watch("watch=t&timeoutSeconds=1"));
+	cr_assert(answers_a_watch("watch=&timeoutSeconds=1"), "an empty value is true upstream");
+	cr_assert_not(answers_a_watch("watch=False"));
+	cr_assert_not(answers_a_watch("watch=FALSE"));
+	cr_assert_not(answers_a_watch("watch=0"));
+	cr_assert_not(answers_a_watch("limit=1"));
+	st = call_query("GET", "/api/v1/namespaces", "limit=ten", NULL, NULL, 400);
+	cr_assert_str_eq(json_string_value(json_object_get(st, "reason")), "BadRequest");
+	cr_assert_str_eq(json_string_value(json_object_get(st, "message")),
+			 "strconv.ParseInt: parsing \"ten\": invalid syntax");
+	json_decref(st);
+	json_decref(call_query("GET", "/api/v1/namespaces", "watch=1&timeoutSeconds=5s", NULL, NULL, 400));
+	json_decref(call_query("GET", "/api/v1/namespaces", "limit=99999999999999999999", NULL, NULL, 400));
+}
