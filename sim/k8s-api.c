@@ -7,6 +7,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +200,47 @@ static int reply_table(struct k8s_api *api, const struct k8s_resource *res,
 	return k8s_reply_json(resp, 200, table);
 }
 
+/* ListOptions.meta.k8s.io validation of resourceVersionMatch
+ * (apimachinery ValidateListOptions), answered as the API server does: 422
+ * Invalid. The sim keeps no history, so an Exact list of any version but the
+ * current one is refused (410 Expired) rather than served from now. */
+static int check_rv_match(struct k8s_api *api, const struct k8s_request *req, bool watch,
+			  struct k8s_error *err)
+{
+	const char *m = arg(req, "resourceVersionMatch"), *rv = arg(req, "resourceVersion");
+	const char *why = NULL;
+	uint64_t current;
+
+	if (!m || !*m)
+		return 0;
+	if (!streq(m, "Exact") && !streq(m, "NotOlderThan")) {
+		k8s_error_set(err, 422, "Invalid",
+			      "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Unsupported "
+			      "value: \"%.64s\": supported values: \"Exact\", \"NotOlderThan\"", m);
+		return -EINVAL;
+	}
+	if (watch && !(streq(m, "NotOlderThan") && arg_true(req, "sendInitialEvents")))
+		why = "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided";
+	else if (!rv || !*rv)
+		why = "resourceVersionMatch is forbidden unless resourceVersion is provided";
+	else if (streq(m, "Exact") && streq(rv, "0"))
+		why = "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"";
+	if (why) {
+		k8s_error_set(err, 422, "Invalid",
+			      "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: %s",
+			      why);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&api->store->lock);
+	current = api->store->rv;
+	pthread_mutex_unlock(&api->store->lock);
+	if (streq(m, "Exact") && strtoull(rv, NULL, 10) != current) {
+		k8s_error_set(err, 410, "Expired", "The resourceVersion for the provided list is too old.");
+		return -ESTALE;
+	}
+	return 0;
+}
+
 static int handle_watch(struct k8s_api *api, const struct k8s_request *req,
 			const struct k8s_route *route, struct k8s_response *resp)
 {
@@ -212,7 +254,7 @@ static int handle_watch(struct k8s_api *api, const struct k8s_request *req,
 	long long timeout;
 	int r;
 
-	if (arg_int(req, "timeoutSeconds", &timeout, &err) < 0)
+	if (arg_int(req, "timeoutSeconds", &timeout, &err) < 0 || check_rv_match(api, req, true, &err) < 0)
 		return k8s_reply_error(resp, &err);
 	opts.timeout_seconds = timeout > 0 ? (long)MIN(timeout, (long long)INT32_MAX) : 0;
 	opts.cut = &api->watch_cut;
@@ -241,7 +283,7 @@ static int handle_list(struct k8s_api *api, const struct k8s_request *req,
 
 	if (arg_true(req, "watch"))
 		return handle_watch(api, req, route, resp);
-	if (arg_int(req, "limit", &limit, &err) < 0)
+	if (arg_int(req, "limit", &limit, &err) < 0 || check_rv_match(api, req, false, &err) < 0)
 		return k8s_reply_error(resp, &err);
 	if (parse_selectors(api, req, route, &labels, &fields, &err) < 0)
 		return k8s_reply_error(resp, &err);

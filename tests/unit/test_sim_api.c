@@ -54,7 +54,10 @@ TestSuite(sim_api, .init = setup, .fini = teardown);
 /* The value of name in a "a=1&b=2" query (cls), unescaped. */
 static const char *query_arg(void *cls, const char *name)
 {
-	static char value[512];
+	/* Several values stay valid at once, as libmicrohttpd's do. */
+	static char values[8][512];
+	static unsigned next;
+	char *value = values[next++ % 8];
 	const char *q = cls;
 	size_t n = strlen(name);
 
@@ -63,7 +66,7 @@ static const char *query_arg(void *cls, const char *name)
 		size_t len = end ? (size_t)(end - q) : strlen(q);
 
 		if (len > n && strncmp(q, name, n) == 0 && q[n] == '=') {
-			snprintf(value, sizeof(value), "%.*s", (int)(len - n - 1), q + n + 1);
+			snprintf(value, sizeof(values[0]), "%.*s", (int)(len - n - 1), q + n + 1);
 			return value;
 		}
 		q = end ? end + 1 : NULL;
@@ -458,4 +461,37 @@ Test(sim_api, query_parameters_are_read_as_the_api_server_reads_them)
 	json_decref(st);
 	json_decref(call_query("GET", "/api/v1/namespaces", "watch=1&timeoutSeconds=5s", NULL, NULL, 400));
 	json_decref(call_query("GET", "/api/v1/namespaces", "limit=99999999999999999999", NULL, NULL, 400));
+}
+
+static const char *status_message(json_t *st)
+{
+	return json_string_value(json_object_get(st, "message"));
+}
+
+/* ValidateListOptions' rules for resourceVersionMatch, and no list served
+ * "exactly" at a version the sim does not hold. */
+Test(sim_api, resource_version_match_is_validated_and_exact_is_never_served_from_now)
+{
+	json_t *st, *list = call("GET", "/api/v1/namespaces", NULL, NULL, 200);
+	const char *now = json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion"));
+	char q[128];
+
+	st = call_query("GET", "/api/v1/namespaces", "resourceVersionMatch=Newest&resourceVersion=1", NULL,
+			NULL, 422);
+	cr_assert(strstr(status_message(st), "Unsupported value: \"Newest\""), "%s", status_message(st));
+	json_decref(st);
+	st = call_query("GET", "/api/v1/namespaces", "resourceVersionMatch=NotOlderThan", NULL, NULL, 422);
+	cr_assert(strstr(status_message(st), "forbidden unless resourceVersion is provided"));
+	json_decref(st);
+	json_decref(call_query("GET", "/api/v1/namespaces", "resourceVersionMatch=Exact&resourceVersion=0",
+			       NULL, NULL, 422));
+	json_decref(call_query("GET", "/api/v1/namespaces", "watch=1&resourceVersionMatch=NotOlderThan&resourceVersion=1",
+			       NULL, NULL, 422));
+	json_decref(call_query("GET", "/api/v1/namespaces", "resourceVersionMatch=NotOlderThan&resourceVersion=1",
+			       NULL, NULL, 200));
+	json_decref(call_query("GET", "/api/v1/namespaces", "resourceVersionMatch=Exact&resourceVersion=1", NULL,
+			       NULL, 410));
+	snprintf(q, sizeof(q), "resourceVersionMatch=Exact&resourceVersion=%s", now);
+	json_decref(call_query("GET", "/api/v1/namespaces", q, NULL, NULL, 200));
+	json_decref(list);
 }
