@@ -53,6 +53,9 @@ dist_man_MANS += sim/kanna-sim.1
 # End-to-end: real kubectl and curl against kanna-sim (skips without kubectl).
 TESTS += tests/e2e/sim-kubectl.sh
 EXTRA_DIST += tests/e2e/sim-kubectl.sh
+# A second client: Kubernetes' official Python client.
+TESTS += tests/e2e/sim-python.sh
+EXTRA_DIST += tests/e2e/sim-python.sh tests/e2e/sim-python.py
 
 # ./quickstart bench sim: the issue's scale target (100k pods, 5k nodes).
 BENCH_PROGS += bench/bench-sim
