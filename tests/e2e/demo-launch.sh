@@ -1,5 +1,5 @@
-# Sourced by demo.sh when kanna-launcher is built: the whole scale-up path of
-# scenario S5 on kanna-sim, with progress and the resulting nodes.
+# Sourced by demo.sh: the whole scale-up path of scenario S5 on kanna-sim,
+# with progress and the resulting nodes.
 say "starting kanna-launcher (NodeClaims, EC2 Fleet, Nodes, pod binding)"
 set -a
 . "$tmp/state/aws.env"
@@ -19,7 +19,11 @@ progress() {
 		live=$(sim_instances | grep -cE 'state=(pending|running)' || true)
 		printf '  t=%2ds  pending pods: %2d  nodeclaims: %d  instances: %d  bound pods: %2d/%d\n' \
 			"$i" "$pending" "$claims" "$live" "$bound" "$2"
-		[ "$bound" -ge "$2" ] && break
+		if [ "$bound" -ge "$2" ]; then
+			# What a user reads must be true: capacity came from instances.
+			[ "$live" -gt 0 ] || fail "the progress line counts no instance"
+			break
+		fi
 		i=$((i + 1))
 		[ $i -le 90 ] || fail "pods of $1 were not all bound within 90 s"
 		sleep 1

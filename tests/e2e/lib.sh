@@ -107,9 +107,15 @@ start_launcher() {
 	e2e_pids="$e2e_pids $pid_launcher"
 }
 
-# Lines "instance ID state=… type=… zone=… capacity=… nodeclaim=…" from the sim.
+# Lines "instance ID state=… type=… zone=… capacity=… price=… nodeclaim=…"
+# from the sim (python3, not a test program: the demo uses this too).
 sim_instances() {
-	curl -sS "$AWS_ENDPOINT_URL/_sim/status" | "$BUILDDIR/tests/e2e/kanna-probe" instances
+	curl -sS "$AWS_ENDPOINT_URL/_sim/status" | python3 -c '
+import json, sys
+for i in json.load(sys.stdin).get("instances", []):
+    print("instance %s state=%s type=%s zone=%s capacity=%s price=%.4f nodeclaim=%s" % (
+        i["instanceId"], i["state"], i["instanceType"], i["zone"], i["capacityType"],
+        i.get("pricePerHour", 0), (i.get("tags") or {}).get("karpenter.sh/nodeclaim", "-")))'
 }
 
 # Number of pods of a label selector that are bound to a node.
