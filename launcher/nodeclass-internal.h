@@ -12,6 +12,10 @@
 
 /* Karpenter re-resolves EC2NodeClasses every 5 minutes. */
 #define NC_DEFAULT_REFRESH_USEC (5ULL * 60 * 1000 * 1000)
+/* A resolution that failed for AWS's sake (throttled, 5xx, an answer that
+ * could not be read) with no good one to keep is served this long, not a
+ * whole refresh period: one bad answer must not stop launches for minutes. */
+#define NC_TRANSIENT_RETRY_USEC (3ULL * 1000 * 1000)
 #define NC_WHY_MAX 1024
 #define NC_SSM_IDS_MAX (PROTO_MAX_SELECTOR_TERMS * NC_ARCHES)
 
@@ -45,6 +49,7 @@ struct nc_entry {
 	/* the last result */
 	bool resolved, ever_ok;
 	uint64_t resolved_at;       /* CLOCK_MONOTONIC usec */
+	uint64_t served_usec;       /* how long after resolved_at it is served */
 	struct nc_resolved res;
 	struct nc_condition_state conds[_NC_COND_MAX];
 	int64_t ready_since;

@@ -329,6 +329,7 @@ static void finish(struct nodeclass_resolver *r, struct nc_entry *e)
 		log_warn("Failed to refresh EC2NodeClass %s, keeping the last resolution: %s",
 			    e->nc->name, first);
 		e->resolved_at = clock_monotonic_usec();
+		e->served_usec = r->refresh_usec;
 	} else {
 		e->error = 0;
 		*e->why = '\0';
@@ -350,6 +351,8 @@ static void finish(struct nodeclass_resolver *r, struct nc_entry *e)
 		e->resolved = true;
 		e->ever_ok |= e->error == 0;
 		e->resolved_at = clock_monotonic_usec();
+		e->served_usec = e->error && e->work_transient ? MIN(NC_TRANSIENT_RETRY_USEC, r->refresh_usec)
+							       : r->refresh_usec;
 		if (e->error)
 			record_not_ready(r, e);
 		else if (!was_ok)
@@ -977,7 +980,7 @@ int nodeclass_launch_config(struct nodeclass_resolver *r, const struct launch_co
 			return k;
 		}
 	}
-	if (e->resolved && !e->resolving && clock_monotonic_usec() - e->resolved_at < r->refresh_usec) {
+	if (e->resolved && !e->resolving && clock_monotonic_usec() - e->resolved_at < e->served_usec) {
 		nc_serve(r, e, w);
 		return 0;
 	}

@@ -8,10 +8,12 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/aws.h"
 #include "common/loop.h"
 #include "launcher/nodeclass-ec2.h"
+#include "launcher/nodeclass-internal.h"
 #include "launcher/nodeclass.h"
 #include "sim/aws.h"
 
@@ -248,4 +250,27 @@ Test(nodeclass_sim, the_instance_profile_gets_the_role)
 	p = plain_call("iam", q);
 	cr_assert_eq(p.result, 0, "%s", p.code);
 	cr_assert_str_eq(p.text, "KarpenterNodeRole-demo");
+}
+
+/* A first resolution that fails for AWS's sake (here every answer arrives
+ * cut off) is not served for a whole refresh period: once AWS answers
+ * again, the next launch resolves afresh. (The chaos test found launches of
+ * a freshly restarted launcher refused for minutes after one bad answer.) */
+Test(nodeclass_sim, a_transient_failure_is_tried_again_within_seconds_not_a_refresh_period)
+{
+	struct proto_nodeclass nc = nodeclass("flaky");
+	struct run run;
+	char err[128];
+
+	cr_assert_eq(sim_aws_set_faults(sim, "{\"garbledAnswerRate\": 1}", err, sizeof(err)), 0, "%s", err);
+	run = ask(&nc, (const char *const[]){ "amd64" }, 1);
+	cr_assert_lt(run.results[0].error, 0);
+	cr_assert(strstr(run.results[0].why, "unreadable response"), "%s", run.results[0].why);
+	cr_assert_eq(sim_aws_set_faults(sim, "{}", err, sizeof(err)), 0, "%s", err);
+	run = ask(&nc, (const char *const[]){ "amd64" }, 1);
+	cr_assert_lt(run.results[0].error, 0, "served from the failed resolution for a moment");
+	usleep(NC_TRANSIENT_RETRY_USEC + 200000);
+	run = ask(&nc, (const char *const[]){ "amd64" }, 1);
+	cr_assert_eq(run.results[0].error, 0, "%s", run.results[0].why);
+	cr_assert_eq(run.results[0].n_subnets, 3);
 }
