@@ -21,7 +21,6 @@
 #define TSV_MAX_LINE 8192
 #define TSV_MAX_COLUMNS 64
 /* Root volume of Karpenter's default block device mapping. */
-#define ROOT_VOLUME_BYTES (20LL << 30)
 
 static const char *const fixed_strings[K_N_FIXED] = {
 	[K_NODEPOOL] = "karpenter.sh/nodepool",
@@ -420,7 +419,7 @@ void catalog_capacity(int64_t vcpus, int64_t memory_mib, int64_t max_pods,
 	cap.v[RES_CPU] = vcpus * 1000;
 	cap.v[RES_MEMORY] = mem_mib << 20;
 	cap.v[RES_PODS] = max_pods;
-	cap.v[RES_EPHEMERAL_STORAGE] = ROOT_VOLUME_BYTES;
+	cap.v[RES_EPHEMERAL_STORAGE] = CATALOG_ROOT_VOLUME_BYTES;
 	/* Default kubelet settings: the same formulas NodePools' settings change. */
 	kubelet_node_resources(NULL, &cap, &cap, capacity, allocatable);
 }

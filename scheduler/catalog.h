@@ -141,6 +141,8 @@ void catalog_default_path(char *buf, size_t size);
  * The launcher's live catalog uses the same function, so that both sides
  * agree on allocatable.
  */
+/* The ephemeral storage a node has: Karpenter's default 20Gi root volume. */
+#define CATALOG_ROOT_VOLUME_BYTES (20LL << 30)
 void catalog_capacity(int64_t vcpus, int64_t memory_mib, int64_t max_pods,
 		      double vm_memory_overhead, struct resources *capacity,
 		      struct resources *allocatable);

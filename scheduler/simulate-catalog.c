@@ -8,6 +8,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,9 +63,37 @@ static int string(struct sim_input *in, const json_t *v, const json_t *obj, cons
 	return 0;
 }
 
+/* Every key of o must be one of known (NULL-terminated): an unknown one is
+ * refused, never ignored (it would change the answer without a word). */
+static int known_fields(struct sim_input *in, const json_t *o, const json_t *obj, const char *what,
+			const char *const *known)
+{
+	const char *k;
+	const json_t *v;
+
+	json_object_foreach((json_t *)o, k, v) {
+		size_t i = 0;
+		char list[512];
+		size_t n = 0;
+
+		while (known[i] && !streq(known[i], k))
+			i++;
+		if (known[i])
+			continue;
+		for (i = 0; known[i] && n < sizeof(list); i++)
+			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "", known[i]);
+		/* true, false and null are shared values without a position of
+		 * their own: point at the map that holds them. */
+		return sim_error(in, json_is_boolean(v) || json_is_null(v) ? o : v, obj,
+				 "unknown field \"%s\" in %s (known: %s)", k, what, list);
+	}
+	return 0;
+}
+
 static int offering(struct sim_input *in, struct catalog *cat, const json_t *o, const json_t *obj,
 		    struct offering *ret)
 {
+	static const char *const fields[] = { "zone", "capacityType", "price", "available", NULL };
 	const char *zone = NULL, *ct = NULL;
 	const json_t *price = json_object_get(o, "price"), *avail = json_object_get(o, "available");
 	double pr;
@@ -72,6 +101,8 @@ static int offering(struct sim_input *in, struct catalog *cat, const json_t *o, 
 
 	if (!json_is_object(o))
 		return sim_error(in, o, obj, "expected an offering");
+	if ((r = known_fields(in, o, obj, "an InstanceType offering", fields)) < 0)
+		return r;
 	if ((r = string(in, json_object_get(o, "zone"), obj, &zone)) < 0 ||
 	    (r = string(in, json_object_get(o, "capacityType"), obj, &ct)) < 0)
 		return r;
@@ -96,8 +127,155 @@ static int offering(struct sim_input *in, struct catalog *cat, const json_t *o, 
 	return 0;
 }
 
+/*
+ * kubeReserved / systemReserved (cpu, memory, ephemeral-storage; pid is
+ * accepted and reserves nothing schedulable) subtracted from allocatable.
+ */
+static int reserved(struct sim_input *in, const json_t *m, const json_t *obj, const char *what,
+		    struct resources *alloc)
+{
+	static const char *const names[] = { "cpu", "memory", "ephemeral-storage", "pid", NULL };
+	const char *k;
+	const json_t *v;
+	int r;
+
+	if (!m || json_is_null(m))
+		return 0;
+	if (!json_is_object(m))
+		return sim_error(in, m, obj, "%s: expected a map of resource quantities", what);
+	if ((r = known_fields(in, m, obj, what, names)) < 0)
+		return r;
+	json_object_foreach((json_t *)m, k, v) {
+		int64_t q = 0;
+		int slot = streq(k, "cpu") ? RES_CPU : streq(k, "memory") ? RES_MEMORY :
+			   streq(k, "ephemeral-storage") ? RES_EPHEMERAL_STORAGE : -1;
+
+		if ((r = quantity(in, v, obj, slot == RES_CPU, &q)) < 0)
+			return r;
+		if (q < 0)
+			return sim_error(in, v, obj, "%s.%s: a negative reservation", what, k);
+		if (slot >= 0)
+			alloc->v[slot] -= q;
+	}
+	return 0;
+}
+
+/* evictionHard: memory.available and nodefs.available (an amount or a share
+ * of capacity) hold back allocatable; the other signals are accepted and
+ * hold back nothing schedulable. */
+static int eviction(struct sim_input *in, const json_t *m, const json_t *obj,
+		    const struct resources *cap, struct resources *alloc)
+{
+	static const char *const signals[] = { "memory.available", "nodefs.available", "nodefs.inodesFree",
+					       "imagefs.available", "imagefs.inodesFree", "pid.available",
+					       NULL };
+	const char *k;
+	const json_t *v;
+	int r;
+
+	if (!m || json_is_null(m))
+		return 0;
+	if (!json_is_object(m))
+		return sim_error(in, m, obj, "evictionHard: expected a map of signals to thresholds");
+	if ((r = known_fields(in, m, obj, "evictionHard", signals)) < 0)
+		return r;
+	json_object_foreach((json_t *)m, k, v) {
+		int slot = streq(k, "memory.available") ? RES_MEMORY :
+			   streq(k, "nodefs.available") ? RES_EPHEMERAL_STORAGE : -1;
+		int64_t q = 0;
+		double pct = -1;
+
+		if (!json_is_string(v) || quantity_or_percent_parse(json_string_value(v), &q, &pct) < 0)
+			return sim_error(in, v, obj, "evictionHard.%s: expected a quantity or a percentage", k);
+		if (slot >= 0)
+			alloc->v[slot] -= pct >= 0 ? (int64_t)((double)cap->v[slot] * pct / 100.0) : q;
+	}
+	return 0;
+}
+
+/*
+ * The overhead an InstanceType gives: exactly kubeReserved + systemReserved
+ * + evictionHard, with vmMemoryOverheadPercent taken off the memory, each
+ * part it leaves out zero. Sets *given when it gives any of them (else
+ * Karpenter's AWS defaults apply, as the shipped catalog's).
+ */
+static int given_overhead(struct sim_input *in, const json_t *spec, const json_t *obj, int64_t cpu,
+			  int64_t mem, int64_t pods, struct resources *cap, struct resources *alloc,
+			  bool *given)
+{
+	const json_t *kr = json_object_get(spec, "kubeReserved"), *sr = json_object_get(spec, "systemReserved");
+	const json_t *eh = json_object_get(spec, "evictionHard");
+	const json_t *vm = json_object_get(spec, "vmMemoryOverheadPercent");
+	double vm_pct = 0;
+	int r;
+
+	*given = kr || sr || eh || vm;
+	if (!*given)
+		return 0;
+	if (vm) {
+		if (!json_is_number(vm) || json_number_value(vm) < 0 || json_number_value(vm) >= 100)
+			return sim_error(in, vm, obj, "vmMemoryOverheadPercent: expected a number from 0 to 100");
+		vm_pct = json_number_value(vm);
+	}
+	*cap = (struct resources){ { 0 } };
+	cap->v[RES_CPU] = cpu;
+	cap->v[RES_MEMORY] = mem - (int64_t)ceil((double)mem * vm_pct / 100.0);
+	cap->v[RES_PODS] = pods;
+	cap->v[RES_EPHEMERAL_STORAGE] = CATALOG_ROOT_VOLUME_BYTES;
+	*alloc = *cap;
+	if ((r = reserved(in, kr, obj, "kubeReserved", alloc)) < 0 ||
+	    (r = reserved(in, sr, obj, "systemReserved", alloc)) < 0 ||
+	    (r = eviction(in, eh, obj, cap, alloc)) < 0)
+		return r;
+	for (int i = 0; i <= RES_EPHEMERAL_STORAGE; i++)
+		if (alloc->v[i] < 0)
+			return sim_error(in, spec, obj, "the overhead is more than the instance type holds");
+	return 0;
+}
+
+/* resources: the extended resources the type offers, name → count. */
+static int extended_resources(struct sim_input *in, struct catalog *cat, const json_t *m,
+			      const json_t *obj, int64_t gpus, struct resources *cap,
+			      struct resources *alloc)
+{
+	const char *k;
+	const json_t *v;
+	int r;
+
+	if (!m || json_is_null(m))
+		return 0;
+	if (!json_is_object(m))
+		return sim_error(in, m, obj, "resources: expected a map of extended resource names to counts");
+	json_object_foreach((json_t *)m, k, v) {
+		int64_t n = 0;
+		int slot;
+
+		if (!strchr(k, '/'))
+			return sim_error(in, v, obj, "resources: \"%s\" is not an extended resource name "
+				      "(domain/name, e.g. nvidia.com/gpu); cpu, memory and pods have "
+				      "their own fields", k);
+		if ((r = quantity(in, v, obj, false, &n)) < 0)
+			return r;
+		if (n < 0)
+			return sim_error(in, v, obj, "resources.%s: a negative count", k);
+		if (streq(k, "nvidia.com/gpu") && gpus > 0 && n != gpus)
+			return sim_error(in, v, obj, "resources.nvidia.com/gpu (%lld) disagrees with gpuCount (%lld)",
+					 (long long)n, (long long)gpus);
+		slot = catalog_resource(cat, k, true);
+		if (slot < 0)
+			return sim_error(in, v, obj, "resources: too many extended resources");
+		cap->v[slot] = alloc->v[slot] = n;
+	}
+	return 0;
+}
+
 static int instance_type(struct sim_input *in, struct catalog *cat, const json_t *obj)
 {
+	static const char *const fields[] = {
+		"cpu", "memory", "pods", "arch", "gpuCount", "gpuName", "labels", "offerings", "resources",
+		"kubeReserved", "systemReserved", "evictionHard", "vmMemoryOverheadPercent", NULL
+	};
+	bool overhead_given;
 	const json_t *spec = json_object_get(obj, "spec"), *extra, *offs, *o;
 	struct label labels[INSTANCE_TYPE_MAX_LABELS + 8];
 	struct offering off[SCHED_MAX_ZONES * CT_N];
@@ -112,6 +290,8 @@ static int instance_type(struct sim_input *in, struct catalog *cat, const json_t
 
 	if (!json_is_object(spec))
 		return sim_error(in, spec, obj, "expected an InstanceType spec");
+	if ((r = known_fields(in, spec, obj, "an InstanceType spec", fields)) < 0)
+		return r;
 	if ((r = quantity(in, json_object_get(spec, "cpu"), obj, true, &cpu)) < 0 ||
 	    (r = quantity(in, json_object_get(spec, "memory"), obj, false, &mem)) < 0 ||
 	    (r = integer(in, json_object_get(spec, "pods"), obj, &pods)) < 0 ||
@@ -147,10 +327,18 @@ static int instance_type(struct sim_input *in, struct catalog *cat, const json_t
 			return -ENOMEM;
 	it.labels = labels;
 	it.n_labels = n;
-	/* cpu rounds up to whole vCPUs; memory is the advertised size. */
-	catalog_capacity((cpu + 999) / 1000, mem >> 20, pods, cat->vm_memory_overhead, &it.capacity,
-			 &it.allocatable);
+	if ((r = given_overhead(in, spec, obj, cpu, mem, pods, &it.capacity, &it.allocatable,
+				&overhead_given)) < 0)
+		return r;
+	/* Karpenter's AWS defaults: cpu rounds up to whole vCPUs; memory is
+	 * the advertised size. */
+	if (!overhead_given)
+		catalog_capacity((cpu + 999) / 1000, mem >> 20, pods, cat->vm_memory_overhead,
+				 &it.capacity, &it.allocatable);
 	it.capacity.v[RES_NVIDIA_GPU] = it.allocatable.v[RES_NVIDIA_GPU] = gpus;
+	if ((r = extended_resources(in, cat, json_object_get(spec, "resources"), obj, gpus, &it.capacity,
+				    &it.allocatable)) < 0)
+		return r;
 	offs = json_object_get(spec, "offerings");
 	if (offs && !json_is_array(offs))
 		return sim_error(in, offs, obj, "expected a list of offerings");
