@@ -3,10 +3,13 @@
  * reused for every send, so steady-state sending does not allocate.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/msg.h"
 
 int msg_io_init(struct msg_io *io, enum proto_process self, uint32_t shard)
@@ -88,5 +91,79 @@ int msg_decode(struct msg_io *io, struct sock_msg *m, const struct proto_msg **r
 		io->dropped++;
 	else
 		io->received++;
+	return r;
+}
+
+/* ---- dispatch by table ------------------------------------------------------------ */
+
+/* Drops logged at most this often per socket; the rest are counted. */
+#define MSG_DROP_LOG_USEC (1000ULL * 1000)
+
+int msg_dropped_metric_new(struct metrics_registry *reg, struct metrics_counter **ret)
+{
+	return metrics_counter_new(reg, ret, "kanna_messages_dropped_total",
+				   "Messages received and not handled, by socket and reason "
+				   "(undecodable, unexpected_type, unexpected_sender).",
+				   "socket", "reason", NULL);
+}
+
+static void dropped(struct msg_dispatch *d, const char *reason, const char *fmt, ...)
+	_printf_(3, 4);
+
+static void dropped(struct msg_dispatch *d, const char *reason, const char *fmt, ...)
+{
+	uint64_t now = clock_monotonic_usec();
+	char what[512];
+	va_list ap;
+
+	d->n_dropped++;
+	if (d->dropped)
+		(void)metrics_counter_add(d->dropped, 1, d->socket, reason, NULL);
+	if (d->logged_at && now - d->logged_at < MSG_DROP_LOG_USEC) {
+		d->unlogged++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (d->unlogged)
+		log_warn("Dropped a message on %s: %s (and %u more since the last such line)", d->socket,
+			 what, d->unlogged);
+	else
+		log_warn("Dropped a message on %s: %s", d->socket, what);
+	d->logged_at = now;
+	d->unlogged = 0;
+}
+
+int msg_dispatch(struct msg_dispatch *d, struct sock *sk, void *userdata)
+{
+	const struct proto_msg *m;
+	const struct msg_route *route = NULL;
+	struct sock_msg msg;
+	int r = sock_recv(sk, &msg, ZMQ_DONTWAIT);
+
+	if (r < 0)
+		return r == -EAGAIN ? 0 : r;
+	r = msg_decode(d->io, &msg, &m);
+	if (r < 0) {
+		dropped(d, "undecodable", "%s", d->io->last_error.text);
+		sock_msg_close(&msg);
+		return 0;
+	}
+	for (size_t i = 0; i < d->n_routes && !route; i++)
+		if (d->routes[i].type == m->env.type)
+			route = &d->routes[i];
+	if (!route) {
+		dropped(d, "unexpected_type", "a %s message from %s, which this socket does not take",
+			proto_type_name(m->env.type) ?: "?", proto_process_name(m->env.sender) ?: "?");
+		r = 0;
+	} else if (route->senders && (m->env.sender >= 32 || !(route->senders & MSG_FROM(m->env.sender)))) {
+		dropped(d, "unexpected_sender", "a %s message from %s, which may not send it",
+			proto_type_name(m->env.type) ?: "?", proto_process_name(m->env.sender) ?: "?");
+		r = 0;
+	} else {
+		r = route->handle(m, userdata);
+	}
+	sock_msg_close(&msg);
 	return r;
 }

@@ -28,6 +28,7 @@ struct replica {
 	struct sock *sub, *sync;
 	uint64_t items, items_at_check; /* snapshot items received: progress */
 	struct msg_io io;
+	struct msg_dispatch dispatch;
 	struct replica_handlers h;
 	struct state_store store, incoming;
 	bool live, syncing;
@@ -207,46 +208,51 @@ static int on_snapshot_end(struct replica *r, uint64_t as_of)
 	return 0;
 }
 
+static int on_delta_msg(const struct proto_msg *m, void *userdata)
+{
+	return on_delta(userdata, m);
+}
+
+static int on_heartbeat_msg(const struct proto_msg *m, void *userdata)
+{
+	return on_heartbeat(userdata, m);
+}
+
+static int on_snapshot_item(const struct proto_msg *m, void *userdata)
+{
+	struct replica *r = userdata;
+
+	r->items++;
+	return r->syncing ? state_store_apply(&r->incoming, PROTO_DELTA_ADD, &m->body.snapshot_item.object,
+					      m->body.snapshot_item.seq) : 0;
+}
+
+static int on_snapshot_end_msg(const struct proto_msg *m, void *userdata)
+{
+	struct replica *r = userdata;
+
+	return r->syncing ? on_snapshot_end(r, m->body.snapshot_end.as_of_seq) : 0;
+}
+
+/* Only the watcher publishes cluster state. */
+static const struct msg_route state_routes[] = {
+	{ PROTO_MSG_STATE_DELTA, MSG_FROM(PROTO_PROCESS_WATCHER), on_delta_msg },
+	{ PROTO_MSG_HEARTBEAT, MSG_FROM(PROTO_PROCESS_WATCHER), on_heartbeat_msg },
+	{ PROTO_MSG_SNAPSHOT_ITEM, MSG_FROM(PROTO_PROCESS_WATCHER), on_snapshot_item },
+	{ PROTO_MSG_SNAPSHOT_END, MSG_FROM(PROTO_PROCESS_WATCHER), on_snapshot_end_msg },
+};
+
 static int on_message(struct replica *r, struct sock *s)
 {
-	const struct proto_msg *m;
-	struct sock_msg msg;
-	int k;
+	int k = msg_dispatch(&r->dispatch, s, r);
 
-	k = sock_recv(s, &msg, ZMQ_DONTWAIT);
-	if (k < 0)
-		return k == -EAGAIN ? 0 : k;
-	k = msg_decode(&r->io, &msg, &m);
-	if (k < 0) {
-		r->stats.bad_messages++;
-		log_warn("Failed to decode a message on %s: %s", sock_name(s), r->io.last_error.text);
-		sock_msg_close(&msg);
-		return 0;
-	}
-	switch (m->env.type) {
-	case PROTO_MSG_STATE_DELTA:
-		k = on_delta(r, m);
-		break;
-	case PROTO_MSG_HEARTBEAT:
-		k = on_heartbeat(r, m);
-		break;
-	case PROTO_MSG_SNAPSHOT_ITEM:
-		r->items++;
-		k = r->syncing ? state_store_apply(&r->incoming, PROTO_DELTA_ADD,
-						   &m->body.snapshot_item.object,
-						   m->body.snapshot_item.seq) : 0;
-		break;
-	case PROTO_MSG_SNAPSHOT_END:
-		k = r->syncing ? on_snapshot_end(r, m->body.snapshot_end.as_of_seq) : 0;
-		break;
-	default:
-		r->stats.bad_messages++;
-		log_warn("Unexpected %s message on %s, dropped", proto_type_name(m->env.type),
-			 sock_name(s));
-		k = 0;
-	}
-	sock_msg_close(&msg);
+	r->stats.bad_messages = r->dispatch.n_dropped;
 	return k < 0 ? k : 0;
+}
+
+void replica_count_drops(struct replica *r, struct metrics_counter *dropped)
+{
+	r->dispatch.dropped = dropped;
 }
 
 static int on_sub_readable(struct sock *s, void *userdata)
@@ -281,6 +287,8 @@ int replica_new(struct replica **ret, struct sock_ctx *ctx, struct loop *loop,
 		free(r);
 		return -ENOMEM;
 	}
+	r->dispatch = (struct msg_dispatch){ .socket = "state", .routes = state_routes,
+					     .n_routes = ARRAY_SIZE(state_routes), .io = &r->io };
 	if ((k = msg_io_init(&r->io, self, 0)) < 0 ||
 	    (k = sock_new(&r->sub, ctx, ZMQ_SUB, "state.pub")) < 0 ||
 	    (k = sock_subscribe(r->sub, "", 0)) < 0 ||

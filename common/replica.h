@@ -41,6 +41,9 @@ int replica_new(struct replica **ret, struct sock_ctx *ctx, struct loop *loop,
 		enum proto_process self, const char *pub_endpoint, const char *sync_endpoint,
 		const struct replica_handlers *h);
 struct replica *replica_free(struct replica *r);
+/* Counts the messages on state.pub it drops in kanna_messages_dropped_total
+ * (msg_dropped_metric_new()); without one they are logged only. */
+void replica_count_drops(struct replica *r, struct metrics_counter *dropped);
 
 bool replica_synced(const struct replica *r);
 const struct state_store *replica_store(const struct replica *r);

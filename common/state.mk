@@ -7,3 +7,8 @@ libkanna_state_a_SOURCES = \
 	common/state-store.h common/state-store.c \
 	common/replica.h common/replica.c
 STATE_LIBS = libkanna-state.a libkanna-proto.a $(COMMON_LIBS)
+
+check_PROGRAMS += tests/unit/test_msg_dispatch
+TESTS += tests/unit/test_msg_dispatch
+tests_unit_test_msg_dispatch_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_msg_dispatch_LDADD = $(STATE_LIBS) $(TEST_LIBS)

@@ -112,25 +112,23 @@ static int on_republish_catalog(struct loop *loop, void *userdata)
 
 /* ---- plans ------------------------------------------------------------------ */
 
+static int on_launch_plan(const struct proto_msg *m, void *userdata)
+{
+	launcher_handle_plan(userdata, &m->body.launch_plan);
+	return 0;
+}
+
+/* Plans come from the schedulers; the reaper's replacements will too. */
+static const struct msg_route plans_routes[] = {
+	{ PROTO_MSG_LAUNCH_PLAN, MSG_FROM(PROTO_PROCESS_SCHEDULER) | MSG_FROM(PROTO_PROCESS_REAPER),
+	  on_launch_plan },
+};
+
 static int on_plans(struct sock *sk, void *userdata)
 {
 	struct launcher *l = userdata;
-	const struct proto_msg *m;
-	struct sock_msg msg;
-	int r = sock_recv(sk, &msg, ZMQ_DONTWAIT);
 
-	if (r < 0)
-		return r == -EAGAIN ? 0 : r;
-	r = msg_decode(&l->io, &msg, &m);
-	if (r < 0) {
-		log_warn("Failed to decode a message on %s: %s", sock_name(sk), l->io.last_error.text);
-	} else if (m->env.type == PROTO_MSG_LAUNCH_PLAN) {
-		launcher_handle_plan(l, &m->body.launch_plan);
-	} else {
-		log_warn("Ignoring a %s message on %s", proto_type_name(m->env.type), sock_name(sk));
-	}
-	sock_msg_close(&msg);
-	return 0;
+	return msg_dispatch(&l->plans_dispatch, sk, l);
 }
 
 /* Work starts once all three hold: leader, AWS accepted, replica synced. */
@@ -314,6 +312,7 @@ static int launcher_work(struct launcher *l)
 			     ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC, &rh)) < 0)
 		return log_error_errno(r, "Failed to subscribe to cluster state in %s: %m",
 				       sock_ctx_runtime_dir(l->d->socks));
+	replica_count_drops(l->replica, l->m.messages_dropped);
 	if ((r = loop_add_periodic(l->d->loop, "reconcile", l->cfg->reconcile_period_usec,
 				   launcher_reconcile, l)) < 0 ||
 	    (r = loop_add_periodic(l->d->loop, "catalog", CATALOG_REPUBLISH_USEC, on_republish_catalog,
@@ -367,6 +366,7 @@ static int launcher_metrics(struct daemon *d, void *userdata)
 				       "kanna_launcher_plan_to_fleet_processing_seconds",
 				       "Our own processing time from plan received to CreateFleet sent, "
 				       "API latency excluded.", fast, ARRAY_SIZE(fast), NULL)) < 0 ||
+	    (r = msg_dropped_metric_new(d->metrics, &l->m.messages_dropped)) < 0 ||
 	    (r = metrics_histogram_new(d->metrics, &l->m.launch_seconds,
 				       "kanna_launcher_launch_duration_seconds",
 				       "Plan received to pods bound.", slow, ARRAY_SIZE(slow), NULL)) < 0)
@@ -386,6 +386,9 @@ static int prepare(struct daemon *d, void *userdata)
 	l->kcfg = kube_client_config(d->kube);
 	if ((r = msg_io_init(&l->io, PROTO_PROCESS_LAUNCHER, 0)) < 0)
 		return log_error_errno(r, "Failed to set up message encoding: %m");
+	l->plans_dispatch = (struct msg_dispatch){ .socket = "plans", .routes = plans_routes,
+						   .n_routes = ARRAY_SIZE(plans_routes), .io = &l->io,
+						   .dropped = l->m.messages_dropped };
 	r = aws_region_resolve(l->cfg->region, NULL, &l->region, &region_error);
 	if (r < 0) {
 		log_error("Failed to determine the AWS region: %s", region_error ?: strerror(-r));

@@ -115,6 +115,7 @@ struct launcher {
 	struct replica *replica;
 	struct sock *plans_rx, *results_tx;
 	struct msg_io io;
+	struct msg_dispatch plans_dispatch;
 	struct aws_client *aws;
 	struct launcher_catalog *catalog;
 	struct nodeclass_resolver *resolver;
@@ -135,7 +136,8 @@ struct launcher {
 	bool aws_ok, working, reconciled_once;
 	struct {
 		struct metrics_counter *plans, *nodeclaims_created, *nodes_created, *launched,
-			*launch_failures, *pods_bound, *binds_refused, *offerings_unavailable;
+			*launch_failures, *pods_bound, *binds_refused, *offerings_unavailable,
+			*messages_dropped;
 		struct metrics_gauge *inflight, *queued, *usage, *limit;
 		struct metrics_histogram *plan_to_fleet, *launch_seconds;
 	} m;

@@ -45,6 +45,8 @@ struct scheduler {
 	struct replica *replica;
 	struct sock *pending_rx, *plans_tx, *results_rx;
 	struct msg_io io;
+	struct msg_dispatch pending_dispatch, results_dispatch;
+	struct metrics_counter *messages_dropped;
 	struct batch batch;
 	struct arena plan_arena;
 	struct unavailable_offering *unavailable;
@@ -232,43 +234,26 @@ static int on_tick(struct loop *loop, void *userdata)
 	return solve_batch(s);
 }
 
-/*
- * Receives and decodes one message: 1 with *m (close msg afterwards), 0
- * when there was none or it was undecodable (logged, dropped), < 0 on error.
- */
-static int recv_message(struct scheduler *s, struct sock *sk, struct sock_msg *msg,
-			const struct proto_msg **m)
+static int on_pending_pods(const struct proto_msg *m, void *userdata)
 {
-	int r = sock_recv(sk, msg, ZMQ_DONTWAIT);
+	struct scheduler *s = userdata;
+	int r = 0;
 
-	if (r < 0)
-		return r == -EAGAIN ? 0 : r;
-	r = msg_decode(&s->io, msg, m);
-	if (r < 0) {
-		log_warn("Failed to decode a message on %s: %s", sock_name(sk), s->io.last_error.text);
-		sock_msg_close(msg);
-		return 0;
-	}
-	return 1;
+	for (uint32_t i = 0; i < m->body.pending_pods.n_pods && r >= 0; i++)
+		r = batch_add(&s->batch, &m->body.pending_pods.pods[i], clock_monotonic_usec());
+	metrics_gauge_set(s->queue_depth, (double)s->batch.pods.n, NULL);
+	return r < 0 ? r : 0;
 }
+
+static const struct msg_route pending_routes[] = {
+	{ PROTO_MSG_PENDING_PODS, MSG_FROM(PROTO_PROCESS_WATCHER), on_pending_pods },
+};
 
 static int on_pending(struct sock *sk, void *userdata)
 {
 	struct scheduler *s = userdata;
-	const struct proto_msg *m;
-	struct sock_msg msg;
-	int r;
 
-	r = recv_message(s, sk, &msg, &m);
-	if (r <= 0)
-		return r;
-	if (m->env.type == PROTO_MSG_PENDING_PODS) {
-		for (uint32_t i = 0; i < m->body.pending_pods.n_pods && r >= 0; i++)
-			r = batch_add(&s->batch, &m->body.pending_pods.pods[i], clock_monotonic_usec());
-		metrics_gauge_set(s->queue_depth, (double)s->batch.pods.n, NULL);
-	}
-	sock_msg_close(&msg);
-	return r < 0 ? r : 0;
+	return msg_dispatch(&s->pending_dispatch, sk, s);
 }
 
 static void remember_unavailable(struct scheduler *s, const struct proto_offering_unavailable *u)
@@ -326,30 +311,42 @@ static void on_catalog(struct scheduler *s, const struct proto_msg *m)
 		 " (%u instance types)", cat->generation, cat->n_instance_types);
 }
 
+static int on_offering_unavailable(const struct proto_msg *m, void *userdata)
+{
+	remember_unavailable(userdata, &m->body.offering_unavailable);
+	return 0;
+}
+
+static int on_launch_result(const struct proto_msg *m, void *userdata)
+{
+	struct scheduler *s = userdata;
+	const struct proto_launch_result *lr = &m->body.launch_result;
+
+	if (lr->outcome != PROTO_LAUNCH_LAUNCHED && lr->outcome != PROTO_LAUNCH_REGISTERED &&
+	    lr->outcome != PROTO_LAUNCH_BOUND)
+		/* The launch failed: its pods are ours to plan again. */
+		for (uint32_t i = 0; i < lr->n_pods; i++)
+			batch_release(&s->batch, lr->pods[i]);
+	return 0;
+}
+
+static int on_catalog_msg(const struct proto_msg *m, void *userdata)
+{
+	on_catalog(userdata, m);
+	return 0;
+}
+
+static const struct msg_route results_routes[] = {
+	{ PROTO_MSG_OFFERING_UNAVAILABLE, MSG_FROM(PROTO_PROCESS_LAUNCHER), on_offering_unavailable },
+	{ PROTO_MSG_LAUNCH_RESULT, MSG_FROM(PROTO_PROCESS_LAUNCHER), on_launch_result },
+	{ PROTO_MSG_CATALOG, MSG_FROM(PROTO_PROCESS_LAUNCHER), on_catalog_msg },
+};
+
 static int on_results(struct sock *sk, void *userdata)
 {
 	struct scheduler *s = userdata;
-	const struct proto_msg *m;
-	struct sock_msg msg;
-	int r;
 
-	r = recv_message(s, sk, &msg, &m);
-	if (r <= 0)
-		return r;
-	if (m->env.type == PROTO_MSG_OFFERING_UNAVAILABLE) {
-		remember_unavailable(s, &m->body.offering_unavailable);
-	} else if (m->env.type == PROTO_MSG_LAUNCH_RESULT) {
-		const struct proto_launch_result *lr = &m->body.launch_result;
-		if (lr->outcome != PROTO_LAUNCH_LAUNCHED && lr->outcome != PROTO_LAUNCH_REGISTERED &&
-		    lr->outcome != PROTO_LAUNCH_BOUND)
-			/* The launch failed: its pods are ours to plan again. */
-			for (uint32_t i = 0; i < lr->n_pods; i++)
-				batch_release(&s->batch, lr->pods[i]);
-	} else if (m->env.type == PROTO_MSG_CATALOG) {
-		on_catalog(s, m);
-	}
-	sock_msg_close(&msg);
-	return 0;
+	return msg_dispatch(&s->results_dispatch, sk, s);
 }
 
 static void log_windows(const struct scheduler *s, const char *how)
@@ -394,9 +391,11 @@ static int scheduler_work(struct scheduler *s)
 	int r;
 
 	snprintf(name, sizeof(name), ENDPOINT_PENDING_PREFIX ".%u", s->shard);
-	if ((r = replica_new(&s->replica, s->d->socks, s->d->loop, PROTO_PROCESS_SCHEDULER,
-			     ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC, NULL)) < 0 ||
-	    (r = sock_new(&s->pending_rx, s->d->socks, ZMQ_PULL, name)) < 0 ||
+	r = replica_new(&s->replica, s->d->socks, s->d->loop, PROTO_PROCESS_SCHEDULER, ENDPOINT_STATE_PUB,
+			ENDPOINT_STATE_SYNC, NULL);
+	if (r >= 0)
+		replica_count_drops(s->replica, s->messages_dropped);
+	if (r < 0 || (r = sock_new(&s->pending_rx, s->d->socks, ZMQ_PULL, name)) < 0 ||
 	    (r = sock_connect(s->pending_rx, name)) < 0 ||
 	    (r = sock_watch(s->pending_rx, on_pending, s)) < 0 ||
 	    (r = sock_new(&s->plans_tx, s->d->socks, ZMQ_PUSH, ENDPOINT_PLANS)) < 0 ||
@@ -442,7 +441,8 @@ static int scheduler_metrics(struct daemon *d, void *userdata)
 				   "karpenter_scheduler_unschedulable_pods_count",
 				   "Pods the last solve could not place.", NULL)) < 0 ||
 	    (r = metrics_counter_new(d->metrics, &s->plans_sent, "kanna_scheduler_plans_sent_total",
-				     "Launch plans sent to the launcher.", NULL)) < 0)
+				     "Launch plans sent to the launcher.", NULL)) < 0 ||
+	    (r = msg_dropped_metric_new(d->metrics, &s->messages_dropped)) < 0)
 		return r;
 	return 0;
 }
@@ -454,6 +454,12 @@ static int prepare(struct daemon *d, void *userdata)
 
 	if ((r = msg_io_init(&s->io, PROTO_PROCESS_SCHEDULER, s->shard)) < 0)
 		return log_error_errno(r, "Failed to set up message encoding: %m");
+	s->pending_dispatch = (struct msg_dispatch){ .socket = "pending", .routes = pending_routes,
+						     .n_routes = ARRAY_SIZE(pending_routes), .io = &s->io,
+						     .dropped = s->messages_dropped };
+	s->results_dispatch = (struct msg_dispatch){ .socket = "results", .routes = results_routes,
+						     .n_routes = ARRAY_SIZE(results_routes), .io = &s->io,
+						     .dropped = s->messages_dropped };
 	return 0;
 }
 
