@@ -16,9 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/endpoints.h"
+#include "state/endpoints.h"
 #include "common/log.h"
-#include "common/msg.h"
+#include "state/msg.h"
 #include "common/sock.h"
 
 static double now_ms(void)

@@ -16,7 +16,7 @@
 
 #include "common/kube-client.h"
 #include "common/log.h"
-#include "common/replica.h"
+#include "state/replica.h"
 #include "watcher/publish.h"
 
 /* Requests in flight while loading: enough to keep the sim busy. */

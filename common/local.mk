@@ -9,4 +9,3 @@ include common/runtime.mk
 include common/metrics.mk
 include common/aws.mk
 include common/kube.mk
-include common/state.mk

@@ -38,7 +38,6 @@
 
 #include "common/loop.h"
 #include "common/util.h"
-#include "proto/limits.h"
 
 #define SOCK_RUNTIME_DIR_DEFAULT "/run/kanna"
 /* Only the owning user and its group (the kanna daemons) reach the sockets. */
@@ -53,10 +52,12 @@
 #define SOCK_HWM 100000
 /*
  * Largest message a socket accepts: the largest frame the codec may
- * produce (a snapshot travels as one item per message, so no message is
- * bigger). A bigger one is a bug or an attack and the peer is disconnected.
+ * produce, proto's PROTO_MAX_FRAME_BYTES (proto/ sits above common/:
+ * state/msg.c asserts that they agree). A snapshot travels as one item per
+ * message, so no message is bigger; a bigger one is a bug or an attack and
+ * the peer is disconnected.
  */
-#define SOCK_MAXMSGSIZE ((int64_t)PROTO_MAX_FRAME_BYTES)
+#define SOCK_MAXMSGSIZE ((int64_t)16 * 1024 * 1024)
 /*
  * How long zmq_close()/context shutdown may keep flushing queued messages:
  * long enough for a clean handover on SIGTERM, short enough that a stop

@@ -27,7 +27,7 @@
 #include "common/kube-client.h"
 #include "common/log.h"
 #include "common/loop.h"
-#include "common/state-store.h"
+#include "state/state-store.h"
 #include "launcher/fleet.h"
 #include "launcher/launcher.h"
 

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/state-store.h"
+#include "state/state-store.h"
 #include "proto/proto.h"
 
 struct sched_node_fit; /* scheduler/solver.h */

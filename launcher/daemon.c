@@ -16,14 +16,14 @@
 #include <unistd.h>
 
 #include "common/aws.h"
-#include "common/endpoints.h"
+#include "state/endpoints.h"
 #include "common/base64.h"
 #include "common/daemon.h"
 #include "common/kubeconfig.h"
 #include "common/log.h"
 #include "common/read-file.h"
 #include "common/metrics.h"
-#include "common/replica.h"
+#include "state/replica.h"
 #include "common/sock.h"
 #include "launcher/catalog.h"
 #include "launcher/daemon.h"

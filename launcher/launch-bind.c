@@ -19,7 +19,7 @@
 #include "common/kube-events.h"
 #include "common/log.h"
 #include "common/metrics.h"
-#include "common/state-store.h"
+#include "state/state-store.h"
 #include "launcher/bind-check.h"
 #include "launcher/catalog.h"
 #include "launcher/launcher.h"

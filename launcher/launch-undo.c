@@ -26,7 +26,7 @@
 
 #include "common/aws.h"
 #include "common/log.h"
-#include "common/state-store.h"
+#include "state/state-store.h"
 #include "launcher/fleet.h"
 #include "launcher/launcher.h"
 

@@ -26,7 +26,7 @@
 #include "common/kube-events.h"
 #include "common/log.h"
 #include "common/metrics.h"
-#include "common/state-store.h"
+#include "state/state-store.h"
 #include "launcher/catalog.h"
 #include "launcher/fleet-request.h"
 #include "launcher/fleet.h"

@@ -8,7 +8,7 @@
 #ifndef KANNA_SCHEDULER_FROM_STATE_H
 #define KANNA_SCHEDULER_FROM_STATE_H
 
-#include "common/state-store.h"
+#include "state/state-store.h"
 #include "scheduler/cluster.h"
 
 /* An offering the launcher found without capacity, until a time. */

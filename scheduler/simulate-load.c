@@ -20,7 +20,7 @@
 
 #include "common/clock.h"
 #include "common/hashmap.h"
-#include "common/state-store.h"
+#include "state/state-store.h"
 #include "scheduler/from-state.h"
 #include "scheduler/simulate-internal.h"
 #include "watcher/decode.h"

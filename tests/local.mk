@@ -6,3 +6,6 @@ TESTS += tests/e2e/demo.sh
 # the sim's record (short here; ./quickstart chaos runs the long campaign).
 TESTS += tests/e2e/chaos.sh
 EXTRA_DIST += tests/e2e/chaos.sh tests/e2e/chaos-check.py tests/e2e/chaos_invariants.py
+# The include graph follows the layering (common → proto → state → daemons).
+TESTS += tests/layering.sh
+EXTRA_DIST += tests/layering.sh

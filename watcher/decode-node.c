@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "common/state-store.h"
+#include "state/state-store.h"
 #include "watcher/decode.h"
 
 int decode_node(struct decoder *d, const json_t *obj, struct proto_node *n)

@@ -12,9 +12,9 @@
 #ifndef KANNA_WATCHER_PENDING_H
 #define KANNA_WATCHER_PENDING_H
 
-#include "common/endpoints.h"
-#include "common/msg.h"
-#include "common/state-store.h"
+#include "state/endpoints.h"
+#include "state/msg.h"
+#include "state/state-store.h"
 
 
 struct pending_router;

@@ -11,9 +11,9 @@
 #ifndef KANNA_WATCHER_PUBLISH_H
 #define KANNA_WATCHER_PUBLISH_H
 
-#include "common/endpoints.h"
-#include "common/msg.h"
-#include "common/state-store.h"
+#include "state/endpoints.h"
+#include "state/msg.h"
+#include "state/state-store.h"
 
 /* Snapshot items sent per loop turn, so probes and deltas are not starved. */
 #define PUBLISH_SNAPSHOT_SLICE 2000

@@ -46,9 +46,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "common/endpoints.h"
+#include "state/endpoints.h"
 #include "common/log.h"
-#include "common/replica.h"
+#include "state/replica.h"
 #include "tests/e2e/probe.h"
 
 static int cmp_str(const void *a, const void *b)

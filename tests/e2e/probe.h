@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "common/loop.h"
-#include "common/state-store.h"
+#include "state/state-store.h"
 
 /* Differences printed before the rest are only counted. */
 #define PROBE_MAX_PRINTED_DIFFS 20

@@ -1,5 +1,5 @@
 /*
- * Dispatch by table (common/msg.h): a routed message reaches its handler;
+ * Dispatch by table (state/msg.h): a routed message reaches its handler;
  * one that cannot be decoded, of a type the socket does not take, or from
  * a sender that may not send it is counted in kanna_messages_dropped_total
  * with its reason, and the log lines about drops are rate-limited.
@@ -13,7 +13,7 @@
 #include "common/log.h"
 #include "common/loop.h"
 #include "common/metrics.h"
-#include "common/msg.h"
+#include "state/msg.h"
 
 static char runtime_dir[] = "/tmp/kanna-test-dispatch-XXXXXX";
 static struct loop *loop;

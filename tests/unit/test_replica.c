@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "common/replica.h"
+#include "state/replica.h"
 #include "common/arena.h"
 #include "proto/random.h"
 #include "watcher/publish.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "common/kube-events.h"
-#include "common/state-store.h"
+#include "state/state-store.h"
 #include "sim/k8s-server.h"
 #include "sim/k8s-store-internal.h"
 #include "watcher/discovery.h"

@@ -10,7 +10,10 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "common/msg.h"
+#include "state/msg.h"
+
+_Static_assert(SOCK_MAXMSGSIZE == PROTO_MAX_FRAME_BYTES,
+	       "sockets must take exactly the largest frame the codec makes");
 
 int msg_io_init(struct msg_io *io, enum proto_process self, uint32_t shard)
 {

@@ -1,11 +1,11 @@
-# common/ state replication pieces that need proto/: message I/O, the
+# state/: state replication, which needs proto/: message I/O, the
 # cluster-state store and the replica. A library of their own because they
 # sit above libkanna-proto, which sits above libkanna-common.
 noinst_LIBRARIES += libkanna-state.a
 libkanna_state_a_SOURCES = \
-	common/endpoints.h common/msg.h common/msg.c \
-	common/state-store.h common/state-store.c \
-	common/replica.h common/replica.c
+	state/endpoints.h state/msg.h state/msg.c \
+	state/state-store.h state/state-store.c \
+	state/replica.h state/replica.c
 STATE_LIBS = libkanna-state.a libkanna-proto.a $(COMMON_LIBS)
 
 check_PROGRAMS += tests/unit/test_msg_dispatch

@@ -9,9 +9,9 @@
 #ifndef KANNA_COMMON_REPLICA_H
 #define KANNA_COMMON_REPLICA_H
 
-#include "common/endpoints.h"
-#include "common/msg.h"
-#include "common/state-store.h"
+#include "state/endpoints.h"
+#include "state/msg.h"
+#include "state/state-store.h"
 
 /* Nothing of the snapshot arrived in this long: ask again (the watcher may
  * be restarting, or still listing the cluster: it holds requests until its

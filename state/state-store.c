@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/state-store.h"
+#include "state/state-store.h"
 #include "common/util.h"
 
 void state_object_name(const struct proto_object *o, const char **ns, const char **name)

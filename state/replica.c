@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "common/replica.h"
+#include "state/replica.h"
 
 struct buffered_delta {
 	struct proto_msg *msg; /* a proto_msg_dup() of the delta */
