@@ -431,21 +431,25 @@ static void describe_flush(struct launcher *l)
 
 /* ---- the flush timer ------------------------------------------------------------------------ */
 
+/* Sends every batch collected. The table is taken whole first (a member
+ * sent alone may start a new batch in l's), and nothing is allocated on
+ * the way: a flush that could fail for memory would leave its members
+ * busy, stuck until a restart. */
 static void batches_flush(struct launcher *l)
 {
+	struct hashmap batches = l->fleet_batches;
 	const char *key;
 	void *value;
-	size_t it = 0, n = 0;
-	struct fleet_batch **all = calloc(l->fleet_batches.n + 1, sizeof(*all));
+	size_t it = 0;
 
-	while (all && hashmap_next(&l->fleet_batches, &it, &key, &value))
-		all[n++] = value;
-	hashmap_done(&l->fleet_batches);
 	l->fleet_batches = (struct hashmap){ 0 };
-	for (size_t i = 0; i < n; i++) {
-		struct fleet_batch *b = all[i];
+	while (hashmap_next(&batches, &it, &key, &value)) {
+		struct fleet_batch *b = value;
 
-		if (b->n == 1) {
+		if (b->n == 0) {
+			/* Its first member's place could not be allocated. */
+			fleet_batch_free(b);
+		} else if (b->n == 1) {
 			struct launch *la = b->members[0];
 
 			fleet_batch_free(b);
@@ -455,7 +459,7 @@ static void batches_flush(struct launcher *l)
 			batch_start(b);
 		}
 	}
-	free(all);
+	hashmap_done(&batches);
 	describe_flush(l);
 }
 
