@@ -106,7 +106,7 @@ int msg_dropped_metric_new(struct metrics_registry *reg, struct metrics_counter 
 {
 	return metrics_counter_new(reg, ret, "kanna_messages_dropped_total",
 				   "Messages received and not handled, by socket and reason "
-				   "(undecodable, unexpected_type, unexpected_sender).",
+				   "(undecodable, version_mismatch, unexpected_type, unexpected_sender).",
 				   "socket", "reason", NULL);
 }
 
@@ -148,6 +148,13 @@ int msg_dispatch(struct msg_dispatch *d, struct sock *sk, void *userdata)
 	if (r < 0)
 		return r == -EAGAIN ? 0 : r;
 	r = msg_decode(d->io, &msg, &m);
+	if (r < 0 && d->io->last_error.code == PROTO_E_VERSION) {
+		/* Another release's daemon: refused whole, said plainly. */
+		dropped(d, "version_mismatch", "a peer speaks another protocol: %s; run the same "
+			"kanna release on every daemon", d->io->last_error.text);
+		sock_msg_close(&msg);
+		return 0;
+	}
 	if (r < 0) {
 		dropped(d, "undecodable", "%s", d->io->last_error.text);
 		sock_msg_close(&msg);

@@ -51,7 +51,8 @@ int msg_decode(struct msg_io *io, struct sock_msg *m, const struct proto_msg **r
  * Nothing is dropped silently: a message that cannot be decoded, of a type
  * the socket does not take, or from a sender that may not send it is
  * counted in kanna_messages_dropped_total{socket,reason} (reason:
- * undecodable, unexpected_type, unexpected_sender) and logged, at most one
+ * undecodable; version_mismatch, a peer of another protocol major;
+ * unexpected_type; unexpected_sender) and logged, at most one
  * line a second per socket with the count of those not logged.
  */
 #define MSG_FROM(p) (1u << (p))

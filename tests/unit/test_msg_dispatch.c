@@ -56,7 +56,7 @@ static void teardown(void)
 
 TestSuite(msg_dispatch, .init = setup, .fini = teardown, .timeout = 30);
 
-static unsigned handled;
+static unsigned handled; /* per test: criterion runs each in its own process */
 
 static int on_pending_pods(const struct proto_msg *m, void *userdata)
 {
@@ -131,4 +131,28 @@ Test(msg_dispatch, routed_messages_reach_their_handler_and_every_drop_is_counted
 	/* Three drops within a second: the first logged, the others counted
 	 * for the next line. */
 	cr_assert_eq(d.unlogged, 2);
+}
+
+/* A peer of another protocol major (another kanna release) is refused whole
+ * and said to be one, not counted as noise. */
+Test(msg_dispatch, a_peer_of_another_protocol_major_is_refused_as_such)
+{
+	struct msg_dispatch d = { .socket = "pending", .routes = routes, .n_routes = ARRAY_SIZE(routes),
+				  .io = &io_rx };
+	struct proto_msg m;
+	char *frame;
+
+	cr_assert_eq(msg_dropped_metric_new(reg, &d.dropped), 0);
+	proto_msg_init(&m, PROTO_MSG_PENDING_PODS, PROTO_PROCESS_WATCHER, 0, 0);
+	cr_assert_eq(msg_encode(&io_watcher, &m), 0);
+	frame = malloc(io_watcher.buf.size);
+	cr_assert_not_null(frame);
+	memcpy(frame, io_watcher.buf.data, io_watcher.buf.size);
+	cr_assert_eq((unsigned char)frame[0], 0x94, "[major, minor, envelope, body]");
+	frame[1] = PROTO_VERSION_MAJOR + 1;
+	cr_assert_eq(sock_send(tx, frame, io_watcher.buf.size, 0), 0);
+	free(frame);
+	dispatch_one(&d);
+	cr_assert_eq(handled, 0);
+	cr_assert(metric_has("kanna_messages_dropped_total{socket=\"pending\",reason=\"version_mismatch\"} 1"));
 }
