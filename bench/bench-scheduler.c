@@ -22,7 +22,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "scheduler/solver.h"
+#include "model/solver.h"
 
 /* Solves per figure: the fastest of these is reported (noisy shared CPUs). */
 #define BENCH_REPEATS 5

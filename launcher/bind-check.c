@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "launcher/bind-check.h"
-#include "scheduler/from-state.h"
-#include "scheduler/solver.h"
+#include "model/from-state.h"
+#include "model/solver.h"
 
 /* Is model taint t one of list (same key and effect; same value when the
  * list's has one)? */

@@ -20,7 +20,7 @@
 #include "state/state-store.h"
 #include "proto/proto.h"
 
-struct sched_node_fit; /* scheduler/solver.h */
+struct sched_node_fit; /* model/solver.h */
 
 /* An entry of `recent` the replica never catches up with (a Node deleted
  * before it was seen, a binding whose pod vanished) is dropped after this:

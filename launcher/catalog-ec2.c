@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "launcher/catalog-internal.h"
-#include "scheduler/catalog-proto.h"
+#include "model/catalog-proto.h"
 
 /* ---- reading pages ---------------------------------------------------------- */
 

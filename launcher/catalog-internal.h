@@ -13,7 +13,7 @@
 #include "common/arena.h"
 #include "common/aws.h"
 #include "proto/proto.h"
-#include "scheduler/model.h"
+#include "model/model.h"
 
 /* Longest instance-type, zone and EC2 label text we keep (EC2's longest
  * type name is ~20 characters, zone names ~20, GPU names ~25). */

@@ -24,7 +24,7 @@
 #include "common/metrics.h"
 #include "launcher/catalog-internal.h"
 #include "launcher/catalog.h"
-#include "scheduler/catalog-proto.h"
+#include "model/catalog-proto.h"
 
 /* Karpenter refreshes instance types and offerings every 12 hours and
  * spot prices every 5 minutes; so do we. */

@@ -24,7 +24,7 @@
 #include "launcher/catalog.h"
 #include "launcher/launcher.h"
 #include "launcher/objects.h"
-#include "scheduler/solver.h"
+#include "model/solver.h"
 
 /* One pods/binding request in flight. */
 struct bind_call {

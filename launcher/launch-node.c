@@ -24,7 +24,7 @@
 #include "launcher/launcher.h"
 #include "launcher/objects.h"
 #include "proto/schema.h"
-#include "scheduler/kubelet.h"
+#include "model/kubelet.h"
 
 /* ---- record the launch on the NodeClaim ---------------------------------------- */
 

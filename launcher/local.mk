@@ -4,7 +4,7 @@
 # (plans → NodeClaim → CreateFleet → Node → bindings) is the program.
 noinst_LIBRARIES += libkanna-launcher.a
 libkanna_launcher_a_SOURCES = launcher/fleet-request.h launcher/fleet-request.c
-LAUNCHER_LIBS = libkanna-launcher.a libkanna-sched.a $(STATE_LIBS) -lm
+LAUNCHER_LIBS = libkanna-launcher.a $(MODEL_LIBS) $(STATE_LIBS) -lm
 
 check_PROGRAMS += tests/unit/test_launcher_fleet
 TESTS += tests/unit/test_launcher_fleet
@@ -44,7 +44,7 @@ libkanna_launcher_a_SOURCES += launcher/objects.h launcher/objects.c \
 check_PROGRAMS += tests/unit/test_launcher_objects
 TESTS += tests/unit/test_launcher_objects
 tests_unit_test_launcher_objects_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_launcher_objects_LDADD = $(LAUNCHER_LIBS) $(LDADD) $(TEST_LIBS)
+tests_unit_test_launcher_objects_LDADD = libkanna-sched.a $(LAUNCHER_LIBS) $(LDADD) $(TEST_LIBS)
 
 FUZZ_PROGS += tests/fuzz/fuzz_describe_instances
 tests_fuzz_fuzz_describe_instances_SOURCES = tests/fuzz/fuzz_describe_instances.c tests/fuzz/standalone.c

@@ -19,7 +19,7 @@
 #include "common/util.h"
 #include "launcher/nodeclass-internal.h"
 #include "launcher/objects.h"
-#include "scheduler/kubelet.h"
+#include "model/kubelet.h"
 
 enum { CALL_LT_DESCRIBE = 100, CALL_LT_CREATE, CALL_LT_LIST, CALL_LT_DELETE };
 

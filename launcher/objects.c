@@ -13,7 +13,7 @@
 #include "common/util.h"
 #include "launcher/objects.h"
 #include "proto/schema.h"
-#include "scheduler/kubelet.h"
+#include "model/kubelet.h"
 
 #define INSTANCE_TYPE_LABEL "node.kubernetes.io/instance-type"
 

@@ -27,7 +27,7 @@
  * overcommit it. NoSchedule, not NoExecute: the launcher binds through it,
  * and a kubelet refuses (and the taint manager evicts) pods that do not
  * tolerate a NoExecute taint. Pods are not refused for it by kanna's
- * schedulers (an ephemeral taint, scheduler/from-state.c).
+ * schedulers (an ephemeral taint, model/from-state.c).
  */
 #define KARPENTER_UNREGISTERED_TAINT_KEY "karpenter.sh/unregistered"
 /* The pods a NodeClaim was planned for (DESIGN §2 rule 4), JSON list of "ns/name". */

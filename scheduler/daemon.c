@@ -23,9 +23,9 @@
 #include "state/endpoints.h"
 #include "state/replica.h"
 #include "scheduler/batch.h"
-#include "scheduler/catalog-proto.h"
+#include "model/catalog-proto.h"
 #include "scheduler/daemon.h"
-#include "scheduler/from-state.h"
+#include "model/from-state.h"
 #include "scheduler/plan.h"
 #include "scheduler/unschedulable.h"
 

@@ -1,30 +1,20 @@
-# scheduler/: the solver library (libkanna-sched.a), kanna-scheduler (the
-# daemon, and --simulate, which reads YAML through the watcher's decoders in
-# libkanna-decode.a), its unit and scenario tests, the --simulate YAML fuzz
-# target and the benchmark.
+# scheduler/: kanna-scheduler (the daemon, and --simulate, which reads YAML
+# through decode/), its batching, plans and reasons (libkanna-sched.a, over
+# the model in model/), its unit and scenario tests, the --simulate YAML
+# fuzz target and the benchmark.
 noinst_LIBRARIES += libkanna-sched.a
 libkanna_sched_a_SOURCES = \
-	scheduler/model.h scheduler/model.c \
-	scheduler/requirements.c \
-	scheduler/catalog.h scheduler/catalog.c scheduler/catalog-tsv.c scheduler/catalog-fake.c \
-	scheduler/cluster.h scheduler/cluster.c \
-	scheduler/solver.h scheduler/solver-internal.h scheduler/solver.c \
-	scheduler/shape.c scheduler/topology.c scheduler/solve.c scheduler/finish.c \
-	scheduler/node-check.c \
 	scheduler/simulate.h scheduler/simulate-internal.h scheduler/simulate-load.c \
 	scheduler/simulate-workloads.c scheduler/simulate-catalog.c scheduler/simulate-output.c \
-	scheduler/from-state.h scheduler/from-state-internal.h scheduler/from-state.c \
-	scheduler/from-state-view.c \
-	scheduler/from-state-volumes.c scheduler/plan.h scheduler/plan.c \
-	scheduler/batch.h scheduler/batch.c scheduler/kubelet.h scheduler/kubelet.c \
-	scheduler/unschedulable.h scheduler/unschedulable.c \
-	scheduler/catalog-proto.h scheduler/catalog-proto.c
+	scheduler/plan.h scheduler/plan.c scheduler/batch.h scheduler/batch.c \
+	scheduler/unschedulable.h scheduler/unschedulable.c
 
 bin_PROGRAMS += scheduler/kanna-scheduler
 scheduler_kanna_scheduler_SOURCES = scheduler/main.c scheduler/simulate-main.c \
 	scheduler/daemon.h scheduler/daemon.c scheduler/config.h scheduler/config.c
-scheduler_kanna_scheduler_LDADD = libkanna-sched.a libkanna-decode.a $(STATE_LIBS) -lm
-SCHED_LIBS = libkanna-sched.a libkanna-decode.a libkanna-state.a libkanna-proto.a $(COMMON_LIBS) -lm
+scheduler_kanna_scheduler_LDADD = libkanna-sched.a $(MODEL_LIBS) libkanna-decode.a $(STATE_LIBS) -lm
+SCHED_LIBS = libkanna-sched.a $(MODEL_LIBS) libkanna-decode.a libkanna-state.a libkanna-proto.a \
+	$(COMMON_LIBS) -lm
 
 check_PROGRAMS += tests/unit/test_requirements
 TESTS += tests/unit/test_requirements

@@ -7,7 +7,7 @@
 
 #include "common/arena.h"
 #include "proto/proto.h"
-#include "scheduler/solver.h"
+#include "model/solver.h"
 
 struct plan_context {
 	uint32_t shard;

@@ -21,9 +21,9 @@
 #include "common/clock.h"
 #include "common/hashmap.h"
 #include "state/state-store.h"
-#include "scheduler/from-state.h"
+#include "model/from-state.h"
 #include "scheduler/simulate-internal.h"
-#include "watcher/decode.h"
+#include "decode/decode.h"
 
 /* Kinds the scheduler's model reads (from-state.c), by their decoders' names. */
 static const char *const modelled_kinds[] = {

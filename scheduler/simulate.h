@@ -10,7 +10,7 @@
 
 #include <stdio.h>
 
-#include "scheduler/solver.h"
+#include "model/solver.h"
 
 struct simulate_options {
 	const char *catalog_path; /* NULL: the shipped catalog */

@@ -4,7 +4,7 @@
  * subnet per zone and one security group per region, and every price.
  *
  * Prices (documented in the README too), the same rule as the scheduler's
- * offering_price() in scheduler/catalog.c so that what kanna plans is what
+ * offering_price() in model/catalog.c so that what kanna plans is what
  * the sim bills: the shipped table has only us-east-1 on-demand list
  * prices; a region's on-demand price is that price times a fixed
  * multiplier (us-west-2 1.0, eu-west-1 1.1, ap-northeast-1 1.2). A spot

@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "common/log.h"
-#include "watcher/decode.h"
+#include "decode/decode.h"
 #include "watcher/informer.h"
 
 #define CORE(res, plural, kind, ok, ns) \

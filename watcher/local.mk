@@ -1,12 +1,5 @@
-# watcher/: kanna-watcher — decoders, informers, state publisher, pending
-# pod router.
-# The decoders are a library of their own: kanna-scheduler --simulate reads
-# YAML dumps through them, so offline and live input decode alike.
-noinst_LIBRARIES += libkanna-decode.a
-libkanna_decode_a_SOURCES = \
-	watcher/decode.h watcher/decode.c watcher/decode-pod.c watcher/decode-node.c \
-	watcher/decode-nodepool.c watcher/decode-nodeclass.c watcher/decode-storage.c \
-	watcher/decode-namespace.c
+# watcher/: kanna-watcher — informers, state publisher, pending pod router
+# (its decoders are decode/).
 noinst_LIBRARIES += libkanna-watcher.a
 libkanna_watcher_a_SOURCES = \
 	watcher/publish.h watcher/publish.c \

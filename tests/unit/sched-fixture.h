@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "scheduler/solver.h"
+#include "model/solver.h"
 
 static inline uint32_t fx_s(struct cluster *c, const char *s)
 {

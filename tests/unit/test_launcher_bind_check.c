@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "launcher/bind-check.h"
-#include "scheduler/solver.h"
+#include "model/solver.h"
 #include "tests/unit/pod-template-fixture.h"
 
 #define HOSTNAME "kubernetes.io/hostname"

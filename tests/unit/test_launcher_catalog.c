@@ -18,7 +18,7 @@
 #include "common/loop.h"
 #include "common/metrics.h"
 #include "launcher/catalog.h"
-#include "scheduler/catalog-proto.h"
+#include "model/catalog-proto.h"
 #include "sim/aws.h"
 
 #define TEST_AKID "AKIACATALOG000000001"

@@ -13,8 +13,8 @@
 #include "launcher/fleet.h"
 #include "common/quantity.h"
 #include "launcher/objects.h"
-#include "scheduler/catalog.h"
-#include "scheduler/kubelet.h"
+#include "model/catalog.h"
+#include "model/kubelet.h"
 
 static struct proto_offering offs_m5[] = {
 	{ .zone = "us-west-2a", .capacity_type = PROTO_CAPACITY_SPOT, .price = 0.04, .available = true },

@@ -3,8 +3,8 @@
 #include <criterion/criterion.h>
 #include <limits.h>
 
-#include "scheduler/catalog.h"
-#include "scheduler/model.h"
+#include "model/catalog.h"
+#include "model/model.h"
 
 static struct strtab st;
 

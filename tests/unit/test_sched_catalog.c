@@ -4,7 +4,7 @@
 #include <math.h>
 
 #include "common/hash.h"
-#include "scheduler/catalog.h"
+#include "model/catalog.h"
 
 static struct strtab st;
 static struct catalog cat;

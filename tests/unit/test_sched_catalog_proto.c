@@ -1,5 +1,5 @@
 /*
- * The catalog in its wire form (scheduler/catalog-proto.h): what the
+ * The catalog in its wire form (model/catalog-proto.h): what the
  * launcher publishes loads back into the very catalog the shipped table
  * gives, a catalog message decides what the solver picks, and a message
  * that would not load is refused with a reason.
@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "scheduler/catalog-proto.h"
-#include "scheduler/from-state.h"
+#include "model/catalog-proto.h"
+#include "model/from-state.h"
 #include "scheduler/plan.h"
 
 static const char *const zones[] = { "us-west-2a", "us-west-2b", "us-west-2c" };

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scheduler/solver.h"
+#include "model/solver.h"
 
 #define CASES 8000
 #define N_TYPES 40

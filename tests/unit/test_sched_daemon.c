@@ -8,7 +8,7 @@
 
 #include "scheduler/batch.h"
 #include "scheduler/config.h"
-#include "scheduler/from-state.h"
+#include "model/from-state.h"
 #include "scheduler/plan.h"
 #include "tests/unit/pod-template-fixture.h"
 

@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "scheduler/from-state.h"
+#include "model/from-state.h"
 #include "tests/unit/pod-template-fixture.h"
-#include "scheduler/solver.h"
+#include "model/solver.h"
 
 #define ZONE "topology.kubernetes.io/zone"
 #define HOSTNAME "kubernetes.io/hostname"

@@ -1,5 +1,5 @@
 /*
- * Node capacity and allocatable under kubelet settings (scheduler/kubelet.c),
+ * Node capacity and allocatable under kubelet settings (model/kubelet.c),
  * by Karpenter's formulas: the defaults are the catalog's own, kubeReserved
  * replaces a computed default, systemReserved subtracts, evictionHard
  * replaces the 100Mi / 10% thresholds (quantities or percentages),
@@ -8,8 +8,8 @@
 #include <criterion/criterion.h>
 
 #include "proto/proto.h"
-#include "scheduler/catalog.h"
-#include "scheduler/kubelet.h"
+#include "model/catalog.h"
+#include "model/kubelet.h"
 
 #define MI (1LL << 20)
 #define GI (1LL << 30)

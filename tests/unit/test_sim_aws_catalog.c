@@ -74,7 +74,7 @@ Test(sim_aws_catalog, spot_prices_are_30_to_70_percent_of_on_demand_for_every_of
 			}
 }
 
-/* The scheduler's offering_price() (scheduler/catalog.c) uses this rule too. */
+/* The scheduler's offering_price() (model/catalog.c) uses this rule too. */
 Test(sim_aws_catalog, spot_price_follows_the_shared_fnv_rule)
 {
 	const struct aws_instance_type *t = aws_catalog_type(catalog, "c5.xlarge");

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "watcher/decode.h"
+#include "decode/decode.h"
 
 static struct arena arena;
 static struct decoder dec;

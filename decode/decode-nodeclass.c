@@ -1,0 +1,302 @@
+/*
+ * Node classes: karpenter.k8s.aws/v1 and v1beta1 EC2NodeClass, and the
+ * Karpenter 0.x forms converted into the same model — v1alpha1
+ * AWSNodeTemplate and the inline `provider` of a v1alpha5 Provisioner,
+ * whose map selectors ({"karpenter.sh/discovery": "x"}, "aws-ids": "a,b")
+ * become selector terms. Also what the launcher resolved (status).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/quantity.h"
+#include "decode/decode.h"
+
+static int selector_terms(struct decoder *d, const json_t *arr, const char *where,
+			  struct proto_selector_term **ret, uint32_t *n)
+{
+	const json_t *e;
+	char at[256];
+	size_t i;
+	int r;
+
+	r = decode_list(d, arr, where, PROTO_MAX_SELECTOR_TERMS, "terms", sizeof(**ret), (void **)ret);
+	*n = 0;
+	if (r <= 0)
+		return r;
+	json_array_foreach(arr, i, e) {
+		struct proto_selector_term *t = &(*ret)[i];
+		decode_path(at, sizeof(at), "%s[%zu]", where, i);
+		if ((r = decode_kv(d, json_object_get(e, "tags"), at, PROTO_MAX_LABELS, PROTO_MAX_VALUE_LEN, &t->tags, &t->n_tags)) < 0 ||
+		    (r = decode_string(d, e, "id", at, &t->id)) < 0 ||
+		    (r = decode_string(d, e, "name", at, &t->name)) < 0 ||
+		    (r = decode_string(d, e, "alias", at, &t->alias)) < 0 ||
+		    (r = decode_string(d, e, "owner", at, &t->owner)) < 0 ||
+		    (r = decode_string(d, e, "ssmParameter", at, &t->ssm_parameter)) < 0)
+			return r;
+		if (!t->n_tags && !t->id && !t->name && !t->alias && !t->ssm_parameter)
+			return decode_fail(d, "%s: a term needs tags, id, name, alias or ssmParameter",
+					   at);
+	}
+	*n = (uint32_t)json_array_size(arr);
+	return 0;
+}
+
+/*
+ * v1alpha1 map selector → terms: "aws-ids" (comma-separated) gives one
+ * term per id; "aws::name" a name term; the remaining keys are one tags term
+ * ("*" means the tag merely exists, as the old webhook had it).
+ */
+static int map_selector(struct decoder *d, const json_t *map, const char *where,
+			struct proto_selector_term **ret, uint32_t *n)
+{
+	const char *ids = json_string_value(json_object_get(map, "aws-ids"));
+	const char *name = json_string_value(json_object_get(map, "aws::name"));
+	json_t *tags;
+	uint32_t k = 0;
+	int r;
+
+	*ret = NULL;
+	*n = 0;
+	if (!map || json_is_null(map))
+		return 0;
+	if (!json_is_object(map))
+		return decode_fail(d, "%s: expected a map", where);
+	*ret = arena_calloc(d->arena, PROTO_MAX_SELECTOR_TERMS + 1, sizeof(**ret));
+	if (!*ret)
+		return -ENOMEM;
+	for (const char *p = ids; p && *p;) {
+		size_t len = strcspn(p, ",");
+		while (len && *p == ' ')
+			p++, len--;
+		if (len) {
+			if (k == PROTO_MAX_SELECTOR_TERMS)
+				return decode_fail(d, "%s.aws-ids: more than %u ids", where,
+						   PROTO_MAX_SELECTOR_TERMS);
+			if (!((*ret)[k++].id = arena_strndup(d->arena, p, len)))
+				return -ENOMEM;
+		}
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	if (name && k < PROTO_MAX_SELECTOR_TERMS && !((*ret)[k++].name = arena_strdup(d->arena, name)))
+		return -ENOMEM;
+	tags = json_deep_copy(map);
+	if (!tags)
+		return -ENOMEM;
+	json_object_del(tags, "aws-ids");
+	json_object_del(tags, "aws::name");
+	json_object_del(tags, "aws::owners");
+	if (json_object_size(tags) > 0 && k < PROTO_MAX_SELECTOR_TERMS) {
+		r = decode_kv(d, tags, where, PROTO_MAX_LABELS, PROTO_MAX_VALUE_LEN, &(*ret)[k].tags, &(*ret)[k].n_tags);
+		if (r < 0) {
+			json_decref(tags);
+			return r;
+		}
+		k++;
+	}
+	json_decref(tags);
+	*n = k;
+	return 0;
+}
+
+static int block_devices(struct decoder *d, const json_t *arr, struct proto_nodeclass *nc)
+{
+	const json_t *e;
+	char at[128];
+	size_t i;
+	int r;
+
+	if (!json_is_array(arr))
+		return 0;
+	if (json_array_size(arr) > PROTO_MAX_BLOCK_DEVICES)
+		return decode_fail(d, "spec.blockDeviceMappings: more than %u", PROTO_MAX_BLOCK_DEVICES);
+	nc->block_devices = arena_calloc(d->arena, json_array_size(arr) + 1, sizeof(*nc->block_devices));
+	if (!nc->block_devices)
+		return -ENOMEM;
+	json_array_foreach(arr, i, e) {
+		struct proto_block_device *b = &nc->block_devices[i];
+		const json_t *ebs = json_object_get(e, "ebs");
+		const char *size = json_string_value(json_object_get(ebs, "volumeSize"));
+
+		decode_path(at, sizeof(at), "spec.blockDeviceMappings[%zu]", i);
+		if ((r = decode_string(d, e, "deviceName", at, &b->device_name)) < 0)
+			return r;
+		if (!b->device_name)
+			return decode_fail(d, "%s.deviceName: is required", at);
+		decode_path(at, sizeof(at), "spec.blockDeviceMappings[%zu].ebs", i);
+		if ((r = decode_string(d, ebs, "volumeType", at, &b->volume_type)) < 0 ||
+		    (r = decode_string(d, ebs, "kmsKeyID", at, &b->kms_key_id)) < 0 ||
+		    (r = decode_string(d, ebs, "snapshotID", at, &b->snapshot_id)) < 0)
+			return r;
+		if (size && quantity_parse(size, false, &b->volume_size_bytes) < 0)
+			return decode_fail(d, "%s.volumeSize: '%s' is not a quantity", at, size);
+		b->iops = (int32_t)json_integer_value(json_object_get(ebs, "iops"));
+		b->throughput = (int32_t)json_integer_value(json_object_get(ebs, "throughput"));
+		b->encrypted = json_is_true(json_object_get(ebs, "encrypted"));
+		b->delete_on_termination = !json_is_false(json_object_get(ebs, "deleteOnTermination"));
+		b->root_volume = json_is_true(json_object_get(e, "rootVolume"));
+	}
+	nc->n_block_devices = (uint32_t)json_array_size(arr);
+	return 0;
+}
+
+static int metadata_options(struct decoder *d, const json_t *o, struct proto_metadata_options *m)
+{
+	int r;
+
+	/* Karpenter's defaults: IMDSv2 required, hop limit 1, IPv6 off. */
+	*m = (struct proto_metadata_options){ .http_put_response_hop_limit = 1 };
+	if ((r = decode_string(d, o, "httpEndpoint", "spec.metadataOptions", &m->http_endpoint)) < 0 ||
+	    (r = decode_string(d, o, "httpProtocolIPv6", "spec.metadataOptions",
+			       &m->http_protocol_ipv6)) < 0 ||
+	    (r = decode_string(d, o, "httpTokens", "spec.metadataOptions", &m->http_tokens)) < 0)
+		return r;
+	if (json_is_integer(json_object_get(o, "httpPutResponseHopLimit")))
+		m->http_put_response_hop_limit =
+			(int32_t)json_integer_value(json_object_get(o, "httpPutResponseHopLimit"));
+	if (!m->http_endpoint && !(m->http_endpoint = arena_strdup(d->arena, "enabled")))
+		return -ENOMEM;
+	if (!m->http_tokens && !(m->http_tokens = arena_strdup(d->arena, "required")))
+		return -ENOMEM;
+	if (!m->http_protocol_ipv6 && !(m->http_protocol_ipv6 = arena_strdup(d->arena, "disabled")))
+		return -ENOMEM;
+	return 0;
+}
+
+static int resolved_list(struct decoder *d, const json_t *arr, const char *where,
+			 struct proto_resolved **ret, uint32_t *n)
+{
+	const json_t *e;
+	char at[128];
+	size_t i;
+	uint32_t k = 0;
+	int r;
+
+	*ret = NULL;
+	*n = 0;
+	if (!json_is_array(arr))
+		return 0;
+	*ret = arena_calloc(d->arena, MIN(json_array_size(arr), PROTO_MAX_RESOLVED) + 1, sizeof(**ret));
+	if (!*ret)
+		return -ENOMEM;
+	json_array_foreach(arr, i, e) {
+		struct proto_resolved *x = &(*ret)[k];
+		if (k == PROTO_MAX_RESOLVED)
+			break;
+		decode_path(at, sizeof(at), "%s[%zu]", where, i);
+		if ((r = decode_string(d, e, "id", at, &x->id)) < 0 ||
+		    (r = decode_string(d, e, "name", at, &x->name)) < 0 ||
+		    (r = decode_string(d, e, "zone", at, &x->zone)) < 0 ||
+		    (r = decode_string(d, e, "zoneID", at, &x->zone_id)) < 0 ||
+		    (r = decode_requirements(d, json_object_get(e, "requirements"), at,
+					     &x->requirements, &x->n_requirements)) < 0)
+			return r;
+		if (x->id)
+			k++;
+	}
+	*n = k;
+	return 0;
+}
+
+/* Fields common to every form: amiFamily, role/profile, tags, userData… */
+static int nodeclass_common(struct decoder *d, const json_t *spec, struct proto_nodeclass *nc)
+{
+	int r;
+
+	if ((r = decode_string(d, spec, "amiFamily", "spec", &nc->ami_family)) < 0 ||
+	    (r = decode_string(d, spec, "role", "spec", &nc->role)) < 0 ||
+	    (r = decode_string(d, spec, "instanceProfile", "spec", &nc->instance_profile)) < 0 ||
+	    (r = decode_kv(d, json_object_get(spec, "tags"), "spec.tags", PROTO_MAX_LABELS, PROTO_MAX_VALUE_LEN, &nc->tags, &nc->n_tags)) < 0 ||
+	    (r = decode_string(d, spec, "userData", "spec", &nc->user_data)) < 0 ||
+	    (r = block_devices(d, json_object_get(spec, "blockDeviceMappings"), nc)) < 0 ||
+	    (r = metadata_options(d, json_object_get(spec, "metadataOptions"),
+				  &nc->metadata_options)) < 0 ||
+	    (r = decode_kubelet(d, json_object_get(spec, "kubelet"), "spec.kubelet", &nc->kubelet)) < 0)
+		return r;
+	if (nc->user_data && strlen(nc->user_data) > PROTO_MAX_USER_DATA_LEN)
+		return decode_fail(d, "spec.userData: longer than EC2's %u bytes", PROTO_MAX_USER_DATA_LEN);
+	nc->detailed_monitoring = json_is_true(json_object_get(spec, "detailedMonitoring"));
+	return 0;
+}
+
+int decode_nodeclass(struct decoder *d, const json_t *obj, struct proto_nodeclass *nc)
+{
+	const char *api = json_string_value(json_object_get(obj, "apiVersion"));
+	const char *kind = json_string_value(json_object_get(obj, "kind"));
+	const json_t *spec = json_object_get(obj, "spec"), *status = json_object_get(obj, "status");
+	const json_t *c;
+	bool provisioner = streq_ptr(kind, "Provisioner");
+	bool legacy = provisioner || streq_ptr(kind, "AWSNodeTemplate");
+	struct decoded_meta m;
+	size_t i;
+	int r;
+
+	*nc = (struct proto_nodeclass){ 0 };
+	if ((r = decode_metadata(d, obj, kind ? kind : "EC2NodeClass", false, &m)) < 0)
+		return r;
+	nc->name = m.name;
+	nc->uid = m.uid;
+	nc->resource_version = m.resource_version;
+	if (provisioner)
+		spec = json_object_get(spec, "provider");
+	if (!json_is_object(spec)) {
+		r = decode_fail(d, provisioner ? "spec.provider is missing" : "spec is missing");
+		goto fail;
+	}
+	nc->source_api = legacy ? PROTO_API_V1ALPHA5 :
+			 streq_ptr(api, "karpenter.k8s.aws/v1beta1") ? PROTO_API_V1BETA1 : PROTO_API_V1;
+	if ((r = nodeclass_common(d, spec, nc)) < 0)
+		goto fail;
+	if (legacy) {
+		if ((r = map_selector(d, json_object_get(spec, "subnetSelector"), "spec.subnetSelector",
+				      &nc->subnet_selector_terms, &nc->n_subnet_selector_terms)) < 0 ||
+		    (r = map_selector(d, json_object_get(spec, "securityGroupSelector"),
+				      "spec.securityGroupSelector", &nc->security_group_selector_terms,
+				      &nc->n_security_group_selector_terms)) < 0 ||
+		    (r = map_selector(d, json_object_get(spec, "amiSelector"), "spec.amiSelector",
+				      &nc->ami_selector_terms, &nc->n_ami_selector_terms)) < 0)
+			goto fail;
+		/* 0.x defaulted to Amazon Linux 2. */
+		if (!nc->ami_family && !(nc->ami_family = arena_strdup(d->arena, "AL2"))) {
+			r = -ENOMEM;
+			goto fail;
+		}
+	} else {
+		if ((r = selector_terms(d, json_object_get(spec, "subnetSelectorTerms"),
+					"spec.subnetSelectorTerms", &nc->subnet_selector_terms,
+					&nc->n_subnet_selector_terms)) < 0 ||
+		    (r = selector_terms(d, json_object_get(spec, "securityGroupSelectorTerms"),
+					"spec.securityGroupSelectorTerms",
+					&nc->security_group_selector_terms,
+					&nc->n_security_group_selector_terms)) < 0 ||
+		    (r = selector_terms(d, json_object_get(spec, "amiSelectorTerms"),
+					"spec.amiSelectorTerms", &nc->ami_selector_terms,
+					&nc->n_ami_selector_terms)) < 0)
+			goto fail;
+	}
+	if (!nc->n_subnet_selector_terms || !nc->n_security_group_selector_terms) {
+		r = decode_fail(d, "spec: subnet and security group selectors are required");
+		goto fail;
+	}
+	if ((r = resolved_list(d, json_object_get(status, "subnets"), "status.subnets",
+			       &nc->status_subnets, &nc->n_status_subnets)) < 0 ||
+	    (r = resolved_list(d, json_object_get(status, "securityGroups"), "status.securityGroups",
+			       &nc->status_security_groups, &nc->n_status_security_groups)) < 0 ||
+	    (r = resolved_list(d, json_object_get(status, "amis"), "status.amis", &nc->status_amis,
+			       &nc->n_status_amis)) < 0 ||
+	    (r = decode_string(d, status, "instanceProfile", "status", &nc->status_instance_profile)) < 0)
+		goto fail;
+	nc->ready = PROTO_COND_UNKNOWN;
+	json_array_foreach(json_object_get(status, "conditions"), i, c)
+		if (streq_ptr(json_string_value(json_object_get(c, "type")), "Ready")) {
+			nc->ready = (uint8_t)decode_condition_status(
+				json_string_value(json_object_get(c, "status")));
+			if ((r = decode_string(d, c, "message", "status.conditions", &nc->ready_reason)) < 0)
+				goto fail;
+		}
+	return 0;
+fail:
+	return decode_prefix(d, kind ? kind : "EC2NodeClass", NULL, m.name, r);
+}

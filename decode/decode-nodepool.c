@@ -1,0 +1,423 @@
+/*
+ * NodePools in all three shapes users write them, converted on read into
+ * one model with each version's defaults (DESIGN §3):
+ *   karpenter.sh/v1 NodePool       expireAfter 720h, WhenEmptyOrUnderutilized,
+ *                                  consolidateAfter 0s, budgets [nodes 10%]
+ *   karpenter.sh/v1beta1 NodePool  expireAfter 720h (in disruption),
+ *                                  WhenUnderutilized, kubelet in the template
+ *   karpenter.sh/v1alpha5 Provisioner  ttlSecondsAfterEmpty → WhenEmpty +
+ *                                  consolidateAfter; consolidation.enabled →
+ *                                  WhenUnderutilized; ttlSecondsUntilExpired →
+ *                                  expireAfter (absent: Never); capacity-type
+ *                                  on-demand and arch amd64 when unconstrained,
+ *                                  as the v1alpha5 AWS webhook defaulted them.
+ * Requirements that no node could satisfy mark the NodePool invalid (with
+ * the reason) rather than failing the decode: the watcher reports it.
+ * Also NodeClaims (karpenter.sh/v1).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode/decode.h"
+
+#define DEFAULT_EXPIRE_AFTER_S (720 * 3600)
+#define DEFAULT_BUDGET_NODES "10%"
+
+/* Labels a NodePool may not constrain (Karpenter's RestrictedLabels). */
+static const char *const restricted_keys[] = {
+	"karpenter.sh/nodepool", "karpenter.sh/provisioner-name", "kubernetes.io/hostname",
+	"karpenter.sh/initialized", "karpenter.sh/registered",
+};
+
+static bool is_integer(const char *s)
+{
+	char *end;
+
+	if (!s || !*s)
+		return false;
+	strtoll(s, &end, 10);
+	return *end == '\0';
+}
+
+/*
+ * Why a requirement list can never be met, or NULL. The reason starts with
+ * the field at fault ("<where>[2].values: ..."), so that a status condition
+ * and --simulate's file:line:column both point at the requirement.
+ */
+static const char *requirements_problem(const struct proto_requirement *q, uint32_t n,
+					const char *where, char *buf, size_t size)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < ARRAY_SIZE(restricted_keys); k++)
+			if (streq(q[i].key, restricted_keys[k])) {
+				snprintf(buf, size, "%s[%u].key: requirement %s is restricted", where, i,
+					 q[i].key);
+				return buf;
+			}
+		switch (q[i].op) {
+		case PROTO_OP_IN:
+			if (q[i].n_values == 0) {
+				snprintf(buf, size, "%s[%u].values: requirement %s In [] can never be satisfied",
+					 where, i, q[i].key);
+				return buf;
+			}
+			if (q[i].min_values > q[i].n_values) {
+				snprintf(buf, size, "%s[%u].minValues: requirement %s: minValues %u exceeds its %u values",
+					 where, i, q[i].key, q[i].min_values, q[i].n_values);
+				return buf;
+			}
+			break;
+		case PROTO_OP_GT:
+		case PROTO_OP_LT:
+			if (q[i].n_values != 1 || !is_integer(q[i].values[0])) {
+				snprintf(buf, size, "%s[%u].values: requirement %s %s needs exactly one integer value",
+					 where, i, q[i].key, q[i].op == PROTO_OP_GT ? "Gt" : "Lt");
+				return buf;
+			}
+			break;
+		case PROTO_OP_EXISTS:
+		case PROTO_OP_DOES_NOT_EXIST:
+			if (q[i].n_values != 0) {
+				snprintf(buf, size, "%s[%u].values: requirement %s %s takes no values", where, i,
+					 q[i].key, q[i].op == PROTO_OP_EXISTS ? "Exists" : "DoesNotExist");
+				return buf;
+			}
+			break;
+		default:
+			break;
+		}
+		/* Two In requirements on one key with nothing in common. */
+		for (uint32_t j = 0; j < i; j++) {
+			bool common = false;
+			if (!streq(q[i].key, q[j].key) || q[i].op != PROTO_OP_IN || q[j].op != PROTO_OP_IN)
+				continue;
+			for (uint32_t a = 0; a < q[i].n_values && !common; a++)
+				for (uint32_t b = 0; b < q[j].n_values && !common; b++)
+					common = streq(q[i].values[a], q[j].values[b]);
+			if (!common) {
+				snprintf(buf, size, "%s[%u].values: requirements on %s have no value in common",
+					 where, i, q[i].key);
+				return buf;
+			}
+		}
+	}
+	return NULL;
+}
+
+static int budgets(struct decoder *d, const json_t *arr, struct proto_nodepool *np)
+{
+	const json_t *b;
+	char at[64];
+	size_t i;
+	int r;
+
+	if (!json_is_array(arr)) {
+		np->budgets = arena_calloc(d->arena, 1, sizeof(*np->budgets));
+		if (!np->budgets || !(np->budgets[0].nodes = arena_strdup(d->arena, DEFAULT_BUDGET_NODES)))
+			return -ENOMEM;
+		np->n_budgets = 1;
+		return 0;
+	}
+	if (json_array_size(arr) > PROTO_MAX_BUDGETS)
+		return decode_fail(d, "spec.disruption.budgets: more than %u", PROTO_MAX_BUDGETS);
+	np->budgets = arena_calloc(d->arena, json_array_size(arr) + 1, sizeof(*np->budgets));
+	if (!np->budgets)
+		return -ENOMEM;
+	json_array_foreach(arr, i, b) {
+		struct proto_budget *bu = &np->budgets[i];
+		decode_path(at, sizeof(at), "spec.disruption.budgets[%zu]", i);
+		if ((r = decode_string(d, b, "nodes", at, &bu->nodes)) < 0 ||
+		    (r = decode_string(d, b, "schedule", at, &bu->schedule)) < 0 ||
+		    (r = decode_duration(d, json_object_get(b, "duration"), at, &bu->duration_s)) < 0 ||
+		    (r = decode_strings(d, json_object_get(b, "reasons"), at, &bu->reasons,
+					&bu->n_reasons)) < 0)
+			return r;
+		if (!bu->nodes && !(bu->nodes = arena_strdup(d->arena, DEFAULT_BUDGET_NODES)))
+			return -ENOMEM;
+	}
+	np->n_budgets = (uint32_t)json_array_size(arr);
+	return 0;
+}
+
+static int consolidation_policy(struct decoder *d, const char *s, uint8_t dflt, uint8_t *ret)
+{
+	if (!s)
+		*ret = dflt;
+	else if (streq(s, "WhenEmptyOrUnderutilized"))
+		*ret = PROTO_CONSOLIDATE_WHEN_EMPTY_OR_UNDERUTILIZED;
+	else if (streq(s, "WhenEmpty"))
+		*ret = PROTO_CONSOLIDATE_WHEN_EMPTY;
+	else if (streq(s, "WhenUnderutilized"))
+		*ret = PROTO_CONSOLIDATE_WHEN_UNDERUTILIZED;
+	else
+		return decode_fail(d, "spec.disruption.consolidationPolicy: '%s' is not "
+				   "WhenEmptyOrUnderutilized, WhenEmpty or WhenUnderutilized", s);
+	return 0;
+}
+
+/* Appends "key In [value]" unless some requirement already names key. */
+static int default_requirement(struct decoder *d, struct proto_nodepool *np, const char *key,
+			       const char *value)
+{
+	struct proto_requirement *all;
+
+	for (uint32_t i = 0; i < np->n_requirements; i++)
+		if (streq(np->requirements[i].key, key))
+			return 0;
+	all = arena_calloc(d->arena, np->n_requirements + 2, sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	if (np->n_requirements)
+		memcpy(all, np->requirements, np->n_requirements * sizeof(*all));
+	all[np->n_requirements].key = arena_strdup(d->arena, key);
+	all[np->n_requirements].op = PROTO_OP_IN;
+	all[np->n_requirements].values = arena_calloc(d->arena, 1, sizeof(char *));
+	if (!all[np->n_requirements].key || !all[np->n_requirements].values ||
+	    !(all[np->n_requirements].values[0] = arena_strdup(d->arena, value)))
+		return -ENOMEM;
+	all[np->n_requirements].n_values = 1;
+	np->requirements = all;
+	np->n_requirements++;
+	return 0;
+}
+
+static int nodepool_v1(struct decoder *d, const json_t *spec, bool beta, struct proto_nodepool *np)
+{
+	const json_t *tmpl = json_object_get(spec, "template");
+	const json_t *tspec = json_object_get(tmpl, "spec");
+	const json_t *dis = json_object_get(spec, "disruption");
+	const json_t *ref = json_object_get(tspec, "nodeClassRef");
+	int r;
+
+	np->source_api = beta ? PROTO_API_V1BETA1 : PROTO_API_V1;
+	if ((r = decode_kv(d, json_path(tmpl, "metadata.labels"), "spec.template.metadata.labels",
+			   PROTO_MAX_LABELS, PROTO_MAX_LABEL_VALUE_LEN, &np->labels, &np->n_labels)) < 0 ||
+	    (r = decode_kv(d, json_path(tmpl, "metadata.annotations"),
+			   "spec.template.metadata.annotations", PROTO_MAX_LABELS, PROTO_MAX_ANNOTATION_LEN, &np->annotations,
+			   &np->n_annotations)) < 0 ||
+	    (r = decode_requirements(d, json_object_get(tspec, "requirements"),
+				     "spec.template.spec.requirements", &np->requirements,
+				     &np->n_requirements)) < 0 ||
+	    (r = decode_taints(d, json_object_get(tspec, "taints"), "spec.template.spec.taints",
+			       &np->taints, &np->n_taints)) < 0 ||
+	    (r = decode_taints(d, json_object_get(tspec, "startupTaints"),
+			       "spec.template.spec.startupTaints", &np->startup_taints,
+			       &np->n_startup_taints)) < 0)
+		return r;
+	if (json_is_object(ref)) {
+		if ((r = decode_string(d, ref, "name", "spec.template.spec.nodeClassRef",
+				       &np->nodeclass_ref.name)) < 0 ||
+		    (r = decode_string(d, ref, "kind", "spec.template.spec.nodeClassRef",
+				       &np->nodeclass_ref.kind)) < 0 ||
+		    (r = decode_string(d, ref, beta ? "apiVersion" : "group",
+				       "spec.template.spec.nodeClassRef", &np->nodeclass_ref.group)) < 0)
+			return r;
+	}
+	np->expire_after_s = DEFAULT_EXPIRE_AFTER_S;
+	if ((r = decode_duration(d, json_object_get(beta ? dis : tspec, "expireAfter"),
+				 beta ? "spec.disruption.expireAfter" : "spec.template.spec.expireAfter",
+				 &np->expire_after_s)) < 0 ||
+	    (r = decode_duration(d, json_object_get(tspec, "terminationGracePeriod"),
+				 "spec.template.spec.terminationGracePeriod",
+				 &np->termination_grace_period_s)) < 0 ||
+	    (r = consolidation_policy(d, json_string_value(json_object_get(dis, "consolidationPolicy")),
+				      beta ? PROTO_CONSOLIDATE_WHEN_UNDERUTILIZED :
+					     PROTO_CONSOLIDATE_WHEN_EMPTY_OR_UNDERUTILIZED,
+				      &np->consolidation_policy)) < 0 ||
+	    (r = decode_duration(d, json_object_get(dis, "consolidateAfter"),
+				 "spec.disruption.consolidateAfter", &np->consolidate_after_s)) < 0 ||
+	    (r = budgets(d, json_object_get(dis, "budgets"), np)) < 0 ||
+	    (r = decode_resources(d, json_object_get(spec, "limits"), "spec.limits", &np->limits,
+				  &np->n_limits)) < 0)
+		return r;
+	if (beta)
+		return decode_kubelet(d, json_object_get(tspec, "kubelet"), "spec.template.spec.kubelet",
+			       &np->kubelet);
+	return 0;
+}
+
+static int provisioner_v1alpha5(struct decoder *d, const json_t *spec, struct proto_nodepool *np)
+{
+	const json_t *empty = json_object_get(spec, "ttlSecondsAfterEmpty");
+	const json_t *expire = json_object_get(spec, "ttlSecondsUntilExpired");
+	const json_t *ref = json_object_get(spec, "providerRef");
+	int r;
+
+	np->source_api = PROTO_API_V1ALPHA5;
+	if ((r = decode_kv(d, json_object_get(spec, "labels"), "spec.labels", PROTO_MAX_LABELS, PROTO_MAX_LABEL_VALUE_LEN, &np->labels,
+			   &np->n_labels)) < 0 ||
+	    (r = decode_kv(d, json_object_get(spec, "annotations"), "spec.annotations",
+			   PROTO_MAX_LABELS, PROTO_MAX_ANNOTATION_LEN, &np->annotations, &np->n_annotations)) < 0 ||
+	    (r = decode_requirements(d, json_object_get(spec, "requirements"), "spec.requirements",
+				     &np->requirements, &np->n_requirements)) < 0 ||
+	    (r = decode_taints(d, json_object_get(spec, "taints"), "spec.taints", &np->taints,
+			       &np->n_taints)) < 0 ||
+	    (r = decode_taints(d, json_object_get(spec, "startupTaints"), "spec.startupTaints",
+			       &np->startup_taints, &np->n_startup_taints)) < 0 ||
+	    (r = decode_resources(d, json_path(spec, "limits.resources"), "spec.limits.resources",
+				  &np->limits, &np->n_limits)) < 0 ||
+	    (r = decode_kubelet(d, json_object_get(spec, "kubeletConfiguration"),
+			 "spec.kubeletConfiguration", &np->kubelet)) < 0)
+		return r;
+	if ((r = default_requirement(d, np, "karpenter.sh/capacity-type", "on-demand")) < 0 ||
+	    (r = default_requirement(d, np, "kubernetes.io/arch", "amd64")) < 0)
+		return r;
+	if (empty && !json_is_integer(empty))
+		return decode_fail(d, "spec.ttlSecondsAfterEmpty: expected an integer");
+	if (expire && !json_is_integer(expire))
+		return decode_fail(d, "spec.ttlSecondsUntilExpired: expected an integer");
+	if (json_is_true(json_path(spec, "consolidation.enabled"))) {
+		if (empty)
+			return decode_fail(d, "spec: consolidation.enabled and ttlSecondsAfterEmpty "
+					   "are mutually exclusive");
+		np->consolidation_policy = PROTO_CONSOLIDATE_WHEN_UNDERUTILIZED;
+	} else {
+		np->consolidation_policy = PROTO_CONSOLIDATE_WHEN_EMPTY;
+		/* No ttlSecondsAfterEmpty: empty nodes are never removed. */
+		np->consolidate_after_s = empty ? json_integer_value(empty) : -1;
+	}
+	np->expire_after_s = expire ? json_integer_value(expire) : -1;
+	np->budgets = arena_calloc(d->arena, 1, sizeof(*np->budgets));
+	if (!np->budgets || !(np->budgets[0].nodes = arena_strdup(d->arena, DEFAULT_BUDGET_NODES)))
+		return -ENOMEM;
+	np->n_budgets = 1;
+	/* providerRef names an AWSNodeTemplate; an inline provider becomes a
+	 * node class named after the Provisioner (decode_nodeclass). */
+	if (json_is_object(ref))
+		return decode_string(d, ref, "name", "spec.providerRef", &np->nodeclass_ref.name);
+	if (json_is_object(json_object_get(spec, "provider")) &&
+	    !(np->nodeclass_ref.name = arena_strdup(d->arena, np->name)))
+		return -ENOMEM;
+	return 0;
+}
+
+int decode_nodepool(struct decoder *d, const json_t *obj, struct proto_nodepool *np)
+{
+	const char *api = json_string_value(json_object_get(obj, "apiVersion"));
+	const char *kind = json_string_value(json_object_get(obj, "kind"));
+	const json_t *spec = json_object_get(obj, "spec");
+	bool provisioner = streq_ptr(kind, "Provisioner") || streq_ptr(api, "karpenter.sh/v1alpha5");
+	struct decoded_meta m;
+	char why[512];
+	const char *problem;
+	int r;
+
+	*np = (struct proto_nodepool){ 0 };
+	if ((r = decode_metadata(d, obj, provisioner ? "Provisioner" : "NodePool", false, &m)) < 0)
+		return r;
+	np->name = m.name;
+	np->uid = m.uid;
+	np->resource_version = m.resource_version;
+	np->creation_time = m.creation_ms;
+	if (!json_is_object(spec))
+		r = decode_fail(d, "spec is missing");
+	else if (provisioner)
+		r = provisioner_v1alpha5(d, spec, np);
+	else
+		r = nodepool_v1(d, spec, streq_ptr(api, "karpenter.sh/v1beta1"), np);
+	r = decode_prefix(d, provisioner ? "provisioner" : "nodepool", NULL, m.name, r);
+	if (r < 0)
+		return r;
+	np->weight = (int32_t)json_integer_value(json_object_get(spec, "weight"));
+	/* v1alpha5 defaults are appended after the user's requirements: the
+	 * indexes of the user's own stay as written. */
+	problem = requirements_problem(np->requirements, np->n_requirements,
+				       provisioner ? "spec.requirements" : "spec.template.spec.requirements",
+				       why, sizeof(why));
+	if (!problem && np->weight < 0)
+		problem = "weight must be between 0 and 100";
+	if (!problem && np->weight > 100)
+		problem = "weight must be between 0 and 100";
+	if (problem) {
+		np->status = PROTO_NODEPOOL_INVALID;
+		if (!(np->status_reason = arena_strdup(d->arena, problem)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int decode_nodeclaim(struct decoder *d, const json_t *obj, struct proto_nodeclaim *nc)
+{
+	const json_t *spec = json_object_get(obj, "spec"), *status = json_object_get(obj, "status");
+	const json_t *planned, *ref = json_object_get(spec, "nodeClassRef");
+	const char *ct;
+	struct decoded_meta m;
+	int r;
+
+	*nc = (struct proto_nodeclaim){ 0 };
+	if ((r = decode_metadata(d, obj, "NodeClaim", false, &m)) < 0)
+		return r;
+	nc->name = m.name;
+	nc->uid = m.uid;
+	nc->resource_version = m.resource_version;
+	nc->creation_time = m.creation_ms;
+	nc->deletion_time = m.deletion_ms;
+	if ((r = decode_kv(d, m.labels, "metadata.labels", PROTO_MAX_LABELS, PROTO_MAX_LABEL_VALUE_LEN, &nc->labels, &nc->n_labels)) < 0 ||
+	    (r = decode_requirements(d, json_object_get(spec, "requirements"), "spec.requirements",
+				     &nc->requirements, &nc->n_requirements)) < 0 ||
+	    (r = decode_resources(d, json_path(spec, "resources.requests"), "spec.resources.requests",
+				  &nc->requests, &nc->n_requests)) < 0 ||
+	    (r = decode_taints(d, json_object_get(spec, "taints"), "spec.taints", &nc->taints,
+			       &nc->n_taints)) < 0 ||
+	    (r = decode_taints(d, json_object_get(spec, "startupTaints"), "spec.startupTaints",
+			       &nc->startup_taints, &nc->n_startup_taints)) < 0 ||
+	    (r = decode_duration(d, json_object_get(spec, "expireAfter"), "spec.expireAfter",
+				 &nc->expire_after_s)) < 0 ||
+	    (r = decode_duration(d, json_object_get(spec, "terminationGracePeriod"),
+				 "spec.terminationGracePeriod", &nc->termination_grace_period_s)) < 0 ||
+	    (r = decode_string(d, status, "providerID", "status", &nc->provider_id)) < 0 ||
+	    (r = decode_string(d, status, "nodeName", "status", &nc->node_name)) < 0 ||
+	    (r = decode_string(d, status, "imageID", "status", &nc->image_id)) < 0 ||
+	    (r = decode_resources(d, json_object_get(status, "capacity"), "status.capacity",
+				  &nc->capacity, &nc->n_capacity)) < 0 ||
+	    (r = decode_resources(d, json_object_get(status, "allocatable"), "status.allocatable",
+				  &nc->allocatable, &nc->n_allocatable)) < 0 ||
+	    (r = decode_conditions(d, json_object_get(status, "conditions"), "status.conditions",
+				   &nc->conditions, &nc->n_conditions)) < 0 ||
+	    (r = decode_string(d, m.annotations, "karpenter.sh/nodepool-hash", "metadata.annotations",
+			       &nc->nodepool_hash)) < 0 ||
+	    (r = decode_string(d, m.annotations, "karpenter.k8s.aws/ec2nodeclass-hash",
+			       "metadata.annotations", &nc->nodeclass_hash)) < 0 ||
+	    (r = decode_string(d, m.annotations, "kanna.dev/fleet-batch", "metadata.annotations",
+			       &nc->fleet_batch)) < 0)
+		goto fail;
+	if (json_is_object(ref) &&
+	    (r = decode_string(d, ref, "name", "spec.nodeClassRef", &nc->nodeclass)) < 0)
+		goto fail;
+	for (uint32_t i = 0; i < nc->n_labels; i++) {
+		char *k = nc->labels[i].key, *v = nc->labels[i].value;
+		if (streq(k, "karpenter.sh/nodepool"))
+			nc->nodepool = v;
+		else if (streq(k, "node.kubernetes.io/instance-type"))
+			nc->instance_type = v;
+		else if (streq(k, "topology.kubernetes.io/zone"))
+			nc->zone = v;
+	}
+	ct = NULL;
+	for (uint32_t i = 0; i < nc->n_labels; i++)
+		if (streq(nc->labels[i].key, "karpenter.sh/capacity-type"))
+			ct = nc->labels[i].value;
+	nc->capacity_type = ct && streq(ct, "spot") ? PROTO_CAPACITY_SPOT :
+			    ct && streq(ct, "reserved") ? PROTO_CAPACITY_RESERVED :
+							  PROTO_CAPACITY_ON_DEMAND;
+	planned = json_object_get(m.annotations, ANNOTATION_PLANNED_PODS);
+	if (planned) {
+		json_t *list = json_is_string(planned) ?
+				       json_loads(json_string_value(planned), 0, NULL) : NULL;
+		r = list ? decode_strings(d, list, "metadata.annotations." ANNOTATION_PLANNED_PODS,
+					  &nc->planned_pods, &nc->n_planned_pods) :
+			   decode_fail(d, "metadata.annotations." ANNOTATION_PLANNED_PODS
+				       ": expected a JSON list of namespace/name");
+		json_decref(list);
+		if (r >= 0 && nc->n_planned_pods > PROTO_MAX_POD_KEYS)
+			r = decode_fail(d, "metadata.annotations." ANNOTATION_PLANNED_PODS
+					": more than %u pods", PROTO_MAX_POD_KEYS);
+		if (r < 0)
+			goto fail;
+	}
+	return 0;
+fail:
+	return decode_prefix(d, "nodeclaim", NULL, m.name, r);
+}

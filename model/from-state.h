@@ -1,0 +1,66 @@
+/*
+ * The daemon's way into the solver: a cluster model built from the
+ * replicated cluster state (proto objects kept in step by kanna-watcher)
+ * and the batch of pending pods to place. --simulate decodes its YAML with
+ * the watcher's decoders into the same objects and comes through here too
+ * (simulate-load.c), so offline and live answers cannot differ.
+ */
+#ifndef KANNA_SCHEDULER_FROM_STATE_H
+#define KANNA_SCHEDULER_FROM_STATE_H
+
+#include "state/state-store.h"
+#include "model/cluster.h"
+
+/* An offering the launcher found without capacity, until a time. */
+struct unavailable_offering {
+	char *instance_type;
+	char *zone;
+	uint8_t capacity_type; /* enum proto_capacity_type */
+	int64_t until_ms;
+};
+
+struct from_state_options {
+	const char *region;       /* catalog region, e.g. us-west-2 */
+	const char *catalog_path; /* NULL: the shipped catalog */
+	/* The launcher's published catalog (checked with catalog_proto_check());
+	 * NULL: the shipped table at catalog_path. */
+	const struct proto_catalog *catalog;
+	const struct unavailable_offering *unavailable;
+	size_t n_unavailable;
+	int64_t now_ms;
+	/* When set, fills and finalizes the catalog instead of the one above
+	 * (--simulate: its InstanceType objects, or the zones its input
+	 * names); returns 0 or a negative errno with err filled. */
+	int (*fill_catalog)(struct catalog *cat, void *userdata, char *err, size_t errlen);
+	void *userdata;
+	/* Objects this process wrote moments ago that s may not show yet (the
+	 * launcher's new Nodes and bindings): one here replaces the object of
+	 * the same key in s. NULL: none. */
+	const struct state_store *overlay;
+	/*
+	 * For sched_check_node() on this one Node: the Nodes, in-flight
+	 * NodeClaims and bound or planned pods elsewhere are left out, unless
+	 * a pending pod's hard constraints or a pod's anti-affinity could
+	 * count pods beyond that Node (see counts_beyond_node()); then the
+	 * whole cluster is built. Scoped, the model has no instance types.
+	 * NULL: the whole cluster (sched_solve()).
+	 */
+	const char *scope_node;
+};
+
+/*
+ * Builds a model of NodePools (valid ones), Nodes, NodeClaims still without
+ * their Node (in flight), bound pods, DaemonSets and volumes from s, plus
+ * the pending pods given. Pending pods come first in c->pods (index i is
+ * pending[i]). Returns 0, or a negative errno with err filled.
+ */
+int cluster_from_state(const struct state_store *s, const struct proto_pod *const *pending,
+		       size_t n_pending, const struct from_state_options *opts,
+		       struct cluster **ret, char *err, size_t errlen);
+
+/* Is t one of the taints a Node carries while it boots and joins, which
+ * no pod is refused for (Karpenter's KnownEphemeralTaints, and the
+ * launcher's NoSchedule hold: from-state.c)? A Node's model leaves them out. */
+bool from_state_taint_is_ephemeral(const struct proto_taint *t);
+
+#endif
