@@ -90,6 +90,22 @@ static int known_fields(struct sim_input *in, const json_t *o, const json_t *obj
 	return 0;
 }
 
+/* A map field: 0 when absent, 1 when given as a map (whose keys are all in
+ * known, unless known is NULL), else an error saying what it should be. */
+static int map_given(struct sim_input *in, const json_t *m, const json_t *obj, const char *what,
+		     const char *expected, const char *const *known)
+{
+	int r;
+
+	if (!m || json_is_null(m))
+		return 0;
+	if (!json_is_object(m))
+		return sim_error(in, m, obj, "%s: expected %s", what, expected);
+	if (known && (r = known_fields(in, m, obj, what, known)) < 0)
+		return r;
+	return 1;
+}
+
 static int offering(struct sim_input *in, struct catalog *cat, const json_t *o, const json_t *obj,
 		    struct offering *ret)
 {
@@ -139,11 +155,7 @@ static int reserved(struct sim_input *in, const json_t *m, const json_t *obj, co
 	const json_t *v;
 	int r;
 
-	if (!m || json_is_null(m))
-		return 0;
-	if (!json_is_object(m))
-		return sim_error(in, m, obj, "%s: expected a map of resource quantities", what);
-	if ((r = known_fields(in, m, obj, what, names)) < 0)
+	if ((r = map_given(in, m, obj, what, "a map of resource quantities", names)) <= 0)
 		return r;
 	json_object_foreach((json_t *)m, k, v) {
 		int64_t q = 0;
@@ -173,11 +185,7 @@ static int eviction(struct sim_input *in, const json_t *m, const json_t *obj,
 	const json_t *v;
 	int r;
 
-	if (!m || json_is_null(m))
-		return 0;
-	if (!json_is_object(m))
-		return sim_error(in, m, obj, "evictionHard: expected a map of signals to thresholds");
-	if ((r = known_fields(in, m, obj, "evictionHard", signals)) < 0)
+	if ((r = map_given(in, m, obj, "evictionHard", "a map of signals to thresholds", signals)) <= 0)
 		return r;
 	json_object_foreach((json_t *)m, k, v) {
 		int slot = streq(k, "memory.available") ? RES_MEMORY :
@@ -242,10 +250,8 @@ static int extended_resources(struct sim_input *in, struct catalog *cat, const j
 	const json_t *v;
 	int r;
 
-	if (!m || json_is_null(m))
-		return 0;
-	if (!json_is_object(m))
-		return sim_error(in, m, obj, "resources: expected a map of extended resource names to counts");
+	if ((r = map_given(in, m, obj, "resources", "a map of extended resource names to counts", NULL)) <= 0)
+		return r;
 	json_object_foreach((json_t *)m, k, v) {
 		int64_t n = 0;
 		int slot;
