@@ -178,16 +178,7 @@ void launcher_update_usage_metrics(struct launcher *l)
 bool launcher_offering_unavailable(struct launcher *l, const char *type, const char *zone,
 				   uint8_t capacity_type)
 {
-	int64_t now = clock_realtime_ms();
-
-	for (size_t i = 0; i < l->n_unavailable; i++) {
-		const struct unavailable *u = &l->unavailable[i];
-
-		if (u->until_ms > now && u->capacity_type == capacity_type &&
-		    streq(u->instance_type, type) && streq(u->zone, zone))
-			return true;
-	}
-	return false;
+	return unavailable_has(&l->unavailable, type, zone, capacity_type, clock_realtime_ms());
 }
 
 void launcher_mark_unavailable(struct launcher *l, const char *type, const char *zone,
@@ -195,35 +186,12 @@ void launcher_mark_unavailable(struct launcher *l, const char *type, const char 
 {
 	int64_t now = clock_realtime_ms();
 	int64_t until = now + (int64_t)(l->cfg->unavailable_ttl_usec / 1000);
-	size_t k = 0;
-	struct unavailable *u;
 
-	/* Drop expired entries first; the table stays small. */
-	for (size_t i = 0; i < l->n_unavailable; i++) {
-		if (l->unavailable[i].until_ms > now) {
-			l->unavailable[k++] = l->unavailable[i];
-			continue;
-		}
-		free(l->unavailable[i].instance_type);
-		free(l->unavailable[i].zone);
-	}
-	l->n_unavailable = k;
-	if (l->n_unavailable == LAUNCHER_MAX_UNAVAILABLE) {
-		free(l->unavailable[0].instance_type);
-		free(l->unavailable[0].zone);
-		memmove(l->unavailable, l->unavailable + 1, --l->n_unavailable * sizeof(*u));
-	}
-	u = &l->unavailable[l->n_unavailable];
-	u->instance_type = strdup(type);
-	u->zone = strdup(zone);
-	u->capacity_type = capacity_type;
-	u->until_ms = until;
-	if (!u->instance_type || !u->zone) {
-		free(u->instance_type);
-		free(u->zone);
+	if (unavailable_add(&l->unavailable, type, zone, capacity_type, until, now) < 0) {
+		log_warn("Failed to mark offering %s/%s/%s unavailable: out of memory", type, zone,
+			 proto_capacity_type_name(capacity_type));
 		return;
 	}
-	l->n_unavailable++;
 	metrics_counter_add(l->m.offerings_unavailable, 1, type, zone,
 			    proto_capacity_type_name(capacity_type), NULL);
 	log_info_kv(LOG_KV({ "instance-type", type }, { "zone", zone }),
@@ -243,8 +211,8 @@ void launcher_republish_unavailable(struct launcher *l, const struct proto_plann
 {
 	int64_t now = clock_realtime_ms();
 
-	for (size_t i = 0; i < l->n_unavailable; i++) {
-		const struct unavailable *u = &l->unavailable[i];
+	for (size_t i = 0; i < l->unavailable.n; i++) {
+		const struct unavailable_offering *u = &l->unavailable.v[i];
 		bool named = false;
 
 		if (u->until_ms <= now)

@@ -489,25 +489,14 @@ int launcher_run(struct launcher_config *cfg, int argc, char **argv)
 	struct launcher l = { .cfg = cfg };
 	int r;
 
-	l.unavailable = calloc(LAUNCHER_MAX_UNAVAILABLE, sizeof(*l.unavailable));
-	if (!l.unavailable) {
-		log_error_errno(-ENOMEM, "Failed to start: %m");
-		r = 1;
-	} else {
-		r = daemon_run(&(struct daemon_options){ .program = "kanna-launcher", .process = "launcher",
-							 .lease_name = LAUNCHER_LEASE_NAME,
-							 .events_component = "karpenter",
-							 .schema = &launcher_schema, .cfg = cfg,
-							 .cfg_size = sizeof(*cfg), .kube = &cfg->kube,
-							 .argc = argc, .argv = argv },
-			       &hooks, &l);
-	}
+	r = daemon_run(&(struct daemon_options){ .program = "kanna-launcher", .process = "launcher",
+						 .lease_name = LAUNCHER_LEASE_NAME, .events_component = "karpenter",
+						 .schema = &launcher_schema, .cfg = cfg,
+						 .cfg_size = sizeof(*cfg), .kube = &cfg->kube,
+						 .argc = argc, .argv = argv },
+		       &hooks, &l);
 	state_store_done(&l.recent);
-	for (size_t i = 0; l.unavailable && i < l.n_unavailable; i++) {
-		free(l.unavailable[i].instance_type);
-		free(l.unavailable[i].zone);
-	}
-	free(l.unavailable);
+	unavailable_done(&l.unavailable);
 	free(l.region);
 	free(l.cluster_ca_b64);
 	return r;

@@ -18,6 +18,7 @@
 #include "state/msg.h"
 #include "state/state-store.h"
 #include "launcher/config.h"
+#include "model/unavailable.h"
 #include "launcher/fleet-request.h"
 #include "launcher/fleet-response.h"
 #include "launcher/fleet.h"
@@ -41,16 +42,8 @@ struct sock;
 struct sock_ctx;
 struct state_store;
 
-/* Offerings that had no capacity, remembered for unavailable-offering-ttl. */
-#define LAUNCHER_MAX_UNAVAILABLE 4096
 /* Architectures a NodeClaim's candidates may span (one launch template each). */
 #define LAUNCH_MAX_ARCHES 2
-
-struct unavailable {
-	char *instance_type, *zone;
-	uint8_t capacity_type;
-	int64_t until_ms;
-};
 
 enum launch_step {
 	STEP_QUEUED,
@@ -128,8 +121,7 @@ struct launcher {
 	struct launch *describe_head;  /* batch.c: launches waiting for DescribeInstances */
 	sd_event_source *batch_timer;
 	uint64_t batch_first_usec, batch_last_usec;
-	struct unavailable *unavailable;
-	size_t n_unavailable;
+	struct unavailable_offerings unavailable; /* model/unavailable.h */
 	/* bind-check.h: Nodes created and pods bound moments ago, until the
 	 * replica shows them (entries' seq: monotonic ms of the write). */
 	struct state_store recent;

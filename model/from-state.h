@@ -9,16 +9,10 @@
 #define KANNA_SCHEDULER_FROM_STATE_H
 
 #include "state/state-store.h"
+#include "model/unavailable.h"
 #include "model/cluster.h"
 
 /* An offering the launcher found without capacity, until a time. */
-struct unavailable_offering {
-	char *instance_type;
-	char *zone;
-	uint8_t capacity_type; /* enum proto_capacity_type */
-	int64_t until_ms;
-};
-
 struct from_state_options {
 	const char *region;       /* catalog region, e.g. us-west-2 */
 	const char *catalog_path; /* NULL: the shipped catalog */

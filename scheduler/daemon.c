@@ -31,8 +31,6 @@
 
 /* How often the batcher looks at its windows and expires holds. */
 #define SCHEDULER_TICK_USEC (100ULL * 1000)
-/* Offerings a launcher reported without capacity that we remember. */
-#define SCHEDULER_MAX_UNAVAILABLE 4096
 /* How often the pods still unschedulable are summed up in the log (each
  * pod's own reason is logged only when it changes). */
 #define SCHEDULER_SUMMARY_USEC (60ULL * 1000 * 1000)
@@ -49,8 +47,7 @@ struct scheduler {
 	struct metrics_counter *messages_dropped;
 	struct batch batch;
 	struct arena plan_arena;
-	struct unavailable_offering *unavailable;
-	size_t n_unavailable;
+	struct unavailable_offerings unavailable; /* what the launcher reported */
 	struct unschedulable unsched; /* reasons said, per pod */
 	uint64_t batch_id;
 	/* The launcher's newest valid catalog (NULL: the shipped table) and the
@@ -169,8 +166,8 @@ static int solve_batch(struct scheduler *s)
 	struct cluster *c = NULL;
 	struct sched_result *res = NULL;
 	struct from_state_options fo = { .region = s->cfg->region, .catalog_path = s->cfg->catalog,
-					 .unavailable = s->unavailable,
-					 .n_unavailable = s->n_unavailable,
+					 .unavailable = s->unavailable.v,
+					 .n_unavailable = s->unavailable.n,
 					 .now_ms = clock_realtime_ms(),
 					 .catalog = s->catalog ? &s->catalog->body.catalog : NULL };
 	char err[512];
@@ -258,21 +255,12 @@ static int on_pending(struct sock *sk, void *userdata)
 
 static void remember_unavailable(struct scheduler *s, const struct proto_offering_unavailable *u)
 {
-	struct unavailable_offering *x;
-
-	if (s->n_unavailable == SCHEDULER_MAX_UNAVAILABLE) {
-		/* Forget the oldest: it expires first anyway. */
-		free(s->unavailable[0].instance_type);
-		free(s->unavailable[0].zone);
-		memmove(s->unavailable, s->unavailable + 1, --s->n_unavailable * sizeof(*x));
+	if (unavailable_add(&s->unavailable, u->instance_type, u->zone, u->capacity_type, u->until,
+			    clock_realtime_ms()) < 0) {
+		log_warn("Failed to remember that offering %s/%s/%s is unavailable: out of memory",
+			 u->instance_type, u->zone, proto_capacity_type_name(u->capacity_type));
+		return;
 	}
-	x = &s->unavailable[s->n_unavailable];
-	x->instance_type = strdup(u->instance_type);
-	x->zone = strdup(u->zone);
-	x->capacity_type = u->capacity_type;
-	x->until_ms = u->until;
-	if (x->instance_type && x->zone)
-		s->n_unavailable++;
 	log_info("offering %s/%s/%s unavailable until %" PRId64, u->instance_type, u->zone,
 		 proto_capacity_type_name(u->capacity_type), u->until);
 }
@@ -493,27 +481,16 @@ int scheduler_run(struct scheduler_config *cfg, int argc, char **argv)
 	snprintf(lease_name, sizeof(lease_name), "kanna-scheduler-%u-leader-election", s.shard);
 	batch_init(&s.batch, cfg->batch_idle_usec, cfg->batch_max_usec);
 	unschedulable_init(&s.unsched);
-	s.unavailable = calloc(SCHEDULER_MAX_UNAVAILABLE, sizeof(*s.unavailable));
-	if (!s.unavailable) {
-		log_error_errno(-ENOMEM, "Failed to start: %m");
-		r = 1;
-	} else {
-		r = daemon_run(&(struct daemon_options){ .program = "kanna-scheduler", .process = s.process,
-							 .lease_name = lease_name,
-							 .events_component = "karpenter",
-							 .schema = &scheduler_schema, .cfg = cfg,
-							 .cfg_size = sizeof(*cfg), .kube = &cfg->kube,
-							 .argc = argc, .argv = argv },
-			       &hooks, &s);
-	}
+	r = daemon_run(&(struct daemon_options){ .program = "kanna-scheduler", .process = s.process,
+						 .lease_name = lease_name, .events_component = "karpenter",
+						 .schema = &scheduler_schema, .cfg = cfg,
+						 .cfg_size = sizeof(*cfg), .kube = &cfg->kube,
+						 .argc = argc, .argv = argv },
+		       &hooks, &s);
 	batch_done(&s.batch);
 	unschedulable_done(&s.unsched);
 	arena_done(&s.plan_arena);
-	for (size_t i = 0; s.unavailable && i < s.n_unavailable; i++) {
-		free(s.unavailable[i].instance_type);
-		free(s.unavailable[i].zone);
-	}
-	free(s.unavailable);
+	unavailable_done(&s.unavailable);
 	proto_msg_free(s.catalog);
 	return r;
 }

@@ -2,8 +2,10 @@
  * offering/zone filters and the requirement → bitset index. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 
 #include "common/hash.h"
+#include "model/unavailable.h"
 #include "model/catalog.h"
 
 static struct strtab st;
@@ -130,4 +132,32 @@ Test(catalog, metal_only_when_named_and_zones_restrict_offerings)
 	cr_assert_eq(bits_count(out, cat.words), 0);
 	cr_assert_eq(catalog_zone_mask(&cat, &r), 0);
 	requirements_free(&r);
+}
+
+/* The one unavailable-offerings cache (model/unavailable.h): marks expire,
+ * a new mark replaces an older one of the same offering, a full table
+ * forgets its oldest. */
+Test(unavailable, marks_expire_replace_and_the_oldest_goes_when_full)
+{
+	struct unavailable_offerings u = { 0 };
+	char type[32];
+
+	cr_assert_eq(unavailable_add(&u, "m5.large", "us-west-2a", 1, 2000, 1000), 0);
+	cr_assert(unavailable_has(&u, "m5.large", "us-west-2a", 1, 1500));
+	cr_assert_not(unavailable_has(&u, "m5.large", "us-west-2a", 0, 1500), "another capacity type");
+	cr_assert_not(unavailable_has(&u, "m5.large", "us-west-2b", 1, 1500), "another zone");
+	cr_assert_not(unavailable_has(&u, "m5.large", "us-west-2a", 1, 2000), "expired");
+	cr_assert_eq(unavailable_add(&u, "m5.large", "us-west-2a", 1, 5000, 1500), 0);
+	cr_assert_eq(u.n, 1, "the older mark is replaced");
+	cr_assert(unavailable_has(&u, "m5.large", "us-west-2a", 1, 4000));
+	for (int i = 0; i < UNAVAILABLE_MAX; i++) {
+		snprintf(type, sizeof(type), "t%d", i);
+		cr_assert_eq(unavailable_add(&u, type, "z", 0, 10000 + i, 1500), 0);
+	}
+	cr_assert_eq(u.n, UNAVAILABLE_MAX);
+	cr_assert_not(unavailable_has(&u, "m5.large", "us-west-2a", 1, 1600), "the oldest went");
+	cr_assert(unavailable_has(&u, "t0", "z", 0, 1600));
+	cr_assert_eq(unavailable_add(&u, "late", "z", 0, 20000, 10500), 0);
+	cr_assert_lt(u.n, UNAVAILABLE_MAX, "expired entries go when one is added");
+	unavailable_done(&u);
 }
