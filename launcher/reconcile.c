@@ -35,6 +35,7 @@
 #include "launcher/catalog.h"
 #include "launcher/launcher.h"
 #include "launcher/objects.h"
+#include "model/match.h"
 
 /* A finished launch whose NodeClaim the replica never shows is dropped. */
 #define FINISHED_KEEP_USEC (120ULL * 1000 * 1000)
@@ -59,23 +60,6 @@ static void purge_finished(struct launcher *l)
 			launch_free(la);
 		}
 	}
-}
-
-static bool requirement_allows(const struct proto_requirement *reqs, uint32_t n, const char *key,
-			       const char *value)
-{
-	for (uint32_t i = 0; i < n; i++) {
-		bool listed = false;
-
-		if (!streq(reqs[i].key, key))
-			continue;
-		for (uint32_t v = 0; v < reqs[i].n_values; v++)
-			listed |= streq(reqs[i].values[v], value);
-		if ((reqs[i].op == PROTO_OP_IN && !listed) || (reqs[i].op == PROTO_OP_NOT_IN && listed) ||
-		    reqs[i].op == PROTO_OP_DOES_NOT_EXIST)
-			return false;
-	}
-	return true;
 }
 
 /*
@@ -126,9 +110,9 @@ static struct proto_planned_nodeclaim *planned_from_claim(struct launcher *l,
 			const struct proto_offering *o = &it->offerings[k];
 			const char *ct = proto_capacity_type_name(o->capacity_type);
 
-			if (!requirement_allows(nc->requirements, nc->n_requirements,
+			if (!requirements_allow(nc->requirements, nc->n_requirements,
 						"topology.kubernetes.io/zone", o->zone) ||
-			    !requirement_allows(nc->requirements, nc->n_requirements,
+			    !requirements_allow(nc->requirements, nc->n_requirements,
 						"karpenter.sh/capacity-type", ct))
 				continue;
 			offs[n_offs++] = *o;

@@ -6,7 +6,8 @@ libkanna_watcher_a_SOURCES = \
 	watcher/informer.h watcher/informer.c watcher/discovery.h watcher/discovery.c \
 	watcher/pending.h watcher/pending.c \
 	watcher/config.h watcher/config.c
-WATCHER_LIBS = libkanna-watcher.a libkanna-decode.a libkanna-state.a libkanna-proto.a $(COMMON_LIBS)
+WATCHER_LIBS = libkanna-watcher.a libkanna-decode.a $(MODEL_LIBS) libkanna-state.a libkanna-proto.a \
+	$(COMMON_LIBS)
 
 check_PROGRAMS += tests/unit/test_watcher_decode
 TESTS += tests/unit/test_watcher_decode

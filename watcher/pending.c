@@ -12,6 +12,7 @@
 
 #include "common/hashmap.h"
 #include "common/log.h"
+#include "model/match.h"
 #include "watcher/pending.h"
 
 struct pending_router {
@@ -58,43 +59,12 @@ struct pending_router *pending_router_free(struct pending_router *pr)
 }
 
 
-static const char *label_of(const struct proto_pod *pod, const char *key)
-{
-	const struct proto_pod_template *p = proto_pod_template_of(pod);
-
-	for (uint32_t i = 0; i < p->n_labels; i++)
-		if (streq(p->labels[i].key, key))
-			return p->labels[i].value;
-	return NULL;
-}
-
-static bool requirement_matches(const struct proto_requirement *q, const struct proto_pod *p)
-{
-	const char *v = label_of(p, q->key);
-	bool in = false;
-
-	for (uint32_t i = 0; v && i < q->n_values; i++)
-		in = in || streq(v, q->values[i]);
-	switch (q->op) {
-	case PROTO_OP_IN: return in;
-	case PROTO_OP_NOT_IN: return !in;
-	case PROTO_OP_EXISTS: return v != NULL;
-	case PROTO_OP_DOES_NOT_EXIST: return v == NULL;
-	default: return false; /* Gt/Lt are not label-selector operators */
-	}
-}
-
+/* Does sel select pod p (by its template's labels)? */
 static bool selector_matches(const struct proto_label_selector *sel, const struct proto_pod *p)
 {
-	if (sel->n_match_labels == 0 && sel->n_match_expressions == 0)
-		return false; /* an empty selector in a spread/affinity term selects nothing useful */
-	for (uint32_t i = 0; i < sel->n_match_labels; i++)
-		if (!streq_ptr(label_of(p, sel->match_labels[i].key), sel->match_labels[i].value))
-			return false;
-	for (uint32_t i = 0; i < sel->n_match_expressions; i++)
-		if (!requirement_matches(&sel->match_expressions[i], p))
-			return false;
-	return true;
+	const struct proto_pod_template *t = proto_pod_template_of(p);
+
+	return label_selector_matches(sel, t->labels, t->n_labels);
 }
 
 /* Does any selector of a (spread, affinity, anti-affinity) select b? */

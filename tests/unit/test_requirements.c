@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <limits.h>
 
+#include "model/match.h"
 #include "model/catalog.h"
 #include "model/model.h"
 
@@ -235,4 +236,38 @@ Test(quantity, formats_cores_and_binary_units)
 	cr_assert_str_eq(b, "1500m");
 	quantity_format(512LL << 20, false, true, b, sizeof(b));
 	cr_assert_str_eq(b, "512Mi");
+}
+
+/* model/match.h: selectors on proto labels, and what node requirements allow. */
+Test(match, label_selectors_and_requirements_on_proto_structs)
+{
+	static struct proto_kv labels[] = { { "app", "web" }, { "tier", "front" } };
+	static char *web[] = { "web", "api" }, *back[] = { "back" }, *four[] = { "4" };
+	static struct proto_kv app_web[] = { { "app", "web" } };
+	struct proto_requirement in = { .key = "app", .op = PROTO_OP_IN, .values = web, .n_values = 2 };
+	struct proto_requirement notin = { .key = "tier", .op = PROTO_OP_NOT_IN, .values = back, .n_values = 1 };
+	struct proto_requirement gone = { .key = "zone", .op = PROTO_OP_DOES_NOT_EXIST };
+	struct proto_requirement gt = { .key = "tier", .op = PROTO_OP_GT, .values = four, .n_values = 1 };
+	struct proto_requirement exprs[] = { in, notin, gone };
+	struct proto_label_selector sel = { .match_labels = app_web, .n_match_labels = 1,
+					    .match_expressions = exprs, .n_match_expressions = 3 };
+	struct proto_label_selector empty = { 0 };
+	struct proto_requirement gt_sel[] = { gt };
+	struct proto_label_selector with_gt = { .match_expressions = gt_sel, .n_match_expressions = 1 };
+	struct proto_requirement cpu_gt = { .key = "cpu", .op = PROTO_OP_GT, .values = four, .n_values = 1 };
+
+	cr_assert(label_selector_matches(&sel, labels, 2));
+	cr_assert_not(label_selector_matches(&empty, labels, 2), "an empty selector selects nothing");
+	cr_assert_not(label_selector_matches(&with_gt, labels, 2), "Gt is no selector operator");
+	labels[1].value = "back";
+	cr_assert_not(label_selector_matches(&sel, labels, 2));
+	labels[1].value = "front";
+	cr_assert(requirements_allow(exprs, 3, "app", "api"));
+	cr_assert_not(requirements_allow(exprs, 3, "app", "db"));
+	cr_assert_not(requirements_allow(exprs, 3, "tier", "back"));
+	cr_assert_not(requirements_allow(exprs, 3, "zone", "a"), "DoesNotExist");
+	cr_assert(requirements_allow(exprs, 3, "other", "x"), "other keys say nothing");
+	cr_assert(requirements_allow(&cpu_gt, 1, "cpu", "8"));
+	cr_assert_not(requirements_allow(&cpu_gt, 1, "cpu", "4"));
+	cr_assert_not(requirements_allow(&cpu_gt, 1, "cpu", "many"));
 }
