@@ -362,10 +362,10 @@ static void reconcile_claim(struct launcher *l, const struct proto_nodeclaim *nc
 		log_info_kv(LOG_KV({ "nodeclaim", nc->name }),
 			    "resuming the launch of nodeclaim %s (no instance recorded)", nc->name);
 		la->step = STEP_RESOLVE;
-	} else if (!young) {
-		return;
 	} else if (!node) {
-		if (!(la = launch_for_instance(l, nc)))
+		/* Past launch-timeout a NodeClaim whose Node never came is the
+		 * reaper's to collect, not to be given a Node now. */
+		if (!young || !(la = launch_for_instance(l, nc)))
 			return;
 		log_info_kv(LOG_KV({ "nodeclaim", nc->name }),
 			    "nodeclaim %s has instance %s but no node; creating it", nc->name,
@@ -376,7 +376,7 @@ static void reconcile_claim(struct launcher *l, const struct proto_nodeclaim *nc
 		 * the NodePool's labels nor its taints, and binding to it
 		 * would refuse (or misplace) every pod that selects them. The
 		 * Node step labels it (its POST meets 409 and patches). */
-		if (!(la = launch_for_instance(l, nc)))
+		if (!young || !(la = launch_for_instance(l, nc)))
 			return;
 		log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "node", node->name }),
 			    "nodeclaim %s has node %s as the kubelet registered it, without the "

@@ -11,7 +11,8 @@
 # again the launcher binds four; binding the fifth would make 9.0 cpu on
 # 7.91. It must stay pending with a FailedScheduling Event saying why,
 # leave the NodeClaim's planned pods, and be planned onto new capacity;
-# then the hold comes off and the small pod lands.
+# then the hold comes off and the small pod lands. The NodeClaim is older
+# than launch-timeout by then: its binds and registration go on all the same.
 set -eu
 BUILDDIR=${KANNA_BUILDDIR:-$(pwd)}
 SRCDIR=${KANNA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -28,7 +29,9 @@ k8s-faults:
   bindingErrors: 1000000
 YAML
 start_sim --config "$tmp/sim.yaml"
-start_daemons --log-level debug
+# A launch-timeout shorter than the failing bindings last: binding goes on
+# for a NodeClaim older than it, as long as it holds its planned pods.
+start_daemons --log-level debug --launch-timeout 10s
 wait_for "the launcher to take plans" 30 grep -q "taking launch plans" "$tmp/launcher.log"
 
 kubectl apply -f - >/dev/null <<'YAML'
