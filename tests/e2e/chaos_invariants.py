@@ -428,7 +428,10 @@ class Checker:
                     counts.setdefault(z, 0)
             ahead = 0
             for q, qn in list(bound.items()) + later:
-                if q.split("/", 1)[0] != ns or qn not in alive or not eligible(qn):
+                # A pod of the same plan bound later may go to a Node that
+                # does not exist yet (its NodeClaim still launching): it
+                # counts in that Node's domain all the same.
+                if q.split("/", 1)[0] != ns or (qn not in alive and q in bound) or not eligible(qn):
                     continue
                 ql, _ = self.pod_info(q)
                 if ql is not None and labels_match(sel, ql):
