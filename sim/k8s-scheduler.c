@@ -10,6 +10,7 @@
  * whenever the reason changes.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -497,7 +498,26 @@ unschedulable:
 	return r < 0 ? 0 : 1;
 }
 
+static int scheduler_pass(struct k8s_store *store);
+
+/*
+ * One pass over the pending pods, as one decision against one view of the
+ * cluster: the store's lock (recursive) is held throughout, so that no Node
+ * or binding written meanwhile through the API is missing from the view a
+ * bind is decided on (a Node created between the snapshot and a bind would
+ * leave its zone out of a spread constraint's domains).
+ */
 int k8s_scheduler_reconcile(struct k8s_store *store)
+{
+	int r;
+
+	pthread_mutex_lock(&store->lock);
+	r = scheduler_pass(store);
+	pthread_mutex_unlock(&store->lock);
+	return r;
+}
+
+static int scheduler_pass(struct k8s_store *store)
 {
 	const struct k8s_resource *pods = k8s_registry_find(store->reg, "", "v1", "pods");
 	struct pod_scan scan = {};
