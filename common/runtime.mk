@@ -2,7 +2,7 @@
 # ZeroMQ socket wrapper with the per-process tap.
 libkanna_common_a_SOURCES += common/loop.h common/loop-internal.h \
 	common/loop.c common/loop-zsock.c common/loop-timer.c \
-	common/loop-curl.c common/sock.h common/sock.c
+	common/loop-curl.c common/sock.h common/sock.c common/worker.h common/worker.c
 
 check_PROGRAMS += tests/unit/test_loop tests/unit/test_sock
 TESTS += tests/unit/test_loop tests/unit/test_sock

@@ -95,6 +95,7 @@ struct pod {
 	uint16_t *host_ports;
 	uint32_t n_host_ports;
 	uint32_t node; /* bound node name, STR_NONE when pending */
+	bool dies_with_node; /* DaemonSet or mirror pod: never re-placed elsewhere */
 	const char *invalid; /* why the pod can never be placed (missing PVC...) */
 };
 
@@ -107,6 +108,7 @@ struct node {
 	struct resources allocatable, capacity;
 	int32_t nodepool; /* index, or -1 when not ours */
 	bool unschedulable;
+	bool removed;     /* a what-if takes it away (model/what-if.h) */
 	bool in_flight;   /* a NodeClaim launched but without its Node yet */
 	uint32_t launched_as; /* in flight: the Node name it reports, or STR_NONE */
 };

@@ -347,7 +347,9 @@ int finish_result(struct solver *s, struct sched_result **ret)
 	res->n_nodes = s->c->n_nodes;
 	res->claims = calloc(n_claims ? n_claims : 1, sizeof(*res->claims));
 	res->unschedulable = calloc(s->c->n_pods ? s->c->n_pods : 1, sizeof(*res->unschedulable));
-	if (!res->claims || !res->unschedulable) {
+	res->deferred = calloc(s->n_deferred ? s->n_deferred : 1, sizeof(*res->deferred));
+	res->stopped = s->deferred != NULL;
+	if (!res->claims || !res->unschedulable || !res->deferred) {
 		sched_result_free(res);
 		return -ENOMEM;
 	}
@@ -366,6 +368,10 @@ int finish_result(struct solver *s, struct sched_result **ret)
 		 * we know, and is nobody's to report. */
 		if (res->pod_bin[p] >= 0 || s->c->pods[p].node != STR_NONE)
 			continue;
+		if (s->deferred && s->deferred[p]) {
+			res->deferred[res->n_deferred++] = p;
+			continue;
+		}
 		struct sched_unschedulable *u = &res->unschedulable[res->n_unschedulable++];
 		u->pod = p;
 		u->reason = strdup(s->c->pods[p].invalid ? s->c->pods[p].invalid
@@ -393,6 +399,7 @@ void sched_result_free(struct sched_result *r)
 	for (uint32_t i = 0; i < r->n_unschedulable; i++)
 		free(r->unschedulable[i].reason);
 	free(r->unschedulable);
+	free(r->deferred);
 	free(r->pod_bin);
 	free(r);
 }

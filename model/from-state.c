@@ -409,6 +409,7 @@ static int add_pod(struct builder *b, const struct proto_pod *pp, const char *no
 	p->ns = intern(b, pp->ns);
 	p->name = intern(b, pp->name);
 	p->node = node ? intern(b, node) : STR_NONE;
+	p->dies_with_node = pp->mirror || proto_pod_template_of(pp)->daemonset_owned;
 	if ((r = pod_spec(b, pp, p)) < 0 || (r = pod_topology(b, pp, p)) < 0)
 		return r;
 	return node ? 0 : from_state_pod_volumes(b, pp, p);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "model/solver-internal.h"
 
 /* The per-NodePool type views (solver-internal.h): kubelet settings'
@@ -98,6 +99,8 @@ void solver_done(struct solver *s)
 	free(s->scratch);
 	free(s->scratch2);
 	free(s->keybuf);
+	free(s->under_price);
+	free(s->deferred);
 	np_reasons_done(&s->np_reasons);
 	for (uint32_t i = 0; i < s->n_price_cache; i++)
 		free(s->price_cache[i].prices);
@@ -369,13 +372,61 @@ int solver_setup(struct solver *s, struct cluster *c)
 	return r;
 }
 
+/* Deadline passed or cancelled? Checked between pods: one placement is
+ * microseconds, so a solve overruns its deadline by about that much. */
+static bool solve_should_stop(const struct sched_options *o)
+{
+	if (o->cancel && atomic_load_explicit(o->cancel, memory_order_relaxed))
+		return true;
+	return o->deadline_usec && clock_monotonic_usec() >= o->deadline_usec;
+}
+
+/* The pods still queued when the solve stopped: not tried, not unschedulable. */
+static int solve_defer(struct solver *s, const uint32_t *queued, uint32_t n)
+{
+	s->deferred = calloc(s->c->n_pods ? s->c->n_pods : 1, 1);
+	if (!s->deferred)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		s->deferred[queued[i]] = 1;
+	s->n_deferred = n;
+	return 0;
+}
+
+/* With a price cap: the types that have some offering cheaper than it. */
+static int solve_price_filter(struct solver *s)
+{
+	if (s->opts.max_new_price <= 0)
+		return 0;
+	s->under_price = calloc(s->words, 8);
+	if (!s->under_price)
+		return -ENOMEM;
+	for (uint32_t t = 0; t < s->cat->n_types; t++)
+	{
+		double price = catalog_type_price(s->cat, t, UINT64_MAX, ~0u);
+		if (price >= 0 && price < s->opts.max_new_price)
+			bit_set(s->under_price, t);
+	}
+	return 0;
+}
+
 int sched_solve(struct cluster *c, struct sched_result **ret)
+{
+	static const struct sched_options none;
+
+	return sched_solve_with(c, &none, ret);
+}
+
+int sched_solve_with(struct cluster *c, const struct sched_options *o, struct sched_result **ret)
 {
 	struct solver s;
 	uint32_t *order = NULL, n = 0;
 	int r;
 
 	r = solver_setup(&s, c);
+	s.opts = *o;
+	if (r >= 0)
+		r = solve_price_filter(&s);
 	if (r < 0)
 		goto out;
 	for (uint32_t i = 0; i < c->n_nodepools; i++)
@@ -404,6 +455,15 @@ int sched_solve(struct cluster *c, struct sched_result **ret)
 		uint32_t left = 0;
 		progress = false;
 		for (uint32_t i = 0; i < n; i++) {
+			if (solve_should_stop(&s.opts)) {
+				/* order[0..left) failed this pass, order[i..n) wait. */
+				memmove(order + left, order + i, (n - i) * sizeof(*order));
+				r = solve_defer(&s, order, left + (n - i));
+				if (r < 0)
+					goto out;
+				n = 0;
+				break;
+			}
 			r = solver_place(&s, order[i]);
 			if (r < 0)
 				goto out;
@@ -412,7 +472,8 @@ int sched_solve(struct cluster *c, struct sched_result **ret)
 			else
 				order[left++] = order[i];
 		}
-		n = left;
+		if (n)
+			n = left;
 	}
 	r = finish_result(&s, ret);
 out:

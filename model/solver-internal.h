@@ -137,6 +137,10 @@ struct solver {
 	} price_cache[SCHED_PRICE_CACHE];
 	uint32_t n_price_cache;
 	struct np_reasons np_reasons; /* try_new_claim()'s, reused */
+	struct sched_options opts;    /* zeroed: no deadline, no limit */
+	uint64_t *under_price;        /* with opts.max_new_price: types offered below it */
+	uint8_t *deferred;            /* per pod, when the solve stopped: not tried */
+	uint32_t n_deferred;
 };
 
 /* solve.c: a solver over c with a bin per node holding its bound pods

@@ -135,6 +135,8 @@ bool solver_node_accepts(struct solver *s, uint32_t bi, uint32_t pi, const struc
 	const struct taint *t;
 	char text[SCHED_REASON_MAX / 2];
 
+	if (n->removed)
+		return refuse(why, size, "node %s is being removed", name);
 	if (n->unschedulable)
 		return refuse(why, size, "node %s is unschedulable or being deleted", name);
 	resources_add(&need, &p->req, s->n_res);
@@ -491,6 +493,15 @@ static int open_claim_types(struct solver *s, uint32_t np, const struct shape *s
 				limited = true;
 			}
 		}
+	if (s->under_price && bits_any(s->scratch, s->words)) {
+		bits_and(s->scratch, s->under_price, s->words);
+		if (!bits_any(s->scratch, s->words)) {
+			snprintf(why, size, "incompatible with nodepool %s: no instance type that fits "
+				 "costs less than $%.4f/h", strtab_str(s->st, pool->name),
+				 s->opts.max_new_price);
+			return 0;
+		}
+	}
 	if (bits_any(s->scratch, s->words)) {
 		/* The types left must still give minValues distinct values. */
 		const struct requirement *q = min_values_unmet(s, np, &pool->reqs, s->scratch, need);
@@ -522,6 +533,10 @@ static int try_new_claim(struct solver *s, uint32_t pi, struct shape *sh,
 	int r;
 
 	reason[0] = '\0';
+	if (s->opts.limit_new_claims && s->n_bins - s->c->n_nodes >= s->opts.max_new_claims) {
+		snprintf(reason, size, "no new nodeclaim allowed beyond %u", s->opts.max_new_claims);
+		return 0;
+	}
 	if (!s->c->n_nodepools)
 		snprintf(reason, size, "no nodepool defined");
 	np_reasons_reset(rs);

@@ -8,6 +8,8 @@
 #ifndef KANNA_SCHEDULER_SOLVER_H
 #define KANNA_SCHEDULER_SOLVER_H
 
+#include <stdatomic.h>
+
 #include "model/cluster.h"
 
 struct sched_claim {
@@ -36,9 +38,36 @@ struct sched_result {
 	uint32_t n_nodes;
 	struct sched_unschedulable *unschedulable;
 	uint32_t n_unschedulable;
+	/* The solve stopped at its deadline (or was cancelled): these pods were
+	 * still waiting their turn. They are not unschedulable, only not tried;
+	 * the caller offers them to the next solve. */
+	bool stopped;
+	uint32_t *deferred;
+	uint32_t n_deferred;
+};
+
+/*
+ * How a solve may run. Zeroed: no deadline, no limit (sched_solve()).
+ * - deadline_usec (CLOCK_MONOTONIC): Karpenter cuts a Solve after a minute
+ *   and launches what it has; here too, the pods not yet placed when the
+ *   clock passes it come back as deferred.
+ * - cancel: another thread sets it to stop the solve the same way (a
+ *   daemon shutting down does not wait for a long solve).
+ * - max_new_claims (with limit_new_claims): at most this many NodeClaims
+ *   are opened; max_new_price (> 0): no NodeClaim whose cheapest fitting
+ *   offering costs this much per hour or more — consolidation's question,
+ *   "is there a cheaper way to hold these pods?".
+ */
+struct sched_options {
+	uint64_t deadline_usec;
+	const atomic_bool *cancel;
+	bool limit_new_claims;
+	uint32_t max_new_claims;
+	double max_new_price;
 };
 
 int sched_solve(struct cluster *c, struct sched_result **ret);
+int sched_solve_with(struct cluster *c, const struct sched_options *o, struct sched_result **ret);
 void sched_result_free(struct sched_result *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct sched_result *, sched_result_free);
 

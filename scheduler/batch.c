@@ -93,6 +93,29 @@ void batch_release(struct batch *b, const char *key)
 	hashmap_remove(&b->held, key);
 }
 
+int batch_hold_pods(struct batch *b, struct proto_pod *const *pods, size_t n, uint64_t until_usec)
+{
+	char key[2 * PROTO_MAX_NAME_LEN + 2];
+	int r;
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "%s/%s", pods[i]->ns, pods[i]->name);
+		if ((r = batch_hold(b, key, until_usec)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+void batch_release_pods(struct batch *b, struct proto_pod *const *pods, size_t n)
+{
+	char key[2 * PROTO_MAX_NAME_LEN + 2];
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "%s/%s", pods[i]->ns, pods[i]->name);
+		batch_release(b, key);
+	}
+}
+
 size_t batch_expire(struct batch *b, uint64_t now_usec)
 {
 	char **gone = calloc(b->held.n + 1, sizeof(char *));

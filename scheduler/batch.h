@@ -34,6 +34,11 @@ int batch_take(struct batch *b, struct proto_pod ***ret, size_t *n);
 /* Holds a planned pod until expiry; releases one (failed launch). */
 int batch_hold(struct batch *b, const char *key, uint64_t until_usec);
 void batch_release(struct batch *b, const char *key);
+/* The same for pods[0..n) by their namespace and name: the pods of a solve
+ * still running are held (until UINT64_MAX) so that their re-announcements
+ * do not put them in the next batch too. */
+int batch_hold_pods(struct batch *b, struct proto_pod *const *pods, size_t n, uint64_t until_usec);
+void batch_release_pods(struct batch *b, struct proto_pod *const *pods, size_t n);
 /* Drops holds that expired. Returns how many. */
 size_t batch_expire(struct batch *b, uint64_t now_usec);
 

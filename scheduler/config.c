@@ -30,6 +30,11 @@ static const struct config_option scheduler_options[] = {
 	  .default_value = "1m", .min = 1000000, .max = 3600000000ULL,
 	  .help = "How long planned pods are held back while their NodeClaim does not show up; "
 		  "after it they are planned again." },
+	{ .name = "solve-deadline", .type = CONFIG_DURATION,
+	  .offset = offsetof(struct scheduler_config, solve_deadline_usec), .flags = CONFIG_RELOADABLE,
+	  .default_value = "1m", .min = 1000, .max = 3600000000ULL,
+	  .help = "A solve that runs this long stops and launches what it placed; the pods it "
+		  "did not get to go into the next batch (Karpenter cuts a solve at 1m too)." },
 	{ .name = "region", .type = CONFIG_STRING, .offset = offsetof(struct scheduler_config, region),
 	  .flags = CONFIG_SHARED, .default_value = "us-west-2", .default_env = "AWS_REGION",
 	  .metavar = "REGION", .help = "AWS region whose instance types and zones are planned." },

@@ -15,6 +15,7 @@ struct scheduler_config {
 	uint64_t batch_idle_usec;
 	uint64_t batch_max_usec;
 	uint64_t plan_timeout_usec;
+	uint64_t solve_deadline_usec;
 	char *region;
 	char *catalog;
 };

@@ -20,6 +20,7 @@
 #include "common/daemon.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/worker.h"
 #include "state/endpoints.h"
 #include "state/replica.h"
 #include "scheduler/batch.h"
@@ -27,6 +28,7 @@
 #include "scheduler/daemon.h"
 #include "model/from-state.h"
 #include "scheduler/plan.h"
+#include "scheduler/solve.h"
 #include "scheduler/unschedulable.h"
 
 /* How often the batcher looks at its windows and expires holds. */
@@ -46,6 +48,9 @@ struct scheduler {
 	struct msg_dispatch pending_dispatch, results_dispatch;
 	struct metrics_counter *messages_dropped;
 	struct batch batch;
+	struct worker *solver; /* solves run there, one at a time (solve.h) */
+	struct solve_job *running; /* handed to the worker, not back yet */
+	bool stopping;
 	struct arena plan_arena;
 	struct unavailable_offerings unavailable; /* what the launcher reported */
 	struct unschedulable unsched; /* reasons said, per pod */
@@ -160,11 +165,58 @@ static int send_plan(struct scheduler *s, const struct cluster *c, const struct 
 	return 0;
 }
 
+/* Pods the solve did not get to before its deadline go into the batch
+ * being collected, so the next solve takes them first thing. */
+static void requeue_deferred(struct scheduler *s, const struct solve_job *j)
+{
+	uint64_t now = clock_monotonic_usec();
+
+	for (uint32_t i = 0; i < j->res->n_deferred; i++)
+		if (batch_add(&s->batch, j->pods[j->res->deferred[i]], now) < 0)
+			break; /* out of memory: the watcher announces them again */
+	log_warn_kv(LOG_KV({ "shard", s->process }),
+		    "solve reached its deadline of %.1f s: launching what it placed, %u pod(s) "
+		    "left for the next batch", (double)s->cfg->solve_deadline_usec / 1e6,
+		    j->res->n_deferred);
+	metrics_gauge_set(s->queue_depth, (double)s->batch.pods.n, NULL);
+}
+
+/* Back on the loop thread: report, re-queue what was not tried, plan. */
+static void on_solved(void *job, void *userdata)
+{
+	struct solve_job *j = job;
+	struct scheduler *s = userdata;
+	uint32_t placed = 0;
+
+	s->running = NULL;
+	batch_release_pods(&s->batch, j->pods, j->n_pods);
+	if (s->stopping)
+		goto out; /* the watcher announces the batch to the next scheduler */
+	if (j->r < 0) {
+		log_error_errno(j->r, "Failed to solve a batch of %zu pod(s): %m", j->n_pods);
+		goto out;
+	}
+	metrics_histogram_observe(s->solve_seconds, (double)j->solve_usec / 1e6, NULL);
+	for (uint32_t i = 0; i < j->res->n_claims; i++)
+		placed += j->res->claims[i].n_pods;
+	log_info("computed new nodeclaim(s) to fit pod(s): %u "
+		 "nodeclaim(s) for %u pod(s) in %.1f ms", j->res->n_claims, placed,
+		 (double)(clock_monotonic_usec() - j->queued_usec) / 1000.0);
+	if (j->res->stopped)
+		requeue_deferred(s, j);
+	report_unschedulable(s, j->res, j->pods, j->n_pods);
+	send_plan(s, j->c, j->res, j->pods);
+out:
+	solve_job_free(j);
+	arena_reset(&s->plan_arena);
+}
+
+/* Takes the due batch, models it and hands it to the worker. */
 static int solve_batch(struct scheduler *s)
 {
-	struct proto_pod **pods = NULL, **keep;
+	struct proto_pod **pods = NULL;
 	struct cluster *c = NULL;
-	struct sched_result *res = NULL;
+	struct solve_job *j = NULL;
 	struct from_state_options fo = { .region = s->cfg->region, .catalog_path = s->cfg->catalog,
 					 .unavailable = s->unavailable.v,
 					 .n_unavailable = s->unavailable.n,
@@ -172,50 +224,49 @@ static int solve_batch(struct scheduler *s)
 					 .catalog = s->catalog ? &s->catalog->body.catalog : NULL };
 	char err[512];
 	size_t n = 0, k = 0;
-	uint64_t t0 = clock_monotonic_usec();
-	uint32_t placed = 0;
 	int r;
 
 	r = batch_take(&s->batch, &pods, &n);
 	if (r < 0)
 		return r;
-	keep = pods;
 	for (size_t i = 0; i < n; i++) {
 		if (still_pending(s, pods[i]))
-			keep[k++] = pods[i];
+			pods[k++] = pods[i];
 		else
 			free(pods[i]);
 	}
 	metrics_gauge_set(s->queue_depth, 0, NULL);
 	if (k == 0)
-		goto out;
+		goto fail;
 	log_info_kv(LOG_KV({ "shard", s->process }), "found %zu provisionable pod(s)", k);
-	r = cluster_from_state(replica_store(s->replica), (const struct proto_pod *const *)keep, k,
+	r = cluster_from_state(replica_store(s->replica), (const struct proto_pod *const *)pods, k,
 			       &fo, &c, err, sizeof(err));
 	if (r < 0) {
 		log_error("%s", err);
-		goto out;
+		goto fail;
 	}
-	r = sched_solve(c, &res);
+	r = solve_job_new(&j, c, pods, k, s->cfg->solve_deadline_usec);
+	if (r < 0)
+		goto fail;
+	r = batch_hold_pods(&s->batch, pods, k, UINT64_MAX);
+	if (r >= 0)
+		r = worker_submit(s->solver, solve_job_run, j);
 	if (r < 0) {
-		log_error_errno(r, "Failed to solve a batch of %zu pod(s): %m", k);
-		goto out;
+		batch_release_pods(&s->batch, pods, k);
+		j->c = NULL;
+		j->pods = NULL;
+		solve_job_free(j);
+		goto fail;
 	}
-	metrics_histogram_observe(s->solve_seconds, (double)(clock_monotonic_usec() - t0) / 1e6, NULL);
-	for (uint32_t i = 0; i < res->n_claims; i++)
-		placed += res->claims[i].n_pods;
-	log_info("computed new nodeclaim(s) to fit pod(s): %u "
-		    "nodeclaim(s) for %u pod(s) in %.1f ms", res->n_claims, placed,
-		    (double)(clock_monotonic_usec() - t0) / 1000.0);
-	report_unschedulable(s, res, keep, k);
-	r = send_plan(s, c, res, keep);
-out:
+	s->running = j;
+	return 0;
+fail:
 	for (size_t i = 0; i < k; i++)
-		free(keep[i]);
+		free(pods[i]);
 	free(pods);
-	sched_result_free(res);
 	cluster_free(c);
-	arena_reset(&s->plan_arena);
+	if (r < 0)
+		log_error_errno(r, "Failed to start solving a batch of %zu pod(s): %m", k);
 	return r < 0 ? r : 0;
 }
 
@@ -226,7 +277,8 @@ static int on_tick(struct loop *loop, void *userdata)
 
 	(void)loop;
 	batch_expire(&s->batch, now);
-	if (!replica_synced(s->replica) || !batch_due(&s->batch, now))
+	/* One solve at a time; the batch goes on filling meanwhile. */
+	if (!replica_synced(s->replica) || worker_busy(s->solver) || !batch_due(&s->batch, now))
 		return 0;
 	return solve_batch(s);
 }
@@ -369,6 +421,9 @@ static void on_shutdown(struct daemon *d, void *userdata)
 	(void)d;
 	if (s->pending_rx)
 		sock_unwatch(s->pending_rx);
+	s->stopping = true;
+	if (s->running)
+		atomic_store(&s->running->cancel, true);
 	log_info("stopping: %zu pending pod(s) of the unsolved batch are left to the next announcement",
 		 s->batch.pods.n);
 }
@@ -394,6 +449,9 @@ static int scheduler_work(struct scheduler *s)
 	    (r = sock_watch(s->results_rx, on_results, s)) < 0)
 		return log_error_errno(r, "Failed to connect the scheduler's sockets in %s: %m",
 				       sock_ctx_runtime_dir(s->d->socks));
+	r = worker_new(&s->solver, s->d->loop, "solver", on_solved, s);
+	if (r < 0)
+		return log_error_errno(r, "Failed to start the solver thread: %m");
 	if ((r = loop_add_periodic(s->d->loop, "batch", SCHEDULER_TICK_USEC, on_tick, s)) < 0 ||
 	    (r = loop_add_periodic(s->d->loop, "unschedulable-summary", SCHEDULER_SUMMARY_USEC,
 				   on_summary, s)) < 0)
@@ -456,6 +514,10 @@ static void teardown(struct daemon *d, void *userdata)
 	struct scheduler *s = userdata;
 
 	(void)d;
+	s->stopping = true;
+	if (s->running)
+		atomic_store(&s->running->cancel, true);
+	s->solver = worker_free(s->solver); /* hands the last job to on_solved() */
 	s->replica = replica_free(s->replica);
 	s->pending_rx = sock_free(s->pending_rx);
 	s->plans_tx = sock_free(s->plans_tx);

@@ -7,7 +7,7 @@ libkanna_sched_a_SOURCES = \
 	scheduler/simulate.h scheduler/simulate-internal.h scheduler/simulate-load.c \
 	scheduler/simulate-workloads.c scheduler/simulate-catalog.c scheduler/simulate-output.c \
 	scheduler/plan.h scheduler/plan.c scheduler/batch.h scheduler/batch.c \
-	scheduler/unschedulable.h scheduler/unschedulable.c
+	scheduler/unschedulable.h scheduler/unschedulable.c scheduler/solve.h scheduler/solve.c
 
 bin_PROGRAMS += scheduler/kanna-scheduler
 scheduler_kanna_scheduler_SOURCES = scheduler/main.c scheduler/simulate-main.c \
@@ -31,6 +31,11 @@ TESTS += tests/unit/test_sched_kubelet
 tests_unit_test_sched_kubelet_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sched_kubelet_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
 
+check_PROGRAMS += tests/unit/test_model_what_if
+TESTS += tests/unit/test_model_what_if
+tests_unit_test_model_what_if_SOURCES = tests/unit/test_model_what_if.c tests/unit/sched-fixture.h
+tests_unit_test_model_what_if_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_model_what_if_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
 check_PROGRAMS += tests/unit/test_sched_solver
 TESTS += tests/unit/test_sched_solver
 tests_unit_test_sched_solver_SOURCES = tests/unit/test_sched_solver.c tests/unit/sched-fixture.h
@@ -131,6 +136,9 @@ EXTRA_DIST += \
 # End-to-end: kanna-sim → kanna-watcher → kanna-scheduler (kanna-probe is the launcher).
 TESTS += tests/e2e/scheduler.sh
 EXTRA_DIST += tests/e2e/scheduler.sh
+# A slow solve leaves the loop free: probes, Lease renewal, intake.
+TESTS += tests/e2e/scheduler-slow-solve.sh
+EXTRA_DIST += tests/e2e/scheduler-slow-solve.sh
 
 check_PROGRAMS += tests/unit/test_sched_daemon
 TESTS += tests/unit/test_sched_daemon

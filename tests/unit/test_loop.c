@@ -5,6 +5,7 @@
  * by the loop against a local libmicrohttpd server.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <signal.h>
@@ -15,9 +16,11 @@
 #include <netinet/in.h>
 #include <sys/un.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/loop.h"
+#include "common/worker.h"
 
 #define USEC_PER_MSEC 1000ULL
 /* A run that has not finished by then is broken. */
@@ -611,4 +614,82 @@ Test(loop, forked_children_can_restore_default_signals_before_exec)
 	cr_assert_not(sigismember(&mask, SIGHUP));
 	cr_assert_eq(sigaction(SIGPIPE, NULL, &sa), 0);
 	cr_assert_eq(sa.sa_handler, SIG_DFL);
+}
+
+/* ---- the background worker (common/worker.h) ---- */
+
+struct slow_job {
+	unsigned sleep_ms;
+	pthread_t ran_on;
+	bool ran;
+};
+
+struct worker_seen {
+	int ticks_while_busy;  /* periodic job runs while the job slept */
+	int done;
+	pthread_t done_on;
+	struct worker *w;
+};
+
+static void run_slow_job(void *job)
+{
+	struct slow_job *j = job;
+
+	usleep(j->sleep_ms * 1000);
+	j->ran_on = pthread_self();
+	j->ran = true;
+}
+
+static void slow_job_done(void *job, void *userdata)
+{
+	struct worker_seen *seen = userdata;
+
+	(void)job;
+	seen->done++;
+	seen->done_on = pthread_self();
+	loop_exit(loop, 0);
+}
+
+static int tick_while_busy(struct loop *l, void *userdata)
+{
+	struct worker_seen *seen = userdata;
+
+	(void)l;
+	if (worker_busy(seen->w))
+		seen->ticks_while_busy++;
+	return 0;
+}
+
+Test(loop, a_worker_job_runs_off_the_loop_and_completes_on_it)
+{
+	struct worker_seen seen = { 0 };
+	struct slow_job job = { .sleep_ms = 300 };
+
+	cr_assert_eq(loop_new(&loop, "test-loop"), 0);
+	cr_assert_eq(worker_new(&seen.w, loop, "test-worker", slow_job_done, &seen), 0);
+	cr_assert_eq(loop_add_periodic(loop, "tick", 20 * 1000, tick_while_busy, &seen), 0);
+	cr_assert_eq(worker_submit(seen.w, run_slow_job, &job), 0);
+	cr_expect_eq(worker_submit(seen.w, run_slow_job, &job), -EBUSY, "one job at a time");
+	exit_after(5 * 1000 * 1000, 2);
+	cr_assert_eq(loop_run(loop), 0);
+	cr_expect(job.ran);
+	cr_expect_eq(seen.done, 1);
+	cr_expect(pthread_equal(seen.done_on, pthread_self()), "done() runs on the loop thread");
+	cr_expect_not(pthread_equal(job.ran_on, pthread_self()), "the job runs on the worker");
+	cr_expect_geq(seen.ticks_while_busy, 5, "the loop kept turning: %d ticks", seen.ticks_while_busy);
+	cr_expect_not(worker_busy(seen.w));
+	worker_free(seen.w);
+}
+
+Test(loop, freeing_a_worker_waits_for_its_job_and_hands_it_back)
+{
+	struct worker_seen seen = { 0 };
+	struct slow_job job = { .sleep_ms = 100 };
+
+	cr_assert_eq(loop_new(&loop, "test-loop"), 0);
+	cr_assert_eq(worker_new(&seen.w, loop, "test-worker", slow_job_done, &seen), 0);
+	cr_assert_eq(worker_submit(seen.w, run_slow_job, &job), 0);
+	worker_free(seen.w); /* the loop never ran: delivery happens here */
+	cr_expect(job.ran);
+	cr_expect_eq(seen.done, 1);
 }

@@ -1,0 +1,109 @@
+/*
+ * what_if_solve() (what-if.h): marks the nodes removed, turns the pods
+ * they carry into pending pods (DaemonSet and mirror pods go with their
+ * node), prices both sides and runs the ordinary solve under the what-if's
+ * limits. Used by the reaper's consolidation; pure computation.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "model/what-if.h"
+
+double cluster_node_price(const struct cluster *c, uint32_t node)
+{
+	const struct node *n = &c->nodes[node];
+	uint32_t type = labels_get(n->labels, n->n_labels, K_INSTANCE_TYPE);
+	uint32_t zone = labels_get(n->labels, n->n_labels, K_ZONE);
+	uint32_t ct = labels_get(n->labels, n->n_labels, K_CAPACITY_TYPE);
+	int z = zone == STR_NONE ? -1 : catalog_zone_find(&c->cat, zone);
+	int cti = ct == V_SPOT ? CT_SPOT : ct == V_ON_DEMAND ? CT_ON_DEMAND : -1;
+
+	if (type == STR_NONE || z < 0 || cti < 0)
+		return -1;
+	for (uint32_t t = 0; t < c->cat.n_types; t++) {
+		const struct instance_type *it = &c->cat.types[t];
+		if (it->name != type)
+			continue;
+		for (uint32_t o = 0; o < it->n_offerings; o++)
+			if (it->offerings[o].zone == z && it->offerings[o].capacity_type == cti)
+				return it->offerings[o].price;
+		return -1;
+	}
+	return -1;
+}
+
+/* Node names of the removed nodes, for matching their pods. */
+static bool removed_name(const struct cluster *c, uint32_t name)
+{
+	for (uint32_t i = 0; i < c->n_nodes; i++)
+		if (c->nodes[i].removed && c->nodes[i].name == name)
+			return true;
+	return false;
+}
+
+int what_if_solve(struct cluster *c, const struct what_if *w, struct what_if_result *ret)
+{
+	struct sched_options o = { .deadline_usec = w->deadline_usec, .cancel = w->cancel,
+				   .limit_new_claims = true, .max_new_claims = w->max_new_claims };
+	struct what_if_result res = { .unplaced_pod = -1 };
+	int r;
+
+	for (uint32_t i = 0; i < w->n_remove; i++) {
+		if (w->remove[i] >= c->n_nodes)
+			return -EINVAL;
+		struct node *n = &c->nodes[w->remove[i]];
+		double price = cluster_node_price(c, w->remove[i]);
+		if (!n->removed && price > 0)
+			res.removed_price += price;
+		n->removed = true;
+	}
+	res.moved = malloc((c->n_pods ? c->n_pods : 1) * sizeof(*res.moved));
+	if (!res.moved)
+		return -ENOMEM;
+	for (uint32_t p = 0; p < c->n_pods; p++) {
+		struct pod *pod = &c->pods[p];
+		if (pod->node == STR_NONE || pod->dies_with_node || !removed_name(c, pod->node))
+			continue;
+		pod->node = STR_NONE;
+		res.moved[res.n_moved++] = p;
+	}
+	if (w->max_new_price < 0)
+		o.max_new_price = 0; /* no cap */
+	else if ((o.max_new_price = w->max_new_price ? w->max_new_price : res.removed_price) <= 0)
+		o.max_new_claims = 0; /* nothing is cheaper than free */
+	r = sched_solve_with(c, &o, &res.placement);
+	if (r < 0) {
+		what_if_result_done(&res);
+		return r;
+	}
+	res.stopped = res.placement->stopped;
+	for (uint32_t i = 0; i < res.placement->n_claims; i++)
+		res.added_price += res.placement->claims[i].price;
+	res.cost_delta = res.added_price - res.removed_price;
+	res.fits = !res.stopped;
+	for (uint32_t i = 0; res.fits && i < res.n_moved; i++)
+		if (res.placement->pod_bin[res.moved[i]] < 0) {
+			res.fits = false;
+			res.unplaced_pod = res.moved[i];
+		}
+	for (uint32_t i = 0; res.unplaced_pod >= 0 && i < res.placement->n_unschedulable; i++)
+		if (res.placement->unschedulable[i].pod == res.unplaced_pod)
+			res.reason = res.placement->unschedulable[i].reason;
+	/* Several claims each under the cap may add up past it. */
+	if (res.fits && w->max_new_price >= 0 && res.placement->n_claims &&
+	    res.added_price >= o.max_new_price) {
+		res.fits = false;
+		res.reason = "the new nodeclaims together cost no less than the nodes removed";
+	}
+	*ret = res;
+	return 0;
+}
+
+void what_if_result_done(struct what_if_result *r)
+{
+	sched_result_free(r->placement);
+	free(r->moved);
+	*r = (struct what_if_result){ .unplaced_pod = -1 };
+}
