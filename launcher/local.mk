@@ -93,10 +93,13 @@ EXTRA_DIST += tests/fuzz/corpus/catalog_pages
 # The daemon: plans in (admit.c), launches (launch.c, batch.c), recovery and
 # the periodic pass (reconcile.c), wiring (daemon.c).
 bin_PROGRAMS += launcher/kanna-launcher
-launcher_kanna_launcher_SOURCES = launcher/main.c launcher/daemon.h launcher/daemon.c \
-	launcher/config.h launcher/config.c launcher/launcher.h launcher/admit.c \
+# The step machine is in the library too, for its test against kanna-sim;
+# it calls back into daemon.c (launcher.h: launcher_store(), the results).
+libkanna_launcher_a_SOURCES += launcher/launcher.h launcher/admit.c \
 	launcher/launch.c launcher/launch-fleet.c launcher/launch-node.c launcher/launch-bind.c \
 	launcher/launch-undo.c launcher/batch.c launcher/reconcile.c
+launcher_kanna_launcher_SOURCES = launcher/main.c launcher/daemon.h launcher/daemon.c \
+	launcher/config.h launcher/config.c
 launcher_kanna_launcher_LDADD = $(LAUNCHER_LIBS)
 dist_man_MANS += launcher/kanna-launcher.1
 
@@ -128,3 +131,13 @@ tests_unit_test_launcher_bind_check_SOURCES = tests/unit/test_launcher_bind_chec
 	tests/unit/pod-template-fixture.h
 tests_unit_test_launcher_bind_check_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_launcher_bind_check_LDADD = $(LAUNCHER_LIBS) $(LDADD) $(TEST_LIBS)
+
+# The launcher's step machine against kanna-sim in-process (its AWS side, its
+# API server, the watcher's informers): plan → NodeClaim → CreateFleet →
+# Node → bind, and the failure branches. It links the step machine
+# (libkanna-launcher.a) and stands in for daemon.c's few callbacks.
+check_PROGRAMS += tests/unit/test_launcher_launch_sim
+TESTS += tests/unit/test_launcher_launch_sim
+tests_unit_test_launcher_launch_sim_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_launcher_launch_sim_LDADD = libkanna-watcher.a libkanna-decode.a libkanna-simk8s.a \
+	libkanna-simaws.a $(LAUNCHER_LIBS) $(LDADD) -lpthread $(TEST_LIBS)

@@ -15,7 +15,12 @@ e2e_cleanup() {
 	for p in $e2e_pids; do
 		wait "$p" 2>/dev/null || true
 	done
-	rm -rf "$tmp"
+	# KANNA_E2E_KEEP=1 keeps the logs and the sim's state for a look.
+	if [ -n "${KANNA_E2E_KEEP:-}" ]; then
+		echo "kept $tmp"
+	else
+		rm -rf "$tmp"
+	fi
 }
 
 fail() {
@@ -74,13 +79,16 @@ sim_faults() {
 # wait_for WHAT SECONDS COMMAND...: retries COMMAND until it succeeds, for
 # SECONDS of wall time (a slow COMMAND on a loaded machine does not stretch
 # the deadline). Its variables are local: callers loop with their own.
+# Waits of 3 s or more are noted in the test's log, to show where its time goes.
 wait_for() {
-	local what=$1 deadline=$(($(date +%s) + $2)) secs=$2
+	local what=$1 t0=$(date +%s) secs=$2 deadline
+	deadline=$((t0 + secs))
 	shift 2
 	until "$@" >/dev/null 2>&1; do
 		[ "$(date +%s)" -lt "$deadline" ] || fail "timed out after ${secs}s waiting for $what"
 		sleep 0.1
 	done
+	[ $(($(date +%s) - t0)) -lt 3 ] || echo "  (waited $(($(date +%s) - t0)) s for $what)"
 }
 
 # --- the whole scale-up path (watcher → scheduler → launcher) ---------------
