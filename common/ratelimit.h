@@ -6,6 +6,7 @@
 #ifndef KANNA_COMMON_RATELIMIT_H
 #define KANNA_COMMON_RATELIMIT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct ratelimit {
@@ -22,5 +23,11 @@ void ratelimit_init(struct ratelimit *rl, double rate, unsigned burst, uint64_t 
  * caller must go after the wait without asking again.
  */
 uint64_t ratelimit_reserve(struct ratelimit *rl, uint64_t now_usec);
+/*
+ * Takes one token if there is one and returns true; otherwise returns false
+ * and takes nothing, so a caller that gives up (a log line not written)
+ * runs up no debt and is let through again as soon as a token refills.
+ */
+bool ratelimit_try(struct ratelimit *rl, uint64_t now_usec);
 
 #endif

@@ -1,10 +1,13 @@
 /*
  * The ZeroMQ socket wrapper behind common/sock.h: runtime directory and
  * endpoint names, kanna's socket options, single-frame and multipart
- * send/recv, and the per-process XPUB tap that copies every message while a
- * subscriber is attached (wire format at the top of sock.h). Daemons call
- * it from their loop; kanna-tap reads the tap. It must never block on the
- * tap and must cost one branch per message when nobody is tapping.
+ * send/recv, the per-process XPUB tap that copies every message while a
+ * subscriber is attached (wire format at the top of sock.h), and the
+ * notice that a peer connected (socket monitor) or subscribed (XPUB), on
+ * which a layer above sends its greeting (it knows nothing of what that
+ * is). Daemons call it from their loop; kanna-tap reads the tap. It must
+ * never block on the tap and must cost one branch per message when nobody
+ * is tapping.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -42,6 +45,11 @@ struct sock {
 	bool watched;
 	sock_readable_fn on_readable;
 	void *userdata;
+	/* sock_on_connect(): the callback and, but on an XPUB, the PAIR
+	 * socket that reads the monitor's events. */
+	sock_connect_fn on_connect;
+	void *connect_userdata;
+	void *monitor;
 };
 
 /* ---- runtime directory and endpoints ------------------------------------ */
@@ -286,12 +294,15 @@ int sock_new(struct sock **ret, struct sock_ctx *ctx, int zmq_type,
 	return 0;
 }
 
+static void sock_monitor_close(struct sock *s);
+
 struct sock *sock_free(struct sock *s)
 {
 	if (!s)
 		return NULL;
 	if (s->watched)
 		(void)sock_unwatch(s);
+	sock_monitor_close(s);
 	if (s->zsock)
 		zmq_close(s->zsock);
 	free(s->name);
@@ -366,6 +377,132 @@ int sock_unwatch(struct sock *s)
 		return -ENOENT;
 	s->watched = false;
 	return loop_remove_zsock(s->ctx->loop, s->zsock);
+}
+
+/* ---- peers connecting ------------------------------------------------------- */
+
+/* The first frame of a monitor event: uint16 event id, uint32 value. */
+#define SOCK_MONITOR_EVENT_SIZE 6
+/* "inproc://kanna-monitor-" + a pointer in hex: unique in the context. */
+#define SOCK_MONITOR_ENDPOINT_MAX 64
+
+/* Reads one whole message from zsock and returns the first byte of its
+ * first frame (-1 when empty) in *first and its event id in *event. */
+static int sock_recv_raw(void *zsock, int *first, uint16_t *event)
+{
+	zmq_msg_t frame;
+	bool more = true;
+
+	*first = -1;
+	*event = 0;
+	for (bool head = true; more; head = false) {
+		zmq_msg_init(&frame);
+		if (zmq_msg_recv(&frame, zsock, head ? ZMQ_DONTWAIT : 0) < 0) {
+			int r = -errno;
+
+			zmq_msg_close(&frame);
+			return r;
+		}
+		if (head && zmq_msg_size(&frame) >= 1)
+			*first = *(const unsigned char *)zmq_msg_data(&frame);
+		if (head && zmq_msg_size(&frame) >= SOCK_MONITOR_EVENT_SIZE)
+			memcpy(event, zmq_msg_data(&frame), sizeof(*event));
+		more = zmq_msg_more(&frame);
+		zmq_msg_close(&frame);
+	}
+	return 0;
+}
+
+/* XPUB: a subscription (1 + topic) or an unsubscription (0 + topic). */
+static int on_subscription(struct sock *s, void *userdata)
+{
+	uint16_t event;
+	int first, r;
+
+	(void)userdata;
+	r = sock_recv_raw(s->zsock, &first, &event);
+	if (r < 0)
+		return r == -EAGAIN ? 0 : r;
+	if (first != SOCK_TAP_SUBSCRIBE)
+		return 0;
+	log_debug("A peer subscribed on %s", s->name);
+	return s->on_connect(s, s->connect_userdata);
+}
+
+/* The monitor's PAIR: one event per message. */
+static int on_monitor_event(void *zsock, void *userdata)
+{
+	struct sock *s = userdata;
+	uint16_t event;
+	int first, r;
+
+	r = sock_recv_raw(zsock, &first, &event);
+	if (r < 0)
+		return r == -EAGAIN ? 0 : r;
+	if (event != ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+		return 0;
+	log_debug("A peer connected on %s", s->name);
+	return s->on_connect(s, s->connect_userdata);
+}
+
+static int sock_monitor_open(struct sock *s)
+{
+	char endpoint[SOCK_MONITOR_ENDPOINT_MAX];
+	int linger = 0, r;
+
+	snprintf(endpoint, sizeof(endpoint), "inproc://kanna-monitor-%p", (void *)s);
+	if (zmq_socket_monitor(s->zsock, endpoint, ZMQ_EVENT_HANDSHAKE_SUCCEEDED) < 0)
+		return -errno;
+	s->monitor = zmq_socket(s->ctx->zmq, ZMQ_PAIR);
+	if (!s->monitor) {
+		r = -errno;
+		(void)zmq_socket_monitor(s->zsock, NULL, 0);
+		return r;
+	}
+	/* Events are about this process's own sockets: none outlives them. */
+	if (zmq_setsockopt(s->monitor, ZMQ_LINGER, &linger, sizeof(linger)) < 0 ||
+	    zmq_connect(s->monitor, endpoint) < 0)
+		return -errno;
+	r = loop_add_zsock(s->ctx->loop, s->monitor, on_monitor_event, s);
+	return r;
+}
+
+static void sock_monitor_close(struct sock *s)
+{
+	if (!s->monitor)
+		return;
+	(void)loop_remove_zsock(s->ctx->loop, s->monitor);
+	(void)zmq_socket_monitor(s->zsock, NULL, 0);
+	zmq_close(s->monitor);
+	s->monitor = NULL;
+}
+
+int sock_on_connect(struct sock *s, sock_connect_fn on_connect, void *userdata)
+{
+	int type = 0, one = 1, r;
+	size_t size = sizeof(type);
+
+	if (!s->ctx->loop || !on_connect)
+		return -EINVAL;
+	if (s->on_connect)
+		return -EEXIST;
+	if (zmq_getsockopt(s->zsock, ZMQ_TYPE, &type, &size) < 0)
+		return -errno;
+	s->on_connect = on_connect;
+	s->connect_userdata = userdata;
+	if (type == ZMQ_XPUB) {
+		if (zmq_setsockopt(s->zsock, ZMQ_XPUB_VERBOSE, &one, sizeof(one)) < 0)
+			r = -errno;
+		else
+			r = sock_watch(s, on_subscription, NULL);
+	} else {
+		r = sock_monitor_open(s);
+		if (r < 0)
+			sock_monitor_close(s);
+	}
+	if (r < 0)
+		s->on_connect = NULL;
+	return r;
 }
 
 /* ---- messages ---------------------------------------------------------------- */

@@ -135,6 +135,27 @@ int sock_watch(struct sock *s, sock_readable_fn on_readable, void *userdata);
 int sock_unwatch(struct sock *s);
 
 /*
+ * Calls on_connect each time a peer becomes ready to receive what s sends,
+ * so that a sender can open every connection with a greeting (STYLE 12):
+ * - on an XPUB socket, each subscription a peer sends (the socket is made
+ *   ZMQ_XPUB_VERBOSE, so every subscriber's "" counts, not only the
+ *   first's): a message sent when the connection opens would be dropped
+ *   before the subscription arrives. The socket is watched on the loop to
+ *   read the subscription frames (do not sock_watch() it yourself);
+ * - on any other socket, each ZeroMQ handshake completed with a peer, as a
+ *   socket monitor reports it (ZMQ_EVENT_HANDSHAKE_SUCCEEDED, after
+ *   ZMQ_EVENT_CONNECTED or ZMQ_EVENT_ACCEPTED: only then does the peer's
+ *   pipe exist, so that a message sent from the callback reaches it),
+ *   again after the peer restarts and the connection is made anew.
+ * On a PUSH or DEALER socket with several peers, a message sent from the
+ * callback goes to whichever peer is next, not necessarily the new one.
+ * Call before sock_bind()/sock_connect() so the first connection is seen.
+ * Needs the context's loop; -EEXIST when already set.
+ */
+typedef int (*sock_connect_fn)(struct sock *s, void *userdata);
+int sock_on_connect(struct sock *s, sock_connect_fn on_connect, void *userdata);
+
+/*
  * Sends one single-frame message / one multipart message (n frames).
  * flags: 0 or ZMQ_DONTWAIT. Returns 0, -EAGAIN when the HWM is reached with
  * ZMQ_DONTWAIT (or the socket type cannot send now), or another negative errno.

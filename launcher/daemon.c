@@ -1,7 +1,7 @@
 /*
  * kanna-launcher as a daemon: wiring of the loop, the Kubernetes and AWS
  * clients, the state replica, the live catalog, the EC2NodeClass resolver
- * and the sockets (PULL "plans" from the schedulers, PUB "results" to
+ * and the sockets (PULL "plans" from the schedulers, XPUB "results" to
  * them). Plans are taken only while this process holds the launcher Lease,
  * its AWS credentials are accepted and its replica is synced: until then
  * schedulers cannot hand us work, so nothing is half-started with bad
@@ -395,7 +395,9 @@ static int prepare(struct daemon *d, void *userdata)
 		free(region_error);
 		return r;
 	}
-	if ((r = sock_new(&l->results_tx, l->d->socks, ZMQ_PUB, ENDPOINT_RESULTS)) < 0 ||
+	/* An XPUB, so that each scheduler that subscribes is greeted. */
+	if ((r = sock_new(&l->results_tx, l->d->socks, ZMQ_XPUB, ENDPOINT_RESULTS)) < 0 ||
+	    (r = msg_hello_on_connect(&l->io, l->results_tx, 0)) < 0 ||
 	    (r = sock_bind(l->results_tx, ENDPOINT_RESULTS)) < 0)
 		return log_error_errno(r, "Failed to bind the results socket in %s: %m",
 				       sock_ctx_runtime_dir(l->d->socks));

@@ -584,7 +584,9 @@ static cursor decode_body(struct proto_decoder *d, cursor o, struct proto_msg *m
 	return fail(d, PROTO_E_UNKNOWN_TYPE, "unknown message type %u", m->env.type);
 }
 
-static cursor decode_message(struct proto_decoder *d, cursor o, struct proto_msg *m)
+/* hello_any_major: decode a hello whatever its major (proto_decode_hello()). */
+static cursor decode_message(struct proto_decoder *d, cursor o, struct proto_msg *m,
+			     bool hello_any_major)
 {
 	int64_t major = 0, minor = 0;
 
@@ -597,7 +599,7 @@ static cursor decode_message(struct proto_decoder *d, cursor o, struct proto_msg
 		o = decode_int(d, o, 0, UINT8_MAX, &minor);
 	if (!o)
 		return unwind_field(d, "version");
-	if (major != PROTO_VERSION_MAJOR) {
+	if (major != PROTO_VERSION_MAJOR && !hello_any_major) {
 		fail(d, PROTO_E_VERSION, "protocol major %" PRId64 " not supported (this build speaks %d.%d)",
 		     major, PROTO_VERSION_MAJOR, PROTO_VERSION_MINOR);
 		return unwind_field(d, "version");
@@ -608,14 +610,23 @@ static cursor decode_message(struct proto_decoder *d, cursor o, struct proto_msg
 	o = decode_envelope(d, o, &m->env);
 	if (!o)
 		return unwind_field(d, "envelope");
+	if (hello_any_major && m->env.type != PROTO_MSG_HELLO) {
+		if (major != PROTO_VERSION_MAJOR)
+			fail(d, PROTO_E_VERSION, "protocol major %" PRId64 " not supported (this build "
+			     "speaks %d.%d)", major, PROTO_VERSION_MAJOR, PROTO_VERSION_MINOR);
+		else
+			fail(d, PROTO_E_TYPE, "expected a hello, got %s",
+			     proto_type_name(m->env.type) ?: "an unknown type");
+		return unwind_field(d, "envelope");
+	}
 	o = decode_body(d, o, m);
 	if (!o)
 		return unwind_field(d, proto_msg_descs[m->env.type]->name);
 	return o;
 }
 
-int proto_decode(struct proto_decoder *d, const void *buf, size_t len,
-		 const struct proto_msg **ret, struct proto_error *err)
+static int decode_frame(struct proto_decoder *d, const void *buf, size_t len,
+			const struct proto_msg **ret, struct proto_error *err, bool hello_any_major)
 {
 	const struct proto_value *tape;
 	struct proto_msg *m;
@@ -639,7 +650,7 @@ int proto_decode(struct proto_decoder *d, const void *buf, size_t len,
 		nomem(d);
 		return d->r;
 	}
-	if (!decode_message(d, tape, m)) {
+	if (!decode_message(d, tape, m, hello_any_major)) {
 		proto_error_add_path(err, &d->path);
 		return d->r;
 	}
@@ -647,4 +658,16 @@ int proto_decode(struct proto_decoder *d, const void *buf, size_t len,
 		err->code = PROTO_OK, err->text[0] = '\0';
 	*ret = m;
 	return 0;
+}
+
+int proto_decode(struct proto_decoder *d, const void *buf, size_t len,
+		 const struct proto_msg **ret, struct proto_error *err)
+{
+	return decode_frame(d, buf, len, ret, err, false);
+}
+
+int proto_decode_hello(struct proto_decoder *d, const void *buf, size_t len,
+		       const struct proto_msg **ret, struct proto_error *err)
+{
+	return decode_frame(d, buf, len, ret, err, true);
 }

@@ -888,6 +888,17 @@ void proto_decoder_set_max_decoded(struct proto_decoder *d, size_t max_bytes);
 int proto_decode(struct proto_decoder *d, const void *buf, size_t len,
 		 const struct proto_msg **ret, struct proto_error *err);
 
+/*
+ * Decodes a frame that must be a hello, of any protocol major: the
+ * envelope's type and sender and the hello's fields are frozen across
+ * majors (proto/README.md, Conversation), so that a peer of another
+ * release can be named when it is refused. Anything but a hello: -EBADMSG
+ * (PROTO_E_TYPE), or -EPROTONOSUPPORT when it is of another major. Check
+ * the result with proto_hello_verify().
+ */
+int proto_decode_hello(struct proto_decoder *d, const void *buf, size_t len,
+		       const struct proto_msg **ret, struct proto_error *err);
+
 /* Zeroes *m and stamps the envelope: type, sender, shard, seq, send time. */
 void proto_msg_init(struct proto_msg *m, enum proto_msg_type type, enum proto_process sender,
 		    uint32_t shard, uint64_t seq);

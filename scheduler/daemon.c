@@ -442,6 +442,7 @@ static int scheduler_work(struct scheduler *s)
 	    (r = sock_connect(s->pending_rx, name)) < 0 ||
 	    (r = sock_watch(s->pending_rx, on_pending, s)) < 0 ||
 	    (r = sock_new(&s->plans_tx, s->d->socks, ZMQ_PUSH, ENDPOINT_PLANS)) < 0 ||
+	    (r = msg_hello_on_connect(&s->io, s->plans_tx, s->n_shards)) < 0 ||
 	    (r = sock_connect(s->plans_tx, ENDPOINT_PLANS)) < 0 ||
 	    (r = sock_new(&s->results_rx, s->d->socks, ZMQ_SUB, ENDPOINT_RESULTS)) < 0 ||
 	    (r = sock_subscribe(s->results_rx, "", 0)) < 0 ||
@@ -501,6 +502,7 @@ static int prepare(struct daemon *d, void *userdata)
 	if ((r = msg_io_init(&s->io, PROTO_PROCESS_SCHEDULER, s->shard)) < 0)
 		return log_error_errno(r, "Failed to set up message encoding: %m");
 	s->pending_dispatch = (struct msg_dispatch){ .socket = "pending", .routes = pending_routes,
+						     .n_shards = s->n_shards,
 						     .n_routes = ARRAY_SIZE(pending_routes), .io = &s->io,
 						     .dropped = s->messages_dropped };
 	s->results_dispatch = (struct msg_dispatch){ .socket = "results", .routes = results_routes,

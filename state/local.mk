@@ -12,3 +12,8 @@ check_PROGRAMS += tests/unit/test_msg_dispatch
 TESTS += tests/unit/test_msg_dispatch
 tests_unit_test_msg_dispatch_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_msg_dispatch_LDADD = $(STATE_LIBS) $(TEST_LIBS)
+
+check_PROGRAMS += tests/unit/test_msg_hello
+TESTS += tests/unit/test_msg_hello
+tests_unit_test_msg_hello_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_msg_hello_LDADD = $(STATE_LIBS) $(TEST_LIBS)

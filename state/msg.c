@@ -1,12 +1,15 @@
 /*
  * Proto messages over kanna sockets (see msg.h). The encode buffer is
  * reused for every send, so steady-state sending does not allocate.
+ * Hellos: sent through common/sock.h's connect notifications, checked in
+ * msg_dispatch() before the table.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -18,6 +21,8 @@ _Static_assert(SOCK_MAXMSGSIZE == PROTO_MAX_FRAME_BYTES,
 int msg_io_init(struct msg_io *io, enum proto_process self, uint32_t shard)
 {
 	*io = (struct msg_io){ .self = self, .shard = shard };
+	if (gethostname(io->instance, sizeof(io->instance) - 1) < 0)
+		io->instance[0] = '\0';
 	msgpack_sbuffer_init(&io->buf);
 	io->decoder = proto_decoder_new();
 	return io->decoder ? 0 : -ENOMEM;
@@ -75,6 +80,50 @@ int msg_send_routed(struct msg_io *io, struct sock *s, const struct iovec *route
 	if (r >= 0)
 		io->sent++;
 	return r;
+}
+
+/* ---- hello ------------------------------------------------------------------------ */
+
+static void hello_init(struct msg_io *io, struct proto_msg *m)
+{
+	proto_hello_init(m, io->self, io->shard, io->n_shards, io->instance[0] ? io->instance : NULL,
+			 (uint32_t)getpid());
+}
+
+int msg_send_hello(struct msg_io *io, struct sock *s, int flags)
+{
+	struct proto_msg m;
+
+	hello_init(io, &m);
+	return msg_send(io, s, &m, flags);
+}
+
+int msg_send_hello_routed(struct msg_io *io, struct sock *s, const struct iovec *route,
+			  size_t n_route, int flags)
+{
+	struct proto_msg m;
+
+	hello_init(io, &m);
+	return msg_send_routed(io, s, route, n_route, &m, flags);
+}
+
+static int on_peer_connected(struct sock *s, void *userdata)
+{
+	int r = msg_send_hello(userdata, s, ZMQ_DONTWAIT);
+
+	/* The queue towards the peer is full: it will hear from us anyway,
+	 * and the envelope of every message says our version. */
+	if (r == -EAGAIN)
+		log_debug("Failed to greet a peer on %s: its queue is full", sock_name(s));
+	else if (r < 0)
+		log_warn_errno(r, "Failed to greet a peer on %s: %m", sock_name(s));
+	return 0;
+}
+
+int msg_hello_on_connect(struct msg_io *io, struct sock *s, uint32_t n_shards)
+{
+	io->n_shards = n_shards;
+	return sock_on_connect(s, on_peer_connected, io);
 }
 
 int msg_decode(struct msg_io *io, struct sock_msg *m, const struct proto_msg **ret)
@@ -138,6 +187,106 @@ static void dropped(struct msg_dispatch *d, const char *reason, const char *fmt,
 	d->unlogged = 0;
 }
 
+/* The roles that may say hello on d, and the route for hellos, if any. */
+static uint32_t hello_senders(const struct msg_dispatch *d, const struct msg_route **ret)
+{
+	uint32_t senders = 0;
+
+	*ret = NULL;
+	for (size_t i = 0; i < d->n_routes; i++) {
+		if (d->routes[i].type == PROTO_MSG_HELLO) {
+			*ret = &d->routes[i];
+			return d->routes[i].senders ?: UINT32_MAX;
+		}
+		senders |= d->routes[i].senders ?: UINT32_MAX;
+	}
+	return senders;
+}
+
+static void refused(struct msg_dispatch *d, const struct proto_hello *h, const char *reason,
+		    const char *fmt, ...) _printf_(4, 5);
+
+static void refused(struct msg_dispatch *d, const struct proto_hello *h, const char *reason,
+		    const char *fmt, ...)
+{
+	uint64_t now = clock_monotonic_usec();
+	char why[512];
+	va_list ap;
+
+	d->n_dropped++;
+	d->n_refused++;
+	if (d->dropped)
+		(void)metrics_counter_add(d->dropped, 1, d->socket, reason, NULL);
+	if (d->n_refused == 1)
+		ratelimit_init(&d->refusal_log, 1e6 / (double)MSG_REFUSAL_LOG_USEC, MSG_REFUSAL_LOG_BURST,
+			       now);
+	if (!ratelimit_try(&d->refusal_log, now)) {
+		d->refusals_unlogged++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (d->refusals_unlogged)
+		log_error("refusing peer %s pid %u on %s: %s (and %u more refused since the last such "
+			  "line)", proto_process_name(h->role) ?: "(unknown role)", h->pid, d->socket,
+			  why, d->refusals_unlogged);
+	else
+		log_error("refusing peer %s pid %u on %s: %s", proto_process_name(h->role) ?:
+			  "(unknown role)", h->pid, d->socket, why);
+	d->refusals_unlogged = 0;
+}
+
+/* A peer's hello, of any major: accepted (and its route run) or refused. */
+static int on_hello(struct msg_dispatch *d, const struct proto_msg *m, void *userdata)
+{
+	const struct proto_hello *h = &m->body.hello;
+	const struct msg_route *route;
+	uint32_t senders = hello_senders(d, &route);
+	enum proto_process want = h->role;
+	struct proto_error err;
+	bool again;
+
+	if (!senders) {
+		refused(d, h, "unexpected_sender", "nobody may send on this socket");
+		return 0;
+	}
+	/* Not one of ours: proto_hello_verify() names the first that is. */
+	if (h->role >= 32 || !(senders & MSG_FROM(h->role)))
+		for (want = 0; want < 32 && !(senders & MSG_FROM(want)); want++)
+			;
+	/* The frame's major or the one the hello says: either differs, it is
+	 * another release. */
+	if (m->version_major != PROTO_VERSION_MAJOR || h->version_major != PROTO_VERSION_MAJOR) {
+		bool frame = m->version_major != PROTO_VERSION_MAJOR;
+
+		refused(d, h, "version_mismatch", "it speaks protocol %u.%u, this build %d.%d; run the "
+			"same kanna release on every daemon", frame ? m->version_major : h->version_major,
+			frame ? m->version_minor : h->version_minor, PROTO_VERSION_MAJOR,
+			PROTO_VERSION_MINOR);
+		return 0;
+	}
+	if (proto_hello_verify(m, want, d->n_shards, &err) < 0) {
+		refused(d, h, "unexpected_sender", "%s", err.text);
+		return 0;
+	}
+	again = d->n_hellos > 0 && d->peer_role == h->role && d->peer_pid == h->pid;
+	d->n_hellos++;
+	d->peer_role = h->role;
+	d->peer_pid = h->pid;
+	if (h->n_shards > 1)
+		log_at(again ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO, 0, NULL, 0,
+			 "peer %s %u/%u (pid %u, %s) connected on %s, protocol %u.%u",
+			 proto_process_name(h->role), h->shard, h->n_shards, h->pid,
+			 h->instance ?: "-", d->socket, h->version_major, h->version_minor);
+	else
+		log_at(again ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO, 0, NULL, 0,
+			 "peer %s (pid %u, %s) connected on %s, protocol %u.%u",
+			 proto_process_name(h->role), h->pid, h->instance ?: "-", d->socket,
+			 h->version_major, h->version_minor);
+	return route && route->handle ? route->handle(m, userdata) : 0;
+}
+
 int msg_dispatch(struct msg_dispatch *d, struct sock *sk, void *userdata)
 {
 	const struct proto_msg *m;
@@ -149,9 +298,17 @@ int msg_dispatch(struct msg_dispatch *d, struct sock *sk, void *userdata)
 		return r == -EAGAIN ? 0 : r;
 	r = msg_decode(d->io, &msg, &m);
 	if (r < 0 && d->io->last_error.code == PROTO_E_VERSION) {
-		/* Another release's daemon: refused whole, said plainly. */
-		dropped(d, "version_mismatch", "a peer speaks another protocol: %s; run the same "
-			"kanna release on every daemon", d->io->last_error.text);
+		size_t size;
+		const void *body = sock_msg_body(&msg, &size);
+		struct proto_error err;
+
+		/* Another release's daemon: refused whole, said plainly; by
+		 * name if this is its hello. */
+		if (proto_decode_hello(d->io->decoder, body, size, &m, &err) >= 0)
+			(void)on_hello(d, m, userdata);
+		else
+			dropped(d, "version_mismatch", "a peer speaks another protocol: %s; run the "
+				"same kanna release on every daemon", d->io->last_error.text);
 		sock_msg_close(&msg);
 		return 0;
 	}
@@ -159,6 +316,13 @@ int msg_dispatch(struct msg_dispatch *d, struct sock *sk, void *userdata)
 		dropped(d, "undecodable", "%s", d->io->last_error.text);
 		sock_msg_close(&msg);
 		return 0;
+	}
+	d->msg = &msg;
+	if (m->env.type == PROTO_MSG_HELLO) {
+		r = on_hello(d, m, userdata);
+		d->msg = NULL;
+		sock_msg_close(&msg);
+		return r;
 	}
 	for (size_t i = 0; i < d->n_routes && !route; i++)
 		if (d->routes[i].type == m->env.type)
@@ -174,6 +338,7 @@ int msg_dispatch(struct msg_dispatch *d, struct sock *sk, void *userdata)
 	} else {
 		r = route->handle(m, userdata);
 	}
+	d->msg = NULL;
 	sock_msg_close(&msg);
 	return r;
 }

@@ -3,6 +3,12 @@
  * and one decoder per process, the envelope filled in (sender, shard, send
  * time, trace id) so handlers only set the type and body. Bad frames are
  * counted and described, never fatal (DESIGN §2.5).
+ *
+ * Every connection opens with a hello (STYLE 12, proto/README.md): the
+ * sending side greets each peer as it connects (msg_hello_on_connect()),
+ * and msg_dispatch() checks the hellos it receives, on every socket, before
+ * any table lookup: a peer of another protocol major, of a role that may
+ * not send on the socket or with another shard count is refused loudly.
  */
 #ifndef KANNA_COMMON_MSG_H
 #define KANNA_COMMON_MSG_H
@@ -10,12 +16,18 @@
 #include <msgpack.h>
 
 #include "common/metrics.h"
+#include "common/ratelimit.h"
 #include "common/sock.h"
 #include "proto/proto.h"
+
+/* Room for the hello's instance: gethostname(), as the Lease identity. */
+#define MSG_INSTANCE_MAX 256
 
 struct msg_io {
 	enum proto_process self;
 	uint32_t shard;
+	uint32_t n_shards;              /* said in hellos (msg_hello_on_connect()) */
+	char instance[MSG_INSTANCE_MAX]; /* said in hellos: this host's name */
 	msgpack_sbuffer buf;
 	struct proto_decoder *decoder;
 	uint64_t sent, received, dropped;
@@ -39,6 +51,20 @@ int msg_send_encoded(struct msg_io *io, struct sock *s, int flags);
 int msg_send_routed(struct msg_io *io, struct sock *s, const struct iovec *route, size_t n_route,
 		    struct proto_msg *msg, int flags);
 /*
+ * Sends this process's hello (role io->self, io->shard of io->n_shards,
+ * host name, pid) on s, or after routing frames (a ROUTER's answer).
+ */
+int msg_send_hello(struct msg_io *io, struct sock *s, int flags);
+int msg_send_hello_routed(struct msg_io *io, struct sock *s, const struct iovec *route,
+			  size_t n_route, int flags);
+/*
+ * Greets every peer of s with a hello as it connects, again after it
+ * restarts (sock_on_connect(): on an XPUB, as it subscribes). Sets
+ * io->n_shards. Call before sock_bind()/sock_connect(); io must outlive s.
+ */
+int msg_hello_on_connect(struct msg_io *io, struct sock *s, uint32_t n_shards);
+
+/*
  * Decodes the body of a received message. The result lives until the next
  * msg_decode(). -EBADMSG/-EPROTONOSUPPORT with io->last_error describing it;
  * io->dropped counts them.
@@ -54,13 +80,33 @@ int msg_decode(struct msg_io *io, struct sock_msg *m, const struct proto_msg **r
  * undecodable; version_mismatch, a peer of another protocol major;
  * unexpected_type; unexpected_sender) and logged, at most one
  * line a second per socket with the count of those not logged.
+ *
+ * A hello is part of every socket's conversation and needs no route: it
+ * is checked with proto_hello_verify() against the roles that may send
+ * anything on the socket (the union of the routes' senders; a route for
+ * PROTO_MSG_HELLO narrows that to its own, and its handler, if any, runs
+ * for each hello accepted) and d->n_shards. Accepted: logged at info
+ * "peer <role> (pid, instance) connected on <socket>, protocol X.Y" (at
+ * debug when the same peer greets again). Refused: logged as an error
+ * "refusing peer <role> pid N on <socket>: ..." (a burst of
+ * MSG_REFUSAL_LOG_BURST, then one line every MSG_REFUSAL_LOG_USEC per
+ * socket) and counted as a drop, version_mismatch for another major (its
+ * hello is read whatever the major: proto_decode_hello()), else
+ * unexpected_sender. Messages of another major are dropped whole anyway,
+ * whether or not their sender said hello: the hello names the peer, the
+ * envelope's version protects the decoder.
  */
+/* Refusal lines: enough at once for each of a few peers restarting
+ * together, then one a minute while a wrong peer keeps reconnecting. */
+#define MSG_REFUSAL_LOG_BURST 5
+#define MSG_REFUSAL_LOG_USEC (60ULL * 1000 * 1000)
 #define MSG_FROM(p) (1u << (p))
 
 struct msg_route {
 	enum proto_msg_type type;
 	uint32_t senders;
-	/* Returns 0, or a negative errno that the loop reports. */
+	/* Returns 0, or a negative errno that the loop reports. May be NULL
+	 * on a PROTO_MSG_HELLO route only. */
 	int (*handle)(const struct proto_msg *m, void *userdata);
 };
 
@@ -70,9 +116,20 @@ struct msg_dispatch {
 	size_t n_routes;
 	struct msg_io *io;
 	struct metrics_counter *dropped; /* may be NULL (counted in io->dropped only) */
+	uint32_t n_shards;               /* a peer's hello must say this many shards (0: any) */
 	uint64_t logged_at;              /* CLOCK_MONOTONIC usec of the last drop logged */
 	unsigned unlogged;
 	uint64_t n_dropped;              /* every drop, whatever its reason */
+	uint64_t n_hellos;               /* hellos accepted */
+	uint64_t n_refused;              /* hellos refused */
+	/* During a handler: the message's frames (a ROUTER's routing frames first). */
+	struct sock_msg *msg;
+	/* The refusal lines' budget (set up on the first refusal) and the
+	 * last peer accepted, so that its hello again logs at debug only. */
+	struct ratelimit refusal_log;
+	unsigned refusals_unlogged;
+	uint8_t peer_role;
+	uint32_t peer_pid;
 };
 
 struct metrics_registry;

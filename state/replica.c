@@ -9,6 +9,8 @@
  * watcher killed since was sending) lands on a closed socket instead of
  * mixing into the new one, where its end would pass a partial picture off
  * as complete. A snapshot that keeps arriving is never cut by the timeout.
+ * Each such connection opens with our hello, and the watcher's (on
+ * state.pub too, as we subscribe) is checked by msg_dispatch().
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -97,7 +99,11 @@ static int replica_request_snapshot(struct replica *r)
 	k = open_sync(r);
 	if (k < 0)
 		return k;
-	k = msg_send(&r->io, r->sync, &m, ZMQ_DONTWAIT);
+	/* A new connection: it opens with our hello; the watcher answers
+	 * with its own before the snapshot. */
+	k = msg_send_hello(&r->io, r->sync, ZMQ_DONTWAIT);
+	if (k >= 0)
+		k = msg_send(&r->io, r->sync, &m, ZMQ_DONTWAIT);
 	/* Not connected yet: the timeout asks again. */
 	return k == -EAGAIN ? 0 : k;
 }
@@ -247,6 +253,7 @@ static int on_message(struct replica *r, struct sock *s)
 	int k = msg_dispatch(&r->dispatch, s, r);
 
 	r->stats.bad_messages = r->dispatch.n_dropped;
+	r->stats.hellos = r->dispatch.n_hellos;
 	return k < 0 ? k : 0;
 }
 
@@ -276,15 +283,16 @@ int replica_new(struct replica **ret, struct sock_ctx *ctx, struct loop *loop,
 		r->h = *h;
 	state_store_init(&r->store);
 	state_store_init(&r->incoming);
-	/* A resync loads next to the live store: what both hold, once. */
+	/* A resync loads next to the live store: what both hold, once. Every
+	 * failure below goes through replica_free(), which takes a half-built
+	 * replica (tests/unit/test_replica_oom.c fails each allocation). */
 	if ((k = state_store_share_with(&r->incoming, &r->store)) < 0) {
-		state_store_done(&r->store);
-		free(r);
+		replica_free(r);
 		return k;
 	}
 	r->sync_endpoint = strdup(sync_endpoint);
 	if (!r->sync_endpoint) {
-		free(r);
+		replica_free(r);
 		return -ENOMEM;
 	}
 	r->dispatch = (struct msg_dispatch){ .socket = "state", .routes = state_routes,

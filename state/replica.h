@@ -50,6 +50,7 @@ const struct state_store *replica_store(const struct replica *r);
 
 struct replica_stats {
 	uint64_t deltas, snapshots, gaps, duplicates, bad_messages;
+	uint64_t hellos; /* the watcher's, accepted: on state.pub and each state.sync */
 };
 void replica_get_stats(const struct replica *r, struct replica_stats *ret);
 

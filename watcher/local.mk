@@ -29,6 +29,15 @@ check_PROGRAMS += tests/unit/test_replica tests/unit/test_hashmap
 TESTS += tests/unit/test_replica tests/unit/test_hashmap
 tests_unit_test_replica_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_replica_LDADD = libkanna-watcher.a libkanna-decode.a $(STATE_LIBS) $(TEST_LIBS)
+# Every allocation of replica_new() failed in turn (tests/unit/alloc-fail.h).
+WRAP_ALLOC_FLAGS = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free \
+	-Wl,--wrap=strdup,--wrap=strndup,--wrap=asprintf
+check_PROGRAMS += tests/unit/test_replica_oom
+TESTS += tests/unit/test_replica_oom
+tests_unit_test_replica_oom_SOURCES = tests/unit/test_replica_oom.c tests/unit/alloc-fail.h
+tests_unit_test_replica_oom_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_replica_oom_LDFLAGS = $(WRAP_ALLOC_FLAGS)
+tests_unit_test_replica_oom_LDADD = $(STATE_LIBS) $(TEST_LIBS)
 tests_unit_test_hashmap_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_hashmap_LDADD = $(LDADD) $(TEST_LIBS)
 

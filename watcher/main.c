@@ -41,6 +41,7 @@ struct watcher {
 	bool ready;
 	struct informer_metrics inf_metrics;
 	struct metrics_gauge *node_count, *synced_gauge, *pending_gauge;
+	struct metrics_counter *messages_dropped;
 };
 
 static bool resource_enabled(const struct watcher_config *cfg, const char *resource)
@@ -202,7 +203,8 @@ static int watcher_metrics(struct daemon *d, void *userdata)
 				   "1 when the cluster state is synced with the API server.", NULL)) < 0 ||
 	    (r = metrics_gauge_new(d->metrics, &w->pending_gauge,
 				   "karpenter_scheduler_unschedulable_pods_count",
-				   "Pods waiting for capacity as last announced.", NULL)) < 0)
+				   "Pods waiting for capacity as last announced.", NULL)) < 0 ||
+	    (r = msg_dropped_metric_new(d->metrics, &w->messages_dropped)) < 0)
 		return r;
 	return 0;
 }
@@ -215,9 +217,10 @@ static int watcher_work(struct watcher *w)
 	if ((r = msg_io_init(&w->io, PROTO_PROCESS_WATCHER, 0)) < 0 ||
 	    (r = publisher_new(&w->pub, w->d->socks, w->d->loop, ENDPOINT_STATE_PUB,
 			       ENDPOINT_STATE_SYNC)) < 0 ||
-	    (r = pending_router_new(&w->pending, w->d->socks, (unsigned)w->cfg.shards)) < 0)
+	    (r = pending_router_new(&w->pending, w->d->socks, &w->io, (unsigned)w->cfg.shards)) < 0)
 		return log_error_errno(r, "Failed to bind the watcher's sockets in %s: %m",
 				       sock_ctx_runtime_dir(w->d->socks));
+	publisher_count_drops(w->pub, w->messages_dropped);
 	w->informers = calloc(informer_n_defs, sizeof(*w->informers));
 	if (!w->informers)
 		return log_error_errno(-ENOMEM, "Failed to start informers: %m");

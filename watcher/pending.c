@@ -21,7 +21,8 @@ struct pending_router {
 	struct pending_stats stats;
 };
 
-int pending_router_new(struct pending_router **ret, struct sock_ctx *ctx, unsigned n_shards)
+int pending_router_new(struct pending_router **ret, struct sock_ctx *ctx, struct msg_io *io,
+		       unsigned n_shards)
 {
 	struct pending_router *pr = calloc(1, sizeof(*pr));
 	char name[64];
@@ -38,6 +39,7 @@ int pending_router_new(struct pending_router **ret, struct sock_ctx *ctx, unsign
 	for (unsigned i = 0; i < pr->n_shards; i++) {
 		snprintf(name, sizeof(name), ENDPOINT_PENDING_PREFIX ".%u", i);
 		if ((r = sock_new(&pr->shards[i], ctx, ZMQ_PUSH, name)) < 0 ||
+		    (r = msg_hello_on_connect(io, pr->shards[i], pr->n_shards)) < 0 ||
 		    (r = sock_bind(pr->shards[i], name)) < 0) {
 			pending_router_free(pr);
 			return r;

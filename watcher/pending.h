@@ -19,7 +19,10 @@
 
 struct pending_router;
 
-int pending_router_new(struct pending_router **ret, struct sock_ctx *ctx, unsigned n_shards);
+/* Binds PUSH pending.<shard> for each shard; each scheduler that connects
+ * is greeted with a hello from io (which must outlive the router). */
+int pending_router_new(struct pending_router **ret, struct sock_ctx *ctx, struct msg_io *io,
+		       unsigned n_shards);
 struct pending_router *pending_router_free(struct pending_router *pr);
 
 

@@ -11,6 +11,11 @@
  * when its delta arrives, and an object deleted meanwhile is simply not
  * sent (its delete delta follows).
  *
+ * state.pub is an XPUB so that each replica is greeted with a hello as it
+ * subscribes (a PUB would drop a greeting sent before the subscription);
+ * on state.sync a replica says hello before each snapshot request and is
+ * greeted back (state/msg.h checks the hellos).
+ *
  * Until the owner says the store is complete (every collection listed),
  * snapshot requests wait and deltas are not sent: a snapshot of a third of
  * the cluster would let a replica call itself synced, and deltas are of no
@@ -48,6 +53,7 @@ struct publisher {
 	struct state_store store;
 	struct sock *pub, *sync;
 	struct msg_io io;
+	struct msg_dispatch sync_dispatch;
 	bool complete;
 	struct held_request *held;
 	size_t n_held;
@@ -207,37 +213,66 @@ static void drop_held(struct publisher *p)
 	p->n_held = 0;
 }
 
-static int on_sync_readable(struct sock *s, void *userdata)
+/* The replica's identity: the ROUTER's first frame. */
+static bool request_identity(struct publisher *p, const void **id, size_t *len)
+{
+	struct sock_msg *msg = p->sync_dispatch.msg;
+
+	if (msg->n_frames < 2) {
+		p->stats.bad_requests++;
+		return false;
+	}
+	*id = sock_msg_data(msg, 0);
+	*len = sock_msg_size(msg, 0);
+	return true;
+}
+
+/* A replica greets us before each snapshot request: we greet it back. */
+static int on_hello(const struct proto_msg *m, void *userdata)
 {
 	struct publisher *p = userdata;
-	const struct proto_msg *m;
-	struct sock_msg msg;
+	struct iovec route;
 	int r;
 
-	r = sock_recv(s, &msg, ZMQ_DONTWAIT);
-	if (r < 0)
-		return r == -EAGAIN ? 0 : r;
-	if (msg.n_frames < 2) {
-		p->stats.bad_requests++;
-		sock_msg_close(&msg);
+	(void)m;
+	if (!request_identity(p, (const void **)&route.iov_base, &route.iov_len))
 		return 0;
-	}
-	r = msg_decode(&p->io, &msg, &m);
-	if (r < 0 || m->env.type != PROTO_MSG_SNAPSHOT_REQUEST) {
-		p->stats.bad_requests++;
-		log_warn("Failed to serve a state.sync request: %s",
-			 r < 0 ? p->io.last_error.text : "not a snapshot_request");
-		sock_msg_close(&msg);
+	r = msg_send_hello_routed(&p->io, p->sync, &route, 1, ZMQ_DONTWAIT);
+	if (r < 0 && r != -EAGAIN && r != -EHOSTUNREACH)
+		log_warn_errno(r, "Failed to greet a replica on %s: %m", ENDPOINT_STATE_SYNC);
+	return 0;
+}
+
+static int on_snapshot_request(const struct proto_msg *m, void *userdata)
+{
+	struct publisher *p = userdata;
+	const void *id;
+	size_t len;
+	int r;
+
+	(void)m;
+	if (!request_identity(p, &id, &len))
 		return 0;
-	}
-	if (p->complete)
-		r = snapshot_start(p, sock_msg_data(&msg, 0), sock_msg_size(&msg, 0));
-	else
-		r = hold_request(p, sock_msg_data(&msg, 0), sock_msg_size(&msg, 0));
-	sock_msg_close(&msg);
+	r = p->complete ? snapshot_start(p, id, len) : hold_request(p, id, len);
 	if (r < 0)
 		return log_error_errno(r, "Failed to prepare a state snapshot: %m");
 	return 0;
+}
+
+/* Any process may replicate the cluster state. */
+static const struct msg_route sync_routes[] = {
+	{ PROTO_MSG_HELLO, 0, on_hello },
+	{ PROTO_MSG_SNAPSHOT_REQUEST, 0, on_snapshot_request },
+};
+
+static int on_sync_readable(struct sock *s, void *userdata)
+{
+	struct publisher *p = userdata;
+	uint64_t dropped = p->sync_dispatch.n_dropped;
+	int r = msg_dispatch(&p->sync_dispatch, s, p);
+
+	p->stats.bad_requests += p->sync_dispatch.n_dropped - dropped;
+	return r;
 }
 
 static int on_heartbeat(struct loop *loop, void *userdata)
@@ -264,8 +299,12 @@ int publisher_new(struct publisher **ret, struct sock_ctx *ctx, struct loop *loo
 	p->loop = loop;
 	state_store_init(&p->store);
 	p->store.seq = clock_realtime_usec();
+	p->sync_dispatch = (struct msg_dispatch){ .socket = ENDPOINT_STATE_SYNC, .routes = sync_routes,
+						  .n_routes = ARRAY_SIZE(sync_routes), .io = &p->io };
+	/* An XPUB, so that each replica that subscribes is greeted. */
 	if ((r = msg_io_init(&p->io, PROTO_PROCESS_WATCHER, 0)) < 0 ||
-	    (r = sock_new(&p->pub, ctx, ZMQ_PUB, ENDPOINT_STATE_PUB)) < 0 ||
+	    (r = sock_new(&p->pub, ctx, ZMQ_XPUB, ENDPOINT_STATE_PUB)) < 0 ||
+	    (r = msg_hello_on_connect(&p->io, p->pub, 0)) < 0 ||
 	    (r = sock_new(&p->sync, ctx, ZMQ_ROUTER, ENDPOINT_STATE_SYNC)) < 0)
 		goto fail;
 	/* Report unroutable replies instead of dropping them silently. */
@@ -281,6 +320,11 @@ int publisher_new(struct publisher **ret, struct sock_ctx *ctx, struct loop *loo
 fail:
 	publisher_free(p);
 	return r;
+}
+
+void publisher_count_drops(struct publisher *p, struct metrics_counter *dropped)
+{
+	p->sync_dispatch.dropped = dropped;
 }
 
 struct publisher *publisher_free(struct publisher *p)

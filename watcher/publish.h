@@ -37,6 +37,9 @@ struct publisher;
 int publisher_new(struct publisher **ret, struct sock_ctx *ctx, struct loop *loop,
 		  const char *pub_endpoint, const char *sync_endpoint);
 struct publisher *publisher_free(struct publisher *p);
+/* Counts the state.sync requests it drops (and the replicas' hellos it
+ * refuses) in kanna_messages_dropped_total (msg_dropped_metric_new()). */
+void publisher_count_drops(struct publisher *p, struct metrics_counter *dropped);
 
 /*
  * Applies one change and, if it changed anything, publishes it: 1, 0 (no

@@ -274,14 +274,18 @@ static int probe_pending(struct sock_ctx *ctx, unsigned shard, unsigned timeout)
 	if ((k = sock_new(&s, ctx, ZMQ_PULL, name)) < 0 || (k = sock_connect(s, name)) < 0)
 		return log_error_errno(k, "Failed to connect to %s: %m", name);
 	zmq_setsockopt(sock_zsock(s), ZMQ_RCVTIMEO, &ms, sizeof(ms));
-	k = sock_recv(s, &msg, 0);
-	if (k < 0) {
-		sock_free(s); /* the context cannot close with a socket open */
-		proto_decoder_free(d);
-		return log_error_errno(k, "Failed to receive pending pods on %s: %m", name);
-	}
-	body = sock_msg_body(&msg, &size);
-	k = proto_decode(d, body, size, &m, &err);
+	do { /* the watcher's hello opens the connection */
+		k = sock_recv(s, &msg, 0);
+		if (k < 0) {
+			sock_free(s); /* the context cannot close with a socket open */
+			proto_decoder_free(d);
+			return log_error_errno(k, "Failed to receive pending pods on %s: %m", name);
+		}
+		body = sock_msg_body(&msg, &size);
+		k = proto_decode(d, body, size, &m, &err);
+		if (k >= 0 && m->env.type == PROTO_MSG_HELLO)
+			sock_msg_close(&msg);
+	} while (k >= 0 && m->env.type == PROTO_MSG_HELLO);
 	if (k < 0 || m->env.type != PROTO_MSG_PENDING_PODS) {
 		log_error("Failed to decode pending pods: %s", k < 0 ? err.text : "wrong type");
 		return -EBADMSG;
@@ -318,6 +322,12 @@ static int probe_plan(struct sock_ctx *ctx, unsigned timeout, unsigned count)
 		}
 		body = sock_msg_body(&msg, &size);
 		k = proto_decode(d, body, size, &m, &err);
+		if (k >= 0 && m->env.type == PROTO_MSG_HELLO) {
+			/* each scheduler's hello opens its connection */
+			sock_msg_close(&msg);
+			n--;
+			continue;
+		}
 		if (k < 0 || m->env.type != PROTO_MSG_LAUNCH_PLAN) {
 			log_error("Failed to decode a launch plan: %s", k < 0 ? err.text : "wrong type");
 			sock_msg_close(&msg);

@@ -31,6 +31,13 @@ expect_eq "the plan names exactly the deployment's pods" "$(sed -n 's/^  pod //p
 grep -q "found 5 provisionable pod(s)" "$tmp/scheduler.log" || fail "no 'found provisionable pod(s)' line"
 grep -q "computed new nodeclaim(s) to fit pod(s)" "$tmp/scheduler.log" || fail "no 'computed new nodeclaim(s)' line"
 ok "the scheduler logs Karpenter's lines"
+# Every connection opens with a hello (STYLE 12): the watcher greets the
+# scheduler on its shard socket and on state.pub, and on each state.sync.
+for sock in pending state; do
+	grep -q "peer watcher (pid [0-9]*, .*) connected on $sock, protocol " "$tmp/scheduler.log" ||
+		fail "the watcher's hello on $sock was not accepted: $(grep -i 'peer\|dropped' "$tmp/scheduler.log")"
+done
+ok "the watcher's hello is exchanged and accepted on every socket"
 
 # The watcher keeps announcing the pods (no launcher acts on the plan), but
 # planned pods are held: no second plan within a few seconds.

@@ -688,6 +688,35 @@ Test(proto, hello_mismatch_is_refused_with_what_differs)
 	cr_assert_str_eq(err.text, "hello: connection opened with heartbeat instead of hello");
 }
 
+Test(proto, a_hello_of_another_major_is_read_to_name_its_sender_and_nothing_else_is)
+{
+	struct proto_msg m;
+	const struct proto_msg *out;
+	struct proto_error err;
+
+	proto_hello_init(&m, PROTO_PROCESS_SCHEDULER, 1, 3, "kanna-scheduler@1", 4242);
+	m.body.hello.version_major = PROTO_VERSION_MAJOR + 1;
+	encode_ok(&m);
+	sbuf.data[1] = PROTO_VERSION_MAJOR + 1; /* [major, ...]: a positive fixint */
+	cr_assert_eq(proto_decode(dec, sbuf.data, sbuf.size, &out, &err), -EPROTONOSUPPORT);
+	cr_assert_eq(proto_decode_hello(dec, sbuf.data, sbuf.size, &out, &err), 0, "%s", err.text);
+	cr_assert_eq(out->version_major, PROTO_VERSION_MAJOR + 1);
+	cr_assert_eq(out->body.hello.role, PROTO_PROCESS_SCHEDULER);
+	cr_assert_eq(out->body.hello.pid, 4242);
+	cr_assert_eq(proto_hello_verify(out, PROTO_PROCESS_SCHEDULER, 3, &err), -EPROTONOSUPPORT);
+	/* Any other message of another major stays refused whole. */
+	proto_msg_init(&m, PROTO_MSG_HEARTBEAT, PROTO_PROCESS_SCHEDULER, 0, 1);
+	encode_ok(&m);
+	sbuf.data[1] = PROTO_VERSION_MAJOR + 1;
+	cr_assert_eq(proto_decode_hello(dec, sbuf.data, sbuf.size, &out, &err), -EPROTONOSUPPORT);
+	cr_assert_eq(err.code, PROTO_E_VERSION);
+	/* And of this major, only a hello is one. */
+	proto_msg_init(&m, PROTO_MSG_HEARTBEAT, PROTO_PROCESS_SCHEDULER, 0, 1);
+	encode_ok(&m);
+	cr_assert_eq(proto_decode_hello(dec, sbuf.data, sbuf.size, &out, &err), -EBADMSG);
+	cr_assert(strstr(err.text, "expected a hello, got heartbeat"), "%s", err.text);
+}
+
 Test(proto, decoded_size_budget_is_enforced_with_a_named_error)
 {
 	struct proto_rng rng = { .state = 11 };

@@ -1,4 +1,4 @@
-/* Token bucket: burst, steady rate, queued reservations, unlimited. */
+/* Token bucket: burst, steady rate, queued reservations, skipping without debt, unlimited. */
 #include <criterion/criterion.h>
 
 #include "common/ratelimit.h"
@@ -35,4 +35,19 @@ Test(ratelimit, zero_rate_means_unlimited)
 	ratelimit_init(&rl, 0, 1, 0);
 	for (int i = 0; i < 1000; i++)
 		cr_assert_eq(ratelimit_reserve(&rl, 0), 0);
+}
+
+Test(ratelimit, a_caller_that_skips_when_refused_runs_up_no_debt)
+{
+	struct ratelimit rl;
+	ratelimit_init(&rl, 1.0, 2, 0);
+	cr_assert(ratelimit_try(&rl, 0));
+	cr_assert(ratelimit_try(&rl, 0));
+	/* a flood of refusals takes nothing from the bucket... */
+	for (int i = 0; i < 1000; i++)
+		cr_assert_not(ratelimit_try(&rl, 0));
+	/* ...so one token time later the next caller goes */
+	cr_assert_not(ratelimit_try(&rl, 999000));
+	cr_assert(ratelimit_try(&rl, 1000000));
+	cr_assert_not(ratelimit_try(&rl, 1000000));
 }

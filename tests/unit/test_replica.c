@@ -128,6 +128,9 @@ Test(replica, early_and_late_replicas_equal_the_publisher_after_churn)
 	run_until_converged(&g);
 	replica_get_stats(g.r[1], &st);
 	cr_assert_geq(st.snapshots, 1);
+	/* The watcher greeted it on both sockets, and nothing was dropped. */
+	cr_assert_geq(st.hellos, 2);
+	cr_assert_eq(st.bad_messages, 0);
 	cr_assert_gt(publisher_store(g.p)->objects.n, 1000);
 	replica_free(g.r[0]);
 	replica_free(g.r[1]);
@@ -268,7 +271,7 @@ struct fake_watcher {
 	struct msg_io io;
 	unsigned char who[2][256]; /* identities of the requests seen */
 	size_t who_len[2];
-	int requests;
+	int requests, hellos;
 };
 
 static void fake_start(struct fake_watcher *f)
@@ -292,7 +295,14 @@ static void fake_wait_requests(struct fake_watcher *f, int n, int seconds)
 		if (i > 0)
 			cr_assert_geq(sd_event_run(loop_event(loop), 10000), 0);
 		while (sock_recv(f->sync, &msg, ZMQ_DONTWAIT) >= 0) {
-			int k = f->requests++ % 2;
+			const struct proto_msg *m;
+			int k;
+			if (msg_decode(&f->io, &msg, &m) >= 0 && m->env.type == PROTO_MSG_HELLO) {
+				f->hellos++; /* each request's connection opens with one */
+				sock_msg_close(&msg);
+				continue;
+			}
+			k = f->requests++ % 2;
 			f->who_len[k] = MIN(sock_msg_size(&msg, 0), sizeof(f->who[k]));
 			memcpy(f->who[k], sock_msg_data(&msg, 0), f->who_len[k]);
 			sock_msg_close(&msg);
@@ -353,6 +363,7 @@ Test(replica, the_rest_of_a_snapshot_that_timed_out_never_completes_the_next_one
 	fake_wait_requests(&f, 1, 5);
 	fake_send(&f, 0, 0, 1, false); /* one item, then the watcher stalls */
 	fake_wait_requests(&f, 2, 15);  /* the replica times out and asks again */
+	cr_assert_eq(f.hellos, f.requests, "each request's new connection opens with a hello");
 	/* The first snapshot's end arrives late: it must not count. */
 	fake_send(&f, 0, 3, 4, true);
 	turn(300);
