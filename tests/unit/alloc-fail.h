@@ -157,7 +157,7 @@ char *__wrap_strndup(const char *s, size_t n)
 	return p;
 }
 
-int __wrap_asprintf(char **ret, const char *fmt, ...);
+int __wrap_asprintf(char **ret, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int __wrap_asprintf(char **ret, const char *fmt, ...)
 {
 	va_list ap;
