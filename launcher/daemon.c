@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/aws.h"
+#include "common/aws-start.h"
 #include "state/endpoints.h"
 #include "common/base64.h"
 #include "common/daemon.h"
@@ -31,7 +32,6 @@
 
 #define LAUNCHER_LEASE_NAME "kanna-launcher-leader-election"
 /* Credentials refused or unreachable: try again this often. */
-#define AWS_VERIFY_RETRY_USEC (15ULL * 1000 * 1000)
 /* A cluster CA bundle larger than this is not one. */
 #define CLUSTER_CA_MAX (1u << 20)
 /* Schedulers that start after a catalog was published get it again. */
@@ -186,84 +186,21 @@ static void on_synced(uint64_t seq, void *userdata)
 
 /* ---- AWS ---------------------------------------------------------------------------- */
 
-static int verify_aws(struct loop *loop, void *userdata);
-static int start_aws_users(struct launcher *l);
-
-static void on_caller_identity(struct aws_client *c, const struct aws_response *resp, void *userdata)
+static void on_aws_verified(struct aws_client *aws, void *userdata)
 {
 	struct launcher *l = userdata;
-	const struct aws_credentials *creds = aws_client_credentials(c);
 
-	if (resp->result < 0) {
-		log_error("AWS refused the credentials from %s: %s; not launching anything until "
-			  "they work (retrying every %llu s)",
-			  creds && creds->source ? creds->source : "the credential chain",
-			  aws_response_strerror(resp), AWS_VERIFY_RETRY_USEC / 1000000);
-		health_server_set_ready(l->d->health, false, "AWS credentials refused");
-		loop_add_timer(l->d->loop, AWS_VERIFY_RETRY_USEC, verify_aws, l, NULL);
-		return;
-	}
-	log_info("AWS credentials from %s accepted: account %s, %s",
-		 creds && creds->source ? creds->source : "the credential chain",
-		 aws_xml_text(resp->xml, "GetCallerIdentityResult/Account") ?: "?",
-		 aws_xml_text(resp->xml, "GetCallerIdentityResult/Arn") ?: "?");
+	(void)aws;
 	l->aws_ok = true;
 	maybe_take_plans(l);
-}
-
-static int start_aws_client(struct launcher *l)
-{
-	struct aws_credentials_options co = { .region = l->region };
-	struct aws_client_options ao = { .region = l->region, .rate = l->cfg->aws_rate,
-					 .burst = (unsigned)l->cfg->aws_burst,
-					 .user_agent = "kanna-launcher/" PACKAGE_VERSION };
-	struct aws_credentials *creds = NULL;
-	char *error = NULL;
-	int r;
-
-	r = aws_credentials_resolve(&co, &creds, &error);
-	if (r < 0) {
-		log_error("No AWS credentials: %s", error ?: strerror(-r));
-		free(error);
-		return r;
-	}
-	r = aws_client_new(l->d->loop, &ao, creds, &l->aws);
-	aws_credentials_free(creds);
-	if (r < 0)
-		return log_error_errno(r, "Failed to create the AWS client: %m");
-	return 0;
-}
-
-/* Resolves credentials (once they resolve) and checks them with STS. */
-static int verify_aws(struct loop *loop, void *userdata)
-{
-	struct launcher *l = userdata;
-	struct aws_query *q = NULL;
-	int r;
-
-	(void)loop;
-	if (!l->aws && start_aws_client(l) < 0) {
-		health_server_set_ready(l->d->health, false, "no AWS credentials");
-		loop_add_timer(l->d->loop, AWS_VERIFY_RETRY_USEC, verify_aws, l, NULL);
-		return 0;
-	}
-	if (!l->catalog && start_aws_users(l) < 0) {
-		loop_exit(l->d->loop, 1);
-		return 0;
-	}
-	if ((r = aws_query_new("GetCallerIdentity", "2011-06-15", &q)) < 0 ||
-	    (r = aws_call_query(l->aws, "sts", q, on_caller_identity, l)) < 0) {
-		log_error_errno(r, "Failed to call STS GetCallerIdentity: %m");
-		loop_add_timer(l->d->loop, AWS_VERIFY_RETRY_USEC, verify_aws, l, NULL);
-	}
-	return 0;
 }
 
 /* ---- leadership and start-up --------------------------------------------------------- */
 
 /* The parts that call AWS, created once the client exists. */
-static int start_aws_users(struct launcher *l)
+static int start_aws_users(struct aws_client *aws, void *userdata)
 {
+	struct launcher *l = userdata;
 	struct launcher_catalog_options co = {
 		.region = l->region, .shipped_path = l->cfg->catalog,
 		.refresh_usec = l->cfg->catalog_refresh_usec,
@@ -320,7 +257,13 @@ static int launcher_work(struct launcher *l)
 		return log_error_errno(r, "Failed to schedule periodic work: %m");
 	l->working = true;
 	health_server_set_ready(l->d->health, false, "waiting for AWS and cluster state");
-	verify_aws(l->d->loop, l);
+	r = aws_start_new(&l->aws_start, l->d->loop, l->d->health,
+			  &(struct aws_client_options){ .region = l->region, .rate = l->cfg->aws_rate,
+							.burst = (unsigned)l->cfg->aws_burst,
+							.user_agent = "kanna-launcher/" PACKAGE_VERSION },
+			  &(struct aws_start_hooks){ start_aws_users, on_aws_verified, l }, &l->aws);
+	if (r < 0)
+		return log_error_errno(r, "Failed to start the AWS client: %m");
 	return 0;
 }
 
@@ -475,6 +418,7 @@ static void teardown(struct daemon *d, void *userdata)
 	l->resolver = NULL;
 	launcher_catalog_free(l->catalog);
 	l->catalog = NULL;
+	l->aws_start = aws_start_free(l->aws_start);
 	aws_client_free(l->aws);
 	l->aws = NULL;
 	l->replica = replica_free(l->replica);

@@ -110,6 +110,7 @@ struct launcher {
 	struct msg_io io;
 	struct msg_dispatch plans_dispatch;
 	struct aws_client *aws;
+	struct aws_start *aws_start; /* credentials → client → STS (common/aws-start.h) */
 	struct launcher_catalog *catalog;
 	struct nodeclass_resolver *resolver;
 	struct hashmap launches;      /* name → struct launch */
