@@ -18,6 +18,7 @@
 #include "state/msg.h"
 #include "state/state-store.h"
 #include "launcher/config.h"
+#include "model/karpenter.h"
 #include "model/unavailable.h"
 #include "launcher/fleet-request.h"
 #include "launcher/fleet-response.h"
@@ -161,8 +162,8 @@ void launcher_update_usage_metrics(struct launcher *l);
 void launcher_release_hold(struct launcher *l, const struct proto_nodeclaim *nc,
 			   const struct proto_node *node);
 
-#define NODECLAIMS_PATH "/apis/karpenter.sh/v1/nodeclaims"
-#define MERGE_PATCH "application/merge-patch+json"
+#define NODECLAIMS_PATH KARPENTER_NODECLAIMS_PATH
+#define MERGE_PATCH KUBE_MERGE_PATCH
 /* Labels a Node and NodeClaim may carry (catalog ~25 + pool + well-known). */
 #define LAUNCH_MAX_LABELS 96
 

@@ -12,30 +12,13 @@
 #include <stdint.h>
 
 #include "launcher/node-labels.h"
+#include "model/karpenter.h"
 #include "proto/proto.h"
 
-/* Karpenter's termination finalizer, on every NodeClaim and Node we create. */
-#define KARPENTER_TERMINATION_FINALIZER "karpenter.sh/termination"
-/*
- * The hold on a Node the launcher launched: karpenter.sh/unregistered, the
- * key Karpenter's kubelets register with (as NoExecute, user data), here
- * NoSchedule. The launcher creates the Node with it (or puts it in place
- * of the kubelet's) and takes it off once the pods planned for the Node
- * are bound or released, so that the default scheduler never places a pod
- * there between the Node turning Ready and a bind the launcher retries —
- * two binders racing on one Node, each within the other's replica lag,
- * overcommit it. NoSchedule, not NoExecute: the launcher binds through it,
- * and a kubelet refuses (and the taint manager evicts) pods that do not
- * tolerate a NoExecute taint. Pods are not refused for it by kanna's
- * schedulers (an ephemeral taint, model/from-state.c).
- */
-#define KARPENTER_UNREGISTERED_TAINT_KEY "karpenter.sh/unregistered"
 /* The pods a NodeClaim was planned for (DESIGN §2 rule 4), JSON list of "ns/name". */
 #define KANNA_PLANNED_PODS_ANNOTATION "kanna.dev/planned-pods"
 /* The plan the NodeClaim came from (debugging aid). */
 #define KANNA_PLAN_ANNOTATION "kanna.dev/plan"
-#define KARPENTER_NODEPOOL_HASH_ANNOTATION "karpenter.sh/nodepool-hash"
-#define KARPENTER_NODECLASS_HASH_ANNOTATION "karpenter.k8s.aws/ec2nodeclass-hash"
 
 /*
  * The NodeClaim of a planned claim: name = planned->id; labels = NodePool

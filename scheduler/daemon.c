@@ -27,7 +27,7 @@
 #include "model/catalog-proto.h"
 #include "scheduler/daemon.h"
 #include "model/from-state.h"
-#include "scheduler/plan.h"
+#include "model/plan.h"
 #include "scheduler/solve.h"
 #include "scheduler/unschedulable.h"
 

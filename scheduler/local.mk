@@ -6,7 +6,7 @@ noinst_LIBRARIES += libkanna-sched.a
 libkanna_sched_a_SOURCES = \
 	scheduler/simulate.h scheduler/simulate-internal.h scheduler/simulate-load.c \
 	scheduler/simulate-workloads.c scheduler/simulate-catalog.c scheduler/simulate-output.c \
-	scheduler/plan.h scheduler/plan.c scheduler/batch.h scheduler/batch.c \
+	scheduler/batch.h scheduler/batch.c \
 	scheduler/unschedulable.h scheduler/unschedulable.c scheduler/solve.h scheduler/solve.c
 
 bin_PROGRAMS += scheduler/kanna-scheduler

@@ -2,8 +2,8 @@
  * Turning a solve into the launch plan the launcher consumes (proto
  * launch_plan), see plan.c.
  */
-#ifndef KANNA_SCHEDULER_PLAN_H
-#define KANNA_SCHEDULER_PLAN_H
+#ifndef KANNA_MODEL_PLAN_H
+#define KANNA_MODEL_PLAN_H
 
 #include "common/arena.h"
 #include "proto/proto.h"

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "scheduler/plan.h"
+#include "model/plan.h"
 
 static const char *S(const struct cluster *c, uint32_t id)
 {

@@ -1,0 +1,73 @@
+/*
+ * NodePool disruption budgets (Karpenter v1 Budget, GetAllowedDisruptions-
+ * ByReason): how many of a NodePool's nodes a disruption reason may take
+ * now, and the cron schedules that open a budget's window. Pure functions
+ * of their arguments and a clock value the caller passes: the reaper asks
+ * before each disruption, the watcher's NodePool validation reports the
+ * errors. Schedules follow robfig/cron v3's standard parser in UTC, which
+ * Karpenter uses (`cron.ParseStandard("TZ=UTC " + schedule)`).
+ */
+#ifndef KANNA_MODEL_BUDGET_H
+#define KANNA_MODEL_BUDGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/proto.h"
+
+/* Karpenter's default when a NodePool lists no budgets (CRD default). */
+#define BUDGET_DEFAULT_NODES "10%"
+
+/* How far back cron_prev() looks. The longest gap between two fire times of
+ * a schedule that fires at all is Feb 29 across a non-leap century year
+ * (2096-02-29 to 2104-02-29): 8 years, plus a day of slack. */
+#define CRON_LOOKBACK_DAYS (8 * 366 + 1)
+
+/* A parsed 5-field schedule: bit n set = value n fires. The *_star flags are
+ * robfig's star bit (field was "*" or "?", bare or "/1"): when either day
+ * field has it a day must match both, otherwise either (cron's OR rule). */
+struct cron_schedule {
+	uint64_t minutes; /* bits 0-59 */
+	uint32_t hours;   /* bits 0-23 */
+	uint32_t dom;     /* bits 1-31 */
+	uint16_t months;  /* bits 1-12 */
+	uint8_t dow;      /* bits 0-6, 0 = Sunday */
+	bool dom_star, dow_star;
+};
+
+/* Parses "minute hour day-of-month month day-of-week" or one of @yearly
+ * @annually @monthly @weekly @daily @midnight @hourly. 0, or -EINVAL with
+ * a message in err such as `minute 61 out of range 0-59`. */
+int cron_parse(const char *expr, struct cron_schedule *ret, char *err, size_t errlen);
+
+/* The latest fire time <= now (Unix seconds, UTC) into *ret; -ENOENT when
+ * it did not fire within CRON_LOOKBACK_DAYS (a schedule that never fires,
+ * such as "0 0 30 2 *"). Walks back by month, day, hour, then minute. */
+int cron_prev(const struct cron_schedule *c, int64_t now, int64_t *ret);
+
+/* Checks one budget as Karpenter's CRD does, the cron as robfig parses it.
+ * 0, or -EINVAL with err naming the field, e.g.
+ * `spec.disruption.budgets[1].schedule: "61 * * * *": minute 61 out of range 0-59`. */
+int budget_validate(const struct proto_budget *b, uint32_t index, char *err, size_t errlen);
+
+/* Karpenter's Budget.IsActive: true without a schedule, else when the
+ * schedule fired at some t with t <= now < t + duration. A valid schedule
+ * that never fires is active, as upstream (robfig's Next gives up and
+ * returns the zero time, which IsActive reads as a hit). 0, or -EINVAL
+ * (err as budget_validate, index 0). */
+int budget_is_active(const struct proto_budget *b, int64_t now, bool *ret, char *err, size_t errlen);
+
+/* Nodes of a NodePool of total_nodes that `reason` (Underutilized, Empty,
+ * Drifted) may disrupt at now, disrupting of them already being disrupted:
+ * the smallest "nodes" among the budgets that are active and list the
+ * reason or no reasons (a percentage of total_nodes, rounded up), minus
+ * disrupting, floored at 0. No budgets at all: Karpenter's default 10%. No
+ * budget active for the reason: unlimited, *ret = total_nodes. 0, or
+ * -EINVAL when a budget is malformed: then *ret = 0 for every reason (fail
+ * closed, as Karpenter's MustGetAllowedDisruptions) and err names it. */
+int budget_allowed_disruptions(const struct proto_budget *budgets, uint32_t n_budgets,
+			       const char *reason, int64_t now, uint32_t total_nodes,
+			       uint32_t disrupting, uint32_t *ret, char *err, size_t errlen);
+
+#endif
