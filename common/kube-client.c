@@ -284,7 +284,8 @@ static void req_finish(struct kube_req *req, long status, const char *transport_
 			req->error = NULL;
 		resp.error = req->error;
 	}
-	req->done(req->client, &resp, req->userdata);
+	if (req->done)
+		req->done(req->client, &resp, req->userdata);
 	json_decref(body);
 }
 

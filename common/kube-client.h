@@ -70,7 +70,8 @@ typedef void (*kube_done_fn)(struct kube_client *c, const struct kube_response *
  * Sends one request (path includes the query string, e.g.
  * "/api/v1/namespaces/default/pods?limit=500"). body may be NULL; it is
  * copied. content_type defaults to application/json. done() runs once from
- * the loop after retries are exhausted or the request succeeded.
+ * the loop after retries are exhausted or the request succeeded (done may
+ * be NULL: fire and forget).
  */
 int kube_request(struct kube_client *c, const char *method, const char *path,
 		 const char *content_type, const char *body, kube_done_fn done, void *userdata);

@@ -41,6 +41,8 @@ int decode_node(struct decoder *d, const json_t *obj, struct proto_node *n)
 		goto fail;
 	}
 	n->unschedulable = json_is_true(json_object_get(spec, "unschedulable"));
+	n->do_not_disrupt = streq_ptr(json_string_value(json_object_get(m.annotations,
+									ANNOTATION_DO_NOT_DISRUPT)), "true");
 	n->ready = PROTO_COND_UNKNOWN;
 	json_array_foreach(json_object_get(status, "conditions"), i, c)
 		if (streq_ptr(json_string_value(json_object_get(c, "type")), "Ready"))

@@ -381,8 +381,16 @@ int decode_nodeclaim(struct decoder *d, const json_t *obj, struct proto_nodeclai
 	    (r = decode_string(d, m.annotations, "karpenter.k8s.aws/ec2nodeclass-hash",
 			       "metadata.annotations", &nc->nodeclass_hash)) < 0 ||
 	    (r = decode_string(d, m.annotations, "kanna.dev/fleet-batch", "metadata.annotations",
-			       &nc->fleet_batch)) < 0)
+			       &nc->fleet_batch)) < 0 ||
+	    (r = decode_strings(d, json_path(obj, "metadata.finalizers"), "metadata.finalizers",
+				&nc->finalizers, &nc->n_finalizers)) < 0)
 		goto fail;
+	if (nc->n_finalizers > PROTO_MAX_FINALIZERS) {
+		r = decode_fail(d, "metadata.finalizers: more than %u", PROTO_MAX_FINALIZERS);
+		goto fail;
+	}
+	nc->do_not_disrupt = streq_ptr(json_string_value(json_object_get(m.annotations,
+						ANNOTATION_DO_NOT_DISRUPT)), "true");
 	if (json_is_object(ref) &&
 	    (r = decode_string(d, ref, "name", "spec.nodeClassRef", &nc->nodeclass)) < 0)
 		goto fail;

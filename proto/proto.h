@@ -18,7 +18,7 @@
 /* Bump MINOR when adding optional fields or messages (old peers skip them);
  * bump MAJOR for anything an old peer would misread: it is refused. */
 #define PROTO_VERSION_MAJOR 2
-#define PROTO_VERSION_MINOR 0
+#define PROTO_VERSION_MINOR 1
 
 /* ------------------------------------------------------------------------
  * Enums: V(CONSTANT, "wire/JSON name"). Values are 0-based and contiguous;
@@ -493,7 +493,8 @@ struct proto_resource {
 	F(S, 25, do_not_disrupt, BOOL, _, 0, OPT)                             \
 	F(S, 26, nodepool_hash, STR, _, PROTO_MAX_NAME_LEN, OPT)              \
 	F(S, 27, nodeclass_hash, STR, _, PROTO_MAX_NAME_LEN, OPT)             \
-	F(S, 28, fleet_batch, STR, _, PROTO_MAX_ID_LEN, OPT)
+	F(S, 28, fleet_batch, STR, _, PROTO_MAX_ID_LEN, OPT)                  \
+	F(S, 29, finalizers, STRS, PROTO_MAX_NAME_LEN, PROTO_MAX_FINALIZERS, OPT)
 
 /* EC2NodeClass (v1; v1beta1 EC2NodeClass and v1alpha1 AWSNodeTemplate
  * converted). status_*: what the launcher resolved. */

@@ -76,6 +76,23 @@ sim_faults() {
 		"$(sed -n 's/.*"server": *"\([^"]*\)".*/\1/p' "$KUBECONFIG")/_sim/faults" -d "$1" >/dev/null
 }
 
+# scaled N: N × KANNA_E2E_SCALE / 100 (at least 1). Under the sanitizers,
+# where every process runs a few times slower, ./quickstart check shrinks
+# the bulk (thousands of churned objects) that only makes a test long; the
+# behaviour checked stays the same.
+scaled() {
+	local n=$(($1 * ${KANNA_E2E_SCALE:-100} / 100))
+	[ "$n" -ge 1 ] || n=1
+	echo "$n"
+}
+
+# k8s_status: kanna-sim's Kubernetes-side /_sim/status (JSON: counts and
+# the timeline of nodes, pods and NodeClaims).
+k8s_status() {
+	curl -sS --cacert "$tmp/state/ca.crt" -H "Authorization: Bearer $(cat "$tmp/state/token")" \
+		"$(sed -n 's/.*"server": *"\([^"]*\)".*/\1/p' "$KUBECONFIG")/_sim/status"
+}
+
 # wait_for WHAT SECONDS COMMAND...: retries COMMAND until it succeeds, for
 # SECONDS of wall time (a slow COMMAND on a loaded machine does not stretch
 # the deadline). Its variables are local: callers loop with their own.

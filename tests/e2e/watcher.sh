@@ -198,9 +198,10 @@ api_json() { # FILE: the API's objects of the kinds kanna-probe compares, replac
 compare() {
 	api_json "$tmp/api.json" && "$PROBE" compare --runtime-dir "$tmp/run" --api "$tmp/api.json" >"$tmp/compare.txt"
 }
-kubectl scale deployment inflate --replicas=300 >/dev/null
-"$PROBE" churn --count 2000 --prefix c1 >"$tmp/churn.txt" || fail "churn: $(cat "$tmp/churn.txt")"
-wait_for "300 pods of the Deployment" 60 sh -c "kubectl get pods -l app=inflate --no-headers | wc -l | grep -qx 300"
+replicas=$(scaled 300)
+kubectl scale deployment inflate --replicas=$replicas >/dev/null
+"$PROBE" churn --count "$(scaled 2000)" --prefix c1 >"$tmp/churn.txt" || fail "churn: $(cat "$tmp/churn.txt")"
+wait_for "$replicas pods of the Deployment" 60 sh -c "kubectl get pods -l app=inflate --no-headers | wc -l | grep -qx $replicas"
 wait_for "the replica to equal the API field by field" 60 compare
 ok "after churn of $(sed -n 's/^churned //p' "$tmp/churn.txt") the replica equals the API field by field ($(tail -n 1 "$tmp/compare.txt"))"
 
@@ -211,9 +212,9 @@ follower=$!
 e2e_pids="$e2e_pids $follower"
 wait_for "the follower's first sync" 30 grep -q "^synced" "$tmp/follow.txt"
 sim_faults '{"watchCutAfterEvents":50,"watchGone":3}' >/dev/null
-"$PROBE" churn --count 1000 --prefix c2 >"$tmp/churn2.txt" &
+"$PROBE" churn --count "$(scaled 1000)" --prefix c2 >"$tmp/churn2.txt" &
 churner=$!
-kubectl scale deployment inflate --replicas=400 >/dev/null
+kubectl scale deployment inflate --replicas="$(scaled 400)" >/dev/null
 sleep 0.3
 kill -9 "$pid_watcher"
 start watcher2 "$BUILDDIR/watcher/kanna-watcher" $watcher_flags --lease-duration 3s
@@ -222,8 +223,8 @@ wait_for "the restarted watcher's sync" 30 grep -q "cluster state synced" "$tmp/
 grep -q "is held by" "$tmp/watcher2.log" || fail "the new watcher did not wait for the dead one's lease"
 grep -q "successfully acquired lease" "$tmp/watcher2.log" || fail "the new watcher did not take the lease over"
 ok "a new watcher waits out the killed one's Lease, then takes over"
-kubectl scale deployment inflate --replicas=250 >/dev/null
-"$PROBE" churn --count 500 --prefix c3 >"$tmp/churn3.txt" || fail "churn: $(cat "$tmp/churn3.txt")"
+kubectl scale deployment inflate --replicas="$(scaled 250)" >/dev/null
+"$PROBE" churn --count "$(scaled 500)" --prefix c3 >"$tmp/churn3.txt" || fail "churn: $(cat "$tmp/churn3.txt")"
 left=$(sim_faults '' GET | sed -n 's/.*"watchGone": *\([0-9]*\).*/\1/p')
 expect_eq "watches resumed after cuts met 410 Gone and relisted" "$left" 0
 sim_faults '{}' >/dev/null

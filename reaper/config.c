@@ -1,0 +1,50 @@
+/*
+ * kanna-reaper's configuration table (see config.h and
+ * doc/configuration.md). Karpenter's setting names are the env aliases.
+ */
+#include <stddef.h>
+
+#include "reaper/config.h"
+
+static const struct config_option reaper_options[] = {
+	CONFIG_COMMON_OPTIONS(struct reaper_config, common, CONFIG_REAPER_METRICS_PORT,
+			      CONFIG_REAPER_HEALTH_PORT),
+	KUBE_SETTINGS_OPTIONS(struct reaper_config, kube),
+	{ .name = "region", .type = CONFIG_STRING, .offset = offsetof(struct reaper_config, region),
+	  .flags = CONFIG_SHARED, .metavar = "REGION",
+	  .help = "AWS region of the instances (default: AWS_REGION, AWS_DEFAULT_REGION, the "
+		  "profile's region, then instance metadata)." },
+	{ .name = "cluster-name", .type = CONFIG_STRING,
+	  .offset = offsetof(struct reaper_config, cluster_name), .flags = CONFIG_SHARED,
+	  .default_value = "kanna", .env_alias = "CLUSTER_NAME", .metavar = "NAME",
+	  .help = "Cluster name: only instances tagged kubernetes.io/cluster/NAME are ours." },
+	{ .name = "catalog", .type = CONFIG_STRING, .offset = offsetof(struct reaper_config, catalog),
+	  .flags = CONFIG_ABSOLUTE_PATH, .metavar = "FILE",
+	  .help = "Instance-type catalog the replacement simulations plan with (default: the "
+		  "shipped instance-types.tsv)." },
+	{ .name = "reconcile-period", .type = CONFIG_DURATION,
+	  .offset = offsetof(struct reaper_config, reconcile_period_usec),
+	  .flags = CONFIG_RELOADABLE, .default_value = "2s", .min = 100000, .max = 3600000000ULL,
+	  .help = "How often terminations are advanced and NodeClaims checked for emptiness and "
+		  "expiry (every step is also re-derived from the cluster state)." },
+	{ .name = "replacement-timeout", .type = CONFIG_DURATION,
+	  .offset = offsetof(struct reaper_config, replacement_timeout_usec),
+	  .flags = CONFIG_RELOADABLE, .default_value = "10m", .min = 1000000, .max = 86400000000ULL,
+	  .help = "How long a node being replaced waits for its replacements to become Ready; "
+		  "after it the disruption is abandoned and the node untainted." },
+	{ .name = "aws-rate", .type = CONFIG_DOUBLE, .offset = offsetof(struct reaper_config, aws_rate),
+	  .default_value = "20", .min_double = 0.1, .max_double = 10000,
+	  .help = "EC2 requests per second (client-side token bucket)." },
+	{ .name = "aws-burst", .type = CONFIG_UINT, .offset = offsetof(struct reaper_config, aws_burst),
+	  .default_value = "50", .min = 1, .max = 100000, .help = "EC2 request burst." },
+};
+
+const struct config_schema reaper_schema = {
+	.program = "kanna-reaper",
+	.section = "reaper",
+	.summary = "Removes capacity safely: drains and terminates deleted nodes, removes empty "
+		   "and expired ones (replacing first what must move).",
+	.options = reaper_options,
+	.n_options = ARRAY_SIZE(reaper_options),
+	.common_offset = offsetof(struct reaper_config, common),
+};

@@ -1,0 +1,133 @@
+/*
+ * kanna-reaper's state, shared by its files: daemon.c (start-up, the
+ * periodic pass), termination.c (a deleted NodeClaim or Node: taint,
+ * drain, terminate, finalizers), drain.c (which pods go, in what order,
+ * through the Eviction API), instances.c (batched TerminateInstances) and
+ * disruption.c (emptiness and expiry: which NodeClaims to remove, within
+ * budgets, replacements first).
+ *
+ * Everything here is derived again from the cluster state on every pass
+ * (DESIGN §2 rule 4): what the reaper keeps in memory only avoids sending
+ * a request twice and remembers when it may retry. A reaper killed at any
+ * moment starts again from the objects: a deleting NodeClaim with its
+ * finalizer is still to be terminated, a tainted Node still to be drained.
+ */
+#ifndef KANNA_REAPER_REAPER_H
+#define KANNA_REAPER_REAPER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/aws.h"
+#include "common/daemon.h"
+#include "common/hashmap.h"
+#include "common/metrics.h"
+#include "state/msg.h"
+#include "state/replica.h"
+#include "reaper/config.h"
+
+#define REAPER_LEASE_NAME "kanna-reaper-leader-election"
+
+/* Eviction retries (a PodDisruptionBudget said no: 429): Karpenter's
+ * eviction queue backs off exponentially from 100 ms to 10 s per pod. */
+#define EVICTION_BACKOFF_BASE_USEC (100ULL * 1000)
+#define EVICTION_BACKOFF_CAP_USEC (10ULL * 1000 * 1000)
+/* A FailedDraining Event per Node at most this often (the recorder folds
+ * repeats too; this keeps the API quiet while a PDB holds for hours). */
+#define DRAIN_EVENT_PERIOD_USEC (30ULL * 1000 * 1000)
+/* Pods of priority this high or more are critical (system-cluster-critical
+ * is 2000000000, system-node-critical 2000001000): evicted last. */
+#define CRITICAL_POD_PRIORITY 2000000000
+
+/* How a claim's instance stands (instances.c). */
+enum instance_state {
+	INSTANCE_UNKNOWN,  /* nothing asked yet */
+	INSTANCE_ASKED,    /* TerminateInstances queued or in flight */
+	INSTANCE_GONE,     /* shutting-down, terminated or not found */
+};
+
+/* What the reaper is doing for one NodeClaim (or a Node without one), by name. */
+struct claim_work {
+	char *name;
+	uint64_t seen_pass;
+	/* Voluntary disruption (disruption.c). */
+	uint64_t empty_since_usec;   /* 0: not empty when last looked at */
+	const char *disrupting;      /* reason ("Empty", "Expired") once decided */
+	uint64_t disrupting_since_usec;
+	char **replacements;         /* NodeClaims launched to take its pods */
+	uint32_t n_replacements;
+	bool plan_sent;
+	/* Termination (termination.c): requests in flight. */
+	bool claim_delete_sent, node_delete_sent, taint_sent, node_finalizer_sent,
+		claim_finalizer_sent;
+	uint64_t last_drain_event_usec;
+	bool drained_logged, logged_terminating;
+	unsigned in_flight;          /* requests whose answer has not come */
+};
+
+struct reaper_metrics {
+	struct metrics_counter *nodeclaims_terminated, *nodes_terminated, *nodes_drained,
+		*pods_evicted, *eviction_requests, *pods_deleted, *disrupted, *decisions,
+		*messages_dropped, *instances_terminated;
+	struct metrics_histogram *termination_seconds;
+	struct metrics_gauge *allowed_disruptions, *eligible;
+};
+
+struct reaper {
+	struct reaper_config *cfg; /* replaced in place by a reload */
+	struct daemon *d;
+	struct replica *replica;
+	char *region;
+	struct aws_client *aws;
+	struct aws_start *aws_start;
+	bool aws_ok, working;
+	struct msg_io io;
+	struct sock *plans_tx;       /* replacements go to the launcher as plans */
+	struct hashmap work;         /* claim name → struct claim_work */
+	struct hashmap evictions;    /* "ns/name" → struct eviction (drain.c) */
+	struct hashmap instances;    /* instance id → struct instance (instances.c) */
+	struct instance_batch *batch;
+	uint64_t pass;
+	uint64_t plan_seq;
+	struct reaper_metrics m;
+};
+
+/* daemon.c */
+const struct state_store *reaper_store(const struct reaper *r);
+/* The work record of a claim, made when missing (NULL: out of memory). */
+struct claim_work *reaper_work(struct reaper *r, const char *name);
+
+/* termination.c: advance every termination; one pass. */
+void termination_pass(struct reaper *r, uint64_t now_usec);
+/* Deletes a NodeClaim for removal (disruption.c): its termination follows. */
+int termination_delete_claim(struct reaper *r, const char *name, struct claim_work *w);
+/* Taints the Node karpenter.sh/disrupted:NoSchedule (once). */
+void termination_taint_node(struct reaper *r, struct claim_work *w, const struct proto_node *n);
+
+/* drain.c: evicts what must go from node (taints are termination.c's).
+ * Returns the number of pods the drain still waits for (0: drained). */
+unsigned drain_node(struct reaper *r, const struct proto_node *node,
+		    const struct proto_nodeclaim *nc, struct claim_work *w, uint64_t now_usec);
+/* Forgets the retry state of pods no drain looked at this pass (all:
+ * every one, at teardown). */
+void drain_forget(struct reaper *r, bool all);
+/* Does the pod stay on a draining node (DaemonSet, mirror, finished, or
+ * tolerates karpenter.sh/disrupted:NoSchedule)? */
+bool drain_pod_stays(const struct proto_pod *p);
+
+/* instances.c: asks for the instance to be terminated (batched, retried)
+ * and says how it stands. */
+enum instance_state instance_terminate(struct reaper *r, const char *instance_id,
+				       uint64_t now_usec);
+void instance_forget(struct reaper *r, const char *instance_id);
+int instances_init(struct reaper *r);
+void instances_done(struct reaper *r);
+
+/* disruption.c: emptiness and expiry; one pass. */
+void disruption_pass(struct reaper *r, uint64_t now_usec);
+
+/* "aws:///us-west-2a/i-0123" → "i-0123" (NULL when it is not one). */
+const char *provider_instance_id(const char *provider_id);
+bool has_string(char *const *v, uint32_t n, const char *s);
+
+#endif
