@@ -11,7 +11,7 @@
 
 #include "model/catalog-proto.h"
 #include "model/from-state.h"
-#include "scheduler/plan.h"
+#include "model/plan.h"
 
 static const char *const zones[] = { "us-west-2a", "us-west-2b", "us-west-2c" };
 

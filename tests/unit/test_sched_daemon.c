@@ -9,7 +9,7 @@
 #include "scheduler/batch.h"
 #include "scheduler/config.h"
 #include "model/from-state.h"
-#include "scheduler/plan.h"
+#include "model/plan.h"
 #include "tests/unit/pod-template-fixture.h"
 
 static struct proto_pod pod(const char *name, int64_t cpu_milli)
