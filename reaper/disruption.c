@@ -318,7 +318,8 @@ static const char *candidate_reason(struct reaper *r, struct claim_work *w,
 				    const struct proto_nodeclaim *nc, const struct proto_nodepool *np,
 				    unsigned pods, uint64_t now_usec)
 {
-	int64_t expire_s = nc->expire_after_s > 0 ? nc->expire_after_s : np->expire_after_s;
+	/* The NodeClaim's own (-1: Never), else its NodePool's. */
+	int64_t expire_s = nc->expire_after_s ? nc->expire_after_s : np->expire_after_s;
 	bool empties = np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_EMPTY ||
 		       (np->source_api == PROTO_API_V1 &&
 			np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_EMPTY_OR_UNDERUTILIZED);
@@ -363,6 +364,21 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 		return;
 	}
 	reason = candidate_reason(r, w, nc, np, pods, now_usec);
+	/* Tainted by a reaper before this one (killed mid-disruption): go on
+	 * with it — it is counted as disrupting already — or, when it is no
+	 * longer a candidate, give the node back. */
+	if (node_has_taint(node, KARPENTER_DISRUPTED_TAINT_KEY)) {
+		if (!reason) {
+			log_info_kv(LOG_KV({ "nodeclaim", nc->name }),
+				    "nodeclaim %s is tainted for disruption but no longer a candidate: "
+				    "untainting its node", nc->name);
+			untaint(r, node);
+			return;
+		}
+		w->disrupting = reason;
+		w->disrupting_since_usec = now_usec;
+		return;
+	}
 	if (!reason || !pc || pc->invalid)
 		return;
 	if (nc->do_not_disrupt || node->do_not_disrupt || blocker) {

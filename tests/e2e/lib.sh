@@ -98,12 +98,16 @@ k8s_status() {
 # the deadline). Its variables are local: callers loop with their own.
 # Waits of 3 s or more are noted in the test's log, to show where its time goes.
 wait_for() {
-	local what=$1 t0=$(date +%s) secs=$2 deadline
+	local what=$1 t0=$(date +%s) secs=$2 deadline pause=0.1
 	deadline=$((t0 + secs))
 	shift 2
+	# The pause doubles up to 0.8 s: a kubectl costs ~0.2 s of CPU, and
+	# polling every 0.1 s took most of a core per waiting test from the
+	# daemons under test.
 	until "$@" >/dev/null 2>&1; do
 		[ "$(date +%s)" -lt "$deadline" ] || fail "timed out after ${secs}s waiting for $what"
-		sleep 0.1
+		sleep "$pause"
+		case $pause in 0.1) pause=0.2 ;; 0.2) pause=0.4 ;; *) pause=0.8 ;; esac
 	done
 	[ $(($(date +%s) - t0)) -lt 3 ] || echo "  (waited $(($(date +%s) - t0)) s for $what)"
 }

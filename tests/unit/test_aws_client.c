@@ -575,10 +575,16 @@ Test(aws_client, rides_out_a_throttling_storm_without_losing_a_call)
 	for (int i = 0; i < CALLS; i++)
 		describe_instances(&h, &h.out[i]);
 	harness_run(&h, CALLS);
+	/* Every throttled answer cost its call exactly one more attempt. Which
+	 * calls took them depends on timing (a retry may overtake a late first
+	 * attempt on a loaded machine), how many does not. */
+	unsigned retries = 0;
 	for (int i = 0; i < CALLS; i++) {
 		cr_assert_eq(h.out[i].result, 0, "call %d: %s", i, h.out[i].text);
-		cr_assert_geq(h.out[i].attempts, 2, "call %d", i);
+		cr_assert_geq(h.out[i].attempts, 1, "call %d", i);
+		retries += h.out[i].attempts - 1;
 	}
+	cr_assert_eq(retries, MIN(THROTTLED, MAX_SCRIPT));
 	cr_assert_eq(srv.served, CALLS + MIN(THROTTLED, MAX_SCRIPT));
 	cr_assert_eq(srv.bad_signatures, 0);
 }
