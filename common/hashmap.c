@@ -126,6 +126,25 @@ void *hashmap_remove(struct hashmap *m, const char *key)
 	return v;
 }
 
+size_t hashmap_remove_if(struct hashmap *m, bool (*drop)(const char *key, void *value, void *userdata),
+			 void *userdata)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->cap; i++) {
+		struct hashmap_slot *s = &m->slots[i];
+
+		if (!slot_live(s) || !drop(s->key, s->value, userdata))
+			continue;
+		free(s->key);
+		s->key = HASHMAP_TOMBSTONE;
+		s->value = NULL;
+		m->n--;
+		n++;
+	}
+	return n;
+}
+
 void hashmap_done(struct hashmap *m)
 {
 	for (size_t i = 0; i < m->cap; i++)

@@ -29,6 +29,10 @@ int hashmap_put(struct hashmap *m, const char *key, void *value, void **old);
 void *hashmap_get(const struct hashmap *m, const char *key);
 /* Removes key; returns its value or NULL. */
 void *hashmap_remove(struct hashmap *m, const char *key);
+/* Removes every entry drop() says to (it may free the value, not the key);
+ * returns how many. Removing never moves the other entries. */
+size_t hashmap_remove_if(struct hashmap *m, bool (*drop)(const char *key, void *value, void *userdata),
+			 void *userdata);
 /* Frees keys and the table; values are the caller's. */
 void hashmap_done(struct hashmap *m);
 

@@ -52,27 +52,23 @@ static void claim_work_free(struct claim_work *w)
 	free(w);
 }
 
+static bool work_stale(const char *key, void *value, void *userdata)
+{
+	struct claim_work *w = value;
+	const struct reaper *r = userdata;
+
+	(void)key;
+	if (r && (w->seen_pass == r->pass || w->in_flight))
+		return false;
+	claim_work_free(w);
+	return true;
+}
+
 /* Work records of NodeClaims no pass looked at any more (all: teardown; the
  * requests still in flight are cancelled then and call nothing back). */
 static void forget_work(struct reaper *r, bool all)
 {
-	char **gone = calloc(r->work.n + 1, sizeof(*gone));
-	const char *key;
-	void *v;
-	size_t it = 0, n = 0;
-
-	if (!gone)
-		return;
-	while (hashmap_next(&r->work, &it, &key, &v)) {
-		struct claim_work *w = v;
-		if ((all || (w->seen_pass != r->pass && !w->in_flight)) && (gone[n] = strdup(key)))
-			n++;
-	}
-	for (size_t i = 0; i < n; i++) {
-		claim_work_free(hashmap_remove(&r->work, gone[i]));
-		free(gone[i]);
-	}
-	free(gone);
+	hashmap_remove_if(&r->work, work_stale, all ? NULL : r);
 	if (all)
 		hashmap_done(&r->work);
 }

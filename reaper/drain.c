@@ -273,26 +273,22 @@ note_blocked:
 	return waiting;
 }
 
+static bool eviction_stale(const char *key, void *value, void *userdata)
+{
+	struct eviction *ev = value;
+	const struct reaper *r = userdata;
+
+	(void)key;
+	if (r && (ev->seen_pass == r->pass || ev->in_flight))
+		return false;
+	eviction_free(ev);
+	return true;
+}
+
 /* Forgets the retry state of pods no drain looked at this pass. */
 void drain_forget(struct reaper *r, bool all)
 {
-	const char *key;
-	void *v;
-	char **gone = calloc(r->evictions.n + 1, sizeof(*gone));
-	size_t it = 0, n = 0;
-
-	if (!gone)
-		return;
-	while (hashmap_next(&r->evictions, &it, &key, &v)) {
-		struct eviction *ev = v;
-		if ((all || (ev->seen_pass != r->pass && !ev->in_flight)) && (gone[n] = strdup(key)))
-			n++;
-	}
-	for (size_t i = 0; i < n; i++) {
-		eviction_free(hashmap_remove(&r->evictions, gone[i]));
-		free(gone[i]);
-	}
-	free(gone);
+	hashmap_remove_if(&r->evictions, eviction_stale, all ? NULL : r);
 	if (all)
 		hashmap_done(&r->evictions);
 }

@@ -116,22 +116,13 @@ void batch_release_pods(struct batch *b, struct proto_pod *const *pods, size_t n
 	}
 }
 
+static bool hold_expired(const char *key, void *value, void *userdata)
+{
+	(void)key;
+	return (uint64_t)(uintptr_t)value <= *(const uint64_t *)userdata;
+}
+
 size_t batch_expire(struct batch *b, uint64_t now_usec)
 {
-	char **gone = calloc(b->held.n + 1, sizeof(char *));
-	size_t it = 0, n = 0;
-	const char *key;
-	void *v;
-
-	if (!gone)
-		return 0;
-	while (hashmap_next(&b->held, &it, &key, &v))
-		if ((uint64_t)(uintptr_t)v <= now_usec && (gone[n] = strdup(key)))
-			n++;
-	for (size_t i = 0; i < n; i++) {
-		hashmap_remove(&b->held, gone[i]);
-		free(gone[i]);
-	}
-	free(gone);
-	return n;
+	return hashmap_remove_if(&b->held, hold_expired, &now_usec);
 }

@@ -49,3 +49,30 @@ Test(hashmap, survives_100k_keys_with_churn_and_iterates_each_live_key_once)
 	cr_assert_eq(m.n, 50000);
 	hashmap_done(&m);
 }
+
+static bool drop_odd(const char *key, void *value, void *userdata)
+{
+	(void)key;
+	(*(int *)userdata)++;
+	return (uintptr_t)value % 2 == 1;
+}
+
+Test(hashmap, remove_if_drops_what_it_is_told_and_keeps_the_rest_findable)
+{
+	struct hashmap m = { 0 };
+	char key[16];
+	int asked = 0;
+
+	for (uintptr_t i = 1; i <= 1000; i++) {
+		snprintf(key, sizeof(key), "k%lu", (unsigned long)i);
+		cr_assert_eq(hashmap_put(&m, key, (void *)i, NULL), 0);
+	}
+	cr_expect_eq(hashmap_remove_if(&m, drop_odd, &asked), 500);
+	cr_expect_eq(asked, 1000, "every entry is asked once");
+	cr_expect_eq(m.n, 500);
+	for (uintptr_t i = 1; i <= 1000; i++) {
+		snprintf(key, sizeof(key), "k%lu", (unsigned long)i);
+		cr_expect_eq((uintptr_t)hashmap_get(&m, key), i % 2 ? 0 : i, "%s", key);
+	}
+	hashmap_done(&m);
+}
