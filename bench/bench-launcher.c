@@ -99,8 +99,10 @@ int main(int argc, char **argv)
 						       .instance_types = cand, .n_instance_types = 1,
 						       .pods = &pods[i], .n_pods = 1 };
 	}
-	if (msg_io_init(&io, PROTO_PROCESS_TOOL, 0) < 0 || sock_ctx_new(&ctx, NULL, "bench", dir) < 0 ||
+	/* It stands in for a scheduler: the launcher takes plans from no one else. */
+	if (msg_io_init(&io, PROTO_PROCESS_SCHEDULER, 0) < 0 || sock_ctx_new(&ctx, NULL, "bench", dir) < 0 ||
 	    sock_new(&push, ctx, ZMQ_PUSH, ENDPOINT_PLANS) < 0 || sock_connect(push, ENDPOINT_PLANS) < 0 ||
+	    msg_send_hello(&io, push, 0) < 0 ||
 	    sock_new(&sub, ctx, ZMQ_SUB, ENDPOINT_RESULTS) < 0 || sock_subscribe(sub, "", 0) < 0 ||
 	    sock_connect(sub, ENDPOINT_RESULTS) < 0)
 		return 1;
