@@ -52,6 +52,8 @@ leader_and_standby scheduler "$BUILDDIR/scheduler/kanna-scheduler" "scheduling s
 	"scheduling shard"
 leader_and_standby launcher "$BUILDDIR/launcher/kanna-launcher" "acquired lease kanna-launcher" \
 	"acquired lease kanna-launcher"
+leader_and_standby reaper "$BUILDDIR/reaper/kanna-reaper" "acquired lease kanna-reaper" \
+	"reaping for cluster"
 
 # SIGHUP: the batch windows are reloadable.
 cat >"$tmp/kanna.yaml" <<'YAML'
@@ -114,20 +116,21 @@ free_port() {
 
 # Each daemon working alone, its listeners up, then stopped.
 mkdir -p "$tmp/run-alone"
-for who in watcher scheduler launcher; do
+for who in watcher scheduler launcher reaper; do
 	start "${who}_alone" "$BUILDDIR/$who/kanna-$who" --runtime-dir "$tmp/run-alone" \
 		--metrics-port "$(free_port)" --health-port "$(free_port)" --leader-elect=false
 	case $who in
 	watcher) working="cluster state synced" ;;
 	scheduler) working="scheduling shard 0 of 1" ;;
 	launcher) working="taking launch plans" ;;
+	reaper) working="reaping for cluster" ;;
 	esac
 	wait_for "the $who to work" 60 grep -q "$working" "$tmp/${who}_alone.log"
 done
-for who in launcher scheduler watcher; do
+for who in reaper launcher scheduler watcher; do
 	stop_with_sigterm "${who}_alone"
 done
-for who in watcher scheduler launcher; do
+for who in watcher scheduler launcher reaper; do
 	stop_with_sigterm "${who}_standby"
 	stop_with_sigterm "${who}_leader"
 done
@@ -140,7 +143,7 @@ ok "no daemon warns about libmicrohttpd's option order"
 # A daemon that cannot start says what failed and why, and exits 1: its
 # metrics port taken (by kanna-sim's AWS side), its kubeconfig missing.
 taken=${AWS_ENDPOINT_URL##*:}
-for who in watcher scheduler launcher; do
+for who in watcher scheduler launcher reaper; do
 	rc=0
 	"$BUILDDIR/$who/kanna-$who" --runtime-dir "$tmp/run-alone" --metrics-port "$taken" --health-port 0 \
 		--leader-elect=false >"$tmp/$who-port.log" 2>&1 || rc=$?
