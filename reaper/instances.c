@@ -175,8 +175,7 @@ static int on_batch_timer(struct loop *loop, void *userdata)
 	struct reaper *r = userdata;
 
 	(void)loop;
-	r->batch->timer = NULL; /* the loop's one-shot reference is gone */
-	batch_send(r);
+	batch_send(r); /* drops our reference to this timer (loop.h) */
 	return 0;
 }
 
