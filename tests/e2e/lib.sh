@@ -9,18 +9,31 @@ e2e_init() {
 }
 
 e2e_cleanup() {
+	local rc=$? bad
+	trap - EXIT INT TERM
 	for p in $e2e_pids; do
 		kill "$p" 2>/dev/null || true
 	done
 	for p in $e2e_pids; do
 		wait "$p" 2>/dev/null || true
 	done
+	# A sanitizer's report in any daemon's log (leaks are reported at exit,
+	# after SIGTERM) fails the test, whatever it checked.
+	bad=$(grep -l "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$tmp"/*.log 2>/dev/null || true)
+	if [ -n "$bad" ]; then
+		for log in $bad; do
+			echo "FAIL: a sanitizer reported in $(basename "$log"):" >&2
+			grep -A 30 "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$log" | head -n 40 >&2
+		done
+		rc=1
+	fi
 	# KANNA_E2E_KEEP=1 keeps the logs and the sim's state for a look.
 	if [ -n "${KANNA_E2E_KEEP:-}" ]; then
 		echo "kept $tmp"
 	else
 		rm -rf "$tmp"
 	fi
+	exit "$rc"
 }
 
 fail() {
