@@ -192,4 +192,11 @@ kubectl patch nodepool expiring --type merge -p '{"spec":{"template":{"spec":{"e
 for id in $(sim_instances | sed -n 's/^instance \([^ ]*\) state=\(shutting-down\|terminated\) .*/\1/p'); do
 	expect_eq "instance $id terminated by one call" "$(terminations "$id")" 1
 done
+# The replacement carries the 20 s expiry too and may be mid-replacement:
+# let it settle before comparing.
+agree() {
+	[ "$(kubectl get nodeclaims -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort)" = \
+	  "$(sim_instances | grep -E 'state=(pending|running)' | sed 's/.*nodeclaim=//' | sort)" ]
+}
+wait_for "NodeClaims and live instances to agree" 90 agree
 expect_one_instance_per_nodeclaim "at the end"
