@@ -92,10 +92,12 @@ struct reaper {
 	struct reaper_metrics m;
 };
 
-/* daemon.c */
+/* work.c */
 const struct state_store *reaper_store(const struct reaper *r);
 /* The work record of a claim, made when missing (NULL: out of memory). */
 struct claim_work *reaper_work(struct reaper *r, const char *name);
+/* Forgets the records no pass looked at (all: every one, at teardown). */
+void reaper_forget_work(struct reaper *r, bool all);
 
 /* termination.c: advance every termination; one pass. */
 void termination_pass(struct reaper *r, uint64_t now_usec);
@@ -122,6 +124,27 @@ enum instance_state instance_terminate(struct reaper *r, const char *instance_id
 void instance_forget(struct reaper *r, const char *instance_id);
 int instances_init(struct reaper *r);
 void instances_done(struct reaper *r);
+
+/* inventory.c: the cluster's instances as EC2 last described them
+ * (DescribeInstances filtered on the tag kubernetes.io/cluster/<name>),
+ * refreshed every gc-period; the garbage collection (gc.c) and drift
+ * (subnet, security groups) read it. */
+struct ec2_instance {
+	char id[32];
+	char state[16];        /* pending, running, stopping, stopped, shutting-down, terminated */
+	char subnet_id[32];
+	char image_id[32];
+	char **security_groups; /* group ids, sorted */
+	uint32_t n_security_groups;
+	int64_t launch_time_s;  /* Unix seconds */
+	char *nodeclaim;        /* tag karpenter.sh/nodeclaim (NULL: none) */
+	char *nodepool;         /* tag karpenter.sh/nodepool (NULL: none) */
+};
+/* NULL: not among the instances of the last complete description (or no
+ * description has completed yet: see inventory_described_usec()). */
+const struct ec2_instance *inventory_instance(const struct reaper *r, const char *instance_id);
+/* Monotonic time the last complete description started (0: none yet). */
+uint64_t inventory_described_usec(const struct reaper *r);
 
 /* disruption.c: emptiness and expiry; one pass. */
 void disruption_pass(struct reaper *r, uint64_t now_usec);
