@@ -5,7 +5,8 @@ libkanna_common_a_SOURCES += \
 	common/aws.h common/aws-internal.h common/aws-http.c common/aws-ini.c \
 	common/aws-credentials.c common/aws-credentials-http.c common/aws-endpoint.c \
 	common/aws-query.c common/aws-xml.c common/aws-retry.c common/aws-client.c common/aws-refresh.c \
-	common/aws-start.h common/aws-start.c
+	common/aws-start.h common/aws-start.c \
+	common/aws-ec2.h common/aws-ec2.c
 
 AWS_UNIT_TESTS = \
 	tests/unit/test_sigv4 \

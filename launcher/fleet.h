@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/aws-ec2.h"
 #include "launcher/nodeclass.h"
 #include "proto/proto.h"
 
@@ -67,20 +68,5 @@ size_t planned_count_offerings(const struct proto_planned_nodeclaim *planned,
 			       bool (*unavailable)(const char *, const char *, uint8_t, void *),
 			       void *userdata);
 
-/* One instance of a DescribeInstances response. */
-struct ec2_instance {
-	char instance_id[64];
-	char instance_type[64];
-	char zone[64];
-	char image_id[64];
-	char private_dns_name[256];
-	char state[32];
-	char nodeclaim[254]; /* tag karpenter.sh/nodeclaim */
-	bool spot;
-};
-
-/* Reads up to max instances from a DescribeInstancesResponse tree; returns
- * how many, or -EBADMSG when the document is not one. */
-int ec2_instances_parse(const struct aws_xml_node *root, struct ec2_instance *out, size_t max);
 
 #endif

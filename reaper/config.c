@@ -32,6 +32,22 @@ static const struct config_option reaper_options[] = {
 	  .flags = CONFIG_RELOADABLE, .default_value = "10m", .min = 1000000, .max = 86400000000ULL,
 	  .help = "How long a node being replaced waits for its replacements to become Ready; "
 		  "after it the disruption is abandoned and the node untainted." },
+	{ .name = "gc-period", .type = CONFIG_DURATION,
+	  .offset = offsetof(struct reaper_config, gc_period_usec),
+	  .flags = CONFIG_RELOADABLE, .default_value = "2m", .min = 1000000, .max = 86400000000ULL,
+	  .help = "How often the cluster's instances are described (DescribeInstances) to find "
+		  "orphaned instances and NodeClaims whose instance is gone (Karpenter: 2m)." },
+	{ .name = "gc-grace", .type = CONFIG_DURATION,
+	  .offset = offsetof(struct reaper_config, gc_grace_usec),
+	  .flags = CONFIG_RELOADABLE, .default_value = "30s", .min = 1000000, .max = 86400000000ULL,
+	  .help = "An instance younger than this is never collected as orphaned, and a NodeClaim "
+		  "is judged gone only from a description taken this long after its launch "
+		  "(DescribeInstances is eventually consistent; Karpenter: 30s)." },
+	{ .name = "registration-ttl", .type = CONFIG_DURATION,
+	  .offset = offsetof(struct reaper_config, registration_ttl_usec),
+	  .flags = CONFIG_RELOADABLE, .default_value = "15m", .min = 1000000, .max = 86400000000ULL,
+	  .help = "A launched NodeClaim whose Node has not registered within this is deleted and "
+		  "its instance terminated (Karpenter's registration timeout, 15m)." },
 	{ .name = "aws-rate", .type = CONFIG_DOUBLE, .offset = offsetof(struct reaper_config, aws_rate),
 	  .default_value = "20", .min_double = 0.1, .max_double = 10000,
 	  .help = "EC2 requests per second (client-side token bucket)." },

@@ -17,6 +17,9 @@ struct reaper_config {
 	char *catalog;
 	uint64_t reconcile_period_usec;
 	uint64_t replacement_timeout_usec;
+	uint64_t gc_period_usec;
+	uint64_t gc_grace_usec;
+	uint64_t registration_ttl_usec;
 	double aws_rate;
 	uint64_t aws_burst;
 };

@@ -27,6 +27,7 @@ static int on_pass(struct loop *loop, void *userdata)
 	if (!r->replica || !replica_synced(r->replica))
 		return 0;
 	r->pass++;
+	gc_pass(r, now);
 	termination_pass(r, now);
 	disruption_pass(r, now);
 	drain_forget(r, false);
@@ -66,7 +67,7 @@ static int reaper_work_start(struct daemon *d, void *userdata)
 		return log_error_errno(k, "Failed to subscribe to cluster state in %s: %m",
 				       sock_ctx_runtime_dir(r->d->socks));
 	replica_count_drops(r->replica, r->m.messages_dropped);
-	if ((k = instances_init(r)) < 0 ||
+	if ((k = instances_init(r)) < 0 || (k = gc_init(r)) < 0 ||
 	    (k = loop_add_periodic(r->d->loop, "reap", r->cfg->reconcile_period_usec, on_pass, r)) < 0)
 		return log_error_errno(k, "Failed to schedule the reaper's passes: %m");
 	health_server_set_ready(r->d->health, false, "waiting for AWS and cluster state");
@@ -109,6 +110,9 @@ static int reaper_metrics(struct daemon *d, void *userdata)
 				     "Disruption decisions taken.", "decision", "reason", NULL)) < 0 ||
 	    (k = metrics_counter_new(m, &r->m.instances_terminated, "kanna_reaper_instances_terminated_total",
 				     "Instances EC2 confirmed shutting down or terminated.", NULL)) < 0 ||
+	    (k = metrics_counter_new(m, &r->m.instances_collected, "kanna_reaper_instances_garbage_collected_total",
+				     "Instances of the cluster terminated because no NodeClaim spoke for them.",
+				     "nodepool", NULL)) < 0 ||
 	    (k = metrics_histogram_new(m, &r->m.termination_seconds,
 				       "karpenter_nodes_termination_duration_seconds",
 				       "From a NodeClaim's deletion to its finalizer removed.", buckets,
@@ -164,6 +168,7 @@ static void teardown(struct daemon *d, void *userdata)
 	aws_client_free(r->aws);
 	r->aws = NULL;
 	instances_done(r);
+	gc_done(r);
 	r->replica = replica_free(r->replica);
 	r->plans_tx = sock_free(r->plans_tx);
 	msg_io_done(&r->io);

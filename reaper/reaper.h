@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "common/aws.h"
+#include "common/aws-ec2.h"
 #include "common/daemon.h"
 #include "common/hashmap.h"
 #include "common/metrics.h"
@@ -68,7 +69,7 @@ struct claim_work {
 struct reaper_metrics {
 	struct metrics_counter *nodeclaims_terminated, *nodes_terminated, *nodes_drained,
 		*pods_evicted, *eviction_requests, *pods_deleted, *disrupted, *decisions,
-		*messages_dropped, *instances_terminated;
+		*messages_dropped, *instances_terminated, *instances_collected;
 	struct metrics_histogram *termination_seconds;
 	struct metrics_gauge *allowed_disruptions, *eligible;
 };
@@ -87,6 +88,8 @@ struct reaper {
 	struct hashmap evictions;    /* "ns/name" → struct eviction (drain.c) */
 	struct hashmap instances;    /* instance id → struct instance (instances.c) */
 	struct instance_batch *batch;
+	struct inventory *inventory; /* inventory.c */
+	struct gc *gc;               /* gc.c */
 	uint64_t pass;
 	uint64_t plan_seq;
 	struct reaper_metrics m;
@@ -103,6 +106,8 @@ void reaper_forget_work(struct reaper *r, bool all);
 void termination_pass(struct reaper *r, uint64_t now_usec);
 /* Deletes a NodeClaim for removal (disruption.c): its termination follows. */
 int termination_delete_claim(struct reaper *r, const char *name, struct claim_work *w);
+/* Deletes a Node (once); its termination follows. */
+void termination_delete_node(struct reaper *r, struct claim_work *w, const struct proto_node *n);
 /* Taints the Node karpenter.sh/disrupted:NoSchedule (once). */
 void termination_taint_node(struct reaper *r, struct claim_work *w, const struct proto_node *n);
 
@@ -128,23 +133,38 @@ void instances_done(struct reaper *r);
 /* inventory.c: the cluster's instances as EC2 last described them
  * (DescribeInstances filtered on the tag kubernetes.io/cluster/<name>),
  * refreshed every gc-period; the garbage collection (gc.c) and drift
- * (subnet, security groups) read it. */
-struct ec2_instance {
-	char id[32];
-	char state[16];        /* pending, running, stopping, stopped, shutting-down, terminated */
-	char subnet_id[32];
-	char image_id[32];
-	char **security_groups; /* group ids, sorted */
-	uint32_t n_security_groups;
-	int64_t launch_time_s;  /* Unix seconds */
-	char *nodeclaim;        /* tag karpenter.sh/nodeclaim (NULL: none) */
-	char *nodepool;         /* tag karpenter.sh/nodepool (NULL: none) */
-};
+ * (subnet, security groups) read it. struct ec2_instance: common/aws-ec2.h
+ * (instance_id, state, subnet_id, image_id, security_groups[] sorted,
+ * n_security_groups, launch_time_s, nodeclaim and nodepool tags). */
 /* NULL: not among the instances of the last complete description (or no
  * description has completed yet: see inventory_described_usec()). */
 const struct ec2_instance *inventory_instance(const struct reaper *r, const char *instance_id);
 /* Monotonic time the last complete description started (0: none yet). */
 uint64_t inventory_described_usec(const struct reaper *r);
+/* The same on the wall clock, Unix ms (0: none yet). */
+int64_t inventory_described_wall_ms(const struct reaper *r);
+/* Iteration over the last complete description: while (inventory_next(r, &it, &e)). */
+size_t inventory_next(const struct reaper *r, size_t *it, const struct ec2_instance **ret);
+/* Starts a description when gc-period has passed since the last one. */
+void inventory_refresh(struct reaper *r, uint64_t now_usec);
+int inventory_init(struct reaper *r);
+void inventory_done(struct reaper *r);
+
+/* gc.c: orphaned instances, NodeClaims whose instance is gone, NodeClaims
+ * that never registered. gc_pass() every pass; gc_described() after each
+ * complete description. */
+void gc_pass(struct reaper *r, uint64_t now_usec);
+void gc_described(struct reaper *r);
+/* Does EC2 no longer list the NodeClaim's instance (or list it
+ * shutting-down), in a description taken well after its launch? */
+bool gc_instance_gone(const struct reaper *r, const struct proto_nodeclaim *nc);
+/* For a NodeClaim deleted before it recorded an instance, once the
+ * launcher had its time to release it: 1 with *instance_id (an instance
+ * tagged for it still runs), 0 (none), -EAGAIN (too early to say). */
+int gc_unlaunched_instance(const struct reaper *r, const struct proto_nodeclaim *nc,
+			   const char **instance_id);
+int gc_init(struct reaper *r);
+void gc_done(struct reaper *r);
 
 /* disruption.c: emptiness and expiry; one pass. */
 void disruption_pass(struct reaper *r, uint64_t now_usec);

@@ -13,9 +13,15 @@
  * Each step is read back from the objects on the next pass, so a reaper
  * killed between any two resumes where the objects say it was.
  *
- * A NodeClaim without a providerID has no instance yet: it is still the
+ * A NodeClaim whose instance EC2 no longer lists (gc.c) is not drained:
+ * nothing runs there any more, and a PodDisruptionBudget would only hold
+ * the finalizers of a node that is already gone.
+ *
+ * A NodeClaim without a providerID has no instance yet: it is the
  * launcher's (launcher/launch-undo.c stops the launch and removes its
- * finalizer), and is left alone here.
+ * finalizer). Only when no launcher did so in time (gc.c says when) is it
+ * released here: any instance tagged for it terminated, then the
+ * finalizer removed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -188,15 +194,24 @@ static void terminate(struct reaper *r, struct claim_work *w, const struct proto
 			send_request(r, w, REQ_DELETE_NODE, "DELETE", path, NULL, NULL);
 		}
 		termination_taint_node(r, w, node);
-		if (!node_tainted(node) || drain_node(r, node, nc, w, now_usec) > 0)
+		if (nc && gc_instance_gone(r, nc)) {
+			if (!w->drained_logged)
+				log_info_kv(LOG_KV({ "node", node->name }),
+					    "not draining node %s: its instance %s is gone", node->name,
+					    instance ?: "-");
+			w->drained_logged = true;
+		} else if (!node_tainted(node) || drain_node(r, node, nc, w, now_usec) > 0) {
 			return;
+		}
 		if (!w->drained_logged) {
 			w->drained_logged = true;
 			metrics_counter_add(r->m.nodes_drained, 1, nc ? nc->nodepool : "", NULL);
 			log_info_kv(LOG_KV({ "node", node->name }), "drained node %s", node->name);
 		}
 	}
-	if (instance && instance_terminate(r, instance, now_usec) != INSTANCE_GONE)
+	/* An instance EC2 no longer lists is not asked to terminate again. */
+	if (instance && !(nc && gc_instance_gone(r, nc)) &&
+	    instance_terminate(r, instance, now_usec) != INSTANCE_GONE)
 		return;
 	if (node_ours) {
 		snprintf(path, sizeof(path), KUBE_NODES_PATH "/%s", node->name);
@@ -227,6 +242,37 @@ static void terminate(struct reaper *r, struct claim_work *w, const struct proto
 		instance_forget(r, instance);
 }
 
+void termination_delete_node(struct reaper *r, struct claim_work *w, const struct proto_node *n)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), KUBE_NODES_PATH "/%s", n->name);
+	send_request(r, w, REQ_DELETE_NODE, "DELETE", path, NULL, NULL);
+}
+
+/* A NodeClaim deleted before it had an instance, that no launcher released. */
+static void release_unlaunched(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
+			       uint64_t now_usec)
+{
+	const char *instance = NULL;
+	char path[512];
+	int k = gc_unlaunched_instance(r, nc, &instance);
+
+	if (k < 0)
+		return;
+	if (!w->logged_terminating) {
+		w->logged_terminating = true;
+		log_info_kv(LOG_KV({ "nodeclaim", nc->name }),
+			    "releasing nodeclaim %s, deleted before its launch was recorded (%s)", nc->name,
+			    instance ? instance : "no instance was launched for it");
+	}
+	if (instance && instance_terminate(r, instance, now_usec) != INSTANCE_GONE)
+		return;
+	snprintf(path, sizeof(path), KARPENTER_NODECLAIMS_PATH "/%s", nc->name);
+	remove_finalizer(r, w, REQ_CLAIM_FINALIZER, path,
+			 finalizer_index(nc->finalizers, nc->n_finalizers));
+}
+
 static bool claim_ours_deleting(const struct proto_nodeclaim *nc)
 {
 	return nc->deletion_time && finalizer_index(nc->finalizers, nc->n_finalizers) >= 0;
@@ -250,9 +296,13 @@ void termination_pass(struct reaper *r, uint64_t now_usec)
 		node = node_named(r, nc->node_name);
 		if (node)
 			(void)hashmap_put(&claimed, node->name, (void *)1, NULL);
-		/* Not launched yet: the launcher's to stop (launch-undo.c). */
-		if (!nc->provider_id || !*nc->provider_id)
+		/* Not launched yet: the launcher's to stop (launch-undo.c),
+		 * unless it did not in time. */
+		if (!nc->provider_id || !*nc->provider_id) {
+			if (claim_ours_deleting(nc) && (w = reaper_work(r, nc->name)))
+				release_unlaunched(r, w, nc, now_usec);
 			continue;
+		}
 		if (claim_ours_deleting(nc)) {
 			if ((w = reaper_work(r, nc->name)))
 				terminate(r, w, nc, node, now_usec);

@@ -20,6 +20,9 @@ void aws_faults_clear(struct aws_faults *f)
 		free(f->ice[i].capacity_type);
 	}
 	free(f->ice);
+	for (size_t i = 0; i < f->n_never_boot; i++)
+		free(f->never_boot[i]);
+	free(f->never_boot);
 	*f = (struct aws_faults){ 0 };
 }
 
@@ -132,8 +135,39 @@ static int parse_count(json_t *v, const char *name, json_int_t max, unsigned *re
 #define FAULT_LATENCY_MAX_MS 60000
 #define FAULT_BUDGET_MAX 1000000
 
-static int parse_faults(json_t *root, struct aws_faults *f, json_t **interrupt,
-			char *err, size_t errlen)
+/* "neverBoot": ["m5.large", …] */
+static int parse_never_boot(json_t *a, const struct aws_catalog *catalog, struct aws_faults *f,
+			    char *err, size_t errlen)
+{
+	json_t *v;
+	size_t i;
+
+	if (!json_is_array(a) || !(f->never_boot = calloc(json_array_size(a) + 1, sizeof(char *)))) {
+		snprintf(err, errlen, "neverBoot must be an array of instance types");
+		return -EINVAL;
+	}
+	json_array_foreach(a, i, v) {
+		if (!json_is_string(v) || !aws_catalog_type(catalog, json_string_value(v))) {
+			snprintf(err, errlen, "neverBoot[%zu] is not a known instance type", i);
+			return -EINVAL;
+		}
+		if (!(f->never_boot[f->n_never_boot] = strdup(json_string_value(v))))
+			return -ENOMEM;
+		f->n_never_boot++;
+	}
+	return 0;
+}
+
+bool aws_faults_never_boot(const struct sim_aws *aws, const char *type)
+{
+	for (size_t i = 0; i < aws->faults.n_never_boot; i++)
+		if (streq(aws->faults.never_boot[i], type))
+			return true;
+	return false;
+}
+
+static int parse_faults(json_t *root, const struct aws_catalog *catalog, struct aws_faults *f,
+			json_t **interrupt, char *err, size_t errlen)
 {
 	const char *k;
 	json_t *v;
@@ -160,6 +194,8 @@ static int parse_faults(json_t *root, struct aws_faults *f, json_t **interrupt,
 			r = parse_count(v, k, FAULT_LATENCY_MAX_MS, &f->latency_ms, err, errlen);
 		else if (streq(k, "interrupt") && json_is_array(v))
 			*interrupt = v;
+		else if (streq(k, "neverBoot"))
+			r = parse_never_boot(v, catalog, f, err, errlen);
 		else if (streq(k, "stateChangeEvents") && json_is_boolean(v))
 			f->state_change_events = json_is_true(v);
 		else {
@@ -187,7 +223,7 @@ int aws_faults_set_json(struct sim_aws *aws, const char *json, char *err, size_t
 		snprintf(err, errlen, "line %d column %d: %s", e.line, e.column, e.text);
 		return -EINVAL;
 	}
-	r = parse_faults(root, &f, &interrupt, err, errlen);
+	r = parse_faults(root, aws->catalog, &f, &interrupt, err, errlen);
 	json_array_foreach(interrupt, i, id) {
 		if (r < 0)
 			break;
@@ -225,7 +261,7 @@ json_t *aws_faults_injected_json(const struct sim_aws *aws)
 json_t *aws_faults_to_json(const struct sim_aws *aws)
 {
 	const struct aws_faults *f = &aws->faults;
-	json_t *ice = json_array(), *o;
+	json_t *ice = json_array(), *never = json_array(), *o;
 
 	for (size_t i = 0; ice && i < f->n_ice; i++)
 		json_array_append_new(ice, json_pack("{s:s?, s:s?, s:s?, s:s}",
@@ -233,7 +269,10 @@ json_t *aws_faults_to_json(const struct sim_aws *aws)
 						     "zone", f->ice[i].zone,
 						     "capacityType", f->ice[i].capacity_type,
 						     "errorCode", f->ice[i].error_code));
-	o = json_pack("{s:o?, s:f, s:I, s:f, s:f, s:f, s:I, s:b}", "insufficientCapacity", ice,
+	for (size_t i = 0; never && i < f->n_never_boot; i++)
+		json_array_append_new(never, json_string(f->never_boot[i]));
+	o = json_pack("{s:o?, s:o?, s:f, s:I, s:f, s:f, s:f, s:I, s:b}", "insufficientCapacity", ice,
+		      "neverBoot", never,
 		      "throttleRate", f->throttle_rate, "throttlePerSecond", (json_int_t)f->throttle_per_sec,
 		      "errorRate", f->error_rate, "lostAnswerRate", f->lost_answer_rate,
 		      "garbledAnswerRate", f->garbled_answer_rate, "latencyMs", (json_int_t)f->latency_ms,

@@ -163,6 +163,7 @@ int aws_instance_launch(struct sim_aws *aws, const struct aws_launch_spec *spec,
 	i->region = spec->region;
 	i->zone = spec->zone;
 	i->spot = spec->spot;
+	i->never_boots = aws_faults_never_boot(aws, spec->type->name);
 	i->state = INSTANCE_PENDING;
 	i->launch_ms = i->state_change_ms = (uint64_t)clock_realtime_ms();
 	i->price = spec->price;

@@ -268,6 +268,7 @@ struct aws_instance {
 	const struct aws_region *region;
 	const struct aws_zone *zone;
 	bool spot;
+	bool never_boots; /* faults.never_boot held at launch */
 	enum aws_instance_state state;
 	uint64_t launch_ms, terminate_ms, state_change_ms, interrupt_at_ms;
 	double price;
@@ -324,6 +325,11 @@ struct aws_faults {
 	double garbled_answer_rate;
 	unsigned latency_ms;       /* added to every AWS request */
 	bool state_change_events;  /* queue "EC2 Instance State-change Notification" */
+	/* Instance types whose instances, launched while this holds, never
+	 * join the cluster: the kubelet-lite leaves their Node NotReady, as a
+	 * broken bootstrap (AMI, user data) would on EC2. */
+	char **never_boot;
+	size_t n_never_boot;
 };
 
 /* Faults injected since the sim started (a new fault set does not reset
@@ -429,6 +435,8 @@ int aws_faults_apply(struct sim_aws *aws, const struct aws_request *req,
 		     struct aws_response *resp, unsigned *ret_latency_ms);
 /* The injected capacity error code for an offering, or NULL when it has capacity. */
 const char *aws_faults_ice(const struct sim_aws *aws, const char *type, const char *zone, bool spot);
+/* Do instances of this type launched now never join (fault neverBoot)? */
+bool aws_faults_never_boot(const struct sim_aws *aws, const char *type);
 int aws_faults_set_json(struct sim_aws *aws, const char *json, char *err, size_t errlen);
 json_t *aws_faults_to_json(const struct sim_aws *aws);
 json_t *aws_faults_injected_json(const struct sim_aws *aws);

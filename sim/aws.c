@@ -342,6 +342,7 @@ static void instance_info(const struct aws_instance *i, struct sim_aws_instance_
 		.private_dns_name = i->private_dns,
 		.arch = i->type->arch,
 		.launch_time_ms = i->launch_ms,
+		.never_boots = i->never_boots,
 		.terminate_time_ms = i->terminate_ms,
 		.price_per_hour = i->price,
 		.vcpu = i->type->vcpu,

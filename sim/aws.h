@@ -20,6 +20,8 @@
  *                                answered 500 InternalError (the answer lost)
  *    "latencyMs": 200,           added to every AWS answer
  *    "stateChangeEvents": true,  queue "EC2 Instance State-change Notification"s
+ *    "neverBoot": ["m5.large"],  instances of these types launched now never join
+ *                                (the kubelet-lite leaves their Node NotReady)
  *    "interrupt": ["i-..."]}     spot interruption warnings now
  * Omitted or "*" match any type, zone or capacity type; errorCode defaults to
  * InsufficientInstanceCapacity. POST /_sim/interrupt {"instanceIds": [...],
@@ -93,6 +95,7 @@ struct sim_aws_instance_info {
 	const char *private_dns_name; /* "ip-10-0-1-7.us-west-2.compute.internal" */
 	const char *arch;             /* "amd64" | "arm64" (Kubernetes names) */
 	uint64_t launch_time_ms;      /* CLOCK_REALTIME, ms */
+	bool never_boots;             /* the neverBoot fault held at its launch */
 	uint64_t terminate_time_ms;   /* 0 while not terminating */
 	double price_per_hour;        /* USD, the price it was launched at */
 	unsigned vcpu;

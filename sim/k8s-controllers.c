@@ -22,6 +22,8 @@ struct k8s_controllers {
 	struct k8s_store *store;
 	k8s_controller_fn extra;
 	void *extra_userdata;
+	uint64_t pod_gc_quarantine_ms;
+	json_t *pod_gc_missing;
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -358,6 +360,8 @@ static void *controllers_main(void *userdata)
 			(void)k8s_statefulsets_reconcile(c->store);
 			(void)k8s_daemonsets_reconcile(c->store);
 			(void)k8s_disruption_reconcile(c->store);
+			(void)k8s_podgc_reconcile(c->store, c->pod_gc_missing, c->pod_gc_quarantine_ms,
+						  clock_monotonic_ms());
 			(void)k8s_scheduler_reconcile(c->store);
 			if (c->extra)
 				c->extra(c->extra_userdata);
@@ -372,12 +376,16 @@ static void *controllers_main(void *userdata)
 }
 
 int k8s_controllers_start(struct k8s_store *store, k8s_controller_fn extra,
-			  void *extra_userdata, struct k8s_controllers **ret)
+			  void *extra_userdata, uint64_t pod_gc_quarantine_ms,
+			  struct k8s_controllers **ret)
 {
 	struct k8s_controllers *c = calloc(1, sizeof(*c));
 
-	if (!c)
+	if (!c || !(c->pod_gc_missing = json_object())) {
+		free(c);
 		return -ENOMEM;
+	}
+	c->pod_gc_quarantine_ms = pod_gc_quarantine_ms;
 	c->store = store;
 	c->extra = extra;
 	c->extra_userdata = extra_userdata;
@@ -386,6 +394,7 @@ int k8s_controllers_start(struct k8s_store *store, k8s_controller_fn extra,
 	if (pthread_create(&c->thread, NULL, controllers_main, c) != 0) {
 		pthread_mutex_destroy(&c->lock);
 		pthread_cond_destroy(&c->cond);
+		json_decref(c->pod_gc_missing);
 		free(c);
 		return -EAGAIN;
 	}
@@ -404,6 +413,7 @@ struct k8s_controllers *k8s_controllers_free(struct k8s_controllers *c)
 	pthread_join(c->thread, NULL);
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->cond);
+	json_decref(c->pod_gc_missing);
 	free(c);
 	return NULL;
 }

@@ -2,7 +2,7 @@
  * kanna-sim's lite controllers: Deployment and StatefulSet controllers
  * (replicas ↔ pods, claims from volumeClaimTemplates), a DaemonSet
  * controller (a pod per selected node), a disruption controller (PDB
- * status) and a
+ * status), a pod garbage collector (pods of Nodes that are gone) and a
  * kube-scheduler-lite (binds pending pods to Ready, schedulable nodes that
  * fit, or marks them PodScheduled=False reason Unschedulable). One thread
  * runs them whenever the store changed; passes are callable for tests.
@@ -28,8 +28,12 @@ struct k8s_controllers;
  * lives with the AWS side, hooks in here.
  */
 typedef void (*k8s_controller_fn)(void *userdata);
+/* Upstream's pod GC quarantine: how long a Node must be gone before the
+ * pods bound to it are deleted. */
+#define K8S_POD_GC_QUARANTINE_MS_DEFAULT 40000
 int k8s_controllers_start(struct k8s_store *store, k8s_controller_fn extra,
-			  void *extra_userdata, struct k8s_controllers **ret);
+			  void *extra_userdata, uint64_t pod_gc_quarantine_ms,
+			  struct k8s_controllers **ret);
 struct k8s_controllers *k8s_controllers_free(struct k8s_controllers *c);
 
 /* One reconcile pass each; return how many objects they wrote, or -errno. */
@@ -38,6 +42,10 @@ int k8s_scheduler_reconcile(struct k8s_store *store);
 int k8s_statefulsets_reconcile(struct k8s_store *store);
 int k8s_daemonsets_reconcile(struct k8s_store *store);
 int k8s_disruption_reconcile(struct k8s_store *store); /* PodDisruptionBudget status */
+/* Pods bound to Nodes gone for quarantine_ms are deleted (k8s-podgc.c);
+ * missing: node name → when first seen gone, kept between passes. */
+int k8s_podgc_reconcile(struct k8s_store *store, json_t *missing, uint64_t quarantine_ms,
+			uint64_t now_ms);
 
 /* Scheduling predicates shared by the scheduler and the DaemonSet controller. */
 bool k8s_pod_selects_node(const json_t *pod, const json_t *node); /* nodeSelector, affinity */

@@ -89,9 +89,10 @@ static int copy_instance(const struct sim_aws_instance_info *i, void *userdata)
 	}
 	snprintf(provider, sizeof(provider), "aws:///%s/%s", i->zone, i->id);
 	return json_array_append_new(userdata, json_pack(
-		"{s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I}", "providerID", provider,
+		"{s:s, s:s, s:s, s:s, s:I, s:b, s:o, s:o, s:I, s:I, s:I, s:I, s:I}", "providerID", provider,
 		"state", i->state, "name", i->private_dns_name, "ip", i->private_ip,
-		"launch_ms", (json_int_t)i->launch_time_ms, "labels", labels, "taints", taints,
+		"launch_ms", (json_int_t)i->launch_time_ms, "never_boots", i->never_boots,
+		"labels", labels, "taints", taints,
 		"cpu", (json_int_t)i->vcpu,
 		"memory_mib", (json_int_t)i->memory_mib, "alloc_cpu_m", (json_int_t)i->alloc_cpu_millicores,
 		"alloc_memory_mib", (json_int_t)i->alloc_memory_mib, "pods", (json_int_t)i->max_pods)) < 0 ?
@@ -246,6 +247,7 @@ static int reconcile_nodes(struct sim_kubelet *k, const json_t *insts, const jso
 		const char *state = json_string_value(json_object_get(inst, "state"));
 		const json_t *node = json_object_get(by_provider, json_string_value(json_object_get(inst, "providerID")) ?: "");
 		bool booted = streq_ptr(state, "running") &&
+			      !json_is_true(json_object_get(inst, "never_boots")) &&
 			      (uint64_t)json_integer_value(json_object_get(inst, "launch_ms")) + k->boot_ms <= now_ms;
 		struct node_update u = { .inst = inst, .ready = booted };
 		struct k8s_error err = {};

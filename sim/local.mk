@@ -13,6 +13,7 @@ libkanna_simk8s_a_SOURCES = \
 	sim/k8s-fields.c sim/k8s-protobuf.h sim/k8s-protobuf.c sim/k8s-protobuf-schema.c sim/k8s-subresource.c sim/k8s-openapi.c sim/k8s-printers.h sim/k8s-printers.c sim/k8s-table.c sim/k8s-faults.c sim/k8s-admin.c sim/k8s-server.h sim/k8s-server.c \
 	sim/tls.h sim/tls.c \
 	sim/k8s-controllers.h sim/k8s-controllers.c sim/k8s-statefulset.c sim/k8s-daemonset.c sim/k8s-disruption.c \
+	sim/k8s-podgc.c \
 	sim/k8s-scheduler.c sim/k8s-volumes.c sim/k8s-podaffinity.c sim/k8s-podspread.c \
 	sim/k8s-recorder.c sim/k8s-timeline.c
 SIM_K8S_LIBS = libkanna-simk8s.a $(LDADD) -lpthread

@@ -37,6 +37,7 @@ struct sim_options {
 	uint16_t aws_port;
 	size_t watch_window;
 	unsigned kubelet_boot_ms;
+	unsigned pod_gc_quarantine_ms;
 	const char *cluster_name;
 	const char *region;
 	char *aws_faults; /* JSON */
@@ -78,7 +79,7 @@ static int parse_port(const char *s, uint16_t *ret)
 	return 0;
 }
 
-/* The YAML config: watch-window-events, kubelet-boot-ms, cluster-name,
+/* The YAML config: watch-window-events, kubelet-boot-ms, pod-gc-quarantine-ms, cluster-name,
  * region, aws-faults, k8s-faults. */
 static int load_config(struct sim_options *o)
 {
@@ -102,6 +103,9 @@ static int load_config(struct sim_options *o)
 		else if (streq(key, "kubelet-boot-ms") && json_is_integer(v) &&
 			 json_integer_value(v) >= 0 && json_integer_value(v) <= 3600000)
 			o->kubelet_boot_ms = (unsigned)json_integer_value(v);
+		else if (streq(key, "pod-gc-quarantine-ms") && json_is_integer(v) &&
+			 json_integer_value(v) >= 0 && json_integer_value(v) <= 3600000)
+			o->pod_gc_quarantine_ms = (unsigned)json_integer_value(v);
 		else if (streq(key, "cluster-name") && json_is_string(v))
 			o->cluster_name = json_string_value(v);
 		else if (streq(key, "region") && json_is_string(v))
@@ -325,7 +329,7 @@ static int start_controllers(struct sim *sim)
 	r = sim_kubelet_new(sim->store, sim->aws, sim->opt.kubelet_boot_ms, &sim->kubelet);
 	if (r >= 0)
 		r = k8s_controllers_start(sim->store, sim_kubelet_tick, sim->kubelet,
-					  &sim->controllers);
+					  sim->opt.pod_gc_quarantine_ms, &sim->controllers);
 	if (r < 0)
 		return log_error_errno(r, "Failed to start the controllers: %m");
 	return 0;
@@ -385,7 +389,8 @@ static int run(struct sim *sim, const sigset_t *signals)
 int main(int argc, char **argv)
 {
 	struct sim sim = { .opt = { .watch_window = K8S_WATCH_WINDOW_DEFAULT,
-				    .kubelet_boot_ms = SIM_KUBELET_BOOT_MS_DEFAULT } };
+				    .kubelet_boot_ms = SIM_KUBELET_BOOT_MS_DEFAULT,
+				    .pod_gc_quarantine_ms = K8S_POD_GC_QUARANTINE_MS_DEFAULT } };
 	sigset_t signals;
 	int r;
 

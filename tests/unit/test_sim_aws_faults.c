@@ -314,3 +314,63 @@ Test(sim_aws_faults, status_counts_the_faults_that_hit_by_kind)
 	cr_assert_eq(injected("internalError"), 2);
 	cr_assert_eq(injected("insufficientCapacity"), 2);
 }
+
+static int never_boots(const struct sim_aws_instance_info *info, void *userdata)
+{
+	int *n = userdata;
+
+	if (info->never_boots)
+		n[streq(info->instance_type, "c5.large") ? 0 : 1]++;
+	return 0;
+}
+
+static void launch_one(const char *type, const char *template)
+{
+	char a[64], params[1024];
+	struct reply r;
+
+	subnet('a', a, sizeof(a));
+	snprintf(params, sizeof(params),
+		 "Action=CreateFleet&Type=instant"
+		 "&TargetCapacitySpecification.TotalTargetCapacity=1"
+		 "&TargetCapacitySpecification.DefaultTargetCapacityType=on-demand"
+		 "&LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateName=%s"
+		 "&LaunchTemplateConfigs.1.Overrides.1.InstanceType=%s&LaunchTemplateConfigs.1.Overrides.1.SubnetId=%s",
+		 template, type, a);
+	r = ec2(params);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	free(r.body);
+}
+
+Test(sim_aws_faults, never_boot_marks_only_instances_launched_while_it_holds)
+{
+	struct reply f = admin("POST", "/_sim/faults", "{\"neverBoot\": [\"c5.large\"]}");
+	int n[2] = { 0, 0 };
+
+	cr_assert_eq(f.status, 200, "%s", f.body);
+	free(f.body);
+	f = admin("GET", "/_sim/faults", NULL);
+	cr_assert(strstr(f.body, "\"neverBoot\":[\"c5.large\"]"), "%s", f.body);
+	free(f.body);
+	create_template("lt-boot");
+	launch_one("c5.large", "lt-boot");
+	launch_one("m5.large", "lt-boot");
+	f = admin("POST", "/_sim/faults", "{}");
+	free(f.body);
+	launch_one("c5.large", "lt-boot");
+	cr_assert_eq(sim_aws_foreach_instance(aws, never_boots, n), 0);
+	cr_assert_eq(n[0], 1, "c5.large instances that never boot: %d", n[0]);
+	cr_assert_eq(n[1], 0, "other types marked: %d", n[1]);
+}
+
+Test(sim_aws_faults, never_boot_refuses_what_is_not_an_instance_type_list)
+{
+	struct reply f = admin("POST", "/_sim/faults", "{\"neverBoot\": [\"c5.huge\"]}");
+
+	cr_assert_eq(f.status, 400, "%s", f.body);
+	cr_assert(strstr(f.body, "neverBoot[0] is not a known instance type"), "%s", f.body);
+	free(f.body);
+	f = admin("POST", "/_sim/faults", "{\"neverBoot\": \"c5.large\"}");
+	cr_assert_eq(f.status, 400, "%s", f.body);
+	free(f.body);
+}

@@ -608,3 +608,56 @@ Test(sim_controllers, pdb_status_counts_healthy_pods_against_the_budget)
 	cr_assert_str_eq(condition_of(pdb, "DisruptionAllowed", "reason"), "SufficientPods");
 	json_decref(pdb);
 }
+
+static bool pod_exists(const char *name)
+{
+	struct k8s_error err = {};
+	json_t *out = NULL;
+	int r = k8s_store_get(store, pods, "default", name, &out, &err);
+
+	json_decref(out);
+	k8s_error_clear(&err);
+	return r == 0;
+}
+
+Test(sim_controllers, pod_gc_deletes_pods_of_a_node_gone_for_the_quarantine)
+{
+	json_t *missing = json_object();
+	struct k8s_delete_options opts;
+	struct k8s_error err = {};
+
+	create(nodes, NULL, NODE("n1", ""));
+	create(nodes, NULL, NODE("n2", ""));
+	create(pods, "default", POD("a", "100m", ""));
+	k8s_scheduler_reconcile(store);
+	cr_assert(pod_exists("a"));
+	k8s_delete_options_init(&opts);
+	cr_assert_eq(k8s_store_delete(store, nodes, NULL, "n1", &opts, NULL, &err), 0, "%s", err.message);
+	cr_assert_eq(k8s_store_delete(store, nodes, NULL, "n2", &opts, NULL, &err), 0, "%s", err.message);
+	cr_assert_eq(k8s_podgc_reconcile(store, missing, 1000, 5000), 0, "first seen gone: quarantined");
+	cr_assert_eq(k8s_podgc_reconcile(store, missing, 1000, 5999), 0, "still in quarantine");
+	cr_assert(pod_exists("a"));
+	cr_assert_eq(k8s_podgc_reconcile(store, missing, 1000, 6000), 1, "quarantine over");
+	cr_assert_not(pod_exists("a"));
+	cr_assert_eq(json_object_size(missing), 0, "nothing left to remember");
+	json_decref(missing);
+}
+
+Test(sim_controllers, pod_gc_spares_pods_whose_node_came_back)
+{
+	json_t *missing = json_object();
+	struct k8s_delete_options opts;
+	struct k8s_error err = {};
+
+	create(nodes, NULL, NODE("n1", ""));
+	create(pods, "default", POD("a", "100m", ""));
+	k8s_scheduler_reconcile(store);
+	k8s_delete_options_init(&opts);
+	cr_assert_eq(k8s_store_delete(store, nodes, NULL, "n1", &opts, NULL, &err), 0, "%s", err.message);
+	cr_assert_eq(k8s_podgc_reconcile(store, missing, 1000, 5000), 0);
+	create(nodes, NULL, NODE("n1", ""));
+	cr_assert_eq(k8s_podgc_reconcile(store, missing, 1000, 7000), 0);
+	cr_assert(pod_exists("a"));
+	cr_assert_eq(json_object_size(missing), 0, "the node's absence is forgotten");
+	json_decref(missing);
+}
