@@ -48,6 +48,12 @@ static const struct config_option reaper_options[] = {
 	  .flags = CONFIG_RELOADABLE, .default_value = "15m", .min = 1000000, .max = 86400000000ULL,
 	  .help = "A launched NodeClaim whose Node has not registered within this is deleted and "
 		  "its instance terminated (Karpenter's registration timeout, 15m)." },
+	{ .name = "interruption-queue", .type = CONFIG_STRING,
+	  .offset = offsetof(struct reaper_config, interruption_queue),
+	  .env_alias = "INTERRUPTION_QUEUE", .metavar = "NAME",
+	  .help = "SQS queue of EventBridge's spot interruption warnings, rebalance "
+		  "recommendations, scheduled changes and instance state changes; the nodes they "
+		  "name are tainted and drained at once (default: none, interruption handling off)." },
 	{ .name = "aws-rate", .type = CONFIG_DOUBLE, .offset = offsetof(struct reaper_config, aws_rate),
 	  .default_value = "20", .min_double = 0.1, .max_double = 10000,
 	  .help = "EC2 requests per second (client-side token bucket)." },

@@ -22,6 +22,7 @@ struct reaper_config {
 	uint64_t registration_ttl_usec;
 	double aws_rate;
 	uint64_t aws_burst;
+	char *interruption_queue; /* NULL or "": no interruption handling */
 };
 
 extern const struct config_schema reaper_schema;

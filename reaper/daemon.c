@@ -52,6 +52,8 @@ static void on_aws_verified(struct aws_client *aws, void *userdata)
 	r->aws_ok = true;
 	if (r->replica && replica_synced(r->replica))
 		health_server_set_ready(r->d->health, true, NULL);
+	if (interruption_start(r) < 0)
+		log_error("Failed to start reading the interruption queue: out of memory");
 	loop_notify_status(r->d->loop, "reaping");
 }
 
@@ -120,7 +122,8 @@ static int reaper_metrics(struct daemon *d, void *userdata)
 	    (k = metrics_gauge_new(m, &r->m.allowed_disruptions, "karpenter_nodepools_allowed_disruptions",
 				   "Nodes a NodePool's budgets allow to disrupt now.", "nodepool",
 				   "reason", NULL)) < 0 ||
-	    (k = msg_dropped_metric_new(m, &r->m.messages_dropped)) < 0)
+	    (k = msg_dropped_metric_new(m, &r->m.messages_dropped)) < 0 ||
+	    (k = interruption_new(r, m)) < 0)
 		return k;
 	return 0;
 }
@@ -168,6 +171,7 @@ static void teardown(struct daemon *d, void *userdata)
 	aws_client_free(r->aws);
 	r->aws = NULL;
 	instances_done(r);
+	interruption_free(r); /* after the client: its calls are cancelled */
 	gc_done(r);
 	r->replica = replica_free(r->replica);
 	r->plans_tx = sock_free(r->plans_tx);

@@ -23,3 +23,31 @@ EXTRA_DIST += tests/e2e/reaper.sh
 # (a Node that never registers).
 TESTS += tests/e2e/reaper-gc.sh
 EXTRA_DIST += tests/e2e/reaper-gc.sh
+
+# Interruption handling (--interruption-queue): the EventBridge message
+# parser (pure, unit-tested and fuzzed) and the SQS poller that acts on it.
+libkanna_reaper_a_SOURCES += reaper/interruption-message.h reaper/interruption-message.c \
+	reaper/interruption.c
+check_PROGRAMS += tests/unit/test_reaper_interruption_message
+TESTS += tests/unit/test_reaper_interruption_message
+tests_unit_test_reaper_interruption_message_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_reaper_interruption_message_LDADD = $(REAPER_LIBS) $(LDADD) $(TEST_LIBS)
+FUZZ_PROGS += tests/fuzz/fuzz_interruption_message
+tests_fuzz_fuzz_interruption_message_SOURCES = tests/fuzz/fuzz_interruption_message.c \
+	tests/fuzz/standalone.c
+tests_fuzz_fuzz_interruption_message_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DFUZZ_CORPUS=\"$(srcdir)/tests/fuzz/corpus/interruption_message\"
+tests_fuzz_fuzz_interruption_message_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_interruption_message_LDADD = $(REAPER_LIBS) $(LDADD)
+EXTRA_DIST += tests/fuzz/corpus/interruption_message/spot-interruption.json \
+	tests/fuzz/corpus/interruption_message/rebalance-recommendation.json \
+	tests/fuzz/corpus/interruption_message/scheduled-change.json \
+	tests/fuzz/corpus/interruption_message/state-change.json \
+	tests/fuzz/corpus/interruption_message/sns-envelope.json \
+	tests/fuzz/corpus/interruption_message/wrong-types.json
+# End-to-end: an interruption in the sim's SQS queue drains the node while
+# its replacement comes up; malformed messages are deleted; a rebalance
+# recommendation only records an Event.
+TESTS += tests/e2e/reaper-interruption.sh
+EXTRA_DIST += tests/e2e/reaper-interruption.sh
+

@@ -90,6 +90,7 @@ struct reaper {
 	struct instance_batch *batch;
 	struct inventory *inventory; /* inventory.c */
 	struct gc *gc;               /* gc.c */
+	struct interruption *interruption; /* interruption.c (NULL until its metrics exist) */
 	uint64_t pass;
 	uint64_t plan_seq;
 	struct reaper_metrics m;
@@ -121,7 +122,6 @@ void drain_forget(struct reaper *r, bool all);
 /* Does the pod stay on a draining node (DaemonSet, mirror, finished, or
  * tolerates karpenter.sh/disrupted:NoSchedule)? */
 bool drain_pod_stays(const struct proto_pod *p);
-
 /* instances.c: asks for the instance to be terminated (batched, retried)
  * and says how it stands. */
 enum instance_state instance_terminate(struct reaper *r, const char *instance_id,
@@ -165,6 +165,16 @@ int gc_unlaunched_instance(const struct reaper *r, const struct proto_nodeclaim 
 			   const char **instance_id);
 int gc_init(struct reaper *r);
 void gc_done(struct reaper *r);
+
+/* interruption.c: the interruption queue (--interruption-queue): spot
+ * interruption warnings, rebalance recommendations, scheduled changes and
+ * instance state changes from SQS; the NodeClaims they name are deleted
+ * (and so tainted, drained and terminated) at once. _new() with the
+ * metrics, _start() once AWS accepted the credentials (a no-op without a
+ * queue), _free() at teardown (idempotent). */
+int interruption_new(struct reaper *r, struct metrics_registry *m);
+int interruption_start(struct reaper *r);
+void interruption_free(struct reaper *r);
 
 /* disruption.c: emptiness and expiry; one pass. */
 void disruption_pass(struct reaper *r, uint64_t now_usec);

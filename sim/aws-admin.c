@@ -8,6 +8,10 @@
  *   POST /_sim/faults     replace the fault set (JSON, see aws-faults.c)
  *   POST /_sim/interrupt  {"instanceIds":[...], "kind": "spot-interruption" |
  *                         "rebalance-recommendation"}: EventBridge notices
+ *   POST /_sim/sqs/send   the raw request body becomes one message on the
+ *                         interruption queue, as SendMessage would queue it
+ *                         (SQS's size and character rules apply): how
+ *                         tests put malformed or foreign messages there
  * Called by the HTTP front; takes aws->lock itself.
  */
 #include "common/clock.h"
@@ -145,5 +149,15 @@ int aws_admin_handle(struct sim_aws *aws, const char *url, const char *method,
 	}
 	if (streq(url, "/_sim/interrupt") && post)
 		return admin_interrupt(aws, body, len, resp);
+	if (streq(url, "/_sim/sqs/send") && post) {
+		char id[64];
+
+		r = sqs_send_raw(aws, body ? body : "", body ? len : 0, id, sizeof(id), err, sizeof(err));
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0)
+			return admin_error(resp, 400, err);
+		return admin_json(resp, 200, json_pack("{s:s}", "MessageId", id));
+	}
 	return admin_error(resp, 404, "unknown admin path or method");
 }

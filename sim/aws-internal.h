@@ -488,6 +488,11 @@ int sqs_get_queue_url(struct sim_aws *, const struct aws_request *, struct aws_r
 int sqs_receive_message(struct sim_aws *, const struct aws_request *, struct aws_response *);
 int sqs_delete_message(struct sim_aws *, const struct aws_request *, struct aws_response *);
 int sqs_enqueue(struct sim_aws *aws, char *body_owned);
+/* The admin's SendMessage: body (len bytes, any content SendMessage
+ * accepts) queued as is; id gets the MessageId. -EINVAL with err set when
+ * SQS would refuse the body. */
+int sqs_send_raw(struct sim_aws *aws, const char *body, size_t len, char *id, size_t idlen,
+		 char *err, size_t errlen);
 int sqs_queue_url(const struct sim_aws *aws, const struct aws_request *req, char *out, size_t len);
 
 /*

@@ -436,11 +436,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection,
 	}
 	if (c->too_big)
 		return send_text(connection, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large\n");
+	/* Admin bodies are JSON or raw message bodies, never forms: what the
+	 * form parser made of them does not matter. */
+	if (strncmp(url, "/_sim/", 6) == 0)
+		return serve_admin(aws, connection, url, method, c);
 	MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, on_get_value, c);
 	if (c->param_error)
 		return send_text(connection, MHD_HTTP_BAD_REQUEST, "malformed form body\n");
-	if (strncmp(url, "/_sim/", 6) == 0)
-		return serve_admin(aws, connection, url, method, c);
 	return serve_aws(aws, connection, c, method);
 }
 

@@ -18,6 +18,8 @@
 #define SQS_WAIT_SEC_MAX 20
 #define SQS_VISIBILITY_SEC_DEFAULT 30
 #define SQS_VISIBILITY_SEC_MAX 43200
+/* SendMessage: the largest message body, 1 MiB. */
+#define SQS_BODY_MAX (1024 * 1024)
 /* How often a long poll looks at the queue again. */
 #define SQS_POLL_INTERVAL_MS 50
 
@@ -278,6 +280,61 @@ int sqs_enqueue(struct sim_aws *aws, char *body)
 	m = &aws->queue[aws->n_queue++];
 	*m = (struct aws_sqs_message){ .body = body, .visible_at_ms = 0 };
 	aws_new_uuid(aws, m->id);
+	return 0;
+}
+
+/* SendMessage's rules for a body (Amazon SQS API Reference, SendMessage,
+ * MessageBody): "The minimum size is one character. The maximum size is
+ * 1 MiB or 1,048,576 bytes", and only the XML characters #x9 | #xA | #xD |
+ * #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF, else SQS
+ * "rejects the message and returns an InvalidMessageContents error". */
+static int sqs_body_check(const char *body, size_t len, char *err, size_t errlen)
+{
+	const unsigned char *p = (const unsigned char *)body, *end = p + len;
+
+	if (len == 0 || len > SQS_BODY_MAX) {
+		snprintf(err, errlen, "InvalidParameterValue: the message body must be 1 to %d bytes, "
+			 "not %zu", SQS_BODY_MAX, len);
+		return -EINVAL;
+	}
+	while (p < end) {
+		unsigned n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 :
+			     (*p & 0xf8) == 0xf0 ? 4 : 0;
+		uint32_t c = n == 1 ? *p : n == 2 ? *p & 0x1f : n == 3 ? *p & 0x0f : *p & 0x07;
+
+		for (unsigned i = 1; n && i < n; i++) {
+			if (p + i >= end || (p[i] & 0xc0) != 0x80)
+				n = 0;
+			else
+				c = (c << 6) | (p[i] & 0x3f);
+		}
+		/* Overlong forms and surrogates are not UTF-8 either. */
+		if (!n || (n == 2 && c < 0x80) || (n == 3 && c < 0x800) || (n == 4 && c < 0x10000) ||
+		    !(c == 0x9 || c == 0xa || c == 0xd || (c >= 0x20 && c <= 0xd7ff) ||
+		      (c >= 0xe000 && c <= 0xfffd) || (c >= 0x10000 && c <= 0x10ffff))) {
+			snprintf(err, errlen, "InvalidMessageContents: invalid character at byte %td of the "
+				 "message body", (const char *)p - body);
+			return -EINVAL;
+		}
+		p += n;
+	}
+	return 0;
+}
+
+int sqs_send_raw(struct sim_aws *aws, const char *body, size_t len, char *id, size_t idlen,
+		 char *err, size_t errlen)
+{
+	char *copy;
+	int r;
+
+	if ((r = sqs_body_check(body, len, err, errlen)) < 0)
+		return r;
+	if (!(copy = strndup(body, len)))
+		return -ENOMEM;
+	if ((r = sqs_enqueue(aws, copy)) < 0)
+		return r;
+	snprintf(id, idlen, "%s", aws->queue[aws->n_queue - 1].id);
+	aws_timeline_add(aws, "sqs-send", "%s", id);
 	return 0;
 }
 

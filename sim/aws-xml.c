@@ -21,9 +21,12 @@ static void xml_escape(FILE *f, const char *s)
 		case '&': fputs("&amp;", f); break;
 		case '"': fputs("&quot;", f); break;
 		case '\'': fputs("&apos;", f); break;
+		/* A raw CR would reach the client as LF (XML 1.0 §2.11
+		 * end-of-line handling) and spoil an SQS body's MD5. */
+		case '\r': fputs("&#xD;", f); break;
 		default:
 			/* XML 1.0 cannot carry most control characters. */
-			if ((unsigned char)*s < 0x20 && *s != '\n' && *s != '\t' && *s != '\r')
+			if ((unsigned char)*s < 0x20 && *s != '\n' && *s != '\t')
 				fputs("&#xFFFD;", f);
 			else
 				fputc(*s, f);

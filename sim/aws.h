@@ -27,8 +27,9 @@
  * InsufficientInstanceCapacity. POST /_sim/interrupt {"instanceIds": [...],
  * "kind": "spot-interruption" | "rebalance-recommendation"} queues
  * EventBridge events; a warned spot instance terminates interruption_ms
- * later. GET /_sim/status: instances (launch/terminate time, price, cost
- * accrued), total cost, the timeline of launches, terminations and faults,
+ * later. POST /_sim/sqs/send queues its raw body as one message, as
+ * SendMessage would. GET /_sim/status: instances (launch/terminate time,
+ * price, cost accrued), total cost, the timeline of launches, terminations and faults,
  * and faultsInjected: what hit since the sim started, by kind
  * (insufficientCapacity per offering refused, throttle, internalError,
  * latency per request delayed).

@@ -178,3 +178,35 @@ Test(sim_aws_services, write_env_exports_endpoint_and_credentials)
 	cr_assert(strstr(buf, "export KANNA_INTERRUPTION_QUEUE='demo'"), "%s", buf);
 	free(buf);
 }
+
+Test(sim_aws_services, sqs_admin_send_queues_a_raw_body_under_send_message_rules)
+{
+	char msg[256];
+	struct reply r;
+
+	/* SendMessage refuses an empty body and characters XML cannot carry. */
+	r = admin("POST", "/_sim/sqs/send", "");
+	cr_assert_eq(r.status, 400, "%s", r.body);
+	free(r.body);
+	r = admin("POST", "/_sim/sqs/send", "bell \x07");
+	cr_assert_eq(r.status, 400, "%s", r.body);
+	cr_assert(strstr(r.body, "InvalidMessageContents"), "%s", r.body);
+	free(r.body);
+	r = admin("POST", "/_sim/sqs/send", "latin-1 \xe9t\xe9");
+	cr_assert_eq(r.status, 400, "%s", r.body);
+	free(r.body);
+
+	/* Anything else is queued as is: not JSON, a CR that the XML answer
+	 * must keep (else the client's MD5OfBody check fails), UTF-8. */
+	r = admin("POST", "/_sim/sqs/send", "not {json\r\n \xc3\xa9");
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert(strstr(r.body, "\"MessageId\""), "%s", r.body);
+	free(r.body);
+	r = call_full(&(struct call){ .service = "sqs" }, "/111122223333/demo",
+		      "Action=ReceiveMessage&Version=2012-11-05&MaxNumberOfMessages=10");
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_str_eq(xml_nth(r.body, "Body", 0, msg, sizeof(msg)), "not {json&#xD;\n \xc3\xa9");
+	cr_assert_str_eq(xml_nth(r.body, "MD5OfBody", 0, msg, sizeof(msg)),
+			 "69337416fea9b6d32cfe32304a7722c0");
+	free(r.body);
+}
