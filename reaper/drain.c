@@ -69,6 +69,34 @@ static bool pod_is_critical(const struct proto_pod *p)
 	return proto_pod_template_of(p)->priority >= CRITICAL_POD_PRIORITY;
 }
 
+unsigned drain_noncritical_left(const struct proto_pod *const *pods, uint32_t n)
+{
+	unsigned k = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		k += !drain_pod_stays(pods[i]) && !pod_is_critical(pods[i]);
+	return k;
+}
+
+enum drain_action drain_pod_action(const struct proto_pod *p, unsigned noncritical_left,
+				   int64_t left_s, bool deleted_for_deadline)
+{
+	if (drain_pod_stays(p))
+		return DRAIN_STAYS;
+	/* The deadline first: past it nothing (budget, annotation, order)
+	 * holds a pod, and its own grace period must end by then. */
+	if (left_s != DRAIN_NO_DEADLINE && left_s <= proto_pod_template_of(p)->termination_grace_s &&
+	    !(deleted_for_deadline && p->deletion_time))
+		return DRAIN_DELETE_FOR_DEADLINE;
+	if (p->deletion_time)
+		return DRAIN_LEAVING;
+	if (noncritical_left && pod_is_critical(p))
+		return DRAIN_AFTER_NONCRITICAL;
+	if (p->do_not_disrupt)
+		return DRAIN_DO_NOT_DISRUPT;
+	return DRAIN_EVICT;
+}
+
 /* The PodDisruptionBudget that selects the pod (for messages), or NULL. */
 static const struct proto_pdb *pdb_of(struct reaper *r, const struct proto_pod *p)
 {
@@ -202,7 +230,7 @@ unsigned drain_node(struct reaper *r, const struct proto_node *node,
 {
 	const struct state_pod_set *set = state_store_pods_on(reaper_store(r), node->name);
 	int64_t now_ms = clock_realtime_ms(), deadline_ms = 0;
-	unsigned waiting = 0, noncritical = 0, blocked = 0;
+	unsigned waiting = 0, noncritical, blocked = 0;
 	const char *why = NULL;
 	char key[2 * PROTO_MAX_NAME_LEN + 2], text[512];
 
@@ -210,11 +238,10 @@ unsigned drain_node(struct reaper *r, const struct proto_node *node,
 		return 0;
 	if (nc && nc->termination_grace_period_s > 0 && nc->deletion_time)
 		deadline_ms = nc->deletion_time + nc->termination_grace_period_s * 1000;
-	for (uint32_t i = 0; i < set->n; i++)
-		if (!drain_pod_stays(set->pods[i]) && !pod_is_critical(set->pods[i]))
-			noncritical++;
+	noncritical = drain_noncritical_left(set->pods, set->n);
 	for (uint32_t i = 0; i < set->n; i++) {
 		const struct proto_pod *p = set->pods[i];
+		int64_t left_s = deadline_ms ? (deadline_ms - now_ms) / 1000 : DRAIN_NO_DEADLINE;
 		struct eviction *ev;
 
 		if (drain_pod_stays(p))
@@ -226,23 +253,24 @@ unsigned drain_node(struct reaper *r, const struct proto_node *node,
 		ev->seen_pass = r->pass;
 		if (ev->in_flight)
 			continue;
-		if (deadline_ms) {
-			int64_t left_s = (deadline_ms - now_ms) / 1000;
-			int64_t need_s = proto_pod_template_of(p)->termination_grace_s;
-			if (left_s <= need_s && !(ev->deleted && p->deletion_time)) {
-				delete_for_deadline(r, node, p, ev, left_s > 0 ? left_s : 0);
-				continue;
-			}
-		}
-		if (p->deletion_time || now_usec < ev->next_try_usec)
-			goto note_blocked; /* on its way out, or waiting to retry */
-		if (noncritical && pod_is_critical(p))
-			continue; /* the critical ones go last */
-		if (p->do_not_disrupt) {
+		switch (drain_pod_action(p, noncritical, left_s, ev->deleted)) {
+		case DRAIN_STAYS:
+		case DRAIN_AFTER_NONCRITICAL:
+			continue;
+		case DRAIN_DELETE_FOR_DEADLINE:
+			delete_for_deadline(r, node, p, ev, left_s > 0 ? left_s : 0);
+			continue;
+		case DRAIN_LEAVING:
+			goto note_blocked;
+		case DRAIN_DO_NOT_DISRUPT:
 			blocked++;
 			why = "has the karpenter.sh/do-not-disrupt annotation";
 			continue;
+		case DRAIN_EVICT:
+			break;
 		}
+		if (now_usec < ev->next_try_usec)
+			goto note_blocked; /* waiting to retry */
 		evict(r, p, ev);
 		continue;
 note_blocked:

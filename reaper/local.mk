@@ -18,6 +18,14 @@ dist_man_MANS += reaper/kanna-reaper.1
 TESTS += tests/e2e/reaper.sh
 EXTRA_DIST += tests/e2e/reaper.sh
 
+# The drain order, pod by pod (drain_pod_action()).
+check_PROGRAMS += tests/unit/test_reaper_drain
+TESTS += tests/unit/test_reaper_drain
+tests_unit_test_reaper_drain_SOURCES = tests/unit/test_reaper_drain.c \
+	tests/unit/pod-template-fixture.h
+tests_unit_test_reaper_drain_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_reaper_drain_LDADD = $(REAPER_LIBS) $(LDADD) $(TEST_LIBS)
+
 # End-to-end: garbage collection (orphaned instances, instances terminated
 # out of band, NodeClaims released when no launcher did) and liveness
 # (a Node that never registers).

@@ -122,6 +122,24 @@ void drain_forget(struct reaper *r, bool all);
 /* Does the pod stay on a draining node (DaemonSet, mirror, finished, or
  * tolerates karpenter.sh/disrupted:NoSchedule)? */
 bool drain_pod_stays(const struct proto_pod *p);
+/* What a drain does with one pod now (Karpenter's order). */
+enum drain_action {
+	DRAIN_STAYS,               /* goes with the Node */
+	DRAIN_DELETE_FOR_DEADLINE, /* terminationGracePeriod: delete it now */
+	DRAIN_LEAVING,             /* being deleted already: wait */
+	DRAIN_AFTER_NONCRITICAL,   /* critical: waits for the others to go */
+	DRAIN_DO_NOT_DISRUPT,      /* karpenter.sh/do-not-disrupt holds it */
+	DRAIN_EVICT,               /* through the Eviction API */
+};
+#define DRAIN_NO_DEADLINE INT64_MAX
+/* left_s: seconds to the NodeClaim's termination deadline (or
+ * DRAIN_NO_DEADLINE); noncritical_left: drain_noncritical_left() of the
+ * Node's pods; deleted_for_deadline: a deadline deletion was sent. */
+enum drain_action drain_pod_action(const struct proto_pod *p, unsigned noncritical_left,
+				   int64_t left_s, bool deleted_for_deadline);
+/* How many of the pods must go and are not critical. */
+unsigned drain_noncritical_left(const struct proto_pod *const *pods, uint32_t n);
+
 /* instances.c: asks for the instance to be terminated (batched, retried)
  * and says how it stands. */
 enum instance_state instance_terminate(struct reaper *r, const char *instance_id,

@@ -18,6 +18,7 @@
 
 #include "common/log.h"
 #include "decode/decode.h"
+#include "model/budget.h"
 #include "watcher/informer.h"
 
 #define CORE(res, plural, kind, ok, ns) \
@@ -113,8 +114,19 @@ static void report_invalid(struct informer *inf, const json_t *obj, const char *
 	kube_event_record(inf->env.events, &ref, KUBE_EVENT_WARNING, "FailedValidation", "%s", why);
 }
 
-/* The NodePool condition the watcher owns (Karpenter v1's name for it). */
+/* The NodePool conditions the watcher owns: Karpenter v1's
+ * ValidationSucceeded, and ours for the disruption budgets (Karpenter
+ * leaves these to its CRD's CEL rules; an API server without them, or a
+ * schedule CEL cannot check, would otherwise fail silently in the reaper). */
 #define CONDITION_VALIDATION "ValidationSucceeded"
+#define CONDITION_BUDGETS "DisruptionBudgetsValid"
+
+struct nodepool_condition {
+	const char *type;
+	bool ok;
+	const char *reason_ok, *reason_failed;
+	const char *why; /* the message when not ok */
+};
 
 static const json_t *find_condition(const json_t *obj, const char *type)
 {
@@ -125,6 +137,26 @@ static const json_t *find_condition(const json_t *obj, const char *type)
 		if (streq_ptr(json_string_value(json_object_get(c, "type")), type))
 			return c;
 	return NULL;
+}
+
+static bool condition_is(const json_t *obj, const struct nodepool_condition *want)
+{
+	const json_t *cur = find_condition(obj, want->type);
+
+	return cur && streq_ptr(json_string_value(json_object_get(cur, "status")),
+				want->ok ? "True" : "False") &&
+	       streq_ptr(json_string_value(json_object_get(cur, "message")) ?: "",
+			 want->ok ? "" : want->why);
+}
+
+static bool condition_owned(const json_t *c, const struct nodepool_condition *want, size_t n)
+{
+	const char *type = json_string_value(json_object_get(c, "type"));
+
+	for (size_t i = 0; i < n; i++)
+		if (streq_ptr(type, want[i].type))
+			return true;
+	return false;
 }
 
 static void on_status_written(struct kube_client *c, const struct kube_response *resp,
@@ -138,19 +170,18 @@ static void on_status_written(struct kube_client *c, const struct kube_response 
 }
 
 /*
- * Sets ValidationSucceeded on a NodePool's status when it differs from what
- * the object already says (so our own write, echoed back, changes nothing).
- * Other conditions are kept: the patch carries the whole list.
+ * Sets the watcher's conditions on a NodePool's status when one differs
+ * from what the object already says (so our own write, echoed back,
+ * changes nothing). Other conditions are kept: the patch carries the
+ * whole list, in one write, so no condition of ours overwrites another.
  */
-static void nodepool_set_validation(struct informer *inf, const json_t *obj, bool valid,
-				    const char *why)
+static void nodepool_set_conditions(struct informer *inf, const json_t *obj,
+				    const struct nodepool_condition *want, size_t n)
 {
-	const json_t *cur = find_condition(obj, CONDITION_VALIDATION);
 	const char *name = json_string_value(json_path(obj, "metadata.name"));
-	const char *want_status = valid ? "True" : "False";
-	const char *want_msg = valid ? "" : why;
 	_cleanup_free_ char *path = NULL, *body = NULL;
 	json_t *conds, *patch, *c;
+	bool same = true;
 	size_t i;
 	char now[32];
 	time_t t = time(NULL);
@@ -158,21 +189,32 @@ static void nodepool_set_validation(struct informer *inf, const json_t *obj, boo
 
 	if (!name || !inf->env.client)
 		return;
-	if (cur && streq_ptr(json_string_value(json_object_get(cur, "status")), want_status) &&
-	    streq_ptr(json_string_value(json_object_get(cur, "message")) ?: "", want_msg))
+	for (i = 0; i < n; i++)
+		same = same && condition_is(obj, &want[i]);
+	if (same)
 		return;
 	gmtime_r(&t, &tm);
 	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	conds = json_array();
 	json_array_foreach(json_path(obj, "status.conditions"), i, c)
-		if (!streq_ptr(json_string_value(json_object_get(c, "type")), CONDITION_VALIDATION))
+		if (!condition_owned(c, want, n))
 			json_array_append(conds, c);
-	json_array_append_new(conds, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "type",
-					       CONDITION_VALIDATION, "status", want_status, "reason",
-					       valid ? "ValidationSucceeded" : "ValidationFailed",
-					       "message", want_msg, "lastTransitionTime", now,
-					       "observedGeneration",
-					       json_integer_value(json_path(obj, "metadata.generation"))));
+	for (i = 0; i < n; i++) {
+		const json_t *cur = find_condition(obj, want[i].type);
+
+		/* lastTransitionTime moves only when the status does. */
+		json_array_append_new(conds, json_pack(
+			"{s:s, s:s, s:s, s:s, s:s, s:I}", "type", want[i].type, "status",
+			want[i].ok ? "True" : "False", "reason",
+			want[i].ok ? want[i].reason_ok : want[i].reason_failed, "message",
+			want[i].ok ? "" : want[i].why, "lastTransitionTime",
+			cur && streq_ptr(json_string_value(json_object_get(cur, "status")),
+					 want[i].ok ? "True" : "False") &&
+					json_string_value(json_object_get(cur, "lastTransitionTime"))
+				? json_string_value(json_object_get(cur, "lastTransitionTime"))
+				: now,
+			"observedGeneration", json_integer_value(json_path(obj, "metadata.generation"))));
+	}
 	patch = json_pack("{s:{s:o}}", "status", "conditions", conds);
 	body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
 	json_decref(patch);
@@ -180,6 +222,15 @@ static void nodepool_set_validation(struct informer *inf, const json_t *obj, boo
 		return;
 	kube_request(inf->env.client, "PATCH", path, "application/merge-patch+json", body,
 		     on_status_written, inf);
+}
+
+/* The first malformed budget of a decoded NodePool, in err (false: none). */
+static bool nodepool_budget_problem(const struct proto_nodepool *np, char *err, size_t errlen)
+{
+	for (uint32_t i = 0; i < np->n_budgets; i++)
+		if (budget_validate(&np->budgets[i], i, err, errlen) < 0)
+			return true;
+	return false;
 }
 
 /*
@@ -388,8 +439,28 @@ static void on_event(enum kube_event_type type, json_t *obj, void *userdata)
 	r = decode_object(&d, inf->def->kind, obj, &o);
 	if (streq(inf->def->kind, "NodePool") && r != -ENOMEM) {
 		bool valid = r >= 0 && o.nodepool->status == PROTO_NODEPOOL_OK;
-		nodepool_set_validation(inf, obj, valid,
-					r < 0 ? d.error : valid ? "" : o.nodepool->status_reason);
+		char budget_err[512] = "";
+		bool budget_bad = r >= 0 && nodepool_budget_problem(o.nodepool, budget_err,
+								    sizeof(budget_err));
+		const struct nodepool_condition want[] = {
+			{ CONDITION_VALIDATION, valid, "ValidationSucceeded", "ValidationFailed",
+			  r < 0 ? d.error : valid ? "" : o.nodepool->status_reason },
+			{ CONDITION_BUDGETS, !budget_bad, "BudgetsValid", "InvalidBudget", budget_err },
+		};
+
+		/* A bad budget stops disruption only (the reaper leaves the
+		 * NodePool's nodes alone); provisioning goes on. */
+		nodepool_set_conditions(inf, obj, want, r < 0 ? 1 : ARRAY_SIZE(want));
+		if (budget_bad) {
+			struct kube_object_ref ref = { inf->api_version, inf->def->kind, NULL,
+						       o.nodepool->name, o.nodepool->uid };
+			log_warn_kv(LOG_KV({ "nodepool", o.nodepool->name }),
+				    "nodepool %s has a malformed disruption budget, its nodes are not "
+				    "disrupted: %s", o.nodepool->name, budget_err);
+			if (inf->env.events)
+				kube_event_record(inf->env.events, &ref, KUBE_EVENT_WARNING,
+						  "FailedValidation", "Disruption budgets: %s", budget_err);
+		}
 	}
 	if (nodepool && r >= 0 && o.nodepool->status != PROTO_NODEPOOL_OK) {
 		struct kube_object_ref ref = { inf->api_version, inf->def->kind, NULL,

@@ -28,7 +28,7 @@ watcher_kanna_watcher_LDADD = $(WATCHER_LIBS)
 check_PROGRAMS += tests/unit/test_replica tests/unit/test_hashmap
 TESTS += tests/unit/test_replica tests/unit/test_hashmap
 tests_unit_test_replica_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_replica_LDADD = libkanna-watcher.a libkanna-decode.a $(STATE_LIBS) $(TEST_LIBS)
+tests_unit_test_replica_LDADD = libkanna-watcher.a libkanna-decode.a $(MODEL_LIBS) $(STATE_LIBS) $(TEST_LIBS)
 # Every allocation of replica_new() failed in turn (tests/unit/alloc-fail.h).
 WRAP_ALLOC_FLAGS = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free \
 	-Wl,--wrap=strdup,--wrap=strndup,--wrap=asprintf
@@ -66,7 +66,7 @@ check_PROGRAMS += tests/unit/test_watcher_informer
 TESTS += tests/unit/test_watcher_informer
 tests_unit_test_watcher_informer_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_watcher_informer_LDADD = libkanna-watcher.a libkanna-decode.a libkanna-simk8s.a \
-	$(STATE_LIBS) -lpthread $(TEST_LIBS)
+	$(MODEL_LIBS) $(STATE_LIBS) -lpthread $(TEST_LIBS)
 
 check_PROGRAMS += tests/unit/test_watcher_pending
 TESTS += tests/unit/test_watcher_pending

@@ -190,6 +190,39 @@ grep '"key":"nodepool//' "$tmp/replica.txt" | grep -v '"key":"nodepool//\(broken
 cmp -s "$tmp/nodepools-before.txt" "$tmp/nodepools-after.txt" || fail "other NodePools changed"
 ok "they are published as invalid, replicas still sync, nothing else changed"
 
+# A disruption budget whose schedule the CRD's pattern lets through but cron
+# cannot read: a condition and an Event naming the field; the NodePool still
+# provisions (published ok), only disruption is off (the reaper's part).
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: badbudget}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+  disruption:
+    budgets:
+    - {nodes: "1"}
+    - {nodes: "0", schedule: "61 * * * *", duration: 1h}
+YAML
+wait_for "DisruptionBudgetsValid=False on badbudget" 15 sh -c \
+	"kubectl get nodepool badbudget -o jsonpath='{.status.conditions[?(@.type==\"DisruptionBudgetsValid\")].message}' | grep -q 'spec.disruption.budgets\[1\].schedule: \"61 \* \* \* \*\": minute 61 out of range 0-59'"
+wait_for "a FailedValidation Event naming the budget" 15 sh -c \
+	"kubectl get events -A -o jsonpath='{range .items[*]}{.reason} {.involvedObject.name} {.message}{\"\n\"}{end}' | grep -q '^FailedValidation badbudget Disruption budgets: spec.disruption.budgets\[1\].schedule'"
+expect_eq "its ValidationSucceeded stays True" "$(cond badbudget)" True
+"$PROBE" replica --runtime-dir "$tmp/run" >"$tmp/replica.txt" || fail "no replica"
+grep -q '"key":"nodepool//badbudget".*"status":"invalid"' "$tmp/replica.txt" &&
+	fail "a NodePool with a bad budget must still provision: $(grep badbudget "$tmp/replica.txt")"
+ok "a malformed budget schedule: DisruptionBudgetsValid=False and an Event name the field, provisioning goes on"
+kubectl patch nodepool badbudget --type merge -p '{"spec":{"disruption":{"budgets":[{"nodes":"1"}]}}}' >/dev/null
+wait_for "DisruptionBudgetsValid=True once fixed" 15 sh -c \
+	"[ \"\$(kubectl get nodepool badbudget -o jsonpath='{.status.conditions[?(@.type==\"DisruptionBudgetsValid\")].status}')\" = True ]"
+ok "fixing the budget sets DisruptionBudgetsValid=True"
+kubectl delete nodepool badbudget >/dev/null
+
 # --- churn of thousands of objects of several kinds, compared field by field
 api_json() { # FILE: the API's objects of the kinds kanna-probe compares, replaced at once
 	kubectl get pods,nodes,nodepools.v1.karpenter.sh,persistentvolumeclaims,namespaces -A -o json >"$1.new" &&
