@@ -40,9 +40,22 @@
 static const char GC_REASON[] = "garbage_collected";
 static const char REGISTRATION_REASON[] = "registration_timeout";
 
+/* The cluster state must have been current this recently for the GC to
+ * act on what it lacks: a replica whose watcher is gone still looks
+ * synced, and a NodeClaim created meanwhile would look absent. */
+#define GC_REPLICA_CURRENT_USEC (5ULL * 1000 * 1000)
+
 struct gc {
-	struct hashmap orphans; /* instance id → (void *)1: being terminated */
+	struct hashmap orphans;       /* instance id → (void *)1: being terminated */
+	uint64_t orphans_checked_usec; /* the description last looked through */
 };
+
+static bool replica_current(const struct reaper *r, uint64_t now_usec)
+{
+	uint64_t at = r->replica ? replica_current_usec(r->replica) : 0;
+
+	return at && now_usec - at < GC_REPLICA_CURRENT_USEC;
+}
 
 /* When the NodeClaim's instance was launched (its Launched condition, else
  * its creation), Unix ms. */
@@ -168,15 +181,15 @@ static void collect_orphan(struct reaper *r, const struct ec2_instance *e)
 	}
 }
 
-void gc_described(struct reaper *r)
+/* Orphans, from the last description, once the cluster state was current
+ * after it was taken. */
+static void collect_orphans(struct reaper *r)
 {
 	struct hashmap owned = { 0 }, launching = { 0 };
 	int64_t young_after_s = (inventory_described_wall_ms(r) - (int64_t)(r->cfg->gc_grace_usec / 1000)) / 1000;
 	const struct ec2_instance *e;
 	size_t it = 0;
 
-	if (!r->gc || !r->replica || !replica_synced(r->replica))
-		return;
 	if (index_claims(r, &owned, &launching) < 0) {
 		log_error("Failed to look for orphaned instances: out of memory");
 		goto out;
@@ -239,6 +252,13 @@ void gc_pass(struct reaper *r, uint64_t now_usec)
 		return;
 	inventory_refresh(r, now_usec);
 	hashmap_remove_if(&r->gc->orphans, orphan_done, r);
+	if (!replica_current(r, now_usec))
+		return; /* judge nothing by a cluster state that may be stale */
+	if (inventory_described_usec(r) > r->gc->orphans_checked_usec &&
+	    replica_current_usec(r->replica) >= inventory_described_usec(r)) {
+		r->gc->orphans_checked_usec = inventory_described_usec(r);
+		collect_orphans(r);
+	}
 	while ((e = state_store_next(reaper_store(r), &it)))
 		if (e->obj.kind == PROTO_OBJECT_NODE && provider_instance_id(e->obj.node->provider_id) &&
 		    hashmap_put(&nodes, provider_instance_id(e->obj.node->provider_id),

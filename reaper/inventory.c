@@ -94,7 +94,6 @@ static void on_described(struct aws_client *c, const struct aws_response *resp, 
 	inv->described_wall_ms = inv->started_wall_ms;
 	inv->in_flight = false;
 	log_debug("described %zu instance(s) of cluster %s", inv->now.n, r->cfg->cluster_name);
-	gc_described(r);
 	return;
 stop:
 	instances_clear(&inv->next);

@@ -3,8 +3,8 @@
  * periodic pass), termination.c (a deleted NodeClaim or Node: taint,
  * drain, terminate, finalizers), drain.c (which pods go, in what order,
  * through the Eviction API), instances.c (batched TerminateInstances) and
- * disruption.c (emptiness and expiry: which NodeClaims to remove, within
- * budgets, replacements first).
+ * disruption.c (emptiness, expiry and drift — drift.h decides it: which
+ * NodeClaims to remove, within budgets, replacements first).
  *
  * Everything here is derived again from the cluster state on every pass
  * (DESIGN §2 rule 4): what the reaper keeps in memory only avoids sending
@@ -169,10 +169,8 @@ int inventory_init(struct reaper *r);
 void inventory_done(struct reaper *r);
 
 /* gc.c: orphaned instances, NodeClaims whose instance is gone, NodeClaims
- * that never registered. gc_pass() every pass; gc_described() after each
- * complete description. */
+ * that never registered; every pass. */
 void gc_pass(struct reaper *r, uint64_t now_usec);
-void gc_described(struct reaper *r);
 /* Does EC2 no longer list the NodeClaim's instance (or list it
  * shutting-down), in a description taken well after its launch? */
 bool gc_instance_gone(const struct reaper *r, const struct proto_nodeclaim *nc);
@@ -194,7 +192,7 @@ int interruption_new(struct reaper *r, struct metrics_registry *m);
 int interruption_start(struct reaper *r);
 void interruption_free(struct reaper *r);
 
-/* disruption.c: emptiness and expiry; one pass. */
+/* disruption.c: emptiness, expiry and drift; one pass. */
 void disruption_pass(struct reaper *r, uint64_t now_usec);
 
 /* "aws:///us-west-2a/i-0123" → "i-0123" (NULL when it is not one). */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "state/replica.h"
 
@@ -34,6 +35,7 @@ struct replica {
 	struct replica_handlers h;
 	struct state_store store, incoming;
 	bool live, syncing;
+	uint64_t current_usec; /* when it last knew itself current (replica_current_usec()) */
 	struct proto_msg **buffered;
 	size_t n_buffered, cap_buffered;
 	sd_event_source *timeout;
@@ -122,6 +124,7 @@ static int apply_live(struct replica *r, const struct proto_state_delta *d)
 		return k;
 	k = state_store_apply(&r->store, d->op, &d->object, d->seq);
 	r->store.seq = d->seq;
+	r->current_usec = clock_monotonic_usec();
 	if (k > 0 && r->h.on_change) {
 		const struct state_entry *now_e = state_store_get(&r->store, d->object.kind, ns, name);
 		r->h.on_change(d->op, old_e ? &old : NULL, now_e ? &now_e->obj : NULL, r->h.userdata);
@@ -170,6 +173,8 @@ static int on_heartbeat(struct replica *r, const struct proto_msg *m)
 {
 	uint64_t seq = m->body.heartbeat.state_seq;
 
+	if (!r->syncing && r->live && seq == r->store.seq)
+		r->current_usec = clock_monotonic_usec();
 	if (r->syncing || seq <= r->store.seq)
 		return 0;
 	/* The watcher is ahead of us with no delta in between: we lost some. */
@@ -191,6 +196,7 @@ static int on_snapshot_end(struct replica *r, uint64_t as_of)
 	r->store.seq = as_of;
 	r->syncing = false;
 	r->live = true;
+	r->current_usec = clock_monotonic_usec();
 	r->timeout = sd_event_source_disable_unref(r->timeout);
 	r->stats.snapshots++;
 	for (size_t i = 0; i < r->n_buffered && k >= 0; i++) {
@@ -325,6 +331,11 @@ struct replica *replica_free(struct replica *r)
 	free(r->sync_endpoint);
 	free(r);
 	return NULL;
+}
+
+uint64_t replica_current_usec(const struct replica *r)
+{
+	return r->live && !r->syncing ? r->current_usec : 0;
 }
 
 bool replica_synced(const struct replica *r)

@@ -46,6 +46,12 @@ struct replica *replica_free(struct replica *r);
 void replica_count_drops(struct replica *r, struct metrics_counter *dropped);
 
 bool replica_synced(const struct replica *r);
+/* Monotonic time the replica last knew itself current: a snapshot loaded,
+ * a delta applied, or a heartbeat of the watcher at its own sequence number
+ * (every PUBLISH_HEARTBEAT_USEC, 1 s). 0 while not synced. A consumer that
+ * acts on the absence of an object (the reaper's garbage collection) checks
+ * it: with the watcher gone, the replica still looks synced but ages. */
+uint64_t replica_current_usec(const struct replica *r);
 const struct state_store *replica_store(const struct replica *r);
 
 struct replica_stats {

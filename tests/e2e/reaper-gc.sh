@@ -167,6 +167,22 @@ expect_eq "the instance of another node group still runs" "$(instance_state "$fo
 ok "an orphaned instance was terminated after gc-grace, another node group's left alone"
 ec2 "Action=TerminateInstances&InstanceId.1=$foreign" >/dev/null
 
+# --- no watcher, no judgement -------------------------------------------------------------------
+# With the watcher gone the reaper's replica still looks synced but ages: a
+# NodeClaim created meanwhile would look absent, so nothing is collected
+# until the cluster state is current again.
+kill "$pid_watcher"
+wait "$pid_watcher" 2>/dev/null || true
+late=$(run_instance "$cluster_tag=owned" karpenter.sh/nodepool=oob)
+sleep $((GRACE + 4))
+expect_eq "an orphan is left alone while the watcher is away" "$(instance_state "$late")" running
+"$BUILDDIR/watcher/kanna-watcher" --runtime-dir "$tmp/run" --metrics-port 0 --health-port 0 \
+	--leader-elect=false --announce-interval 500ms >>"$tmp/watcher.log" 2>&1 &
+pid_watcher=$!
+e2e_pids="$e2e_pids $pid_watcher"
+wait_for "the orphan $late terminated once the watcher is back" 60 on_its_way_out "$late"
+ok "garbage collection waits for a current cluster state"
+
 # --- a NodeClaim deleted while no launcher runs -------------------------------------------------
 kill "$pid_launcher"
 wait "$pid_launcher" 2>/dev/null || true

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/clock.h"
 #include "state/replica.h"
 #include "common/arena.h"
 #include "proto/random.h"
@@ -402,4 +403,39 @@ Test(replica, a_snapshot_that_keeps_arriving_is_not_cut_by_the_timeout)
 	cr_assert_eq(f.requests, 1, "asked again while the snapshot was arriving");
 	replica_free(r);
 	fake_stop(&f);
+}
+
+/* Turns the loop for about ms milliseconds. */
+static void run_for_ms(uint64_t ms)
+{
+	uint64_t end = clock_monotonic_usec() + ms * 1000;
+
+	while (clock_monotonic_usec() < end)
+		cr_assert_geq(sd_event_run(loop_event(loop), 10000), 0);
+}
+
+Test(replica, the_publishers_heartbeats_keep_a_replica_current_and_its_silence_ages_it)
+{
+	struct goal g = { 0 };
+	uint64_t seen, before;
+
+	publisher_start(&g.p);
+	cr_assert_eq(replica_new(&g.r[0], ctx, loop, PROTO_PROCESS_REAPER, ENDPOINT_STATE_PUB,
+				 ENDPOINT_STATE_SYNC, NULL), 0);
+	cr_assert_eq(replica_current_usec(g.r[0]), 0, "not synced: never current");
+	g.n = 1;
+	run_until_converged(&g);
+	seen = replica_current_usec(g.r[0]);
+	cr_assert_gt(seen, 0);
+	/* Nothing changes, but heartbeats (1 s) say the replica is still current. */
+	run_for_ms(2500);
+	cr_assert_gt(replica_current_usec(g.r[0]), seen, "a heartbeat at our seq renews it");
+	/* The watcher goes away: the store stays, synced, but stops being current. */
+	publisher_free(g.p);
+	before = replica_current_usec(g.r[0]);
+	run_for_ms(2500);
+	cr_assert(replica_synced(g.r[0]));
+	cr_assert_eq(replica_current_usec(g.r[0]), before, "silence does not renew it");
+	cr_assert_geq(clock_monotonic_usec() - before, 2000000);
+	replica_free(g.r[0]);
 }
