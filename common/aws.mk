@@ -15,11 +15,14 @@ AWS_UNIT_TESTS = \
 	tests/unit/test_aws_retry \
 	tests/unit/test_aws_endpoint \
 	tests/unit/test_aws_credentials \
-	tests/unit/test_aws_client
+	tests/unit/test_aws_client \
+	tests/unit/test_aws_ec2
 check_PROGRAMS += $(AWS_UNIT_TESTS)
 TESTS += $(AWS_UNIT_TESTS)
 tests_unit_test_sigv4_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sigv4_LDADD = $(LDADD) $(TEST_LIBS)
+tests_unit_test_aws_ec2_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_aws_ec2_LDADD = $(LDADD) $(TEST_LIBS)
 tests_unit_test_aws_xml_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_aws_xml_LDADD = $(LDADD) $(TEST_LIBS)
 tests_unit_test_aws_query_CFLAGS = $(TEST_CFLAGS)
