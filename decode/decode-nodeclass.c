@@ -296,6 +296,8 @@ int decode_nodeclass(struct decoder *d, const json_t *obj, struct proto_nodeclas
 			if ((r = decode_string(d, c, "message", "status.conditions", &nc->ready_reason)) < 0)
 				goto fail;
 		}
+	if ((r = decode_nodeclass_hash(d, nc)) < 0)
+		goto fail;
 	return 0;
 fail:
 	return decode_prefix(d, kind ? kind : "EC2NodeClass", NULL, m.name, r);

@@ -335,7 +335,7 @@ int decode_nodepool(struct decoder *d, const json_t *obj, struct proto_nodepool 
 		if (!(np->status_reason = arena_strdup(d->arena, problem)))
 			return -ENOMEM;
 	}
-	return 0;
+	return decode_nodepool_hash(d, np);
 }
 
 int decode_nodeclaim(struct decoder *d, const json_t *obj, struct proto_nodeclaim *nc)
@@ -376,10 +376,14 @@ int decode_nodeclaim(struct decoder *d, const json_t *obj, struct proto_nodeclai
 				  &nc->allocatable, &nc->n_allocatable)) < 0 ||
 	    (r = decode_conditions(d, json_object_get(status, "conditions"), "status.conditions",
 				   &nc->conditions, &nc->n_conditions)) < 0 ||
-	    (r = decode_string(d, m.annotations, "karpenter.sh/nodepool-hash", "metadata.annotations",
+	    (r = decode_string(d, m.annotations, KARPENTER_NODEPOOL_HASH_ANNOTATION, "metadata.annotations",
 			       &nc->nodepool_hash)) < 0 ||
-	    (r = decode_string(d, m.annotations, "karpenter.k8s.aws/ec2nodeclass-hash",
+	    (r = decode_string(d, m.annotations, KARPENTER_NODEPOOL_HASH_VERSION_ANNOTATION,
+			       "metadata.annotations", &nc->nodepool_hash_version)) < 0 ||
+	    (r = decode_string(d, m.annotations, KARPENTER_NODECLASS_HASH_ANNOTATION,
 			       "metadata.annotations", &nc->nodeclass_hash)) < 0 ||
+	    (r = decode_string(d, m.annotations, KARPENTER_NODECLASS_HASH_VERSION_ANNOTATION,
+			       "metadata.annotations", &nc->nodeclass_hash_version)) < 0 ||
 	    (r = decode_string(d, m.annotations, "kanna.dev/fleet-batch", "metadata.annotations",
 			       &nc->fleet_batch)) < 0 ||
 	    (r = decode_strings(d, json_path(obj, "metadata.finalizers"), "metadata.finalizers",

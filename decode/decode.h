@@ -18,6 +18,7 @@
 
 #include "common/arena.h"
 #include "common/util.h"
+#include "model/karpenter.h"
 #include "proto/proto.h"
 
 #define DECODE_ERROR_MAX 512
@@ -28,6 +29,18 @@
 #define ANNOTATION_DO_NOT_DISRUPT "karpenter.sh/do-not-disrupt"
 #define ANNOTATION_MIRROR_POD "kubernetes.io/config.mirror"
 #define ANNOTATION_SELECTED_NODE "volume.kubernetes.io/selected-node"
+
+/* Static drift (decode/decode-hash.c): the versions of our own hash
+ * scheme, stamped next to the hashes (KARPENTER_*_HASH_VERSION_ANNOTATION,
+ * model/karpenter.h). A NodeClaim whose hash-version annotation differs
+ * (stamped by Karpenter, whose "v3"/"v4" hashes we cannot reproduce, or by
+ * an older kanna) is never statically drifted, as Karpenter skips static
+ * drift on a version mismatch. */
+#define NODEPOOL_HASH_VERSION "kanna-v1"
+#define NODECLASS_HASH_VERSION "kanna-v1"
+/* What the launcher writes for a nodeClassRef without group or kind. */
+#define NODECLASS_REF_DEFAULT_GROUP "karpenter.k8s.aws"
+#define NODECLASS_REF_DEFAULT_KIND "EC2NodeClass"
 
 struct decoder {
 	struct arena *arena;
@@ -49,6 +62,14 @@ int decode_pv(struct decoder *d, const json_t *obj, struct proto_pv *ret);
 int decode_storageclass(struct decoder *d, const json_t *obj, struct proto_storageclass *ret);
 int decode_daemonset(struct decoder *d, const json_t *obj, struct proto_daemonset *ret);
 int decode_namespace(struct decoder *d, const json_t *obj, struct proto_namespace *ret);
+
+/* The static-drift hashes (decode/decode-hash.c): over a decoded object,
+ * the same whatever order its maps and lists were written in. The decoders
+ * set nodepool_hash(_version) and nodeclass_hash(_version) with them. */
+uint64_t nodepool_hash(const struct proto_nodepool *np);
+uint64_t nodeclass_hash(const struct proto_nodeclass *nc);
+int decode_nodepool_hash(struct decoder *d, struct proto_nodepool *np);
+int decode_nodeclass_hash(struct decoder *d, struct proto_nodeclass *nc);
 
 /* Chooses the decoder by kind ("Pod", "NodePool", "Provisioner", …). */
 int decode_object(struct decoder *d, const char *kind, const json_t *obj,

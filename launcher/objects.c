@@ -152,12 +152,22 @@ json_t *nodeclaim_json(const struct proto_planned_nodeclaim *planned, const char
 	json_object_set_new(annotations, KANNA_PLANNED_PODS_ANNOTATION, json_string(pods_text));
 	if (plan_id)
 		json_object_set_new(annotations, KANNA_PLAN_ANNOTATION, json_string(plan_id));
-	if (nodepool->nodepool_hash)
+	/* Static drift (reaper/drift.c): the hashes the watcher computed, with
+	 * the version of their scheme, as Karpenter stamps its own. */
+	if (nodepool->nodepool_hash) {
 		json_object_set_new(annotations, KARPENTER_NODEPOOL_HASH_ANNOTATION,
 				    json_string(nodepool->nodepool_hash));
-	if (nodeclass && nodeclass->nodeclass_hash)
+		if (nodepool->nodepool_hash_version)
+			json_object_set_new(annotations, KARPENTER_NODEPOOL_HASH_VERSION_ANNOTATION,
+					    json_string(nodepool->nodepool_hash_version));
+	}
+	if (nodeclass && nodeclass->nodeclass_hash) {
 		json_object_set_new(annotations, KARPENTER_NODECLASS_HASH_ANNOTATION,
 				    json_string(nodeclass->nodeclass_hash));
+		if (nodeclass->nodeclass_hash_version)
+			json_object_set_new(annotations, KARPENTER_NODECLASS_HASH_VERSION_ANNOTATION,
+					    json_string(nodeclass->nodeclass_hash_version));
+	}
 	spec = json_pack("{s:{s:s, s:s, s:s?}, s:o, s:{s:o}}",
 			 "nodeClassRef", "group", nodepool->nodeclass_ref.group ?: "karpenter.k8s.aws",
 			 "kind", nodepool->nodeclass_ref.kind ?: "EC2NodeClass", "name", nc_name,

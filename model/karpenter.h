@@ -29,8 +29,12 @@
 #define KARPENTER_DISRUPTED_TAINT_KEY "karpenter.sh/disrupted"
 /* Pods, Nodes and NodeClaims with it are not disrupted voluntarily. */
 #define KARPENTER_DO_NOT_DISRUPT_ANNOTATION "karpenter.sh/do-not-disrupt"
+/* Static drift: the hashes (and their scheme's version) of the NodePool and
+ * EC2NodeClass a NodeClaim was launched from (decode/decode-hash.c). */
 #define KARPENTER_NODEPOOL_HASH_ANNOTATION "karpenter.sh/nodepool-hash"
+#define KARPENTER_NODEPOOL_HASH_VERSION_ANNOTATION "karpenter.sh/nodepool-hash-version"
 #define KARPENTER_NODECLASS_HASH_ANNOTATION "karpenter.k8s.aws/ec2nodeclass-hash"
+#define KARPENTER_NODECLASS_HASH_VERSION_ANNOTATION "karpenter.k8s.aws/ec2nodeclass-hash-version"
 
 #define KARPENTER_NODECLAIMS_PATH "/apis/karpenter.sh/v1/nodeclaims"
 #define KUBE_NODES_PATH "/api/v1/nodes"

@@ -18,7 +18,7 @@
 /* Bump MINOR when adding optional fields or messages (old peers skip them);
  * bump MAJOR for anything an old peer would misread: it is refused. */
 #define PROTO_VERSION_MAJOR 2
-#define PROTO_VERSION_MINOR 1
+#define PROTO_VERSION_MINOR 2
 
 /* ------------------------------------------------------------------------
  * Enums: V(CONSTANT, "wire/JSON name"). Values are 0-based and contiguous;
@@ -456,12 +456,14 @@ struct proto_resource {
 	F(S, 19, status_reason, STR, _, PROTO_MAX_TEXT_LEN, OPT)              \
 	F(S, 20, kubelet, OBJ, kubelet, 0, OPT)                               \
 	F(S, 21, creation_time, I64, _, 0, OPT) \
-	F(S, 22, nodepool_hash, STR, _, PROTO_MAX_NAME_LEN, OPT)
+	F(S, 22, nodepool_hash, STR, _, PROTO_MAX_NAME_LEN, OPT)              \
+	F(S, 23, nodepool_hash_version, STR, _, PROTO_MAX_NAME_LEN, OPT)
 
 /* planned_pods: the pod keys ("ns/name") of the planned-pods annotation.
- * nodepool_hash / nodeclass_hash: the karpenter.sh/nodepool-hash and
- * karpenter.k8s.aws/ec2nodeclass-hash annotations, compared with the
- * NodePool's and EC2NodeClass's own for drift. do_not_disrupt: the
+ * nodepool_hash / nodeclass_hash (and their _version): the
+ * karpenter.sh/nodepool-hash(-version) and
+ * karpenter.k8s.aws/ec2nodeclass-hash(-version) annotations, compared with
+ * the NodePool's and EC2NodeClass's own for static drift (decode/decode.h). do_not_disrupt: the
  * karpenter.sh/do-not-disrupt annotation (also on nodes and pods).
  * fleet_batch: the kanna.dev/fleet-batch annotation, the ClientToken of
  * the CreateFleet call that launched several NodeClaims at once. */
@@ -494,10 +496,14 @@ struct proto_resource {
 	F(S, 26, nodepool_hash, STR, _, PROTO_MAX_NAME_LEN, OPT)              \
 	F(S, 27, nodeclass_hash, STR, _, PROTO_MAX_NAME_LEN, OPT)             \
 	F(S, 28, fleet_batch, STR, _, PROTO_MAX_ID_LEN, OPT)                  \
-	F(S, 29, finalizers, STRS, PROTO_MAX_NAME_LEN, PROTO_MAX_FINALIZERS, OPT)
+	F(S, 29, finalizers, STRS, PROTO_MAX_NAME_LEN, PROTO_MAX_FINALIZERS, OPT) \
+	F(S, 30, nodepool_hash_version, STR, _, PROTO_MAX_NAME_LEN, OPT)      \
+	F(S, 31, nodeclass_hash_version, STR, _, PROTO_MAX_NAME_LEN, OPT)
 
 /* EC2NodeClass (v1; v1beta1 EC2NodeClass and v1alpha1 AWSNodeTemplate
- * converted). status_*: what the launcher resolved. */
+ * converted). status_*: what the launcher resolved. nodeclass_hash(_version):
+ * computed by the watcher's decoder (decode/decode-hash.c), as is a
+ * NodePool's nodepool_hash(_version). */
 #define proto_fields_nodeclass(F, S)                                          \
 	F(S, 1, name, STR, _, PROTO_MAX_NAME_LEN, REQ)                        \
 	F(S, 2, uid, STR, _, PROTO_MAX_NAME_LEN, REQ)                         \
@@ -521,7 +527,8 @@ struct proto_resource {
 	F(S, 20, ready, ENUM, condition_status, 0, OPT)                       \
 	F(S, 21, ready_reason, STR, _, PROTO_MAX_TEXT_LEN, OPT)               \
 	F(S, 22, source_api, ENUM, api_version, 0, OPT) \
-	F(S, 23, nodeclass_hash, STR, _, PROTO_MAX_NAME_LEN, OPT)
+	F(S, 23, nodeclass_hash, STR, _, PROTO_MAX_NAME_LEN, OPT)             \
+	F(S, 24, nodeclass_hash_version, STR, _, PROTO_MAX_NAME_LEN, OPT)
 
 #define proto_fields_pdb(F, S)                                                \
 	F(S, 1, ns, STR, _, PROTO_MAX_NAME_LEN, REQ)                          \

@@ -1,5 +1,5 @@
 /*
- * Voluntary disruption other than consolidation: emptiness and expiry.
+ * Voluntary disruption other than consolidation: emptiness, expiry, drift.
  *  - Empty: a NodeClaim of a NodePool whose consolidationPolicy removes
  *    empty nodes (v1 WhenEmpty and WhenEmptyOrUnderutilized, v1beta1
  *    WhenEmpty, v1alpha5 ttlSecondsAfterEmpty) whose Node has carried no
@@ -8,8 +8,13 @@
  *    reaper first sees the node empty: late, never early).
  *  - Expired: older than its expireAfter (the NodeClaim's, else its
  *    NodePool's; v1alpha5 ttlSecondsUntilExpired).
+ *  - Drifted: no longer what its NodePool and EC2NodeClass would launch
+ *    (reaper/drift.h: hashes, requirements, AMI, subnet, security groups).
+ *    Checked after emptiness, as Karpenter v1 orders its methods
+ *    (pkg/controllers/disruption/controller.go: emptiness, drift, then
+ *    consolidation): an empty drifted node simply goes as Empty.
  * karpenter.sh/do-not-disrupt on the NodeClaim, its Node or one of its pods
- * holds both. The NodePool's disruption budgets (model/budget.h) cap how
+ * holds all three. The NodePool's disruption budgets (model/budget.h) cap how
  * many of its nodes disrupt at once; Nodes being deleted or tainted
  * karpenter.sh/disrupted count as disrupting.
  *
@@ -35,19 +40,33 @@
 #include "model/plan.h"
 #include "model/what-if.h"
 #include "proto/schema.h"
+#include "reaper/drift.h"
 #include "reaper/reaper.h"
 
 /* A replacement is planned for at most this many new NodeClaims. */
 #define REPLACEMENT_MAX_NODECLAIMS 10
+/* A plan's NodeClaims reach the replica within a pass or two; one that has
+ * not shown in this long failed and never will: stop waiting for it. */
+#define REPLACEMENT_VISIBLE_WAIT_USEC (10ULL * 1000 * 1000)
 
 static const char REASON_EMPTY[] = "Empty";
 static const char REASON_EXPIRED[] = "Expired";
+static const char REASON_DRIFTED[] = "Drifted";
+
+/* A pool's budgets, per reason (model/budget.h). */
+enum { ALLOW_EMPTY, ALLOW_EXPIRED, ALLOW_DRIFTED, _ALLOW_MAX };
 
 struct pool_count {
 	uint32_t total, disrupting;
-	uint32_t allowed_empty, allowed_expired;
+	uint32_t allowed[_ALLOW_MAX];
 	bool invalid;
 };
+
+static unsigned allow_index(const char *reason)
+{
+	return reason == REASON_EMPTY ? ALLOW_EMPTY : reason == REASON_EXPIRED ? ALLOW_EXPIRED
+									       : ALLOW_DRIFTED;
+}
 
 static const struct proto_nodepool *nodepool_named(struct reaper *r, const char *name)
 {
@@ -104,7 +123,7 @@ static unsigned movable_pods(struct reaper *r, const struct proto_node *n,
 	return k;
 }
 
-/* Budgets per NodePool, for both reasons, once a pass. */
+/* Budgets per NodePool, for every reason, once a pass. */
 static int count_pools(struct reaper *r, struct hashmap *pools, int64_t now_s)
 {
 	const struct state_entry *e;
@@ -137,28 +156,34 @@ static int count_pools(struct reaper *r, struct hashmap *pools, int64_t now_s)
 			continue;
 		/* v1 made expiry forceful: its budgets do not apply (their reasons
 		 * are Empty, Drifted, Underutilized); before v1 they did. */
-		pc->allowed_expired = pc->total;
+		pc->allowed[ALLOW_EXPIRED] = pc->total;
 		if (budget_allowed_disruptions(np->budgets, np->n_budgets, REASON_EMPTY, now_s, pc->total,
-					       pc->disrupting, &pc->allowed_empty, err, sizeof(err)) < 0 ||
+					       pc->disrupting, &pc->allowed[ALLOW_EMPTY], err,
+					       sizeof(err)) < 0 ||
+		    budget_allowed_disruptions(np->budgets, np->n_budgets, REASON_DRIFTED, now_s,
+					       pc->total, pc->disrupting, &pc->allowed[ALLOW_DRIFTED],
+					       err, sizeof(err)) < 0 ||
 		    (np->source_api != PROTO_API_V1 &&
 		     budget_allowed_disruptions(np->budgets, np->n_budgets, REASON_EXPIRED, now_s,
-						pc->total, pc->disrupting, &pc->allowed_expired, err,
-						sizeof(err)) < 0)) {
+						pc->total, pc->disrupting, &pc->allowed[ALLOW_EXPIRED],
+						err, sizeof(err)) < 0)) {
 			pc->invalid = true; /* the watcher reports it on the NodePool */
 			continue;
 		}
-		metrics_gauge_set(r->m.allowed_disruptions, pc->allowed_empty, name, "Empty", NULL);
+		metrics_gauge_set(r->m.allowed_disruptions, pc->allowed[ALLOW_EMPTY], name, REASON_EMPTY,
+				  NULL);
+		metrics_gauge_set(r->m.allowed_disruptions, pc->allowed[ALLOW_DRIFTED], name,
+				  REASON_DRIFTED, NULL);
 	}
 	return 0;
 }
 
+/* Once per disrupted NodeClaim, when it is decided (Karpenter counts at
+ * executeCommand): "replace" when replacements were launched for it,
+ * else "delete". */
 static void record_decision(struct reaper *r, const struct proto_nodeclaim *nc, const char *reason,
 			    const char *how)
 {
-	struct kube_object_ref ref = { "karpenter.sh/v1", "NodeClaim", NULL, nc->name, nc->uid };
-
-	kube_event_record(r->d->events, &ref, KUBE_EVENT_NORMAL, "DisruptionTerminating",
-			  "Disrupting NodeClaim: %s", reason);
 	metrics_counter_add(r->m.decisions, 1, how, reason, NULL);
 	metrics_counter_add(r->m.disrupted, 1, nc->nodepool ?: "", reason, NULL);
 }
@@ -166,6 +191,8 @@ static void record_decision(struct reaper *r, const struct proto_nodeclaim *nc, 
 static void delete_candidate(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
 			     const char *reason, unsigned pods)
 {
+	struct kube_object_ref ref = { "karpenter.sh/v1", "NodeClaim", NULL, nc->name, nc->uid };
+
 	if (w->claim_delete_sent)
 		return;
 	log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "nodepool", nc->nodepool ?: "" },
@@ -173,7 +200,10 @@ static void delete_candidate(struct reaper *r, struct claim_work *w, const struc
 		    "disrupting nodeclaim(s) via delete, terminating 1 nodes (%u pods) %s/%s/%s, reason %s",
 		    pods, nc->node_name ?: nc->name, nc->instance_type ?: "?",
 		    proto_capacity_type_name(nc->capacity_type), reason);
-	record_decision(r, nc, reason, "delete");
+	kube_event_record(r->d->events, &ref, KUBE_EVENT_NORMAL, "DisruptionTerminating",
+			  "Disrupting NodeClaim: %s", reason);
+	if (!w->plan_sent) /* counted as "replace" when its replacements went out */
+		record_decision(r, nc, reason, "delete");
 	termination_delete_claim(r, nc->name, w);
 }
 
@@ -185,7 +215,7 @@ static const char *nodeclass_of(const char *nodepool, void *userdata)
 }
 
 static int send_replacement(struct reaper *r, const struct cluster *c, const struct sched_result *res,
-			    const struct proto_nodeclaim *nc)
+			    const struct proto_nodeclaim *nc, struct claim_work *w)
 {
 	struct arena a = { 0 };
 	struct plan_context ctx = { .batch_id = ++r->plan_seq,
@@ -201,6 +231,12 @@ static int send_replacement(struct reaper *r, const struct cluster *c, const str
 		struct kube_object_ref ref = { "karpenter.sh/v1", "NodeClaim", NULL, nc->name, nc->uid };
 		for (uint32_t i = 0; i < m.body.launch_plan.n_nodeclaims; i++) {
 			const struct proto_planned_nodeclaim *o = &m.body.launch_plan.nodeclaims[i];
+			char **v = realloc(w->replacements, (w->n_replacements + 1) * sizeof(*v));
+
+			if (v && (v[w->n_replacements] = strdup(o->id)))
+				w->n_replacements++;
+			if (v)
+				w->replacements = v;
 			log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "replacement", o->id }),
 				    "launching replacement nodeclaim %s for %u pod(s) of %s (%u instance "
 				    "type option(s), cheapest %s)", o->id, o->n_pods, nc->name,
@@ -212,6 +248,47 @@ static int send_replacement(struct reaper *r, const struct cluster *c, const str
 	}
 	arena_done(&a);
 	return k;
+}
+
+/* Is the node being disrupted (tainted karpenter.sh/disrupted, deleting,
+ * or chosen by this reaper)? *w: its claim's work record, if any. */
+static bool node_disrupting(struct reaper *r, const char *name, const struct claim_work **w)
+{
+	const struct state_entry *e = state_store_get(reaper_store(r), PROTO_OBJECT_NODE, "", name);
+	const struct proto_node *n = e ? e->obj.node : NULL;
+
+	*w = n && n->nodeclaim ? hashmap_get(&r->work, n->nodeclaim) : NULL;
+	return n && (n->deletion_time || node_has_taint(n, KARPENTER_DISRUPTED_TAINT_KEY) ||
+		     (*w && (*w)->disrupting));
+}
+
+/*
+ * The nodes the what-if takes away: node idx and every other node being
+ * disrupted, whose pods need places too (Karpenter adds the pods of nodes
+ * marked for deletion to every simulation): two nodes replaced at once
+ * must not each count on the room the other's replacement brings.
+ * -EAGAIN while another's replacements are asked for but not yet in the
+ * replica (a plan made now would launch for its pods again).
+ */
+static int removal_set(struct reaper *r, const struct cluster *c, uint32_t idx, bool planning,
+		       uint64_t now_usec, uint32_t *out, uint32_t *n)
+{
+	*n = 0;
+	out[(*n)++] = idx;
+	for (uint32_t i = 0; i < c->n_nodes; i++) {
+		const struct claim_work *o;
+
+		if (i == idx || c->nodes[i].in_flight ||
+		    !node_disrupting(r, strtab_str(&c->st, c->nodes[i].name), &o))
+			continue;
+		out[(*n)++] = i;
+		if (!planning || !o || now_usec - o->disrupting_since_usec > REPLACEMENT_VISIBLE_WAIT_USEC)
+			continue;
+		for (uint32_t k = 0; k < o->n_replacements; k++)
+			if (!state_store_get(reaper_store(r), PROTO_OBJECT_NODECLAIM, "", o->replacements[k]))
+				return -EAGAIN;
+	}
+	return 0;
 }
 
 /*
@@ -227,7 +304,8 @@ static int replace(struct reaper *r, struct claim_work *w, const struct proto_no
 	struct what_if wi = { .max_new_claims = w->plan_sent ? 0 : REPLACEMENT_MAX_NODECLAIMS,
 			      .max_new_price = -1 };
 	struct what_if_result res = { 0 };
-	uint32_t idx = UINT32_MAX;
+	uint32_t idx = UINT32_MAX, *remove = NULL, n_remove;
+	bool *mine = NULL;
 	char err[512];
 	int k;
 
@@ -239,21 +317,29 @@ static int replace(struct reaper *r, struct claim_work *w, const struct proto_no
 	for (uint32_t i = 0; i < c->n_nodes; i++)
 		if (streq(strtab_str(&c->st, c->nodes[i].name), node->name))
 			idx = i;
-	if (idx == UINT32_MAX) {
-		cluster_free(c);
-		return 0;
+	remove = calloc(c->n_nodes + 1, sizeof(*remove));
+	mine = calloc(c->n_pods + 1, sizeof(*mine));
+	if (idx == UINT32_MAX || !remove || !mine ||
+	    removal_set(r, c, idx, !w->plan_sent, now_usec, remove, &n_remove) < 0) {
+		k = idx == UINT32_MAX || (remove && mine) ? 0 : -ENOMEM;
+		goto out;
 	}
-	wi.remove = &idx;
-	wi.n_remove = 1;
+	for (uint32_t p = 0; p < c->n_pods; p++)
+		mine[p] = c->pods[p].node == c->nodes[idx].name;
+	wi.remove = remove;
+	wi.n_remove = n_remove;
 	k = what_if_solve(c, &wi, &res);
 	if (k >= 0 && res.fits) {
 		bool ready = true;
 		/* On a replacement still coming up (a NodeClaim, or a Node the
-		 * launcher made that is not Ready yet): wait for it. */
+		 * launcher made that is not Ready yet): wait for it. The other
+		 * disrupted nodes' pods only need a place, Ready or not. */
 		for (uint32_t i = 0; i < res.n_moved && ready; i++) {
 			int32_t b = res.placement->pod_bin[res.moved[i]];
 			const struct state_entry *ne;
 
+			if (!mine[res.moved[i]])
+				continue;
 			if (b < 0 || (uint32_t)b >= c->n_nodes || c->nodes[b].in_flight) {
 				ready = false;
 				continue;
@@ -264,7 +350,7 @@ static int replace(struct reaper *r, struct claim_work *w, const struct proto_no
 		}
 		k = ready && res.placement->n_claims == 0;
 		if (!k && res.placement->n_claims && !w->plan_sent) {
-			if (send_replacement(r, c, res.placement, nc) >= 0) {
+			if (send_replacement(r, c, res.placement, nc, w) >= 0) {
 				w->plan_sent = true;
 				record_decision(r, nc, w->disrupting, "replace");
 			}
@@ -275,6 +361,9 @@ static int replace(struct reaper *r, struct claim_work *w, const struct proto_no
 		k = 0;
 	}
 	what_if_result_done(&res);
+out:
+	free(remove);
+	free(mine);
 	cluster_free(c);
 	return k;
 }
@@ -313,11 +402,26 @@ static void abandon(struct reaper *r, struct claim_work *w, const struct proto_n
 	w->taint_sent = false;
 }
 
-/* Why the NodeClaim should go (NULL: it stays), given its movable pods. */
+/* The EC2NodeClass of a NodeClaim (its nodeClassRef, else its NodePool's). */
+static const struct proto_nodeclass *nodeclass_named(struct reaper *r,
+						     const struct proto_nodeclaim *nc,
+						     const struct proto_nodepool *np)
+{
+	const char *name = nc->nodeclass ?: np->nodeclass_ref.name;
+	const struct state_entry *e = name ? state_store_get(reaper_store(r), PROTO_OBJECT_NODECLASS,
+							     "", name)
+					   : NULL;
+
+	return e ? e->obj.nodeclass : NULL;
+}
+
+/* Why the NodeClaim should go (NULL: it stays), given its movable pods;
+ * *drift says how it drifted when the reason is Drifted. */
 static const char *candidate_reason(struct reaper *r, struct claim_work *w,
 				    const struct proto_nodeclaim *nc, const struct proto_nodepool *np,
-				    unsigned pods, uint64_t now_usec)
+				    unsigned pods, uint64_t now_usec, enum drift_reason *drift)
 {
+	const char *instance_id = provider_instance_id(nc->provider_id);
 	/* The NodeClaim's own (-1: Never), else its NodePool's. */
 	int64_t expire_s = nc->expire_after_s ? nc->expire_after_s : np->expire_after_s;
 	bool empties = np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_EMPTY ||
@@ -333,7 +437,11 @@ static const char *candidate_reason(struct reaper *r, struct claim_work *w,
 	if (empties && np->consolidate_after_s >= 0 && !pods &&
 	    now_usec - w->empty_since_usec >= (uint64_t)np->consolidate_after_s * 1000000)
 		return REASON_EMPTY;
-	return NULL;
+	/* The instance as EC2 last described it (NULL until the inventory has
+	 * it: no subnet or security group drift until then). */
+	*drift = drift_check(nc, np, nodeclass_named(r, nc, np),
+			     instance_id ? inventory_instance(r, instance_id) : NULL);
+	return *drift != DRIFT_NONE ? REASON_DRIFTED : NULL;
 }
 
 static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct hashmap *pools,
@@ -344,7 +452,9 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 	const struct proto_pod *blocker;
 	struct pool_count *pc = hashmap_get(pools, nc->nodepool ?: "");
 	struct claim_work *w;
+	enum drift_reason drift = DRIFT_NONE;
 	const char *reason;
+	char why[64];
 	unsigned pods;
 	int k;
 
@@ -363,7 +473,10 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 			delete_candidate(r, w, nc, w->disrupting, pods);
 		return;
 	}
-	reason = candidate_reason(r, w, nc, np, pods, now_usec);
+	reason = candidate_reason(r, w, nc, np, pods, now_usec, &drift);
+	/* "Drifted (AMIDrift)": the drift's kind in logs and Events. */
+	snprintf(why, sizeof(why), "%s%s%s%s", reason ?: "", drift ? " (" : "",
+		 drift_reason_name(drift), drift ? ")" : "");
 	/* Tainted by a reaper before this one (killed mid-disruption): go on
 	 * with it — it is counted as disrupting already — or, when it is no
 	 * longer a candidate, give the node back. */
@@ -391,23 +504,25 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 			snprintf(who, sizeof(who), "%s %s", nc->do_not_disrupt ? "nodeclaim" : "node",
 				 nc->do_not_disrupt ? nc->name : node->name);
 		kube_event_record(r->d->events, &ref, KUBE_EVENT_NORMAL, "DisruptionBlocked",
-				  "Cannot disrupt NodeClaim (%s): %s has the \"%s\" annotation", reason,
+				  "Cannot disrupt NodeClaim (%s): %s has the \"%s\" annotation", why,
 				  who, KARPENTER_DO_NOT_DISRUPT_ANNOTATION);
 		return;
 	}
-	uint32_t *allowed = reason == REASON_EMPTY ? &pc->allowed_empty : &pc->allowed_expired;
-	if (*allowed == 0) {
+	if (pc->allowed[allow_index(reason)] == 0) {
 		struct kube_object_ref ref = { "karpenter.sh/v1", "NodeClaim", NULL, nc->name, nc->uid };
 		kube_event_record(r->d->events, &ref, KUBE_EVENT_NORMAL, "DisruptionBlocked",
 				  "Cannot disrupt NodeClaim (%s): no allowed disruptions due to the "
-				  "budgets of nodepool %s", reason, nc->nodepool);
+				  "budgets of nodepool %s", why, nc->nodepool);
 		return;
 	}
-	(*allowed)--;
-	if (reason == REASON_EMPTY)
-		pc->allowed_expired -= pc->allowed_expired > 0;
-	else
-		pc->allowed_empty -= pc->allowed_empty > 0;
+	/* One more node disrupting: every reason's room shrinks with it (a
+	 * budget counts the pool's disrupting nodes, whatever their reason). */
+	for (unsigned i = 0; i < _ALLOW_MAX; i++)
+		pc->allowed[i] -= pc->allowed[i] > 0;
+	if (drift)
+		log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "nodepool", nc->nodepool ?: "" },
+				   { "drift", drift_reason_name(drift) }),
+			    "nodeclaim %s has drifted: %s", nc->name, drift_reason_name(drift));
 	w->disrupting = reason;
 	w->disrupting_since_usec = now_usec;
 	if (!pods) {
@@ -415,7 +530,7 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 		return;
 	}
 	log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "reason", reason }),
-		    "disrupting nodeclaim %s (%s): %u pod(s) need a place first", nc->name, reason, pods);
+		    "disrupting nodeclaim %s (%s): %u pod(s) need a place first", nc->name, why, pods);
 	termination_taint_node(r, w, node);
 }
 

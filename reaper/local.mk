@@ -59,3 +59,16 @@ EXTRA_DIST += tests/fuzz/corpus/interruption_message/spot-interruption.json \
 TESTS += tests/e2e/reaper-interruption.sh
 EXTRA_DIST += tests/e2e/reaper-interruption.sh
 
+# Drift (reaper/drift.c, called by disruption.c): the decision over a
+# NodeClaim, its NodePool and EC2NodeClass (static hashes from
+# decode/decode-hash.c, requirements, AMI, subnet, security groups).
+libkanna_reaper_a_SOURCES += reaper/drift.h reaper/drift.c
+check_PROGRAMS += tests/unit/test_reaper_drift
+TESTS += tests/unit/test_reaper_drift
+tests_unit_test_reaper_drift_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_reaper_drift_LDADD = libkanna-decode.a $(REAPER_LIBS) $(LDADD) $(TEST_LIBS)
+# End-to-end: an EC2NodeClass's AMI selector changed, then a NodePool's
+# template: every node replaced, its replacement Ready before it drains,
+# one at a time under a budget of nodes "1".
+TESTS += tests/e2e/reaper-drift.sh
+EXTRA_DIST += tests/e2e/reaper-drift.sh

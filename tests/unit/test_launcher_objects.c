@@ -111,6 +111,26 @@ Test(launcher_objects, nodeclaim_records_candidates_pods_owner_and_finalizer)
 	json_decref(o);
 }
 
+Test(launcher_objects, nodeclaim_carries_the_drift_hashes_with_their_versions)
+{
+	struct proto_planned_nodeclaim p = planned();
+	struct proto_nodepool np = pool();
+	struct proto_nodeclass nc = { .name = "default", .uid = "u", .nodeclass_hash = "456",
+				      .nodeclass_hash_version = "kanna-v1" };
+	json_t *o, *ann;
+
+	np.nodepool_hash_version = "kanna-v1";
+	o = nodeclaim_json(&p, NULL, &np, &nc);
+	ann = json_object_get(json_object_get(o, "metadata"), "annotations");
+	cr_assert_str_eq(json_string_value(json_object_get(ann, KARPENTER_NODEPOOL_HASH_ANNOTATION)), "123");
+	cr_assert_str_eq(json_string_value(json_object_get(ann, KARPENTER_NODEPOOL_HASH_VERSION_ANNOTATION)),
+			 "kanna-v1");
+	cr_assert_str_eq(json_string_value(json_object_get(ann, KARPENTER_NODECLASS_HASH_ANNOTATION)), "456");
+	cr_assert_str_eq(json_string_value(json_object_get(ann, KARPENTER_NODECLASS_HASH_VERSION_ANNOTATION)),
+			 "kanna-v1");
+	json_decref(o);
+}
+
 Test(launcher_objects, provider_id_round_trips_and_rejects_garbage)
 {
 	char buf[128], zone[32], id[32];
