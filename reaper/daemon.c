@@ -119,6 +119,9 @@ static int reaper_metrics(struct daemon *d, void *userdata)
 				       "karpenter_nodes_termination_duration_seconds",
 				       "From a NodeClaim's deletion to its finalizer removed.", buckets,
 				       ARRAY_SIZE(buckets), NULL)) < 0 ||
+	    (k = metrics_gauge_new(m, &r->m.eligible, "karpenter_voluntary_disruption_eligible_nodes",
+				   "Nodes a disruption method would take now but for the budgets, by "
+				   "reason.", "reason", NULL)) < 0 ||
 	    (k = metrics_gauge_new(m, &r->m.allowed_disruptions, "karpenter_nodepools_allowed_disruptions",
 				   "Nodes a NodePool's budgets allow to disrupt now.", "nodepool",
 				   "reason", NULL)) < 0 ||

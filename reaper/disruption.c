@@ -59,6 +59,7 @@ enum { ALLOW_EMPTY, ALLOW_EXPIRED, ALLOW_DRIFTED, _ALLOW_MAX };
 struct pool_count {
 	uint32_t total, disrupting;
 	uint32_t allowed[_ALLOW_MAX];
+	uint32_t eligible[_ALLOW_MAX]; /* candidates nothing but a budget holds */
 	bool invalid;
 };
 
@@ -508,6 +509,7 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 				  who, KARPENTER_DO_NOT_DISRUPT_ANNOTATION);
 		return;
 	}
+	pc->eligible[allow_index(reason)]++;
 	if (pc->allowed[allow_index(reason)] == 0) {
 		struct kube_object_ref ref = { "karpenter.sh/v1", "NodeClaim", NULL, nc->name, nc->uid };
 		kube_event_record(r->d->events, &ref, KUBE_EVENT_NORMAL, "DisruptionBlocked",
@@ -536,6 +538,8 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 
 void disruption_pass(struct reaper *r, uint64_t now_usec)
 {
+	static const char *const reasons[_ALLOW_MAX] = { REASON_EMPTY, REASON_EXPIRED, REASON_DRIFTED };
+	uint32_t eligible[_ALLOW_MAX] = { 0 };
 	struct hashmap pools = { 0 };
 	const struct state_entry *e;
 	const char *name;
@@ -548,7 +552,14 @@ void disruption_pass(struct reaper *r, uint64_t now_usec)
 			    *e->obj.nodeclaim->provider_id)
 				consider(r, e->obj.nodeclaim, &pools, now_usec);
 	it = 0;
-	while (hashmap_next(&pools, &it, &name, &v))
+	while (hashmap_next(&pools, &it, &name, &v)) {
+		const struct pool_count *pc = v;
+
+		for (unsigned i = 0; i < _ALLOW_MAX; i++)
+			eligible[i] += pc->eligible[i];
 		free(v);
+	}
 	hashmap_done(&pools);
+	for (unsigned i = 0; i < _ALLOW_MAX; i++)
+		metrics_gauge_set(r->m.eligible, eligible[i], reasons[i], NULL);
 }

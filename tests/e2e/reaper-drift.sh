@@ -185,6 +185,8 @@ expect_eq "karpenter_nodeclaims_disrupted_total{reason=Drifted}" \
 	"$(sed -n 's/^karpenter_nodeclaims_disrupted_total{nodepool="drift",reason="Drifted"} //p' "$tmp/metrics.txt")" "$n"
 expect_eq "karpenter_voluntary_disruption_decisions_total{replace,Drifted}" \
 	"$(sed -n 's/^karpenter_voluntary_disruption_decisions_total{decision="replace",reason="Drifted"} //p' "$tmp/metrics.txt")" "$n"
+expect_eq "karpenter_voluntary_disruption_eligible_nodes{Drifted} once none is left" \
+	"$(sed -n 's/^karpenter_voluntary_disruption_eligible_nodes{reason="Drifted"} //p' "$tmp/metrics.txt")" 0
 ok "AMI drift: $n node(s) replaced one at a time, each replacement Ready first"
 
 # --- static drift: the NodePool's template ----------------------------------------------
