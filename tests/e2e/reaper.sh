@@ -153,12 +153,21 @@ wait_for "a DisruptionBlocked Event for do-not-disrupt" 30 sh -c \
 	"kubectl get events -o jsonpath='{range .items[*]}{.reason} {.involvedObject.name} {.message}{\"\\n\"}{end}' | grep -q '^DisruptionBlocked $claim .*do-not-disrupt'"
 sleep 3
 expect_eq "the empty node stays while it has do-not-disrupt" "$(gone nodeclaim "$claim" || echo here)" here
+# A budget cron cannot read leaves the NodePool's nodes alone (and says so
+# on the NodePool), however empty they are.
+kubectl patch nodepool empty --type merge -p \
+	'{"spec":{"disruption":{"budgets":[{"nodes":"100%","schedule":"61 * * * *","duration":"1h"}]}}}' >/dev/null
+wait_for "DisruptionBudgetsValid=False on the empty NodePool" 30 sh -c \
+	"kubectl get nodepool empty -o jsonpath='{.status.conditions[?(@.type==\"DisruptionBudgetsValid\")].status}' | grep -qx False"
 kubectl annotate node "$node" karpenter.sh/do-not-disrupt- >/dev/null
+sleep 3
+expect_eq "the empty node stays while its NodePool's budget is malformed" "$(gone nodeclaim "$claim" || echo here)" here
+kubectl patch nodepool empty --type merge -p '{"spec":{"disruption":{"budgets":[{"nodes":"10%"}]}}}' >/dev/null
 wait_for "the empty NodeClaim removed" 60 gone nodeclaim "$claim"
 expect_eq "its instance is on its way out" "$(instance_state "$instance" | grep -cE 'shutting-down|terminated')" 1
 grep -q "disrupting nodeclaim(s) via delete, terminating 1 nodes (0 pods) .*reason Empty" "$tmp/reaper.log" ||
 	fail "no 'disrupting nodeclaim(s) via delete' line for Empty"
-ok "an empty node goes after consolidateAfter once do-not-disrupt is off"
+ok "an empty node goes after consolidateAfter once do-not-disrupt is off and its budget readable"
 
 # --- expiry: replacement first -------------------------------------------------------------
 pool expiring "consolidationPolicy: WhenEmpty, consolidateAfter: Never" 20s
