@@ -173,3 +173,51 @@ expect_one_instance_per_nodeclaim() {
 	[ "$claims" = "$live" ] || fail "NodeClaims and live instances differ: claims=[$claims] instances=[$live]"
 	ok "$1: one instance per NodeClaim ($(echo "$claims" | grep -c .) of each)"
 }
+
+# --- the removal side (kanna-reaper) -----------------------------------------
+
+# start_reaper [FLAGS...]: kanna-reaper against the running kanna-sim, its
+# log appended to $tmp/reaper.log (a restart keeps the earlier lines).
+start_reaper() {
+	"$BUILDDIR/reaper/kanna-reaper" --runtime-dir "$tmp/run" --metrics-port 0 --health-port 0 \
+		--leader-elect=false --reconcile-period 500ms --log-level debug "$@" >>"$tmp/reaper.log" 2>&1 &
+	pid_reaper=$!
+	e2e_pids="$e2e_pids $pid_reaper"
+}
+
+claims_of() { # NODEPOOL: its NodeClaims, one a line
+	kubectl get nodeclaims -l "karpenter.sh/nodepool=$1" -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}'
+}
+node_of() { # NODECLAIM
+	kubectl get nodeclaim "$1" -o jsonpath='{.status.nodeName}'
+}
+instance_of() { # NODECLAIM
+	kubectl get nodeclaim "$1" -o jsonpath='{.status.providerID}' | sed 's|.*/||'
+}
+instance_state() { # ID: as the sim has it
+	sim_instances | sed -n "s/^instance $1 state=\([^ ]*\) .*/\1/p"
+}
+on_its_way_out() { # ID
+	instance_state "$1" | grep -qE 'shutting-down|terminated'
+}
+gone() { # KIND NAME
+	! kubectl get "$1" "$2" >/dev/null 2>&1
+}
+node_ready() { # NODE
+	kubectl get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -qx True
+}
+terminations() { # ID: how often the sim saw it terminated (its AWS timeline)
+	curl -sS "$AWS_ENDPOINT_URL/_sim/status" | python3 -c '
+import json, sys
+print(sum(1 for e in json.load(sys.stdin)["timeline"]
+          if e["event"] == "terminate" and e["detail"].split(" ")[0] == sys.argv[1]))' "$1"
+}
+# Fails unless every instance the sim saw terminated was terminated once.
+expect_each_terminated_once() {
+	local id n=0
+	for id in $(sim_instances | sed -n 's/^instance \([^ ]*\) state=\(shutting-down\|terminated\) .*/\1/p'); do
+		[ "$(terminations "$id")" = 1 ] || fail "instance $id terminated $(terminations "$id") times"
+		n=$((n + 1))
+	done
+	ok "every instance terminated by one call ($n)"
+}

@@ -54,30 +54,6 @@ spec:
       - {name: c, image: pause, resources: {requests: {cpu: "1", memory: 1Gi}}}
 YAML
 }
-claims_of() { # NODEPOOL
-	kubectl get nodeclaims -l "karpenter.sh/nodepool=$1" -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}'
-}
-instance_of() { # NODECLAIM
-	kubectl get nodeclaim "$1" -o jsonpath='{.status.providerID}' | sed 's|.*/||'
-}
-instance_state() { # ID
-	sim_instances | sed -n "s/^instance $1 state=\([^ ]*\) .*/\1/p"
-}
-gone() { # KIND NAME
-	! kubectl get "$1" "$2" >/dev/null 2>&1
-}
-on_its_way_out() { # ID
-	instance_state "$1" | grep -qE 'shutting-down|terminated'
-}
-node_ready() { # NODE
-	kubectl get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -qx True
-}
-terminations() { # ID: how often the sim saw it terminated (its AWS timeline)
-	curl -sS "$AWS_ENDPOINT_URL/_sim/status" | python3 -c '
-import json, sys
-print(sum(1 for e in json.load(sys.stdin)["timeline"]
-          if e["event"] == "terminate" and e["detail"].split(" ")[0] == sys.argv[1]))' "$1"
-}
 ec2() { # QUERY: a SigV4-signed EC2 call, as any other client would make it
 	curl -sS --aws-sigv4 "aws:amz:$AWS_REGION:ec2" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
 		"$AWS_ENDPOINT_URL_EC2/" -d "Version=2016-11-15&$1"
@@ -100,9 +76,7 @@ e2e_init
 printf 'pod-gc-quarantine-ms: 1000\n' >"$tmp/sim.yaml"
 start_sim --config "$tmp/sim.yaml"
 start_daemons
-start reaper "$BUILDDIR/reaper/kanna-reaper" --runtime-dir "$tmp/run" --metrics-port 0 \
-	--health-port 0 --leader-elect=false --reconcile-period 500ms --log-level debug \
-	--gc-period 1s --gc-grace "${GRACE}s" --registration-ttl 15s
+start_reaper --gc-period 1s --gc-grace "${GRACE}s" --registration-ttl 15s
 wait_for "the launcher to take plans" 30 grep -q "taking launch plans" "$tmp/launcher.log"
 wait_for "the reaper" 30 grep -q "reaping for cluster" "$tmp/reaper.log"
 kubectl apply -f "$SRCDIR/examples/s5-inflate.yaml" >/dev/null
@@ -207,8 +181,5 @@ grep -q "releasing nodeclaim cut-short, deleted before its launch was recorded (
 expect_eq "its instance $cut was terminated" "$(on_its_way_out "$cut" && echo yes)" yes
 ok "a NodeClaim deleted with no launcher running: its instance terminated, then released"
 
-for id in $(sim_instances | sed -n 's/^instance \([^ ]*\) state=\(shutting-down\|terminated\) .*/\1/p'); do
-	[ "$(terminations "$id")" = 1 ] || fail "instance $id terminated $(terminations "$id") times"
-done
-ok "every instance terminated by one call"
+expect_each_terminated_once
 expect_one_instance_per_nodeclaim "at the end"
