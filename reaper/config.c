@@ -54,6 +54,18 @@ static const struct config_option reaper_options[] = {
 	  .help = "SQS queue of EventBridge's spot interruption warnings, rebalance "
 		  "recommendations, scheduled changes and instance state changes; the nodes they "
 		  "name are tainted and drained at once (default: none, interruption handling off)." },
+	{ .name = "consolidation-validation-delay", .type = CONFIG_DURATION,
+	  .offset = offsetof(struct reaper_config, consolidation_validation_delay_usec),
+	  .flags = CONFIG_RELOADABLE, .default_value = "15s", .min = 0, .max = 3600000000ULL,
+	  .help = "How long a consolidation decision waits before it is checked again and acted "
+		  "on: the same candidates, still without do-not-disrupt, still cheaper "
+		  "(Karpenter's consolidationTTL, 15s)." },
+	{ .name = "feature-gates", .type = CONFIG_STRING,
+	  .offset = offsetof(struct reaper_config, feature_gates), .flags = CONFIG_RELOADABLE,
+	  .default_value = "SpotToSpotConsolidation=false", .env_alias = "FEATURE_GATES",
+	  .metavar = "GATES",
+	  .help = "Karpenter's feature gates, comma-separated NAME=BOOL; the reaper reads "
+		  "SpotToSpotConsolidation (replace a spot node by a cheaper spot node)." },
 	{ .name = "aws-rate", .type = CONFIG_DOUBLE, .offset = offsetof(struct reaper_config, aws_rate),
 	  .default_value = "20", .min_double = 0.1, .max_double = 10000,
 	  .help = "EC2 requests per second (client-side token bucket)." },
@@ -64,8 +76,8 @@ static const struct config_option reaper_options[] = {
 const struct config_schema reaper_schema = {
 	.program = "kanna-reaper",
 	.section = "reaper",
-	.summary = "Removes capacity safely: drains and terminates deleted nodes, removes empty "
-		   "and expired ones (replacing first what must move).",
+	.summary = "Removes capacity safely: drains and terminates deleted nodes, removes empty, "
+		   "expired, drifted and underutilized ones (replacing first what must move).",
 	.options = reaper_options,
 	.n_options = ARRAY_SIZE(reaper_options),
 	.common_offset = offsetof(struct reaper_config, common),

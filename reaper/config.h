@@ -23,6 +23,8 @@ struct reaper_config {
 	double aws_rate;
 	uint64_t aws_burst;
 	char *interruption_queue; /* NULL or "": no interruption handling */
+	uint64_t consolidation_validation_delay_usec;
+	char *feature_gates;      /* Karpenter's FEATURE_GATES, e.g. "SpotToSpotConsolidation=true" */
 };
 
 extern const struct config_schema reaper_schema;

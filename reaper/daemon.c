@@ -2,8 +2,10 @@
  * kanna-reaper as a daemon (common/daemon.h): a replica of the cluster
  * state, the AWS client (common/aws-start.h), the plans socket to the
  * launcher for replacements, and one periodic pass that advances every
- * termination (termination.c) and then looks for empty and expired nodes
- * (disruption.c). The pass runs only while the replica is in sync; every
+ * termination (termination.c) and then looks for empty, expired, drifted
+ * (disruption.c) and underutilized nodes (consolidation.c, whose searches
+ * run on a worker thread); disruption decisions are published on
+ * ENDPOINT_DECISIONS. The pass runs only while the replica is in sync; every
  * decision is taken from the state as the pass finds it.
  */
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include "common/log.h"
 #include "state/endpoints.h"
 #include "reaper/daemon.h"
+#include "reaper/disruption.h"
 #include "reaper/reaper.h"
 
 static int on_pass(struct loop *loop, void *userdata)
@@ -69,6 +72,14 @@ static int reaper_work_start(struct daemon *d, void *userdata)
 		return log_error_errno(k, "Failed to subscribe to cluster state in %s: %m",
 				       sock_ctx_runtime_dir(r->d->socks));
 	replica_count_drops(r->replica, r->m.messages_dropped);
+	/* An XPUB, so that each subscriber is greeted (kanna-tap needs none). */
+	if ((k = sock_new(&r->decisions_tx, r->d->socks, ZMQ_XPUB, ENDPOINT_DECISIONS)) < 0 ||
+	    (k = msg_hello_on_connect(&r->io, r->decisions_tx, 0)) < 0 ||
+	    (k = sock_bind(r->decisions_tx, ENDPOINT_DECISIONS)) < 0)
+		return log_error_errno(k, "Failed to bind the disruption decisions socket in %s: %m",
+				       sock_ctx_runtime_dir(r->d->socks));
+	if ((k = consolidation_init(r)) < 0)
+		return log_error_errno(k, "Failed to start the consolidation thread: %m");
 	if ((k = instances_init(r)) < 0 || (k = gc_init(r)) < 0 ||
 	    (k = loop_add_periodic(r->d->loop, "reap", r->cfg->reconcile_period_usec, on_pass, r)) < 0)
 		return log_error_errno(k, "Failed to schedule the reaper's passes: %m");
@@ -88,6 +99,7 @@ static int reaper_work_start(struct daemon *d, void *userdata)
 static int reaper_metrics(struct daemon *d, void *userdata)
 {
 	static const double buckets[] = { 1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600 };
+	static const double decision_buckets[] = { 0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60 };
 	struct reaper *r = userdata;
 	struct metrics_registry *m = d->metrics;
 	int k;
@@ -119,6 +131,10 @@ static int reaper_metrics(struct daemon *d, void *userdata)
 				       "karpenter_nodes_termination_duration_seconds",
 				       "From a NodeClaim's deletion to its finalizer removed.", buckets,
 				       ARRAY_SIZE(buckets), NULL)) < 0 ||
+	    (k = metrics_histogram_new(m, &r->m.decision_seconds,
+				       "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
+				       "How long a consolidation search or validation took.",
+				       decision_buckets, ARRAY_SIZE(decision_buckets), NULL)) < 0 ||
 	    (k = metrics_gauge_new(m, &r->m.eligible, "karpenter_voluntary_disruption_eligible_nodes",
 				   "Nodes a disruption method would take now but for the budgets, by "
 				   "reason.", "reason", NULL)) < 0 ||
@@ -170,6 +186,8 @@ static void teardown(struct daemon *d, void *userdata)
 	struct reaper *r = userdata;
 
 	(void)d;
+	consolidation_done(r); /* first: its job may still hold a model */
+	r->decisions_tx = sock_free(r->decisions_tx);
 	r->aws_start = aws_start_free(r->aws_start);
 	aws_client_free(r->aws);
 	r->aws = NULL;

@@ -19,12 +19,11 @@
  * karpenter.sh/disrupted count as disrupting.
  *
  * A node whose pods must go somewhere is replaced first, as the seed
- * scenario S1 shows: it is tainted, the solver's what-if (the scheduler's
- * own code, model/what-if.h) places its pods on the other nodes and on new
- * NodeClaims, those go to the launcher as a plan, and the node is deleted
- * only once the what-if places every pod on Nodes that are Ready. A node
- * whose replacements do not come in replacement-timeout is untainted and
- * tried again later. Deleting starts termination (termination.c).
+ * scenario S1 shows (replace.c: taint, plan replacements with the solver's
+ * what-if, delete once every pod has a Ready node, or give up after
+ * replacement-timeout). Called by daemon.c once a pass; consolidation
+ * (consolidation.c) follows in the same pass, within what the budgets
+ * have left.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -35,93 +34,15 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "model/budget.h"
-#include "model/from-state.h"
 #include "model/karpenter.h"
-#include "model/plan.h"
-#include "model/what-if.h"
 #include "proto/schema.h"
+#include "reaper/disruption.h"
 #include "reaper/drift.h"
-#include "reaper/reaper.h"
-
-/* A replacement is planned for at most this many new NodeClaims. */
-#define REPLACEMENT_MAX_NODECLAIMS 10
-/* A plan's NodeClaims reach the replica within a pass or two; one that has
- * not shown in this long failed and never will: stop waiting for it. */
-#define REPLACEMENT_VISIBLE_WAIT_USEC (10ULL * 1000 * 1000)
-
-static const char REASON_EMPTY[] = "Empty";
-static const char REASON_EXPIRED[] = "Expired";
-static const char REASON_DRIFTED[] = "Drifted";
-
-/* A pool's budgets, per reason (model/budget.h). */
-enum { ALLOW_EMPTY, ALLOW_EXPIRED, ALLOW_DRIFTED, _ALLOW_MAX };
-
-struct pool_count {
-	uint32_t total, disrupting;
-	uint32_t allowed[_ALLOW_MAX];
-	uint32_t eligible[_ALLOW_MAX]; /* candidates nothing but a budget holds */
-	bool invalid;
-};
 
 static unsigned allow_index(const char *reason)
 {
 	return reason == REASON_EMPTY ? ALLOW_EMPTY : reason == REASON_EXPIRED ? ALLOW_EXPIRED
 									       : ALLOW_DRIFTED;
-}
-
-static const struct proto_nodepool *nodepool_named(struct reaper *r, const char *name)
-{
-	const struct state_entry *e = name ? state_store_get(reaper_store(r), PROTO_OBJECT_NODEPOOL,
-							     "", name)
-					   : NULL;
-
-	return e ? e->obj.nodepool : NULL;
-}
-
-static const struct proto_node *node_of(struct reaper *r, const struct proto_nodeclaim *nc)
-{
-	const struct state_entry *e = nc->node_name && *nc->node_name
-					      ? state_store_get(reaper_store(r), PROTO_OBJECT_NODE, "",
-								nc->node_name)
-					      : NULL;
-
-	return e ? e->obj.node : NULL;
-}
-
-static bool node_has_taint(const struct proto_node *n, const char *key)
-{
-	for (uint32_t i = 0; n && i < n->n_taints; i++)
-		if (streq(n->taints[i].key, key))
-			return true;
-	return false;
-}
-
-static bool disrupting(struct reaper *r, const struct proto_nodeclaim *nc)
-{
-	const struct proto_node *n = node_of(r, nc);
-	const struct claim_work *w = hashmap_get(&r->work, nc->name);
-
-	return nc->deletion_time || (n && n->deletion_time) ||
-	       node_has_taint(n, KARPENTER_DISRUPTED_TAINT_KEY) || (w && w->disrupting);
-}
-
-/* Pods that would have to move; *blocker names one with do-not-disrupt. */
-static unsigned movable_pods(struct reaper *r, const struct proto_node *n,
-			     const struct proto_pod **blocker)
-{
-	const struct state_pod_set *set = state_store_pods_on(reaper_store(r), n->name);
-	unsigned k = 0;
-
-	*blocker = NULL;
-	for (uint32_t i = 0; set && i < set->n; i++) {
-		const struct proto_pod *p = set->pods[i];
-		if (drain_pod_stays(p) || p->deletion_time)
-			continue;
-		k++;
-		if (p->do_not_disrupt && !*blocker)
-			*blocker = p;
-	}
-	return k;
 }
 
 /* Budgets per NodePool, for every reason, once a pass. */
@@ -144,14 +65,14 @@ static int count_pools(struct reaper *r, struct hashmap *pools, int64_t now_s)
 			}
 		}
 		pc->total++;
-		pc->disrupting += disrupting(r, nc);
+		pc->disrupting += claim_disrupting(r, nc);
 	}
 	it = 0;
 	const char *name;
 	void *v;
 	while (hashmap_next(pools, &it, &name, &v)) {
 		struct pool_count *pc = v;
-		const struct proto_nodepool *np = nodepool_named(r, name);
+		const struct proto_nodepool *np = disruption_nodepool(r, name);
 
 		if (!np)
 			continue;
@@ -164,6 +85,9 @@ static int count_pools(struct reaper *r, struct hashmap *pools, int64_t now_s)
 		    budget_allowed_disruptions(np->budgets, np->n_budgets, REASON_DRIFTED, now_s,
 					       pc->total, pc->disrupting, &pc->allowed[ALLOW_DRIFTED],
 					       err, sizeof(err)) < 0 ||
+		    budget_allowed_disruptions(np->budgets, np->n_budgets, REASON_UNDERUTILIZED, now_s,
+					       pc->total, pc->disrupting,
+					       &pc->allowed[ALLOW_UNDERUTILIZED], err, sizeof(err)) < 0 ||
 		    (np->source_api != PROTO_API_V1 &&
 		     budget_allowed_disruptions(np->budgets, np->n_budgets, REASON_EXPIRED, now_s,
 						pc->total, pc->disrupting, &pc->allowed[ALLOW_EXPIRED],
@@ -175,232 +99,10 @@ static int count_pools(struct reaper *r, struct hashmap *pools, int64_t now_s)
 				  NULL);
 		metrics_gauge_set(r->m.allowed_disruptions, pc->allowed[ALLOW_DRIFTED], name,
 				  REASON_DRIFTED, NULL);
+		metrics_gauge_set(r->m.allowed_disruptions, pc->allowed[ALLOW_UNDERUTILIZED], name,
+				  REASON_UNDERUTILIZED, NULL);
 	}
 	return 0;
-}
-
-/* Once per disrupted NodeClaim, when it is decided (Karpenter counts at
- * executeCommand): "replace" when replacements were launched for it,
- * else "delete". */
-static void record_decision(struct reaper *r, const struct proto_nodeclaim *nc, const char *reason,
-			    const char *how)
-{
-	metrics_counter_add(r->m.decisions, 1, how, reason, NULL);
-	metrics_counter_add(r->m.disrupted, 1, nc->nodepool ?: "", reason, NULL);
-}
-
-static void delete_candidate(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
-			     const char *reason, unsigned pods)
-{
-	struct kube_object_ref ref = { "karpenter.sh/v1", "NodeClaim", NULL, nc->name, nc->uid };
-
-	if (w->claim_delete_sent)
-		return;
-	log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "nodepool", nc->nodepool ?: "" },
-			   { "reason", reason }),
-		    "disrupting nodeclaim(s) via delete, terminating 1 nodes (%u pods) %s/%s/%s, reason %s",
-		    pods, nc->node_name ?: nc->name, nc->instance_type ?: "?",
-		    proto_capacity_type_name(nc->capacity_type), reason);
-	kube_event_record(r->d->events, &ref, KUBE_EVENT_NORMAL, "DisruptionTerminating",
-			  "Disrupting NodeClaim: %s", reason);
-	if (!w->plan_sent) /* counted as "replace" when its replacements went out */
-		record_decision(r, nc, reason, "delete");
-	termination_delete_claim(r, nc->name, w);
-}
-
-static const char *nodeclass_of(const char *nodepool, void *userdata)
-{
-	const struct proto_nodepool *np = nodepool_named(userdata, nodepool);
-
-	return np ? np->nodeclass_ref.name : NULL;
-}
-
-static int send_replacement(struct reaper *r, const struct cluster *c, const struct sched_result *res,
-			    const struct proto_nodeclaim *nc, struct claim_work *w)
-{
-	struct arena a = { 0 };
-	struct plan_context ctx = { .batch_id = ++r->plan_seq,
-				    .state_seq = reaper_store(r)->seq,
-				    .nonce = ((uint64_t)clock_realtime_ms() << 16) ^ (uint64_t)getpid(),
-				    .nodeclass_of = nodeclass_of, .userdata = r };
-	struct proto_msg m = { .env.type = PROTO_MSG_LAUNCH_PLAN };
-	int k = plan_build(&a, c, res, &ctx, &m.body.launch_plan);
-
-	if (k >= 0)
-		k = msg_send(&r->io, r->plans_tx, &m, ZMQ_DONTWAIT);
-	if (k >= 0) {
-		struct kube_object_ref ref = { "karpenter.sh/v1", "NodeClaim", NULL, nc->name, nc->uid };
-		for (uint32_t i = 0; i < m.body.launch_plan.n_nodeclaims; i++) {
-			const struct proto_planned_nodeclaim *o = &m.body.launch_plan.nodeclaims[i];
-			char **v = realloc(w->replacements, (w->n_replacements + 1) * sizeof(*v));
-
-			if (v && (v[w->n_replacements] = strdup(o->id)))
-				w->n_replacements++;
-			if (v)
-				w->replacements = v;
-			log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "replacement", o->id }),
-				    "launching replacement nodeclaim %s for %u pod(s) of %s (%u instance "
-				    "type option(s), cheapest %s)", o->id, o->n_pods, nc->name,
-				    o->n_instance_types,
-				    o->n_instance_types ? o->instance_types[0].name : "-");
-			kube_event_record(r->d->events, &ref, KUBE_EVENT_NORMAL, "DisruptionLaunching",
-					  "Launching NodeClaim: %s", o->id);
-		}
-	}
-	arena_done(&a);
-	return k;
-}
-
-/* Is the node being disrupted (tainted karpenter.sh/disrupted, deleting,
- * or chosen by this reaper)? *w: its claim's work record, if any. */
-static bool node_disrupting(struct reaper *r, const char *name, const struct claim_work **w)
-{
-	const struct state_entry *e = state_store_get(reaper_store(r), PROTO_OBJECT_NODE, "", name);
-	const struct proto_node *n = e ? e->obj.node : NULL;
-
-	*w = n && n->nodeclaim ? hashmap_get(&r->work, n->nodeclaim) : NULL;
-	return n && (n->deletion_time || node_has_taint(n, KARPENTER_DISRUPTED_TAINT_KEY) ||
-		     (*w && (*w)->disrupting));
-}
-
-/*
- * The nodes the what-if takes away: node idx and every other node being
- * disrupted, whose pods need places too (Karpenter adds the pods of nodes
- * marked for deletion to every simulation): two nodes replaced at once
- * must not each count on the room the other's replacement brings.
- * -EAGAIN while another's replacements are asked for but not yet in the
- * replica (a plan made now would launch for its pods again).
- */
-static int removal_set(struct reaper *r, const struct cluster *c, uint32_t idx, bool planning,
-		       uint64_t now_usec, uint32_t *out, uint32_t *n)
-{
-	*n = 0;
-	out[(*n)++] = idx;
-	for (uint32_t i = 0; i < c->n_nodes; i++) {
-		const struct claim_work *o;
-
-		if (i == idx || c->nodes[i].in_flight ||
-		    !node_disrupting(r, strtab_str(&c->st, c->nodes[i].name), &o))
-			continue;
-		out[(*n)++] = i;
-		if (!planning || !o || now_usec - o->disrupting_since_usec > REPLACEMENT_VISIBLE_WAIT_USEC)
-			continue;
-		for (uint32_t k = 0; k < o->n_replacements; k++)
-			if (!state_store_get(reaper_store(r), PROTO_OBJECT_NODECLAIM, "", o->replacements[k]))
-				return -EAGAIN;
-	}
-	return 0;
-}
-
-/*
- * Where would the node's pods go? 1: every pod on a Ready node (delete
- * now); 0: not yet (replacements planned or coming up); < 0 an error.
- */
-static int replace(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
-		   const struct proto_node *node, uint64_t now_usec)
-{
-	struct from_state_options fo = { .region = r->region, .catalog_path = r->cfg->catalog,
-					 .now_ms = clock_realtime_ms() };
-	struct cluster *c = NULL;
-	struct what_if wi = { .max_new_claims = w->plan_sent ? 0 : REPLACEMENT_MAX_NODECLAIMS,
-			      .max_new_price = -1 };
-	struct what_if_result res = { 0 };
-	uint32_t idx = UINT32_MAX, *remove = NULL, n_remove;
-	bool *mine = NULL;
-	char err[512];
-	int k;
-
-	k = cluster_from_state(reaper_store(r), NULL, 0, &fo, &c, err, sizeof(err));
-	if (k < 0) {
-		log_error("Failed to model the cluster to replace %s: %s", nc->name, err);
-		return k;
-	}
-	for (uint32_t i = 0; i < c->n_nodes; i++)
-		if (streq(strtab_str(&c->st, c->nodes[i].name), node->name))
-			idx = i;
-	remove = calloc(c->n_nodes + 1, sizeof(*remove));
-	mine = calloc(c->n_pods + 1, sizeof(*mine));
-	if (idx == UINT32_MAX || !remove || !mine ||
-	    removal_set(r, c, idx, !w->plan_sent, now_usec, remove, &n_remove) < 0) {
-		k = idx == UINT32_MAX || (remove && mine) ? 0 : -ENOMEM;
-		goto out;
-	}
-	for (uint32_t p = 0; p < c->n_pods; p++)
-		mine[p] = c->pods[p].node == c->nodes[idx].name;
-	wi.remove = remove;
-	wi.n_remove = n_remove;
-	k = what_if_solve(c, &wi, &res);
-	if (k >= 0 && res.fits) {
-		bool ready = true;
-		/* On a replacement still coming up (a NodeClaim, or a Node the
-		 * launcher made that is not Ready yet): wait for it. The other
-		 * disrupted nodes' pods only need a place, Ready or not. */
-		for (uint32_t i = 0; i < res.n_moved && ready; i++) {
-			int32_t b = res.placement->pod_bin[res.moved[i]];
-			const struct state_entry *ne;
-
-			if (!mine[res.moved[i]])
-				continue;
-			if (b < 0 || (uint32_t)b >= c->n_nodes || c->nodes[b].in_flight) {
-				ready = false;
-				continue;
-			}
-			ne = state_store_get(reaper_store(r), PROTO_OBJECT_NODE, "",
-					     strtab_str(&c->st, c->nodes[b].name));
-			ready = ne && ne->obj.node->ready == PROTO_COND_TRUE;
-		}
-		k = ready && res.placement->n_claims == 0;
-		if (!k && res.placement->n_claims && !w->plan_sent) {
-			if (send_replacement(r, c, res.placement, nc, w) >= 0) {
-				w->plan_sent = true;
-				record_decision(r, nc, w->disrupting, "replace");
-			}
-		}
-	} else if (k >= 0) {
-		if (now_usec - w->disrupting_since_usec > 10ULL * 1000 * 1000 && res.reason)
-			log_debug("replacing %s: not every pod has a place yet: %s", nc->name, res.reason);
-		k = 0;
-	}
-	what_if_result_done(&res);
-out:
-	free(remove);
-	free(mine);
-	cluster_free(c);
-	return k;
-}
-
-static void untaint(struct reaper *r, const struct proto_node *n)
-{
-	char path[512], body[512];
-
-	for (uint32_t i = 0; i < n->n_taints; i++) {
-		if (!streq(n->taints[i].key, KARPENTER_DISRUPTED_TAINT_KEY))
-			continue;
-		snprintf(path, sizeof(path), KUBE_NODES_PATH "/%s", n->name);
-		snprintf(body, sizeof(body),
-			 "[{\"op\":\"test\",\"path\":\"/spec/taints/%u/key\",\"value\":\"%s\"},"
-			 "{\"op\":\"remove\",\"path\":\"/spec/taints/%u\"}]", i,
-			 KARPENTER_DISRUPTED_TAINT_KEY, i);
-		(void)kube_request(r->d->kube, "PATCH", path, KUBE_JSON_PATCH, body, NULL, NULL);
-		return;
-	}
-}
-
-/* Gives a disruption up: the node takes pods again and is tried later. */
-static void abandon(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
-		    const struct proto_node *node, const char *why)
-{
-	struct kube_object_ref ref = { "karpenter.sh/v1", "NodeClaim", NULL, nc->name, nc->uid };
-
-	log_warn_kv(LOG_KV({ "nodeclaim", nc->name }), "abandoning the disruption of %s (%s): %s",
-		    nc->name, w->disrupting, why);
-	kube_event_record(r->d->events, &ref, KUBE_EVENT_WARNING, "DisruptionBlocked",
-			  "Cannot disrupt NodeClaim: %s", why);
-	if (node)
-		untaint(r, node);
-	w->disrupting = NULL;
-	w->plan_sent = false;
-	w->taint_sent = false;
 }
 
 /* The EC2NodeClass of a NodeClaim (its nodeClassRef, else its NodePool's). */
@@ -425,9 +127,13 @@ static const char *candidate_reason(struct reaper *r, struct claim_work *w,
 	const char *instance_id = provider_instance_id(nc->provider_id);
 	/* The NodeClaim's own (-1: Never), else its NodePool's. */
 	int64_t expire_s = nc->expire_after_s ? nc->expire_after_s : np->expire_after_s;
+	/* v1beta1 WhenUnderutilized and v1alpha5 consolidation.enabled delete
+	 * empty nodes too, at once (they know no consolidateAfter for it). */
 	bool empties = np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_EMPTY ||
 		       (np->source_api == PROTO_API_V1 &&
 			np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_EMPTY_OR_UNDERUTILIZED);
+	bool empties_now = np->source_api != PROTO_API_V1 &&
+			   np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_UNDERUTILIZED;
 
 	if (pods)
 		w->empty_since_usec = 0;
@@ -435,8 +141,9 @@ static const char *candidate_reason(struct reaper *r, struct claim_work *w,
 		w->empty_since_usec = now_usec;
 	if (expire_s > 0 && clock_realtime_ms() - nc->creation_time >= expire_s * 1000)
 		return REASON_EXPIRED;
-	if (empties && np->consolidate_after_s >= 0 && !pods &&
-	    now_usec - w->empty_since_usec >= (uint64_t)np->consolidate_after_s * 1000000)
+	if (!pods && (empties_now || (empties && np->consolidate_after_s >= 0 &&
+				      now_usec - w->empty_since_usec >=
+					      (uint64_t)np->consolidate_after_s * 1000000)))
 		return REASON_EMPTY;
 	/* The instance as EC2 last described it (NULL until the inventory has
 	 * it: no subnet or security group drift until then). */
@@ -448,8 +155,8 @@ static const char *candidate_reason(struct reaper *r, struct claim_work *w,
 static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct hashmap *pools,
 		     uint64_t now_usec)
 {
-	const struct proto_nodepool *np = nodepool_named(r, nc->nodepool);
-	const struct proto_node *node = node_of(r, nc);
+	const struct proto_nodepool *np = disruption_nodepool(r, nc->nodepool);
+	const struct proto_node *node = disruption_node_of(r, nc);
 	const struct proto_pod *blocker;
 	struct pool_count *pc = hashmap_get(pools, nc->nodepool ?: "");
 	struct claim_work *w;
@@ -462,16 +169,16 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 	if (!np || !node || node->ready != PROTO_COND_TRUE || nc->deletion_time || node->deletion_time ||
 	    !(w = reaper_work(r, nc->name)))
 		return;
-	pods = movable_pods(r, node, &blocker);
+	pods = disruption_movable_pods(r, node, &blocker);
 	if (w->disrupting) {
 		if (now_usec - w->disrupting_since_usec > r->cfg->replacement_timeout_usec) {
-			abandon(r, w, nc, node, "its replacements did not become Ready in time");
+			disruption_abandon(r, w, nc, node, "its replacements did not become Ready in time");
 			return;
 		}
 		termination_taint_node(r, w, node);
-		k = pods ? replace(r, w, nc, node, now_usec) : 1;
+		k = pods ? disruption_replace(r, w, nc, node, now_usec) : 1;
 		if (k > 0)
-			delete_candidate(r, w, nc, w->disrupting, pods);
+			disruption_delete(r, w, nc, w->disrupting, pods);
 		return;
 	}
 	reason = candidate_reason(r, w, nc, np, pods, now_usec, &drift);
@@ -486,7 +193,7 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 			log_info_kv(LOG_KV({ "nodeclaim", nc->name }),
 				    "nodeclaim %s is tainted for disruption but no longer a candidate: "
 				    "untainting its node", nc->name);
-			untaint(r, node);
+			disruption_untaint(r, node);
 			return;
 		}
 		w->disrupting = reason;
@@ -517,10 +224,7 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 				  "budgets of nodepool %s", why, nc->nodepool);
 		return;
 	}
-	/* One more node disrupting: every reason's room shrinks with it (a
-	 * budget counts the pool's disrupting nodes, whatever their reason). */
-	for (unsigned i = 0; i < _ALLOW_MAX; i++)
-		pc->allowed[i] -= pc->allowed[i] > 0;
+	pool_count_take(pc);
 	if (drift)
 		log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "nodepool", nc->nodepool ?: "" },
 				   { "drift", drift_reason_name(drift) }),
@@ -528,7 +232,7 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 	w->disrupting = reason;
 	w->disrupting_since_usec = now_usec;
 	if (!pods) {
-		delete_candidate(r, w, nc, reason, 0);
+		disruption_delete(r, w, nc, reason, 0);
 		return;
 	}
 	log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "reason", reason }),
@@ -538,7 +242,8 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 
 void disruption_pass(struct reaper *r, uint64_t now_usec)
 {
-	static const char *const reasons[_ALLOW_MAX] = { REASON_EMPTY, REASON_EXPIRED, REASON_DRIFTED };
+	static const char *const reasons[_ALLOW_MAX] = { REASON_EMPTY, REASON_EXPIRED, REASON_DRIFTED,
+							 REASON_UNDERUTILIZED };
 	uint32_t eligible[_ALLOW_MAX] = { 0 };
 	struct hashmap pools = { 0 };
 	const struct state_entry *e;
@@ -546,11 +251,13 @@ void disruption_pass(struct reaper *r, uint64_t now_usec)
 	void *v;
 	size_t it = 0;
 
-	if (count_pools(r, &pools, clock_realtime_ms() / 1000) >= 0)
+	if (count_pools(r, &pools, clock_realtime_ms() / 1000) >= 0) {
 		while ((e = state_store_next(reaper_store(r), &it)))
 			if (e->obj.kind == PROTO_OBJECT_NODECLAIM && e->obj.nodeclaim->provider_id &&
 			    *e->obj.nodeclaim->provider_id)
 				consider(r, e->obj.nodeclaim, &pools, now_usec);
+		consolidation_pass(r, &pools, now_usec);
+	}
 	it = 0;
 	while (hashmap_next(&pools, &it, &name, &v)) {
 		const struct pool_count *pc = v;

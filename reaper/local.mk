@@ -32,6 +32,7 @@ tests_unit_test_reaper_drain_LDADD = $(REAPER_LIBS) $(LDADD) $(TEST_LIBS)
 TESTS += tests/e2e/reaper-gc.sh
 EXTRA_DIST += tests/e2e/reaper-gc.sh
 
+
 # Interruption handling (--interruption-queue): the EventBridge message
 # parser (pure, unit-tested and fuzzed) and the SQS poller that acts on it.
 libkanna_reaper_a_SOURCES += reaper/interruption-message.h reaper/interruption-message.c \
@@ -72,3 +73,23 @@ tests_unit_test_reaper_drift_LDADD = libkanna-decode.a $(REAPER_LIBS) $(LDADD) $
 # one at a time under a budget of nodes "1".
 TESTS += tests/e2e/reaper-drift.sh
 EXTRA_DIST += tests/e2e/reaper-drift.sh
+
+
+# Consolidation (issue 18): underutilized nodes deleted or replaced by a
+# cheaper one, multi-node then single-node (Karpenter v1's methods), the
+# search on a worker thread (consolidation-search.c is pure and unit-tested),
+# validation after consolidation-validation-delay, execution through the
+# shared replacement path (replace.c, disruption.h).
+libkanna_reaper_a_SOURCES += reaper/disruption.h reaper/replace.c reaper/consolidation.h \
+	reaper/consolidation-search.c reaper/consolidation.c reaper/consolidation-execute.c
+check_PROGRAMS += tests/unit/test_reaper_consolidation
+TESTS += tests/unit/test_reaper_consolidation
+tests_unit_test_reaper_consolidation_SOURCES = tests/unit/test_reaper_consolidation.c \
+	tests/unit/sched-fixture.h
+tests_unit_test_reaper_consolidation_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_reaper_consolidation_LDADD = $(REAPER_LIBS) $(LDADD) $(TEST_LIBS)
+# End-to-end: delete, replace (replacement Ready before the drain),
+# multi-node (three half-empty nodes → one), do-not-disrupt and a PDB
+# blocking with an Event naming them.
+TESTS += tests/e2e/reaper-consolidation.sh
+EXTRA_DIST += tests/e2e/reaper-consolidation.sh

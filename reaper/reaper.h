@@ -4,7 +4,8 @@
  * drain, terminate, finalizers), drain.c (which pods go, in what order,
  * through the Eviction API), instances.c (batched TerminateInstances) and
  * disruption.c (emptiness, expiry and drift — drift.h decides it: which
- * NodeClaims to remove, within budgets, replacements first).
+ * NodeClaims to remove, within budgets, replacements first), consolidation.c
+ * (underutilized nodes) and replace.c (their shared execution, disruption.h).
  *
  * Everything here is derived again from the cluster state on every pass
  * (DESIGN §2 rule 4): what the reaper keeps in memory only avoids sending
@@ -58,6 +59,10 @@ struct claim_work {
 	char **replacements;         /* NodeClaims launched to take its pods */
 	uint32_t n_replacements;
 	bool plan_sent;
+	/* Consolidation (consolidation.c): the pods on the node when last
+	 * looked at (a hash), since when (Karpenter's lastPodEventTime), and
+	 * the last Unconsolidatable reason told (a hash: once per change). */
+	uint64_t pods_hash, pods_changed_usec, unconsolidatable_hash;
 	/* Termination (termination.c): requests in flight. */
 	bool claim_delete_sent, node_delete_sent, taint_sent, node_finalizer_sent,
 		claim_finalizer_sent;
@@ -70,7 +75,7 @@ struct reaper_metrics {
 	struct metrics_counter *nodeclaims_terminated, *nodes_terminated, *nodes_drained,
 		*pods_evicted, *eviction_requests, *pods_deleted, *disrupted, *decisions,
 		*messages_dropped, *instances_terminated, *instances_collected;
-	struct metrics_histogram *termination_seconds;
+	struct metrics_histogram *termination_seconds, *decision_seconds;
 	struct metrics_gauge *allowed_disruptions, *eligible;
 };
 
@@ -91,6 +96,8 @@ struct reaper {
 	struct inventory *inventory; /* inventory.c */
 	struct gc *gc;               /* gc.c */
 	struct interruption *interruption; /* interruption.c (NULL until its metrics exist) */
+	struct consolidation *consolidation; /* consolidation.c */
+	struct sock *decisions_tx;   /* disruption decisions, for kanna-tap (ENDPOINT_DECISIONS) */
 	uint64_t pass;
 	uint64_t plan_seq;
 	struct reaper_metrics m;

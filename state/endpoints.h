@@ -16,5 +16,8 @@
 #define ENDPOINT_PLANS "plans"
 /* launcher binds PUB; schedulers connect SUB: launch results, unavailable offerings. */
 #define ENDPOINT_RESULTS "results"
+/* reaper binds PUB; anyone may connect SUB: every disruption decision
+ * (disruption_decision), which kanna-tap shows from the reaper's tap. */
+#define ENDPOINT_DECISIONS "decisions"
 
 #endif

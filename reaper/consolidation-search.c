@@ -1,0 +1,317 @@
+/*
+ * Consolidation's search (consolidation.h): Karpenter v1's multi-node and
+ * single-node methods over a cluster model, with the solver's what-if
+ * (model/what-if.h) as SimulateScheduling. Every what-if marks nodes
+ * removed and pods pending; this file puts both back before the next one,
+ * so that one model serves the whole search. Pure computation: called on
+ * the reaper's worker thread (consolidation.c) and by unit tests.
+ * Cleanup style: explicit frees, one exit path per function.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reaper/consolidation.h"
+
+/* EvictionCost's scale: priority / 2^25 (pkg/utils/disruption). */
+#define PRIORITY_COST_SCALE 33554432.0
+
+double consolidation_eviction_cost(int32_t priority)
+{
+	double cost = 1.0 + (double)priority / PRIORITY_COST_SCALE;
+
+	return fmax(-EVICTION_COST_CLAMP, fmin(EVICTION_COST_CLAMP, cost));
+}
+
+double consolidation_lifetime_remaining(int64_t age_s, int64_t expire_after_s)
+{
+	if (expire_after_s <= 0)
+		return 1.0;
+	return fmax(0.0, fmin(1.0, (double)(expire_after_s - age_s) / (double)expire_after_s));
+}
+
+static int candidate_cmp(const void *a, const void *b)
+{
+	const struct consolidation_candidate *x = a, *y = b;
+
+	if (x->cost != y->cost)
+		return x->cost < y->cost ? -1 : 1;
+	return (x->node > y->node) - (x->node < y->node);
+}
+
+void consolidation_sort(struct consolidation_candidate *v, uint32_t n)
+{
+	qsort(v, n, sizeof(*v), candidate_cmp);
+}
+
+/* RemoveInstanceTypeOptionsByPrice: keeps the claim's types cheaper than
+ * limit (cheapest first, as the solver ordered them). */
+static void filter_by_price(const struct cluster *c, struct sched_claim *cl, double limit)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < cl->n_types; i++) {
+		double p = catalog_type_price(&c->cat, cl->types[i], cl->zones, cl->capacity_types);
+		if (p >= 0 && p < limit)
+			cl->types[k++] = cl->types[i];
+	}
+	cl->n_types = k;
+}
+
+/* filterOutSameType: replacing several nodes by one of a type among them
+ * must cost less than the cheapest such node, or deleting the others
+ * would do (multinodeconsolidation.go). */
+static void filter_out_same_type(const struct cluster *c, struct sched_claim *cl,
+				 const struct consolidation_candidate *v, const uint32_t *idx, uint32_t k)
+{
+	double cap = INFINITY;
+
+	for (uint32_t i = 0; i < cl->n_types; i++) {
+		uint32_t name = c->cat.types[cl->types[i]].name;
+		for (uint32_t j = 0; j < k; j++) {
+			const struct node *n = &c->nodes[v[idx[j]].node];
+			if (labels_get(n->labels, n->n_labels, K_INSTANCE_TYPE) == name &&
+			    v[idx[j]].price > 0 && v[idx[j]].price < cap)
+				cap = v[idx[j]].price;
+		}
+	}
+	if (cap < INFINITY)
+		filter_by_price(c, cl, cap);
+}
+
+/* Runs one what-if over candidates idx[0..k) and puts the model back. */
+static int simulate(struct cluster *c, const struct consolidation_candidate *v, const uint32_t *idx,
+		    uint32_t k, const struct consolidation_options *o, double price,
+		    struct what_if_result *res)
+{
+	uint32_t n_remove = k + o->n_also_removed, *remove = malloc((n_remove + 1) * sizeof(*remove));
+	uint32_t *pod_node = malloc((c->n_pods + 1) * sizeof(*pod_node));
+	bool *removed = malloc((c->n_nodes + 1) * sizeof(*removed));
+	struct what_if w = { .max_new_claims = price > 0 ? 1 : 0, .max_new_price = price > 0 ? price : -1,
+			     .deadline_usec = o->deadline_usec, .cancel = o->cancel };
+	int r = -ENOMEM;
+
+	if (!remove || !pod_node || !removed)
+		goto out;
+	for (uint32_t i = 0; i < k; i++)
+		remove[i] = v[idx[i]].node;
+	for (uint32_t i = 0; i < o->n_also_removed; i++)
+		remove[k + i] = o->also_removed[i];
+	for (uint32_t p = 0; p < c->n_pods; p++)
+		pod_node[p] = c->pods[p].node;
+	for (uint32_t i = 0; i < c->n_nodes; i++)
+		removed[i] = c->nodes[i].removed;
+	w.remove = remove;
+	w.n_remove = n_remove;
+	r = what_if_solve(c, &w, res);
+	for (uint32_t p = 0; p < c->n_pods; p++)
+		c->pods[p].node = pod_node[p];
+	for (uint32_t i = 0; i < c->n_nodes; i++)
+		c->nodes[i].removed = removed[i];
+out:
+	free(remove);
+	free(pod_node);
+	free(removed);
+	return r;
+}
+
+/* The spot and price rules of computeConsolidation over the one new
+ * NodeClaim; "" in why when it stands. */
+static void price_rules(const struct cluster *c, struct sched_claim *cl,
+			const struct consolidation_candidate *v, const uint32_t *idx, uint32_t k,
+			const struct consolidation_options *o, double price, char *why, size_t len)
+{
+	bool all_spot = true;
+
+	for (uint32_t i = 0; i < k; i++)
+		all_spot = all_spot && v[idx[i]].spot;
+	if (all_spot && cl->capacity_types & 1u << CT_SPOT) {
+		if (!o->spot_to_spot) {
+			snprintf(why, len, "SpotToSpotConsolidation is disabled, can't replace a spot "
+				 "node with a spot node");
+			return;
+		}
+		cl->capacity_types = 1u << CT_SPOT;
+	}
+	filter_by_price(c, cl, price);
+	if (k > 1)
+		filter_out_same_type(c, cl, v, idx, k);
+	if (cl->n_types == 0) {
+		snprintf(why, len, "Can't replace with a cheaper node");
+		return;
+	}
+	if (all_spot && k == 1) {
+		if (cl->n_types < CONSOLIDATION_MIN_SPOT_TYPES) {
+			snprintf(why, len, "SpotToSpotConsolidation requires %d cheaper instance type "
+				 "options than the current candidate to consolidate, got %u",
+				 CONSOLIDATION_MIN_SPOT_TYPES, cl->n_types);
+			return;
+		}
+		cl->n_types = CONSOLIDATION_MIN_SPOT_TYPES;
+	}
+	/* On-demand to [on-demand, spot]: the types were judged at their spot
+	 * price, so the replacement must be spot — should spot be short, the
+	 * launch fails and the node stays, rather than a dearer on-demand node
+	 * replacing it (computeConsolidation). */
+	if (!all_spot && cl->capacity_types & 1u << CT_SPOT && cl->capacity_types & 1u << CT_ON_DEMAND)
+		cl->capacity_types = 1u << CT_SPOT;
+	cl->price = catalog_type_price(&c->cat, cl->types[0], cl->zones, cl->capacity_types);
+}
+
+/*
+ * computeConsolidation over candidates idx[0..k): 1 with cmd filled (a
+ * delete, or a replace by one cheaper NodeClaim), 0 with why when not.
+ */
+static int try_command(struct cluster *c, const struct consolidation_candidate *v,
+		       const uint32_t *idx, uint32_t k, const struct consolidation_options *o,
+		       struct consolidation_command *cmd, char *why, size_t len)
+{
+	struct what_if_result res = { .unplaced_pod = -1 };
+	double price = 0;
+	int r;
+
+	*why = '\0';
+	for (uint32_t i = 0; i < k && price >= 0; i++)
+		price = v[idx[i]].price > 0 ? price + v[idx[i]].price : -1; /* unknown: delete only */
+	if ((r = simulate(c, v, idx, k, o, price, &res)) < 0)
+		return r;
+	cmd->stopped = res.stopped;
+	if (res.stopped) {
+		r = 0;
+	} else if (!res.fits) {
+		snprintf(why, len, "not all pods would schedule, %s", res.reason ?: "no place for them");
+		r = 0;
+	} else if (res.placement->n_claims > 1) {
+		snprintf(why, len, "Can't remove without creating %u candidates",
+			 res.placement->n_claims);
+		r = 0;
+	} else {
+		if (res.placement->n_claims == 1)
+			price_rules(c, &res.placement->claims[0], v, idx, k, o, price, why, len);
+		r = !*why;
+	}
+	if (r == 0) {
+		what_if_result_done(&res);
+		return 0;
+	}
+	what_if_result_done(&cmd->res);
+	free(cmd->candidates);
+	if (!(cmd->candidates = malloc(k * sizeof(*cmd->candidates)))) {
+		what_if_result_done(&res);
+		return -ENOMEM;
+	}
+	memcpy(cmd->candidates, idx, k * sizeof(*idx));
+	cmd->n_candidates = k;
+	cmd->removed_price = price > 0 ? price : 0;
+	cmd->added_price = res.placement->n_claims ? res.placement->claims[0].price : 0;
+	cmd->savings = cmd->removed_price - cmd->added_price;
+	cmd->res = res;
+	return 1;
+}
+
+/* firstNConsolidationOption: binary search for the largest prefix of the
+ * candidates (those the budgets allow, at most CONSOLIDATION_MAX_MULTI)
+ * that can go at once; never fewer than two (single-node finds those). */
+static int multi_node(struct cluster *c, const struct consolidation_candidate *v, uint32_t n,
+		      const struct consolidation_options *o, struct consolidation_command *cmd)
+{
+	uint32_t *budget = calloc(o->n_pools + 1, sizeof(*budget)), *idx = malloc((n + 1) * sizeof(*idx));
+	uint32_t k = 0;
+	char why[CONSOLIDATION_WHY_LEN];
+	int r = -ENOMEM, lo = 1, hi;
+
+	if (!budget || !idx)
+		goto out;
+	memcpy(budget, o->budget, o->n_pools * sizeof(*budget));
+	for (uint32_t i = 0; i < n && k < CONSOLIDATION_MAX_MULTI; i++)
+		if (budget[v[i].pool] > 0) {
+			budget[v[i].pool]--;
+			idx[k++] = i;
+		}
+	r = 0;
+	for (hi = (int)k - 1; k >= 2 && lo <= hi && !cmd->stopped;) {
+		int mid = (lo + hi) / 2, got = try_command(c, v, idx, (uint32_t)mid + 1, o, cmd, why,
+							 sizeof(why));
+		if (got < 0) {
+			r = got;
+			break;
+		}
+		if (got) {
+			cmd->method = CONSOLIDATION_MULTI;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+out:
+	free(budget);
+	free(idx);
+	return r;
+}
+
+/* Single-node: the first candidate (cheapest to disrupt) that can go;
+ * empty ones are emptiness's, budget-held ones wait. */
+static int single_node(struct cluster *c, const struct consolidation_candidate *v, uint32_t n,
+		       const struct consolidation_options *o, struct consolidation_command *cmd)
+{
+	for (uint32_t i = 0; i < n && !cmd->stopped; i++) {
+		int r;
+
+		if (o->budget[v[i].pool] == 0) {
+			snprintf(cmd->why[i], CONSOLIDATION_WHY_LEN, "no allowed disruptions due to "
+				 "the budgets of its nodepool (reason Underutilized)");
+			continue;
+		}
+		if (v[i].n_pods == 0)
+			continue;
+		r = try_command(c, v, &i, 1, o, cmd, cmd->why[i], CONSOLIDATION_WHY_LEN);
+		if (r != 0) {
+			if (r > 0)
+				cmd->method = CONSOLIDATION_SINGLE;
+			return r < 0 ? r : 0;
+		}
+	}
+	return 0;
+}
+
+int consolidation_compute(struct cluster *c, const struct consolidation_candidate *v, uint32_t n,
+			  const struct consolidation_options *o, struct consolidation_command *cmd)
+{
+	int r;
+
+	*cmd = (struct consolidation_command){ .res.unplaced_pod = -1 };
+	if (!(cmd->why = calloc(n + 1, sizeof(*cmd->why))))
+		return -ENOMEM;
+	if ((r = multi_node(c, v, n, o, cmd)) < 0 || cmd->method != CONSOLIDATION_NONE)
+		return r;
+	return single_node(c, v, n, o, cmd);
+}
+
+int consolidation_validate(struct cluster *c, const struct consolidation_candidate *v, uint32_t n,
+			   const struct consolidation_options *o, struct consolidation_command *cmd)
+{
+	uint32_t *idx = calloc(n + 1, sizeof(*idx));
+	int r = -ENOMEM;
+
+	*cmd = (struct consolidation_command){ .res.unplaced_pod = -1 };
+	cmd->why = calloc(1, sizeof(*cmd->why));
+	if (idx && cmd->why) {
+		for (uint32_t i = 0; i < n; i++)
+			idx[i] = i;
+		r = try_command(c, v, idx, n, o, cmd, cmd->why[0], CONSOLIDATION_WHY_LEN);
+		if (r > 0)
+			cmd->method = n > 1 ? CONSOLIDATION_MULTI : CONSOLIDATION_SINGLE;
+	}
+	free(idx);
+	return r < 0 ? r : 0;
+}
+
+void consolidation_command_done(struct consolidation_command *cmd)
+{
+	what_if_result_done(&cmd->res);
+	free(cmd->candidates);
+	free(cmd->why);
+	*cmd = (struct consolidation_command){ .res.unplaced_pod = -1 };
+}

@@ -1,0 +1,532 @@
+/*
+ * Consolidation of underutilized nodes (Karpenter v1 WhenEmptyOrUnderutilized,
+ * v1beta1 WhenUnderutilized, v1alpha5 consolidation.enabled), after
+ * emptiness, expiry and drift in each pass (disruption.c calls
+ * consolidation_pass() with the budgets they left). Empty nodes are
+ * emptiness's; this file takes the nodes that still carry pods:
+ *  1. candidates, on the loop thread: initialized (Ready) nodes of a
+ *     NodePool, not disrupting, consolidatable (consolidateAfter passed
+ *     since a pod last landed on or left it: Karpenter's Consolidatable
+ *     condition, pkg/controllers/nodeclaim/disruption/consolidation.go; v1
+ *     only, before v1 at once), no karpenter.sh/do-not-disrupt, every pod
+ *     evictable under its PDB (pkg/controllers/disruption/types.go
+ *     NewCandidate), with their disruption cost;
+ *  2. the search (consolidation-search.c: multi-node, then single-node) on
+ *     the worker thread (common/worker.h), so that /healthz and the Lease
+ *     never wait; a pass that finds it busy starts nothing;
+ *  3. after consolidation-validation-delay the command is checked again
+ *     the same way (Karpenter's validation, consolidationTTL 15s) and only
+ *     then executed through replace.c: taint, one launch plan for all the
+ *     candidates' pods, delete once every pod has a Ready node.
+ * One consolidation command at a time, as Karpenter's orchestration queue
+ * admits one per method. Decisions go out as disruption_decision on
+ * ENDPOINT_DECISIONS (kanna-tap shows them) and in Karpenter's log wording.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/hash.h"
+#include "common/log.h"
+#include "common/worker.h"
+#include "model/from-state.h"
+#include "model/karpenter.h"
+#include "model/match.h"
+#include "reaper/consolidation.h"
+#include "reaper/disruption.h"
+
+/* The search gives up after this (Karpenter: multi-node 1 min, single-node
+ * 3 min, MultiNodeConsolidationTimeoutDuration); a stopped search decides
+ * nothing and the next pass starts again. */
+#define CONSOLIDATION_SEARCH_DEADLINE_USEC (60ULL * 1000 * 1000)
+
+struct candidate_info {
+	char *claim, *node;
+};
+
+/* One search or validation, handed to the worker and back. */
+struct job {
+	struct reaper *r;
+	struct cluster *c;
+	struct consolidation_candidate *v;
+	struct candidate_info *info; /* by cluster node index */
+	uint32_t n, *also, n_also, *budget, n_pools;
+	struct consolidation_options o;
+	atomic_bool cancel;
+	bool validating, want_replace;
+	struct consolidation_command cmd;
+	int error;
+	uint64_t started_usec;
+};
+
+struct consolidation {
+	struct worker *worker;
+	struct job *running;
+	/* The command chosen, waiting for its validation (n == 0: none). */
+	char **claims;
+	uint32_t n;
+	bool replace;
+	uint64_t due_usec;
+	bool stopping;
+};
+
+static void job_free(struct job *j)
+{
+	if (!j)
+		return;
+	for (uint32_t i = 0; j->info && j->c && i < j->c->n_nodes; i++) {
+		free(j->info[i].claim);
+		free(j->info[i].node);
+	}
+	free(j->info);
+	free(j->v);
+	free(j->also);
+	free(j->budget);
+	consolidation_command_done(&j->cmd);
+	cluster_free(j->c);
+	free(j);
+}
+
+static void pending_clear(struct consolidation *k)
+{
+	for (uint32_t i = 0; i < k->n; i++)
+		free(k->claims[i]);
+	free(k->claims);
+	k->claims = NULL;
+	k->n = 0;
+}
+
+static bool gate_enabled(const char *gates, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (const char *p = gates; p && (p = strstr(p, name)); p += len)
+		if ((p == gates || p[-1] == ',' || p[-1] == ' ') && p[len] == '=')
+			return strncmp(p + len + 1, "true", 4) == 0;
+	return false;
+}
+
+/* Once per node and reason: Unconsolidatable or DisruptionBlocked on the
+ * Node and its NodeClaim (Karpenter's disruption events publish both). */
+static void tell(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
+		 const char *node, const char *reason, const char *msg)
+{
+	struct kube_object_ref cref = { "karpenter.sh/v1", "NodeClaim", NULL, nc->name, nc->uid };
+	struct kube_object_ref nref = { "v1", "Node", NULL, node, NULL };
+	uint64_t h = hash_fnv1a64_field(hash_fnv1a64(reason), msg);
+
+	if (w->unconsolidatable_hash == h)
+		return;
+	w->unconsolidatable_hash = h;
+	kube_event_record(r->d->events, &cref, KUBE_EVENT_NORMAL, reason, "%s", msg);
+	kube_event_record(r->d->events, &nref, KUBE_EVENT_NORMAL, reason, "%s", msg);
+}
+
+/* The PDB that forbids evicting p now (disruptions allowed 0), or NULL. */
+static const struct proto_pdb *blocking_pdb(struct reaper *r, const struct proto_pod *p)
+{
+	const struct proto_pod_template *t = proto_pod_template_of(p);
+	const struct state_entry *e;
+	size_t it = 0;
+
+	while ((e = state_store_next(reaper_store(r), &it))) {
+		const struct proto_pdb *b = e->obj.pdb;
+		if (e->obj.kind != PROTO_OBJECT_PDB || !streq(b->ns, p->ns) || b->disruptions_allowed > 0)
+			continue;
+		/* policy/v1: an empty selector selects every pod of the namespace. */
+		if ((!b->selector.n_match_labels && !b->selector.n_match_expressions) ||
+		    label_selector_matches(&b->selector, t->labels, t->n_labels))
+			return b;
+	}
+	return NULL;
+}
+
+/* consolidateAfter for underutilized nodes, in µs; -1: the pool does not
+ * consolidate them. v1 applies consolidateAfter (Never: off); v1beta1
+ * WhenUnderutilized and v1alpha5 consolidation.enabled know none. */
+static int64_t consolidate_after_usec(const struct proto_nodepool *np)
+{
+	if (np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_UNDERUTILIZED)
+		return np->source_api == PROTO_API_V1 ? -1 : 0;
+	if (np->consolidation_policy != PROTO_CONSOLIDATE_WHEN_EMPTY_OR_UNDERUTILIZED ||
+	    np->consolidate_after_s < 0)
+		return -1;
+	return np->consolidate_after_s * 1000000;
+}
+
+/* Karpenter's lastPodEventTime: when the set of pods on the node changed
+ * last (first seen: now — late, never early). */
+static uint64_t pods_changed(struct reaper *r, struct claim_work *w, const struct proto_node *n,
+			     uint64_t now_usec)
+{
+	const struct state_pod_set *set = state_store_pods_on(reaper_store(r), n->name);
+	uint64_t h = HASH_FNV1A64_OFFSET;
+
+	for (uint32_t i = 0; set && i < set->n; i++)
+		if (!drain_pod_stays(set->pods[i]) && !set->pods[i]->deletion_time)
+			h ^= hash_fnv1a64_field(hash_fnv1a64(set->pods[i]->ns), set->pods[i]->name);
+	if (!w->pods_changed_usec || h != w->pods_hash) {
+		w->pods_hash = h;
+		w->pods_changed_usec = now_usec;
+	}
+	return w->pods_changed_usec;
+}
+
+/* Why the node cannot be a candidate (NULL: it can); *event: the Event
+ * reason to tell it with, NULL to say nothing. cost: its disruption cost. */
+static const char *unfit(struct reaper *r, const struct proto_nodeclaim *nc,
+			 const struct proto_nodepool *np, const struct proto_node *node,
+			 struct claim_work *w, uint64_t now_usec, const char **event, double *cost,
+			 char *buf, size_t len)
+{
+	const struct state_pod_set *set = state_store_pods_on(reaper_store(r), node->name);
+	int64_t after = consolidate_after_usec(np), expire = nc->expire_after_s ?: np->expire_after_s;
+	double sum = 0;
+
+	*event = "Unconsolidatable";
+	if (after < 0) {
+		snprintf(buf, len, "NodePool \"%s\" has non-empty consolidation disabled", np->name);
+		return buf;
+	}
+	*event = NULL;
+	if (now_usec - pods_changed(r, w, node, now_usec) < (uint64_t)after)
+		return "not consolidatable yet";
+	*event = "DisruptionBlocked";
+	if (nc->do_not_disrupt || node->do_not_disrupt) {
+		snprintf(buf, len, "Cannot disrupt NodeClaim: %s %s has the \"%s\" annotation",
+			 nc->do_not_disrupt ? "nodeclaim" : "node",
+			 nc->do_not_disrupt ? nc->name : node->name, KARPENTER_DO_NOT_DISRUPT_ANNOTATION);
+		return buf;
+	}
+	for (uint32_t i = 0; set && i < set->n; i++) {
+		const struct proto_pod *p = set->pods[i];
+		const struct proto_pdb *b;
+
+		if (drain_pod_stays(p) || p->deletion_time)
+			continue;
+		if (p->do_not_disrupt) {
+			snprintf(buf, len, "Cannot disrupt NodeClaim: pod %s/%s has the \"%s\" "
+				 "annotation", p->ns, p->name, KARPENTER_DO_NOT_DISRUPT_ANNOTATION);
+			return buf;
+		}
+		if ((b = blocking_pdb(r, p))) {
+			snprintf(buf, len, "Cannot disrupt NodeClaim: pdb \"%s/%s\" prevents pod "
+				 "evictions (pod %s/%s)", b->ns, b->name, p->ns, p->name);
+			return buf;
+		}
+		sum += consolidation_eviction_cost(proto_pod_template_of(p)->priority);
+	}
+	*cost = sum * consolidation_lifetime_remaining(
+			      (clock_realtime_ms() - nc->creation_time) / 1000, expire);
+	return NULL;
+}
+
+static int job_add(struct job *j, uint32_t node, uint32_t pool, const struct proto_nodeclaim *nc,
+		   unsigned pods, double cost)
+{
+	struct consolidation_candidate *x = &j->v[j->n++];
+
+	*x = (struct consolidation_candidate){ .node = node, .pool = pool, .n_pods = pods,
+					       .cost = cost, .price = cluster_node_price(j->c, node),
+					       .spot = nc->capacity_type == PROTO_CAPACITY_SPOT };
+	j->info[node].claim = strdup(nc->name);
+	j->info[node].node = strdup(nc->node_name);
+	return j->info[node].claim && j->info[node].node ? 0 : -ENOMEM;
+}
+
+/* The pool's index in the job's budgets, added when new. */
+static uint32_t job_pool(struct job *j, char **names, const char *name, uint32_t allowed)
+{
+	for (uint32_t i = 0; i < j->n_pools; i++)
+		if (streq(names[i], name))
+			return i;
+	names[j->n_pools] = (char *)name;
+	j->budget[j->n_pools] = allowed;
+	return j->n_pools++;
+}
+
+/* Looks at one NodeClaim: a candidate added to j, or told why not. */
+static int gather_one(struct reaper *r, struct job *j, struct hashmap *pools, char **pool_names,
+		      const struct hashmap *node_index, const struct proto_nodeclaim *nc, uint64_t now)
+{
+	const struct proto_nodepool *np = disruption_nodepool(r, nc->nodepool);
+	const struct proto_node *node = disruption_node_of(r, nc);
+	struct pool_count *pc = nc->nodepool ? hashmap_get(pools, nc->nodepool) : NULL;
+	const char *why, *event;
+	const struct proto_pod *blocker;
+	struct claim_work *w;
+	char buf[512];
+	double cost = 0;
+	unsigned pods;
+	void *idx;
+
+	if (!np || !pc || pc->invalid || !node || node->ready != PROTO_COND_TRUE ||
+	    !nc->provider_id || !*nc->provider_id || claim_disrupting(r, nc) ||
+	    !(idx = hashmap_get(node_index, node->name)) || !(w = reaper_work(r, nc->name)))
+		return 0;
+	pods = disruption_movable_pods(r, node, &blocker);
+	if (!pods) /* emptiness's */
+		return 0;
+	if ((why = unfit(r, nc, np, node, w, now, &event, &cost, buf, sizeof(buf)))) {
+		if (event)
+			tell(r, w, nc, node->name, event, why);
+		return 0;
+	}
+	pc->eligible[ALLOW_UNDERUTILIZED]++;
+	return job_add(j, (uint32_t)(uintptr_t)idx - 1,
+		       job_pool(j, pool_names, nc->nodepool, pc->allowed[ALLOW_UNDERUTILIZED]), nc,
+		       pods, cost);
+}
+
+/* Nodes of the model whose NodeClaim is disrupting already. */
+static int gather_disrupting(struct reaper *r, struct job *j, const struct hashmap *node_index)
+{
+	const struct state_entry *e;
+	size_t it = 0;
+	void *idx;
+
+	while ((e = state_store_next(reaper_store(r), &it))) {
+		const struct proto_nodeclaim *nc = e->obj.nodeclaim;
+		if (e->obj.kind == PROTO_OBJECT_NODECLAIM && nc->node_name && claim_disrupting(r, nc) &&
+		    (idx = hashmap_get(node_index, nc->node_name)))
+			j->also[j->n_also++] = (uint32_t)(uintptr_t)idx - 1;
+	}
+	return 0;
+}
+
+/* A job over the candidates now (only those named in only[], when given). */
+static int gather(struct reaper *r, struct hashmap *pools, char *const *only, uint32_t n_only,
+		  uint64_t now, struct job **ret)
+{
+	struct from_state_options fo = { .region = r->region, .catalog_path = r->cfg->catalog,
+					 .now_ms = clock_realtime_ms() };
+	struct hashmap node_index = { 0 };
+	const struct state_entry *e;
+	struct job *j = calloc(1, sizeof(*j));
+	char err[512], **pool_names = NULL;
+	size_t it = 0;
+	int k = -ENOMEM;
+
+	if (!j)
+		return -ENOMEM;
+	k = cluster_from_state(reaper_store(r), NULL, 0, &fo, &j->c, err, sizeof(err));
+	if (k < 0) {
+		log_error("Failed to model the cluster for consolidation: %s", err);
+		goto fail;
+	}
+	k = -ENOMEM;
+	j->v = calloc(j->c->n_nodes + 1, sizeof(*j->v));
+	j->info = calloc(j->c->n_nodes + 1, sizeof(*j->info));
+	j->also = calloc(j->c->n_nodes + 1, sizeof(*j->also));
+	j->budget = calloc(j->c->n_nodes + 1, sizeof(*j->budget));
+	pool_names = calloc(j->c->n_nodes + 1, sizeof(*pool_names));
+	if (!j->v || !j->info || !j->also || !j->budget || !pool_names)
+		goto fail;
+	for (uint32_t i = 0; i < j->c->n_nodes; i++)
+		if (!j->c->nodes[i].in_flight &&
+		    hashmap_put(&node_index, strtab_str(&j->c->st, j->c->nodes[i].name),
+				(void *)(uintptr_t)(i + 1), NULL) < 0)
+			goto fail;
+	while ((e = state_store_next(reaper_store(r), &it))) {
+		if (e->obj.kind != PROTO_OBJECT_NODECLAIM ||
+		    (only && !has_string(only, n_only, e->obj.nodeclaim->name)))
+			continue;
+		if ((k = gather_one(r, j, pools, pool_names, &node_index, e->obj.nodeclaim, now)) < 0)
+			goto fail;
+	}
+	k = gather_disrupting(r, j, &node_index);
+fail:
+	hashmap_done(&node_index);
+	free(pool_names);
+	if (k < 0) {
+		job_free(j);
+		return k;
+	}
+	*ret = j;
+	return 0;
+}
+
+static void job_run(void *data)
+{
+	struct job *j = data;
+
+	j->o = (struct consolidation_options){ .also_removed = j->also, .n_also_removed = j->n_also,
+					       .budget = j->budget, .n_pools = j->n_pools,
+					       .spot_to_spot = gate_enabled(j->r->cfg->feature_gates,
+									    "SpotToSpotConsolidation"),
+					       .deadline_usec = clock_monotonic_usec() +
+								CONSOLIDATION_SEARCH_DEADLINE_USEC,
+					       .cancel = &j->cancel };
+	if (j->validating)
+		j->error = consolidation_validate(j->c, j->v, j->n, &j->o, &j->cmd);
+	else
+		j->error = consolidation_compute(j->c, j->v, j->n, &j->o, &j->cmd);
+}
+
+static int submit(struct reaper *r, struct job *j, bool validating)
+{
+	int k;
+
+	j->r = r;
+	j->validating = validating;
+	j->started_usec = clock_monotonic_usec();
+	if (!validating)
+		consolidation_sort(j->v, j->n);
+	if ((k = worker_submit(r->consolidation->worker, job_run, j)) < 0)
+		return k;
+	r->consolidation->running = j;
+	return 0;
+}
+
+/* A command chosen: remembered until its validation is due. */
+static void on_computed(struct reaper *r, struct job *j)
+{
+	struct consolidation *k = r->consolidation;
+	const struct state_entry *e;
+
+	for (uint32_t i = 0; i < j->n && j->cmd.why; i++) {
+		const struct candidate_info *ci = &j->info[j->v[i].node];
+		struct claim_work *w = reaper_work(r, ci->claim);
+		if (j->cmd.why[i][0] && w &&
+		    (e = state_store_get(reaper_store(r), PROTO_OBJECT_NODECLAIM, "", ci->claim)))
+			tell(r, w, e->obj.nodeclaim, ci->node, "Unconsolidatable", j->cmd.why[i]);
+	}
+	if (j->cmd.method == CONSOLIDATION_NONE)
+		return;
+	pending_clear(k);
+	if (!(k->claims = calloc(j->cmd.n_candidates, sizeof(*k->claims))))
+		return;
+	for (uint32_t i = 0; i < j->cmd.n_candidates; i++)
+		if ((k->claims[k->n] = strdup(j->info[j->v[j->cmd.candidates[i]].node].claim)))
+			k->n++;
+	k->replace = j->cmd.res.placement && j->cmd.res.placement->n_claims > 0;
+	k->due_usec = clock_monotonic_usec() + r->cfg->consolidation_validation_delay_usec;
+	log_debug("%s-node consolidation found a command (%u candidate(s), %s, savings $%.4f/h); "
+		  "validating it in %.1f s", j->cmd.method == CONSOLIDATION_MULTI ? "multi" : "single",
+		  k->n, k->replace ? "replace" : "delete", j->cmd.savings,
+		  (double)r->cfg->consolidation_validation_delay_usec / 1e6);
+}
+
+/* Validated: still the same decision (delete stays delete, replace
+ * replace)? Then act; either way the command is done with. */
+static void on_validated(struct reaper *r, struct job *j)
+{
+	struct consolidation *k = r->consolidation;
+	const char **claims = calloc(j->n + 1, sizeof(*claims));
+	bool replace = j->cmd.res.placement && j->cmd.res.placement->n_claims > 0;
+
+	if (j->cmd.method == CONSOLIDATION_NONE || replace != k->replace) {
+		log_info("abandoning consolidation attempt due to pod churn, command is no longer "
+			 "valid: %s", j->cmd.method == CONSOLIDATION_NONE && j->cmd.why && j->cmd.why[0][0]
+					      ? j->cmd.why[0]
+					      : replace ? "it would need a replacement now"
+							: "it would be a delete now");
+	} else if (claims) {
+		for (uint32_t i = 0; i < j->n; i++)
+			claims[i] = j->info[j->v[i].node].claim;
+		consolidation_execute(r, j->c, j->v, claims, &j->cmd);
+	}
+	free(claims);
+	pending_clear(k);
+}
+
+static void on_done(void *data, void *userdata)
+{
+	struct reaper *r = userdata;
+	struct job *j = data;
+
+	r->consolidation->running = NULL;
+	metrics_histogram_observe(r->m.decision_seconds,
+				  (double)(clock_monotonic_usec() - j->started_usec) / 1e6, NULL);
+	if (j->error < 0)
+		log_error_errno(j->error, "Failed to compute a consolidation: %m");
+	else if (!r->consolidation->stopping && !j->cmd.stopped && j->validating)
+		on_validated(r, j);
+	else if (!r->consolidation->stopping && !j->cmd.stopped)
+		on_computed(r, j);
+	job_free(j);
+}
+
+/* The chosen command, due: still candidates, within budgets? Then the
+ * what-if again, on the worker. */
+static void validate(struct reaper *r, struct hashmap *pools, uint64_t now)
+{
+	struct consolidation *k = r->consolidation;
+	struct job *j = NULL;
+
+	if (gather(r, pools, k->claims, k->n, now, &j) < 0)
+		goto drop;
+	if (j->n != k->n) {
+		log_info("abandoning consolidation attempt, %u of %u candidate(s) no longer "
+			 "candidates", k->n - j->n, k->n);
+		goto drop;
+	}
+	for (uint32_t i = 0; i < j->n; i++)
+		if (j->budget[j->v[i].pool]-- == 0) {
+			log_info("abandoning consolidation attempt, the budgets of nodepool(s) no "
+				 "longer allow it");
+			goto drop;
+		}
+	if (submit(r, j, true) >= 0)
+		return;
+drop:
+	job_free(j);
+	pending_clear(k);
+}
+
+void consolidation_pass(struct reaper *r, struct hashmap *pools, uint64_t now_usec)
+{
+	struct consolidation *k = r->consolidation;
+	struct job *j = NULL;
+	const char *name;
+	void *v;
+	size_t it = 0;
+
+	if (!k || worker_busy(k->worker))
+		return;
+	if (k->n) {
+		if (now_usec >= k->due_usec)
+			validate(r, pools, now_usec);
+		return;
+	}
+	/* One command at a time: wait for the last one's nodes to go. */
+	while (hashmap_next(&r->work, &it, &name, &v))
+		if (((struct claim_work *)v)->disrupting == REASON_UNDERUTILIZED)
+			return;
+	if (gather(r, pools, NULL, 0, now_usec, &j) < 0)
+		return;
+	if (j->n == 0 || submit(r, j, false) < 0)
+		job_free(j);
+}
+
+int consolidation_init(struct reaper *r)
+{
+	struct consolidation *k = calloc(1, sizeof(*k));
+	int e;
+
+	if (!k)
+		return -ENOMEM;
+	if ((e = worker_new(&k->worker, r->d->loop, "consolidation", on_done, r)) < 0) {
+		free(k);
+		return e;
+	}
+	r->consolidation = k;
+	return 0;
+}
+
+void consolidation_done(struct reaper *r)
+{
+	struct consolidation *k = r->consolidation;
+
+	if (!k)
+		return;
+	if (k->running)
+		atomic_store(&k->running->cancel, true);
+	k->stopping = true;
+	k->worker = worker_free(k->worker); /* hands the last job to on_done() */
+	pending_clear(k);
+	free(k);
+	r->consolidation = NULL;
+}

@@ -1,0 +1,101 @@
+/*
+ * Consolidation's search (consolidation-search.c), pure computation over a
+ * cluster model: order the candidates by disruption cost, then find the
+ * command Karpenter v1 would take — multi-node first (the largest prefix of
+ * the candidates whose pods fit on the other nodes plus at most one new
+ * NodeClaim cheaper than them), then single-node (the first candidate that
+ * can be deleted, or replaced by one strictly cheaper NodeClaim). It runs
+ * on the reaper's worker thread (consolidation.c) and in unit tests; it
+ * reads nothing but its arguments.
+ *
+ * Upstream: kubernetes-sigs/karpenter pkg/controllers/disruption/
+ * consolidation.go (computeConsolidation, computeSpotToSpotConsolidation),
+ * multinodeconsolidation.go (firstNConsolidationOption, filterOutSameType),
+ * singlenodeconsolidation.go, and pkg/utils/disruption/disruption.go
+ * (EvictionCost, LifetimeRemaining).
+ */
+#ifndef KANNA_REAPER_CONSOLIDATION_H
+#define KANNA_REAPER_CONSOLIDATION_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/what-if.h"
+
+/* Multi-node consolidation looks at no more than this many candidates at
+ * once (Karpenter: "a maximum batch of 100 NodeClaims to save on
+ * computation", multinodeconsolidation.go). */
+#define CONSOLIDATION_MAX_MULTI 100
+/* Spot-to-spot single-node consolidation needs this many instance types
+ * cheaper than the candidate, and launches from the cheapest this many, so
+ * that the launched type is among them and not consolidated again at once
+ * (Karpenter's MinInstanceTypesForSpotToSpotConsolidation). */
+#define CONSOLIDATION_MIN_SPOT_TYPES 15
+/* A pod's eviction cost is clamped to this, either sign (EvictionCost). */
+#define EVICTION_COST_CLAMP 10.0
+/* Room for why a candidate was not consolidated. */
+#define CONSOLIDATION_WHY_LEN 256
+
+struct consolidation_candidate {
+	uint32_t node;   /* index into the cluster's nodes */
+	uint32_t pool;   /* index into consolidation_options.budget */
+	uint32_t n_pods; /* pods that would move */
+	double cost;     /* disruption cost: sum of eviction costs × lifetime left */
+	double price;    /* $/hour (cluster_node_price()), <= 0 unknown */
+	bool spot;
+};
+
+struct consolidation_options {
+	/* Nodes being disrupted already: their pods need places too. */
+	const uint32_t *also_removed;
+	uint32_t n_also_removed;
+	/* Per pool: how many more nodes reason Underutilized may take. */
+	const uint32_t *budget;
+	uint32_t n_pools;
+	bool spot_to_spot; /* the SpotToSpotConsolidation feature gate */
+	uint64_t deadline_usec; /* CLOCK_MONOTONIC, 0: none */
+	const atomic_bool *cancel;
+};
+
+enum consolidation_method {
+	CONSOLIDATION_NONE,
+	CONSOLIDATION_MULTI,
+	CONSOLIDATION_SINGLE,
+};
+
+struct consolidation_command {
+	enum consolidation_method method;
+	uint32_t *candidates;   /* indexes into the candidate array */
+	uint32_t n_candidates;
+	/* The what-if that decided it: placement->claims is the replacement
+	 * (0: delete, 1: replace), its types cheaper than the candidates. */
+	struct what_if_result res;
+	double removed_price, added_price, savings; /* $/hour */
+	bool stopped;           /* deadline or cancel: nothing decided */
+	/* Per candidate (same index as the array): why single-node did not
+	 * take it, "" when it was not looked at or was taken. */
+	char (*why)[CONSOLIDATION_WHY_LEN];
+};
+
+/* Karpenter's EvictionCost of one pod: 1 + priority / 2^25 (+ the pod
+ * deletion cost / 2^27, which kanna's pods do not carry), in [-10, 10]. */
+double consolidation_eviction_cost(int32_t priority);
+/* LifetimeRemaining: the fraction of expire_after_s left at age_s, in
+ * [0, 1]; 1 when expire_after_s <= 0 (Never). */
+double consolidation_lifetime_remaining(int64_t age_s, int64_t expire_after_s);
+/* Orders candidates by disruption cost, cheapest first (stable on node). */
+void consolidation_sort(struct consolidation_candidate *v, uint32_t n);
+
+/* The command to take now (method NONE: none). c is restored after every
+ * what-if; cmd must be released with consolidation_command_done(). */
+int consolidation_compute(struct cluster *c, const struct consolidation_candidate *v, uint32_t n,
+			  const struct consolidation_options *o, struct consolidation_command *cmd);
+/* Re-checks a command on a fresh model (validation): all n candidates
+ * must still go together, deleted or replaced by one cheaper NodeClaim;
+ * cmd->method is NONE (with why[0]) when they no longer can. */
+int consolidation_validate(struct cluster *c, const struct consolidation_candidate *v, uint32_t n,
+			   const struct consolidation_options *o, struct consolidation_command *cmd);
+void consolidation_command_done(struct consolidation_command *cmd);
+
+#endif

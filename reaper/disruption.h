@@ -1,0 +1,82 @@
+/*
+ * What the reaper's voluntary disruption methods share (replace.c):
+ * lookups in the replica, and the execution every method ends in — taint,
+ * plan the replacements with the solver's what-if and send them to the
+ * launcher as one launch plan, delete the NodeClaim once every moved pod
+ * has a Ready node, or give up and untaint. disruption.c (emptiness,
+ * expiry, drift) and consolidation.c (underutilized nodes) call it; the
+ * budgets they both respect are counted once a pass (struct pool_count).
+ */
+#ifndef KANNA_REAPER_DISRUPTION_H
+#define KANNA_REAPER_DISRUPTION_H
+
+#include "common/arena.h"
+#include "common/hashmap.h"
+#include "model/cluster.h"
+#include "model/solver.h"
+#include "proto/proto.h"
+#include "reaper/reaper.h"
+
+/* Karpenter's disruption reasons (v1 DisruptionReason; budget reasons). */
+extern const char REASON_EMPTY[], REASON_EXPIRED[], REASON_DRIFTED[], REASON_UNDERUTILIZED[];
+
+/* A pool's budgets, per reason (model/budget.h). */
+enum { ALLOW_EMPTY, ALLOW_EXPIRED, ALLOW_DRIFTED, ALLOW_UNDERUTILIZED, _ALLOW_MAX };
+
+struct pool_count {
+	uint32_t total, disrupting;
+	uint32_t allowed[_ALLOW_MAX];
+	uint32_t eligible[_ALLOW_MAX]; /* candidates nothing but a budget holds */
+	bool invalid;
+};
+
+/* One more node of the pool disrupting: every reason's room shrinks (a
+ * budget counts the pool's disrupting nodes, whatever their reason). */
+void pool_count_take(struct pool_count *pc);
+
+const struct proto_nodepool *disruption_nodepool(struct reaper *r, const char *name);
+const struct proto_node *disruption_node_of(struct reaper *r, const struct proto_nodeclaim *nc);
+bool node_has_taint(const struct proto_node *n, const char *key);
+/* Being deleted, tainted karpenter.sh/disrupted, or chosen by this reaper. */
+bool claim_disrupting(struct reaper *r, const struct proto_nodeclaim *nc);
+/* Pods that would have to move; *blocker names one with do-not-disrupt. */
+unsigned disruption_movable_pods(struct reaper *r, const struct proto_node *n,
+				 const struct proto_pod **blocker);
+
+/* Counts the decision (Karpenter: at executeCommand) and the NodeClaim. */
+void disruption_record(struct reaper *r, const struct proto_nodeclaim *nc, const char *reason,
+		       const char *how);
+/* Deletes the NodeClaim (once): its termination follows. */
+void disruption_delete(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
+		       const char *reason, unsigned pods);
+/* Sends res's new NodeClaims to the launcher as one launch plan, built in
+ * a, for the pods of the n NodeClaims ncs (their work records ws remember
+ * the replacements); *plan is what went. */
+int disruption_send_plan(struct reaper *r, struct arena *a, const struct cluster *c,
+			 const struct sched_result *res, const struct proto_nodeclaim *const *ncs,
+			 struct claim_work *const *ws, uint32_t n, struct proto_launch_plan *plan);
+/* Where would the node's pods go? 1: every pod on a Ready node (delete
+ * now); 0: not yet (replacements planned or coming up); < 0 an error. */
+int disruption_replace(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
+		       const struct proto_node *node, uint64_t now_usec);
+/* Removes the karpenter.sh/disrupted taint (once asked). */
+void disruption_untaint(struct reaper *r, const struct proto_node *n);
+/* Gives a disruption up: DisruptionBlocked, the node untainted, tried later. */
+void disruption_abandon(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
+			const struct proto_node *node, const char *why);
+
+/* consolidation.c: underutilized nodes, after emptiness, expiry and drift
+ * took their share of pools' budgets this pass. */
+void consolidation_pass(struct reaper *r, struct hashmap *pools, uint64_t now_usec);
+/* consolidation-execute.c: acts on a validated command over candidates
+ * v (claims[i]: v[i]'s NodeClaim) of the model c; logs, Events, metrics
+ * and the disruption_decision message. */
+struct consolidation_candidate;
+struct consolidation_command;
+void consolidation_execute(struct reaper *r, const struct cluster *c,
+			   const struct consolidation_candidate *v, const char *const *claims,
+			   const struct consolidation_command *cmd);
+int consolidation_init(struct reaper *r);
+void consolidation_done(struct reaper *r);
+
+#endif

@@ -1,0 +1,333 @@
+/*
+ * The execution every voluntary disruption ends in (disruption.h), shared
+ * by emptiness, expiry and drift (disruption.c) and consolidation
+ * (consolidation.c): the node is tainted, the solver's what-if (the
+ * scheduler's own code, model/what-if.h) places its pods on the other
+ * nodes and on new NodeClaims, those go to the launcher as one plan, and
+ * the NodeClaim is deleted only once the what-if places every pod of the
+ * node on Nodes that are Ready. A disruption whose replacements do not
+ * come in replacement-timeout is abandoned: untainted, DisruptionBlocked.
+ * Deleting starts termination (termination.c). Also the replica lookups
+ * the methods share.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "model/from-state.h"
+#include "model/karpenter.h"
+#include "proto/schema.h"
+#include "model/plan.h"
+#include "model/what-if.h"
+#include "reaper/disruption.h"
+
+/* A replacement is planned for at most this many new NodeClaims. */
+#define REPLACEMENT_MAX_NODECLAIMS 10
+/* A plan's NodeClaims reach the replica within a pass or two; one that has
+ * not shown in this long failed and never will: stop waiting for it. */
+#define REPLACEMENT_VISIBLE_WAIT_USEC (10ULL * 1000 * 1000)
+
+const char REASON_EMPTY[] = "Empty";
+const char REASON_EXPIRED[] = "Expired";
+const char REASON_DRIFTED[] = "Drifted";
+const char REASON_UNDERUTILIZED[] = "Underutilized";
+
+void pool_count_take(struct pool_count *pc)
+{
+	for (unsigned i = 0; i < _ALLOW_MAX; i++)
+		pc->allowed[i] -= pc->allowed[i] > 0;
+}
+
+const struct proto_nodepool *disruption_nodepool(struct reaper *r, const char *name)
+{
+	const struct state_entry *e = name ? state_store_get(reaper_store(r), PROTO_OBJECT_NODEPOOL,
+							     "", name)
+					   : NULL;
+
+	return e ? e->obj.nodepool : NULL;
+}
+
+const struct proto_node *disruption_node_of(struct reaper *r, const struct proto_nodeclaim *nc)
+{
+	const struct state_entry *e = nc->node_name && *nc->node_name
+					      ? state_store_get(reaper_store(r), PROTO_OBJECT_NODE, "",
+								nc->node_name)
+					      : NULL;
+
+	return e ? e->obj.node : NULL;
+}
+
+bool node_has_taint(const struct proto_node *n, const char *key)
+{
+	for (uint32_t i = 0; n && i < n->n_taints; i++)
+		if (streq(n->taints[i].key, key))
+			return true;
+	return false;
+}
+
+bool claim_disrupting(struct reaper *r, const struct proto_nodeclaim *nc)
+{
+	const struct proto_node *n = disruption_node_of(r, nc);
+	const struct claim_work *w = hashmap_get(&r->work, nc->name);
+
+	return nc->deletion_time || (n && n->deletion_time) ||
+	       node_has_taint(n, KARPENTER_DISRUPTED_TAINT_KEY) || (w && w->disrupting);
+}
+
+/* Pods that would have to move; *blocker names one with do-not-disrupt. */
+unsigned disruption_movable_pods(struct reaper *r, const struct proto_node *n,
+				 const struct proto_pod **blocker)
+{
+	const struct state_pod_set *set = state_store_pods_on(reaper_store(r), n->name);
+	unsigned k = 0;
+
+	*blocker = NULL;
+	for (uint32_t i = 0; set && i < set->n; i++) {
+		const struct proto_pod *p = set->pods[i];
+		if (drain_pod_stays(p) || p->deletion_time)
+			continue;
+		k++;
+		if (p->do_not_disrupt && !*blocker)
+			*blocker = p;
+	}
+	return k;
+}
+
+
+/* Once per disrupted NodeClaim, when it is decided (Karpenter counts at
+ * executeCommand): "replace" when replacements were launched for it,
+ * else "delete". */
+void disruption_record(struct reaper *r, const struct proto_nodeclaim *nc, const char *reason,
+		       const char *how)
+{
+	metrics_counter_add(r->m.decisions, 1, how, reason, NULL);
+	metrics_counter_add(r->m.disrupted, 1, nc->nodepool ?: "", reason, NULL);
+}
+
+void disruption_delete(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
+		       const char *reason, unsigned pods)
+{
+	struct kube_object_ref ref = { "karpenter.sh/v1", "NodeClaim", NULL, nc->name, nc->uid };
+
+	if (w->claim_delete_sent)
+		return;
+	log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "nodepool", nc->nodepool ?: "" },
+			   { "reason", reason }),
+		    "disrupting nodeclaim(s) via delete, terminating 1 nodes (%u pods) %s/%s/%s, reason %s",
+		    pods, nc->node_name ?: nc->name, nc->instance_type ?: "?",
+		    proto_capacity_type_name(nc->capacity_type), reason);
+	kube_event_record(r->d->events, &ref, KUBE_EVENT_NORMAL, "DisruptionTerminating",
+			  "Disrupting NodeClaim: %s", reason);
+	if (!w->plan_sent) /* counted as "replace" when its replacements went out */
+		disruption_record(r, nc, reason, "delete");
+	termination_delete_claim(r, nc->name, w);
+}
+
+static const char *nodeclass_of(const char *nodepool, void *userdata)
+{
+	const struct proto_nodepool *np = disruption_nodepool(userdata, nodepool);
+
+	return np ? np->nodeclass_ref.name : NULL;
+}
+
+int disruption_send_plan(struct reaper *r, struct arena *a, const struct cluster *c,
+			 const struct sched_result *res, const struct proto_nodeclaim *const *ncs,
+			 struct claim_work *const *ws, uint32_t n, struct proto_launch_plan *plan)
+{
+	struct plan_context ctx = { .batch_id = ++r->plan_seq,
+				    .state_seq = reaper_store(r)->seq,
+				    .nonce = ((uint64_t)clock_realtime_ms() << 16) ^ (uint64_t)getpid(),
+				    .nodeclass_of = nodeclass_of, .userdata = r };
+	struct proto_msg m = { .env.type = PROTO_MSG_LAUNCH_PLAN };
+	int k = plan_build(a, c, res, &ctx, &m.body.launch_plan);
+
+	if (k >= 0)
+		k = msg_send(&r->io, r->plans_tx, &m, ZMQ_DONTWAIT);
+	if (k < 0)
+		return k;
+	*plan = m.body.launch_plan;
+	for (uint32_t i = 0; i < plan->n_nodeclaims; i++) {
+		const struct proto_planned_nodeclaim *o = &plan->nodeclaims[i];
+
+		for (uint32_t j = 0; j < n; j++) {
+			struct kube_object_ref ref = { "karpenter.sh/v1", "NodeClaim", NULL, ncs[j]->name,
+						       ncs[j]->uid };
+			struct claim_work *w = ws[j];
+			char **v = realloc(w->replacements, (w->n_replacements + 1) * sizeof(*v));
+
+			if (v && (v[w->n_replacements] = strdup(o->id)))
+				w->n_replacements++;
+			if (v)
+				w->replacements = v;
+			kube_event_record(r->d->events, &ref, KUBE_EVENT_NORMAL, "DisruptionLaunching",
+					  "Launching NodeClaim: %s", o->id);
+		}
+		log_info_kv(LOG_KV({ "nodeclaim", ncs[0]->name }, { "replacement", o->id }),
+			    "launching replacement nodeclaim %s for %u pod(s) of %s%s (%u instance "
+			    "type option(s), cheapest %s)", o->id, o->n_pods, ncs[0]->name,
+			    n > 1 ? " and others" : "", o->n_instance_types,
+			    o->n_instance_types ? o->instance_types[0].name : "-");
+	}
+	return 0;
+}
+
+/* Is the node being disrupted (tainted karpenter.sh/disrupted, deleting,
+ * or chosen by this reaper)? *w: its claim's work record, if any. */
+static bool node_disrupting(struct reaper *r, const char *name, const struct claim_work **w)
+{
+	const struct state_entry *e = state_store_get(reaper_store(r), PROTO_OBJECT_NODE, "", name);
+	const struct proto_node *n = e ? e->obj.node : NULL;
+
+	*w = n && n->nodeclaim ? hashmap_get(&r->work, n->nodeclaim) : NULL;
+	return n && (n->deletion_time || node_has_taint(n, KARPENTER_DISRUPTED_TAINT_KEY) ||
+		     (*w && (*w)->disrupting));
+}
+
+/*
+ * The nodes the what-if takes away: node idx and every other node being
+ * disrupted, whose pods need places too (Karpenter adds the pods of nodes
+ * marked for deletion to every simulation): two nodes replaced at once
+ * must not each count on the room the other's replacement brings.
+ * -EAGAIN while another's replacements are asked for but not yet in the
+ * replica (a plan made now would launch for its pods again).
+ */
+static int removal_set(struct reaper *r, const struct cluster *c, uint32_t idx, bool planning,
+		       uint64_t now_usec, uint32_t *out, uint32_t *n)
+{
+	*n = 0;
+	out[(*n)++] = idx;
+	for (uint32_t i = 0; i < c->n_nodes; i++) {
+		const struct claim_work *o;
+
+		if (i == idx || c->nodes[i].in_flight ||
+		    !node_disrupting(r, strtab_str(&c->st, c->nodes[i].name), &o))
+			continue;
+		out[(*n)++] = i;
+		if (!planning || !o || now_usec - o->disrupting_since_usec > REPLACEMENT_VISIBLE_WAIT_USEC)
+			continue;
+		for (uint32_t k = 0; k < o->n_replacements; k++)
+			if (!state_store_get(reaper_store(r), PROTO_OBJECT_NODECLAIM, "", o->replacements[k]))
+				return -EAGAIN;
+	}
+	return 0;
+}
+
+/*
+ * Where would the node's pods go? 1: every pod on a Ready node (delete
+ * now); 0: not yet (replacements planned or coming up); < 0 an error.
+ */
+int disruption_replace(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
+		       const struct proto_node *node, uint64_t now_usec)
+{
+	struct from_state_options fo = { .region = r->region, .catalog_path = r->cfg->catalog,
+					 .now_ms = clock_realtime_ms() };
+	struct cluster *c = NULL;
+	struct what_if wi = { .max_new_claims = w->plan_sent ? 0 : REPLACEMENT_MAX_NODECLAIMS,
+			      .max_new_price = -1 };
+	struct what_if_result res = { 0 };
+	uint32_t idx = UINT32_MAX, *remove = NULL, n_remove;
+	bool *mine = NULL;
+	char err[512];
+	int k;
+
+	k = cluster_from_state(reaper_store(r), NULL, 0, &fo, &c, err, sizeof(err));
+	if (k < 0) {
+		log_error("Failed to model the cluster to replace %s: %s", nc->name, err);
+		return k;
+	}
+	for (uint32_t i = 0; i < c->n_nodes; i++)
+		if (streq(strtab_str(&c->st, c->nodes[i].name), node->name))
+			idx = i;
+	remove = calloc(c->n_nodes + 1, sizeof(*remove));
+	mine = calloc(c->n_pods + 1, sizeof(*mine));
+	if (idx == UINT32_MAX || !remove || !mine ||
+	    removal_set(r, c, idx, !w->plan_sent, now_usec, remove, &n_remove) < 0) {
+		k = idx == UINT32_MAX || (remove && mine) ? 0 : -ENOMEM;
+		goto out;
+	}
+	for (uint32_t p = 0; p < c->n_pods; p++)
+		mine[p] = c->pods[p].node == c->nodes[idx].name;
+	wi.remove = remove;
+	wi.n_remove = n_remove;
+	k = what_if_solve(c, &wi, &res);
+	if (k >= 0 && res.fits) {
+		bool ready = true;
+		/* On a replacement still coming up (a NodeClaim, or a Node the
+		 * launcher made that is not Ready yet): wait for it. The other
+		 * disrupted nodes' pods only need a place, Ready or not. */
+		for (uint32_t i = 0; i < res.n_moved && ready; i++) {
+			int32_t b = res.placement->pod_bin[res.moved[i]];
+			const struct state_entry *ne;
+
+			if (!mine[res.moved[i]])
+				continue;
+			if (b < 0 || (uint32_t)b >= c->n_nodes || c->nodes[b].in_flight) {
+				ready = false;
+				continue;
+			}
+			ne = state_store_get(reaper_store(r), PROTO_OBJECT_NODE, "",
+					     strtab_str(&c->st, c->nodes[b].name));
+			ready = ne && ne->obj.node->ready == PROTO_COND_TRUE;
+		}
+		k = ready && res.placement->n_claims == 0;
+		if (!k && res.placement->n_claims && !w->plan_sent) {
+			struct arena a = { 0 };
+			struct proto_launch_plan plan;
+
+			if (disruption_send_plan(r, &a, c, res.placement, &nc, &w, 1, &plan) >= 0) {
+				w->plan_sent = true;
+				disruption_record(r, nc, w->disrupting, "replace");
+			}
+			arena_done(&a);
+		}
+	} else if (k >= 0) {
+		if (now_usec - w->disrupting_since_usec > 10ULL * 1000 * 1000 && res.reason)
+			log_debug("replacing %s: not every pod has a place yet: %s", nc->name, res.reason);
+		k = 0;
+	}
+	what_if_result_done(&res);
+out:
+	free(remove);
+	free(mine);
+	cluster_free(c);
+	return k;
+}
+
+void disruption_untaint(struct reaper *r, const struct proto_node *n)
+{
+	char path[512], body[512];
+
+	for (uint32_t i = 0; i < n->n_taints; i++) {
+		if (!streq(n->taints[i].key, KARPENTER_DISRUPTED_TAINT_KEY))
+			continue;
+		snprintf(path, sizeof(path), KUBE_NODES_PATH "/%s", n->name);
+		snprintf(body, sizeof(body),
+			 "[{\"op\":\"test\",\"path\":\"/spec/taints/%u/key\",\"value\":\"%s\"},"
+			 "{\"op\":\"remove\",\"path\":\"/spec/taints/%u\"}]", i,
+			 KARPENTER_DISRUPTED_TAINT_KEY, i);
+		(void)kube_request(r->d->kube, "PATCH", path, KUBE_JSON_PATCH, body, NULL, NULL);
+		return;
+	}
+}
+
+/* Gives a disruption up: the node takes pods again and is tried later. */
+void disruption_abandon(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
+			const struct proto_node *node, const char *why)
+{
+	struct kube_object_ref ref = { "karpenter.sh/v1", "NodeClaim", NULL, nc->name, nc->uid };
+
+	log_warn_kv(LOG_KV({ "nodeclaim", nc->name }), "abandoning the disruption of %s (%s): %s",
+		    nc->name, w->disrupting, why);
+	kube_event_record(r->d->events, &ref, KUBE_EVENT_WARNING, "DisruptionBlocked",
+			  "Cannot disrupt NodeClaim: %s", why);
+	if (node)
+		disruption_untaint(r, node);
+	w->disrupting = NULL;
+	w->plan_sent = false;
+	w->taint_sent = false;
+}
+

@@ -1,0 +1,325 @@
+/*
+ * Consolidation's search (reaper/consolidation.h): disruption cost and the
+ * order of candidates, and which method takes which nodes on small model
+ * clusters over Karpenter's fake catalog (fake-it-N: N+1 vCPU, dearer as N
+ * grows; spot and on-demand at one price).
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "reaper/consolidation.h"
+#include "sched-fixture.h"
+
+static uint32_t type_named(struct cluster *c, const char *name)
+{
+	uint32_t id = fx_s(c, name);
+
+	for (uint32_t t = 0; t < c->cat.n_types; t++)
+		if (c->cat.types[t].name == id)
+			return t;
+	cr_assert_fail("no type %s", name);
+	return 0;
+}
+
+/* A Ready node of NodePool "default" in test-zone-1. */
+static uint32_t fx_node_ct(struct cluster *c, const char *name, const char *type, uint32_t ct)
+{
+	uint32_t t = type_named(c, type);
+	struct node *n = cluster_add_node(c);
+	struct label *l = arena_alloc(&c->arena, 4 * sizeof(*l));
+
+	cr_assert(n && l);
+	n->name = fx_s(c, name);
+	l[0] = (struct label){ K_NODEPOOL, fx_s(c, "default") };
+	l[1] = (struct label){ K_ZONE, fx_s(c, "test-zone-1") };
+	l[2] = (struct label){ K_INSTANCE_TYPE, fx_s(c, type) };
+	l[3] = (struct label){ K_CAPACITY_TYPE, ct };
+	labels_sort(l, 4);
+	n->labels = l;
+	n->n_labels = 4;
+	n->capacity = c->cat.types[t].capacity;
+	n->allocatable = c->cat.types[t].allocatable;
+	return c->n_nodes - 1;
+}
+
+static uint32_t fx_node(struct cluster *c, const char *name, const char *type)
+{
+	return fx_node_ct(c, name, type, V_ON_DEMAND);
+}
+
+static void fx_bound(struct cluster *c, const char *name, const char *node, int64_t cpu_m)
+{
+	fx_pod(c, name, cpu_m, 256)->node = fx_s(c, node);
+}
+
+/* Every node of the cluster a candidate, of cost = its pods. */
+static uint32_t candidates(struct cluster *c, struct consolidation_candidate *v)
+{
+	for (uint32_t i = 0; i < c->n_nodes; i++) {
+		uint32_t pods = 0;
+		for (uint32_t p = 0; p < c->n_pods; p++)
+			pods += c->pods[p].node == c->nodes[i].name;
+		v[i] = (struct consolidation_candidate){
+			.node = i, .n_pods = pods, .cost = pods, .price = cluster_node_price(c, i),
+			.spot = labels_get(c->nodes[i].labels, c->nodes[i].n_labels, K_CAPACITY_TYPE) ==
+				V_SPOT };
+	}
+	consolidation_sort(v, c->n_nodes);
+	return c->n_nodes;
+}
+
+static const uint32_t ten[1] = { 10 };
+static const struct consolidation_options opts = { .budget = ten, .n_pools = 1 };
+
+static const char *node_name(struct cluster *c, const struct consolidation_candidate *v,
+			     const struct consolidation_command *cmd, uint32_t i)
+{
+	return strtab_str(&c->st, c->nodes[v[cmd->candidates[i]].node].name);
+}
+
+Test(consolidation_cost, a_default_pod_costs_one_and_priority_moves_it_within_ten_either_way)
+{
+	cr_expect_float_eq(consolidation_eviction_cost(0), 1.0, 1e-12);
+	cr_expect_float_eq(consolidation_eviction_cost(1 << 25), 2.0, 1e-12);
+	cr_expect_float_eq(consolidation_eviction_cost(2000000000), 10.0, 1e-12);
+	cr_expect_float_eq(consolidation_eviction_cost(INT32_MIN), -10.0, 1e-12);
+}
+
+Test(consolidation_cost, a_node_near_its_expiry_is_cheaper_to_disrupt)
+{
+	cr_expect_float_eq(consolidation_lifetime_remaining(0, 100), 1.0, 1e-12);
+	cr_expect_float_eq(consolidation_lifetime_remaining(90, 100), 0.1, 1e-12);
+	cr_expect_float_eq(consolidation_lifetime_remaining(200, 100), 0.0, 1e-12);
+	cr_expect_float_eq(consolidation_lifetime_remaining(1000, -1), 1.0, 1e-12, "Never expires");
+}
+
+Test(consolidation_order, candidates_go_cheapest_to_disrupt_first)
+{
+	struct consolidation_candidate v[] = { { .node = 0, .cost = 3 }, { .node = 1, .cost = 0.5 },
+					       { .node = 2, .cost = -2 }, { .node = 3, .cost = 0.5 } };
+
+	consolidation_sort(v, 4);
+	cr_expect_eq(v[0].node, 2);
+	cr_expect_eq(v[1].node, 1);
+	cr_expect_eq(v[2].node, 3, "equal costs keep node order");
+	cr_expect_eq(v[3].node, 0);
+}
+
+static struct cluster *three_nodes(const char *type, int64_t cpu_m)
+{
+	struct cluster *c = fx_cluster(8);
+
+	fx_nodepool(c, "default", 0);
+	fx_node(c, "a", type);
+	fx_node(c, "b", type);
+	fx_node(c, "c", type);
+	fx_bound(c, "a-1", "a", cpu_m);
+	fx_bound(c, "b-1", "b", cpu_m);
+	fx_bound(c, "c-1", "c", cpu_m);
+	cluster_assign_nodepools(c);
+	return c;
+}
+
+Test(consolidation_method, three_big_underused_nodes_go_at_once_onto_one_cheaper_node)
+{
+	_cleanup_(cluster_freep) struct cluster *c = three_nodes("fake-it-7", 1000);
+	struct consolidation_candidate v[3];
+	struct consolidation_command cmd;
+
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &opts, &cmd), 0);
+	cr_expect_eq(cmd.method, CONSOLIDATION_MULTI);
+	cr_expect_eq(cmd.n_candidates, 3, "all three nodes go");
+	cr_assert(cmd.res.placement);
+	cr_expect_eq(cmd.res.placement->n_claims, 1, "onto one new node");
+	cr_expect_lt(cmd.added_price, cmd.removed_price);
+	cr_expect_float_eq(cmd.savings, cmd.removed_price - cmd.added_price, 1e-9);
+	for (uint32_t p = 0; p < c->n_pods; p++)
+		cr_expect_neq(c->pods[p].node, STR_NONE, "the model is put back after the search");
+	consolidation_command_done(&cmd);
+}
+
+Test(consolidation_method, three_half_empty_nodes_become_one_by_deleting_two_not_by_a_same_type_replacement)
+{
+	_cleanup_(cluster_freep) struct cluster *c = three_nodes("fake-it-3", 1000);
+	struct consolidation_candidate v[3];
+	struct consolidation_command cmd;
+
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &opts, &cmd), 0);
+	cr_expect_eq(cmd.method, CONSOLIDATION_MULTI);
+	cr_expect_eq(cmd.n_candidates, 2, "filterOutSameType: a fake-it-3 for three is a delete of two");
+	cr_expect_eq(cmd.res.placement->n_claims, 0);
+	consolidation_command_done(&cmd);
+}
+
+Test(consolidation_method, an_underused_node_whose_pods_fit_elsewhere_is_deleted_without_a_replacement)
+{
+	_cleanup_(cluster_freep) struct cluster *c = fx_cluster(8);
+	struct consolidation_candidate v[2];
+	struct consolidation_command cmd;
+
+	fx_nodepool(c, "default", 0);
+	fx_node(c, "full", "fake-it-3");
+	fx_node(c, "light", "fake-it-3");
+	fx_bound(c, "f-1", "full", 1500);
+	fx_bound(c, "f-2", "full", 1500);
+	fx_bound(c, "l-1", "light", 500);
+	cluster_assign_nodepools(c);
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &opts, &cmd), 0);
+	cr_assert_eq(cmd.method, CONSOLIDATION_SINGLE, "two nodes cannot both go");
+	cr_assert_eq(cmd.n_candidates, 1);
+	cr_expect_str_eq(node_name(c, v, &cmd, 0), "light", "the cheaper one to disrupt");
+	cr_expect_eq(cmd.res.placement->n_claims, 0, "a delete");
+	consolidation_command_done(&cmd);
+}
+
+Test(consolidation_method, a_big_node_is_replaced_by_one_strictly_cheaper_node)
+{
+	_cleanup_(cluster_freep) struct cluster *c = fx_cluster(8);
+	struct consolidation_candidate v[1];
+	struct consolidation_command cmd;
+
+	fx_nodepool(c, "default", 0);
+	fx_node(c, "big", "fake-it-7");
+	fx_bound(c, "p-1", "big", 700);
+	cluster_assign_nodepools(c);
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &opts, &cmd), 0);
+	cr_assert_eq(cmd.method, CONSOLIDATION_SINGLE);
+	cr_assert_eq(cmd.res.placement->n_claims, 1);
+	const struct sched_claim *cl = &cmd.res.placement->claims[0];
+	for (uint32_t i = 0; i < cl->n_types; i++)
+		cr_expect_lt(catalog_type_price(&c->cat, cl->types[i], cl->zones, cl->capacity_types),
+			     v[0].price, "every option cheaper than the node");
+	cr_expect_gt(cmd.savings, 0);
+	consolidation_command_done(&cmd);
+}
+
+Test(consolidation_method, the_cheapest_node_is_not_replaced_and_says_why)
+{
+	_cleanup_(cluster_freep) struct cluster *c = fx_cluster(8);
+	struct consolidation_candidate v[1];
+	struct consolidation_command cmd;
+
+	fx_nodepool(c, "default", 0);
+	fx_node(c, "small", "fake-it-0");
+	fx_bound(c, "p-1", "small", 600);
+	cluster_assign_nodepools(c);
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &opts, &cmd), 0);
+	cr_expect_eq(cmd.method, CONSOLIDATION_NONE);
+	cr_expect_neq(cmd.why[0][0], '\0', "an Unconsolidatable reason");
+	consolidation_command_done(&cmd);
+}
+
+Test(consolidation_method, spot_is_not_replaced_by_spot_without_the_feature_gate)
+{
+	_cleanup_(cluster_freep) struct cluster *c = fx_cluster(8);
+	struct consolidation_candidate v[1];
+	struct consolidation_command cmd;
+
+	fx_nodepool(c, "default", 0);
+	fx_node_ct(c, "big", "fake-it-7", V_SPOT);
+	fx_bound(c, "p-1", "big", 700);
+	cluster_assign_nodepools(c);
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &opts, &cmd), 0);
+	cr_expect_eq(cmd.method, CONSOLIDATION_NONE);
+	cr_expect(strstr(cmd.why[0], "SpotToSpotConsolidation is disabled"), "%s", cmd.why[0]);
+	consolidation_command_done(&cmd);
+}
+
+Test(consolidation_method, spot_to_spot_needs_fifteen_cheaper_types_to_keep_diversity)
+{
+	_cleanup_(cluster_freep) struct cluster *c = fx_cluster(8);
+	struct consolidation_candidate v[1];
+	struct consolidation_command cmd;
+	struct consolidation_options o = opts;
+
+	o.spot_to_spot = true;
+	fx_nodepool(c, "default", 0);
+	fx_node_ct(c, "big", "fake-it-7", V_SPOT);
+	fx_bound(c, "p-1", "big", 700);
+	cluster_assign_nodepools(c);
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &o, &cmd), 0);
+	cr_expect_eq(cmd.method, CONSOLIDATION_NONE, "7 cheaper types only");
+	cr_expect(strstr(cmd.why[0], "requires 15 cheaper instance type options"), "%s", cmd.why[0]);
+	consolidation_command_done(&cmd);
+}
+
+Test(consolidation_method, spot_to_spot_with_enough_cheaper_types_launches_from_the_fifteen_cheapest)
+{
+	_cleanup_(cluster_freep) struct cluster *c = fx_cluster(40);
+	struct consolidation_candidate v[1];
+	struct consolidation_command cmd;
+	struct consolidation_options o = opts;
+
+	o.spot_to_spot = true;
+	fx_nodepool(c, "default", 0);
+	fx_node_ct(c, "big", "fake-it-30", V_SPOT);
+	fx_bound(c, "p-1", "big", 700);
+	cluster_assign_nodepools(c);
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &o, &cmd), 0);
+	cr_assert_eq(cmd.method, CONSOLIDATION_SINGLE, "%s", cmd.why[0]);
+	cr_expect_eq(cmd.res.placement->claims[0].n_types, CONSOLIDATION_MIN_SPOT_TYPES);
+	cr_expect_eq(cmd.res.placement->claims[0].capacity_types, 1u << CT_SPOT);
+	consolidation_command_done(&cmd);
+}
+
+Test(consolidation_method, a_budget_of_zero_holds_every_candidate)
+{
+	_cleanup_(cluster_freep) struct cluster *c = fx_cluster(8);
+	struct consolidation_candidate v[2];
+	struct consolidation_command cmd;
+	static const uint32_t none[1] = { 0 };
+	struct consolidation_options o = { .budget = none, .n_pools = 1 };
+
+	fx_nodepool(c, "default", 0);
+	fx_node(c, "a", "fake-it-3");
+	fx_node(c, "b", "fake-it-3");
+	fx_bound(c, "a-1", "a", 500);
+	fx_bound(c, "b-1", "b", 500);
+	cluster_assign_nodepools(c);
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &o, &cmd), 0);
+	cr_expect_eq(cmd.method, CONSOLIDATION_NONE);
+	cr_expect(strstr(cmd.why[0], "budgets"), "%s", cmd.why[0]);
+	consolidation_command_done(&cmd);
+}
+
+Test(consolidation_method, a_budget_of_one_lets_multi_node_take_no_pair)
+{
+	_cleanup_(cluster_freep) struct cluster *c = fx_cluster(8);
+	struct consolidation_candidate v[3];
+	struct consolidation_command cmd;
+	static const uint32_t one[1] = { 1 };
+	struct consolidation_options o = { .budget = one, .n_pools = 1 };
+
+	fx_nodepool(c, "default", 0);
+	fx_node(c, "a", "fake-it-3");
+	fx_node(c, "b", "fake-it-3");
+	fx_node(c, "c", "fake-it-3");
+	fx_bound(c, "a-1", "a", 500);
+	fx_bound(c, "b-1", "b", 500);
+	fx_bound(c, "c-1", "c", 500);
+	cluster_assign_nodepools(c);
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &o, &cmd), 0);
+	cr_expect_eq(cmd.method, CONSOLIDATION_SINGLE);
+	cr_expect_eq(cmd.n_candidates, 1);
+	consolidation_command_done(&cmd);
+}
+
+Test(consolidation_validate, a_command_whose_pods_no_longer_fit_is_dropped)
+{
+	_cleanup_(cluster_freep) struct cluster *c = fx_cluster(8);
+	struct consolidation_candidate v[2];
+	struct consolidation_command cmd;
+
+	fx_nodepool(c, "default", 0);
+	fx_node(c, "full", "fake-it-0");
+	fx_node(c, "light", "fake-it-0");
+	fx_bound(c, "f-1", "full", 800);
+	fx_bound(c, "l-1", "light", 500);
+	cluster_assign_nodepools(c);
+	candidates(c, v);
+	/* "light" alone, as a delete would have it: its pod fits nowhere now. */
+	struct consolidation_candidate only = v[0].node == 1 ? v[0] : v[1];
+	cr_assert_eq(consolidation_validate(c, &only, 1, &opts, &cmd), 0);
+	cr_expect_eq(cmd.method, CONSOLIDATION_NONE);
+	consolidation_command_done(&cmd);
+}
