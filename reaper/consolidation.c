@@ -267,7 +267,7 @@ static int gather_one(struct reaper *r, struct job *j, struct hashmap *pools, ch
 	    !(idx = hashmap_get(node_index, node->name)) || !(w = reaper_work(r, nc->name)))
 		return 0;
 	pods = disruption_movable_pods(r, node, &blocker);
-	if (!pods) /* emptiness's */
+	if (!pods || disruption_nominated(r, nc, node)) /* emptiness's, or still filling */
 		return 0;
 	if ((why = unfit(r, nc, np, node, w, now, &event, &cost, buf, sizeof(buf)))) {
 		if (event)

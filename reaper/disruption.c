@@ -181,6 +181,10 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 			disruption_delete(r, w, nc, w->disrupting, pods);
 		return;
 	}
+	if (disruption_nominated(r, nc, node)) {
+		w->empty_since_usec = 0; /* its pods are on their way */
+		return;
+	}
 	reason = candidate_reason(r, w, nc, np, pods, now_usec, &drift);
 	/* "Drifted (AMIDrift)": the drift's kind in logs and Events. */
 	snprintf(why, sizeof(why), "%s%s%s%s", reason ?: "", drift ? " (" : "",

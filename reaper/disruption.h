@@ -39,6 +39,10 @@ const struct proto_node *disruption_node_of(struct reaper *r, const struct proto
 bool node_has_taint(const struct proto_node *n, const char *key);
 /* Being deleted, tainted karpenter.sh/disrupted, or chosen by this reaper. */
 bool claim_disrupting(struct reaper *r, const struct proto_nodeclaim *nc);
+/* Are pods still coming to it (its Node held by the launcher, or a pod
+ * planned for it pending yet, shortly after the Node was made)? Such a
+ * node is no candidate for any voluntary disruption: it only looks empty. */
+bool disruption_nominated(struct reaper *r, const struct proto_nodeclaim *nc, const struct proto_node *n);
 /* Pods that would have to move; *blocker names one with do-not-disrupt. */
 unsigned disruption_movable_pods(struct reaper *r, const struct proto_node *n,
 				 const struct proto_pod **blocker);

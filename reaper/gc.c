@@ -8,6 +8,14 @@
  *    instance whose karpenter.sh/nodeclaim tag names a NodeClaim that is
  *    still launching is that NodeClaim's (the launcher adopts it after a
  *    restart), not an orphan;
+ *  - a Node of ours (the termination finalizer) that no NodeClaim speaks
+ *    for and whose instance is gone (shutting-down, terminated, or not
+ *    listed) in a description taken gc-grace after the Node was created is
+ *    deleted; its termination (termination.c) removes the finalizer. A
+ *    NodeClaim terminated before the launcher had created its Node (a
+ *    launcher killed between the two, or a NodeClaim deleted mid-launch)
+ *    would otherwise leave that Node behind for good, as Karpenter's Node
+ *    would not (its owner reference to the NodeClaim deletes it);
  *  - a launched NodeClaim whose instance EC2 no longer lists is deleted,
  *    its Node with it, without a drain (nothing runs there any more) —
  *    kubernetes-sigs/karpenter pkg/controllers/nodeclaim/garbagecollection;
@@ -181,6 +189,43 @@ static void collect_orphan(struct reaper *r, const struct ec2_instance *e)
 	}
 }
 
+static bool has_finalizer(const struct proto_node *n)
+{
+	return has_string(n->finalizers, n->n_finalizers, KARPENTER_TERMINATION_FINALIZER);
+}
+
+/* Nodes of ours left behind by a NodeClaim that is gone, whose instance
+ * is gone too (from the same description as collect_orphans()). */
+static void collect_orphan_nodes(struct reaper *r, const struct hashmap *owned)
+{
+	int64_t old_before_ms = inventory_described_wall_ms(r) - (int64_t)(r->cfg->gc_grace_usec / 1000);
+	const struct state_entry *e;
+	size_t it = 0;
+
+	while ((e = state_store_next(reaper_store(r), &it))) {
+		const struct proto_node *node = e->obj.node;
+		const struct ec2_instance *inst;
+		const char *id;
+		char key[PROTO_MAX_NAME_LEN + 8];
+		struct claim_work *w;
+
+		if (e->obj.kind != PROTO_OBJECT_NODE || node->deletion_time || !has_finalizer(node) ||
+		    !(id = provider_instance_id(node->provider_id)) || hashmap_get(owned, id) ||
+		    !node->creation_time || node->creation_time > old_before_ms)
+			continue;
+		inst = inventory_instance(r, id);
+		if (inst && !streq(inst->state, "shutting-down") && !streq(inst->state, "terminated"))
+			continue; /* live: collect_orphans()'s */
+		snprintf(key, sizeof(key), "node/%s", node->name);
+		if (!(w = reaper_work(r, key)) || w->node_delete_sent)
+			continue;
+		log_info_kv(LOG_KV({ "node", node->name }, { "instance", id }),
+			    "garbage collecting node %s: no nodeclaim, and its instance %s is %s", node->name,
+			    id, inst ? inst->state : "gone");
+		termination_delete_node(r, w, node);
+	}
+}
+
 /* Orphans, from the last description, once the cluster state was current
  * after it was taken. */
 static void collect_orphans(struct reaper *r)
@@ -205,6 +250,7 @@ static void collect_orphans(struct reaper *r)
 			continue;
 		collect_orphan(r, e);
 	}
+	collect_orphan_nodes(r, &owned);
 out:
 	hashmap_done(&owned);
 	hashmap_done(&launching);

@@ -93,3 +93,9 @@ tests_unit_test_reaper_consolidation_LDADD = $(REAPER_LIBS) $(LDADD) $(TEST_LIBS
 # blocking with an Event naming them.
 TESTS += tests/e2e/reaper-consolidation.sh
 EXTRA_DIST += tests/e2e/reaper-consolidation.sh
+
+# End-to-end: kanna-reaper SIGKILLed mid-termination (tainted, held by a
+# PDB, TerminateInstances in flight, finalizers still on) and restarted:
+# it converges, each instance terminated once.
+TESTS += tests/e2e/reaper-kill.sh
+EXTRA_DIST += tests/e2e/reaper-kill.sh

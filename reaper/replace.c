@@ -78,6 +78,35 @@ bool claim_disrupting(struct reaper *r, const struct proto_nodeclaim *nc)
 	       node_has_taint(n, KARPENTER_DISRUPTED_TAINT_KEY) || (w && w->disrupting);
 }
 
+/* How long after its Node was made a NodeClaim's planned pods still
+ * pending keep it out of disruption (Karpenter's nomination window is
+ * twice the batch window, 20 s; longer here, for a launcher restarting
+ * between its binds). */
+#define NOMINATION_WINDOW_MS (60 * 1000)
+
+bool disruption_nominated(struct reaper *r, const struct proto_nodeclaim *nc, const struct proto_node *n)
+{
+	char ns[PROTO_MAX_NAME_LEN + 1];
+
+	/* The launcher holds the Node until its planned pods are bound. */
+	if (node_has_taint(n, KARPENTER_UNREGISTERED_TAINT_KEY))
+		return true;
+	if (!n->creation_time || clock_realtime_ms() - n->creation_time >= NOMINATION_WINDOW_MS)
+		return false;
+	for (uint32_t i = 0; i < nc->n_planned_pods; i++) {
+		const char *key = nc->planned_pods[i], *slash = strchr(key, '/');
+		const struct state_entry *e;
+
+		if (!slash || (size_t)(slash - key) > PROTO_MAX_NAME_LEN)
+			continue;
+		snprintf(ns, sizeof(ns), "%.*s", (int)(slash - key), key);
+		e = state_store_get(reaper_store(r), PROTO_OBJECT_POD, ns, slash + 1);
+		if (e && (!e->obj.pod->node_name || !*e->obj.pod->node_name) && !e->obj.pod->deletion_time)
+			return true;
+	}
+	return false;
+}
+
 /* Pods that would have to move; *blocker names one with do-not-disrupt. */
 unsigned disruption_movable_pods(struct reaper *r, const struct proto_node *n,
 				 const struct proto_pod **blocker)

@@ -2,7 +2,7 @@
  * The subresources with behaviour of their own: pods/binding (sets
  * spec.nodeName and PodScheduled=True, 409 when already bound),
  * pods/eviction (honours PodDisruptionBudgets, 429 when evicting would
- * violate one) and <workload>/scale (autoscaling/v1 Scale over
+ * violate one; the timeline's pod-evicted notes the budget's state) and <workload>/scale (autoscaling/v1 Scale over
  * spec.replicas). Called from k8s-api.c; atomic under the store lock.
  */
 #include <errno.h>
@@ -145,18 +145,32 @@ static long int_or_percent(const json_t *v, long total)
 	return s ? strtol(s, NULL, 10) : 0;
 }
 
-/* Lock held. 0 when the PDB allows one more disruption, else 429 in err. */
+/* What an eviction met, for the timeline: the budget that covers the pod
+ * (if one does), the disruptions it allowed just before (upstream's
+ * status.disruptionsAllowed: healthy less desired, at least 0), and why
+ * the eviction did not count against it (NULL: it did). */
+struct eviction_note {
+	char pdb[2 * 254 + 2];
+	long allowed;
+	const char *exempt;
+};
+
+/* Lock held. 0 when the PDB allows one more disruption, else 429 in err;
+ * the budget's state goes into note either way. */
 static int pdb_allows(struct k8s_api *api, const struct k8s_resource *pods,
 		      const char *ns, const json_t *pdb, bool pod_ready,
-		      struct k8s_error *err)
+		      struct eviction_note *note, struct k8s_error *err)
 {
 	const json_t *spec = json_object_get(pdb, "spec");
 	const json_t *min = json_object_get(spec, "minAvailable");
 	const json_t *max = json_object_get(spec, "maxUnavailable");
+	const char *name = json_string_value(json_object_get(json_object_get(pdb, "metadata"), "name"));
 	struct pdb_scan s = {};
 	char msg[128];
 	long desired;
 
+	snprintf(note->pdb, sizeof(note->pdb), "%s/%s", ns, name ?: "");
+	note->allowed = -1; /* unknown: a budget that decides nothing */
 	if (k8s_label_selector_from_json(json_object_get(spec, "selector"), &s.sel, msg,
 					 sizeof(msg)) < 0)
 		return 0;
@@ -168,21 +182,24 @@ static int pdb_allows(struct k8s_api *api, const struct k8s_resource *pods,
 		desired = s.expected - int_or_percent(max, s.expected);
 	else
 		return 0;
+	note->allowed = s.healthy - desired > 0 ? s.healthy - desired : 0;
 	/* An unready pod costs nothing while the budget is met (IfHealthyBudget). */
-	if (pod_ready ? s.healthy - desired >= 1 : s.healthy >= desired)
+	if (pod_ready ? s.healthy - desired >= 1 : s.healthy >= desired) {
+		if (!pod_ready)
+			note->exempt = "unready";
 		return 0;
+	}
 	k8s_error_set(err, 429, "TooManyRequests",
 		      "Cannot evict pod as it would violate the pod's disruption budget.");
 	snprintf(msg, sizeof(msg), "The disruption budget %s needs %ld healthy pods and has %ld currently",
-		 json_string_value(json_object_get(json_object_get(pdb, "metadata"), "name")),
-		 desired, s.healthy);
+		 name, desired, s.healthy);
 	err->details = json_pack("{s:[{s:s, s:s}]}", "causes", "reason", "DisruptionBudget",
 				 "message", msg);
 	return -EBUSY;
 }
 
 static int eviction_check(struct k8s_api *api, const struct k8s_route *route,
-			  const json_t *pod, struct k8s_error *err)
+			  const json_t *pod, struct eviction_note *note, struct k8s_error *err)
 {
 	const struct k8s_resource *pdbs = k8s_registry_find(api->reg, "policy", "v1",
 							    "poddisruptionbudgets");
@@ -191,23 +208,32 @@ static int eviction_check(struct k8s_api *api, const struct k8s_route *route,
 		.labels = json_object_get(json_object_get(pod, "metadata"), "labels"),
 		.pdbs = json_array(),
 	};
+	struct k8s_error ignored = {};
+	const char *exempt = NULL;
 	int r = 0;
 
 	/* Pending, finished or terminating pods never count against a budget. */
-	if (streq_ptr(phase, "Pending") || streq_ptr(phase, "Succeeded") ||
-	    streq_ptr(phase, "Failed") ||
-	    json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp")) {
-		json_decref(s.pdbs);
-		return 0;
-	}
+	if (streq_ptr(phase, "Pending"))
+		exempt = "pending";
+	else if (streq_ptr(phase, "Succeeded") || streq_ptr(phase, "Failed"))
+		exempt = "finished";
+	else if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
+		exempt = "terminating";
 	k8s_store_foreach(api->store, pdbs, route->ns, find_pdbs, &s);
-	if (json_array_size(s.pdbs) > 1) {
+	if (exempt) {
+		/* Not asked, but noted: the budget's state all the same. */
+		if (json_array_size(s.pdbs) == 1)
+			(void)pdb_allows(api, route->res, route->ns, json_array_get(s.pdbs, 0),
+					 false, note, &ignored);
+		k8s_error_clear(&ignored);
+		note->exempt = exempt;
+	} else if (json_array_size(s.pdbs) > 1) {
 		k8s_error_set(err, 500, "InternalError",
 			      "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.");
 		r = -EINVAL;
 	} else if (json_array_size(s.pdbs) == 1)
 		r = pdb_allows(api, route->res, route->ns, json_array_get(s.pdbs, 0),
-			       pod_is_ready(pod), err);
+			       pod_is_ready(pod), note, err);
 	json_decref(s.pdbs);
 	return r;
 }
@@ -216,6 +242,7 @@ int k8s_pod_eviction(struct k8s_api *api, const struct k8s_route *route,
 		     json_t *body, struct k8s_response *resp)
 {
 	struct k8s_delete_options opts;
+	struct eviction_note note = { .allowed = -1 };
 	struct k8s_error err = {};
 	json_t *pod = NULL;
 	int r;
@@ -227,17 +254,25 @@ int k8s_pod_eviction(struct k8s_api *api, const struct k8s_route *route,
 	k8s_store_lock(api->store);
 	r = k8s_store_get(api->store, route->res, route->ns, route->name, &pod, &err);
 	if (r >= 0)
-		r = eviction_check(api, route, pod, &err);
+		r = eviction_check(api, route, pod, &note, &err);
 	if (r >= 0)
 		r = k8s_store_delete(api->store, route->res, route->ns, route->name, &opts,
 				     NULL, &err);
-	/* The API server writes no Event for an eviction; the timeline notes it. */
+	/* The API server writes no Event for an eviction; the timeline notes it,
+	 * with the budget's state when one covers the pod:
+	 * "NS/POD [NODE] [pdb NS/NAME allowed N [exempt WHY]]" (allowed -1: the
+	 * budget sets neither minAvailable nor maxUnavailable). */
 	if (r >= 0) {
 		const char *node = json_string_value(json_object_get(json_object_get(pod, "spec"),
 								     "nodeName"));
 
-		k8s_timeline_add(api->store, "pod-evicted", "%s/%s%s%s", route->ns, route->name,
-				 node ? " " : "", node ?: "");
+		if (*note.pdb)
+			k8s_timeline_add(api->store, "pod-evicted", "%s/%s%s%s pdb %s allowed %ld%s%s",
+					 route->ns, route->name, node ? " " : "", node ?: "", note.pdb,
+					 note.allowed, note.exempt ? " exempt " : "", note.exempt ?: "");
+		else
+			k8s_timeline_add(api->store, "pod-evicted", "%s/%s%s%s", route->ns, route->name,
+					 node ? " " : "", node ?: "");
 	}
 	k8s_store_unlock(api->store);
 	json_decref(pod);

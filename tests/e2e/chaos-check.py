@@ -2,12 +2,12 @@
 """Invariant checker of the chaos test (tests/e2e/chaos.sh).
 
 Reads what kanna-sim says happened, never what kanna says: a directory with
-  k8s.json         kubectl get pods,nodes,nodeclaims,nodepools,deployments,events
-                   -A -o json
+  k8s.json         kubectl get pods,nodes,nodeclaims,nodepools,deployments,events,
+                   poddisruptionbudgets -A -o json
   k8s-status.json  GET /_sim/status on the Kubernetes port (timeline, faults)
   aws-status.json  GET /_sim/status on the AWS port (instances, their tags,
                    launch and terminate times)
-and checks the scale-up path's invariants, replaying every binding of the
+and checks the invariants of the scale-up and removal paths, replaying every binding of the
 sim's timeline against the cluster as it was then (a pod since deleted is
 known by its Deployment's template):
   instance-one-nodeclaim    every live instance has exactly one NodeClaim
@@ -31,6 +31,21 @@ known by its Deployment's template):
                             saying why it is not placed
   nodeclaim-unlaunched      no NodeClaim went without an instance for longer
                             than the launch timeout (plus a grace)
+and the removal path's (kanna-reaper's):
+  instance-terminated-once  every instance that is not live was terminated by
+                            exactly one TerminateInstances call that changed
+                            it (the sim's AWS timeline has a "terminate" only
+                            for a call that took a live instance down; a
+                            repeated call is answered and not recorded)
+  nodeclaim-instance-gone   every NodeClaim not being deleted has a live
+                            instance (with instance-one-nodeclaim: one each)
+  termination-stuck         no NodeClaim or Node is left being deleted with
+                            the karpenter.sh/termination finalizer
+  pdb-eviction-violated     no pod was evicted while the PodDisruptionBudget
+                            covering it allowed 0 disruptions (the sim notes
+                            the budget's state with each eviction)
+  pod-not-drained           no Node's instance stopped (the Node went
+                            NotReady) while a pod was still bound to it
   timeline-incomplete       the sim's timelines dropped nothing (else the
                             checks above would be blind)
 The chaos script adds not-converged (a round that did not settle in its
@@ -42,11 +57,12 @@ the same ledger.
       once per object, prints those new this time; exit 1 if any is new.
   chaos-check.py settled DIR
       exit 0 when the cluster has converged: every NodeClaim launched with a
-      Ready Node, every live instance owned, every pod bound or explained.
+      Ready Node, none and no Node being deleted, every live instance owned,
+      every pod bound or explained.
   chaos-check.py summary --ledger FILE
       prints each invariant's count; exit 1 if any is not zero.
   chaos-check.py selftest
-      a clean cluster passes, and each of a dozen mutations of it is caught
+      a clean cluster passes, and each of some twenty mutations of it is caught
       by exactly its invariant (so a zero means something).
 """
 import argparse
@@ -185,6 +201,9 @@ def _fixture():
     for p in pods:
         if p["spec"].get("nodeName"):
             timeline.append(("pod-bound", "default/%s %s" % (meta(p, "name"), p["spec"]["nodeName"]), 4))
+    # Evictions a budget allowed, or that did not count against it.
+    timeline += [("pod-evicted", "default/x8 n2 pdb default/x allowed 1", 5),
+                 ("pod-evicted", "default/x9 n2 pdb default/x allowed 0 exempt pending", 5)]
     timeline.sort(key=lambda e: e[2])
     return {
         "k8s": {"items": nodes + pods + claims + pools + events},
@@ -240,6 +259,27 @@ def _selftest_cases():
         f["k8s-status"]["timeline"][-1]["time"] = f["k8s-status"]["timeline"][0]["time"]
         f["k8s-status"]["timeline"].sort(key=lambda e: e["time"])
 
+    def aws_event(f, ev, detail):
+        f["aws-status"].setdefault("timeline", []).append(
+            {"time": f["k8s-status"]["time"], "event": ev, "detail": detail})
+
+    def gone_quietly(f):
+        inst(f, "i-9", "c9", "other")
+        f["aws-status"]["instances"][-1]["state"] = "terminated"
+
+    def terminated_under_claim(f):
+        f["aws-status"]["instances"][2]["state"] = "terminated"
+        aws_event(f, "terminate", "i-3 cost 0.01")
+
+    def stuck(f):
+        c = item(f, "NodeClaim", "c1")
+        c["metadata"]["deletionTimestamp"] = f["k8s-status"]["time"]
+        c["metadata"]["finalizers"] = ["karpenter.sh/termination"]
+
+    def stopped_under_pods(f):
+        event(f, "node-ready", "n1")
+        event(f, "node-not-ready", "n1")
+
     def stale_reason(f):
         item(f, "Event", "")["lastTimestamp"] = "2000-01-01T00:00:00Z"
 
@@ -257,6 +297,11 @@ def _selftest_cases():
         ("nodepool-limit-exceeded", limit),
         ("pending-without-reason", stale_reason),
         ("nodeclaim-unlaunched", unlaunched),
+        ("instance-terminated-once", gone_quietly),
+        ("nodeclaim-instance-gone", terminated_under_claim),
+        ("termination-stuck", stuck),
+        ("pdb-eviction-violated", lambda f: event(f, "pod-evicted", "default/x3 n1 pdb default/x allowed 0")),
+        ("pod-not-drained", stopped_under_pods),
         ("timeline-incomplete", lambda f: f["aws-status"].__setitem__("timelineDropped", 1)),
     ]
 

@@ -1,17 +1,24 @@
 #!/bin/sh
 # End-to-end chaos: under kills and faults the scale-up path never
-# overcommits, never wedges, never leaks.
+# overcommits, never wedges, never leaks, and the removal path never
+# terminates an instance twice, never strands a finalizer, never evicts
+# what a PodDisruptionBudget protects.
 #
 # Each round scales three Deployments (plain pods; pods that refuse to share
-# a host, required anti-affinity on kubernetes.io/hostname; pods spread over
-# zones, maxSkew 1 DoNotSchedule) up or down while kanna-sim injects faults
+# a host, required anti-affinity on kubernetes.io/hostname, under a
+# PodDisruptionBudget of maxUnavailable 1; pods spread over zones, maxSkew 1
+# DoNotSchedule) up or down, every second round deletes one busy Node or
+# NodeClaim (as an operator or an interruption would), and the NodePools
+# remove every empty node after 3 s (WhenEmpty, budget 100%), so drains
+# and terminations run while kanna-sim injects faults
 # chosen from the seed on both sides (AWS: insufficient capacity for a few
 # instance types up to a whole capacity type, throttling, 5xx, latency,
 # answers lost or cut off after the request was carried out;
 # Kubernetes: 5xx, 429, latency, cut watches, 410 Gone, and 500s on
 # pods/binding and Events)
-# and SIGKILLs watcher, scheduler and launcher at random moments,
-# restarting each. Then the faults stop, the cluster gets a bounded time to
+# and SIGKILLs watcher, scheduler, launcher and reaper at random moments,
+# restarting each (round r's first kill takes the r-th of launcher, reaper,
+# scheduler, watcher; the rest are picked at random). Then the faults stop, the cluster gets a bounded time to
 # converge (not converging is a violation: a wedge), and
 # tests/e2e/chaos-check.py checks the invariants against
 # what the sim recorded (its state, instances and timelines), not against
@@ -54,7 +61,11 @@ LAUNCH_GRACE=15
 # An offering that met insufficient capacity is skipped this long (3m by
 # default): about a round, so that each round's capacity faults are its own.
 ICE_TTL=20
-DAEMONS="watcher scheduler launcher"
+# The reaper's garbage collection looks often, and gives a launch (and a
+# killed launcher) a while before it calls an instance orphaned.
+GC_PERIOD=5
+GC_GRACE=15
+DAEMONS="watcher scheduler launcher reaper"
 case $KILLS in
 *-*) kills_min=${KILLS%-*} kills_max=${KILLS#*-} ;;
 *) kills_min=$KILLS kills_max=$KILLS ;;
@@ -121,13 +132,13 @@ kc() {
 # restarted daemon answers where its predecessor did.
 ports=$(python3 -c '
 import socket
-ss = [socket.socket() for _ in range(3)]
+ss = [socket.socket() for _ in range(4)]
 for s in ss:
     s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in ss))')
 set -- $ports
-port_watcher=$1 port_scheduler=$2 port_launcher=$3
-kills_watcher=0 kills_scheduler=0 kills_launcher=0 kills=0
+port_watcher=$1 port_scheduler=$2 port_launcher=$3 port_reaper=$4
+kills_watcher=0 kills_scheduler=0 kills_launcher=0 kills_reaper=0 kills=0
 
 start_daemon() { # NAME: (re)starts it, appending to its log
 	case $1 in
@@ -138,6 +149,9 @@ start_daemon() { # NAME: (re)starts it, appending to its log
 	launcher)
 		set -- "$BUILDDIR/launcher/kanna-launcher" --reconcile-period 1s \
 			--launch-timeout "${LAUNCH_TIMEOUT}s" --unavailable-offering-ttl "${ICE_TTL}s" ;;
+	reaper)
+		set -- "$BUILDDIR/reaper/kanna-reaper" --reconcile-period 500ms \
+			--gc-period "${GC_PERIOD}s" --gc-grace "${GC_GRACE}s" --registration-ttl 60s ;;
 	esac
 	d=$(basename "$1")
 	d=${d#kanna-}
@@ -146,9 +160,9 @@ start_daemon() { # NAME: (re)starts it, appending to its log
 	"$@" --runtime-dir "$tmp/run" --metrics-port 0 --health-port "$port" --leader-elect=false \
 		>>"$tmp/$d.log" 2>&1 &
 	eval "pid_$d=$!"
-	e2e_pids="$pid_sim $pid_watcher $pid_scheduler $pid_launcher"
+	e2e_pids="$pid_sim $pid_watcher $pid_scheduler $pid_launcher $pid_reaper"
 }
-pid_watcher="" pid_scheduler="" pid_launcher=""
+pid_watcher="" pid_scheduler="" pid_launcher="" pid_reaper=""
 for d in $DAEMONS; do
 	start_daemon "$d"
 done
@@ -189,6 +203,7 @@ for d in $DAEMONS; do
 	wait_for "kanna-$d's health port" 30 curl -sf "http://127.0.0.1:$(eval echo "\$port_$d")/healthz"
 done
 wait_for "the launcher to take plans" 60 grep -q "taking launch plans" "$tmp/launcher.log"
+wait_for "the reaper" 60 grep -q "reaping for cluster" "$tmp/reaper.log"
 
 # --- workload: NodePools with limits over spot and on-demand --------------------
 kc apply -f - >/dev/null <<'YAML'
@@ -213,6 +228,7 @@ spec:
       - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}
       - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
   limits: {cpu: "32"}
+  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: 3s, budgets: [{nodes: "100%"}]}
 ---
 apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -226,6 +242,7 @@ spec:
       - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}
       - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
   limits: {cpu: "16"}
+  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: 3s, budgets: [{nodes: "100%"}]}
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -256,6 +273,13 @@ spec:
           - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: anti}}}
       containers:
       - {name: c, image: pause, resources: {requests: {cpu: "1", memory: 1Gi}}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: anti, namespace: default}
+spec:
+  maxUnavailable: 1
+  selector: {matchLabels: {app: anti}}
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -323,8 +347,12 @@ clear_faults() {
 }
 
 # --- kills ------------------------------------------------------------------------
-kill_one() {
-	pick $DAEMONS
+# The first kill of round r takes the r-th of this order (so that even a
+# short run kills the launcher, and the reaper in the first round that
+# removes nodes); the others are picked at random.
+FORCED_KILLS="launcher reaper scheduler watcher"
+kill_one() { # [DAEMON]
+	if [ $# -gt 0 ]; then p=$1; else pick $DAEMONS; fi
 	eval "pid=\$pid_$p"
 	if ! alive "$pid"; then
 		check_daemons "before a kill" "$p"
@@ -332,6 +360,8 @@ kill_one() {
 	fi
 	kill -KILL "$pid"
 	wait "$pid" 2>/dev/null || true
+	# What it was doing: the reaper's last line says how far a drain went.
+	[ "$p" != reaper ] || echo "  killed the reaper after: $(grep -v '^---' "$tmp/reaper.log" | tail -n 1 | cut -c1-160)" >>"$tmp/kills"
 	echo "--- $(date -u +%H:%M:%S) chaos: SIGKILL" >>"$tmp/$p.log"
 	eval "k=\$kills_$p"
 	eval "kills_$p=$((k + 1))"
@@ -342,10 +372,29 @@ kill_one() {
 	killed="$killed $p"
 }
 
+# --- removals: a busy Node or its NodeClaim deleted, as by hand ----------------------------
+# Preferably one running an anti-affinity pod, whose budget then decides
+# when the drain may evict it; kubectl delete node takes the NodeClaim along
+# (kanna-reaper's doing), kubectl delete nodeclaim the Node.
+remove_busy_node() {
+	node=$(kc get pods -l app=anti -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep . | sort -u | head -n 1)
+	[ -n "$node" ] || node=$(kc get pods -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep . | sort -u | head -n 1)
+	[ -n "$node" ] || return 0
+	claim=$(kc get nodeclaims -o jsonpath='{range .items[*]}{.metadata.name} {.status.nodeName}{"\n"}{end}' | awk -v n="$node" '$2 == n {print $1}')
+	rand 2
+	if [ "$r" -eq 0 ] || [ -z "$claim" ]; then
+		kc delete node "$node" --wait=false >/dev/null
+		removed="$removed node/$node"
+	else
+		kc delete nodeclaim "$claim" --wait=false >/dev/null
+		removed="$removed nodeclaim/$claim"
+	fi
+}
+
 # --- one round: scale, faults and kills, then converge and check -------------------
 snapshot() { # into $tmp/snap
 	mkdir -p "$tmp/snap"
-	kc get pods,nodes,nodeclaims,nodepools,deployments,events -A -o json >"$tmp/snap/k8s.json"
+	kc get pods,nodes,nodeclaims,nodepools,deployments,events,poddisruptionbudgets -A -o json >"$tmp/snap/k8s.json"
 	k8s_admin /_sim/status >"$tmp/snap/k8s-status.json"
 	aws_admin /_sim/status >"$tmp/snap/aws-status.json"
 }
@@ -371,17 +420,24 @@ while [ "$round" -le "$ROUNDS" ]; do
 	kc scale deployment anti --replicas "$anti" >/dev/null
 	kc scale deployment spread --replicas "$spread" >/dev/null
 	rand $((kills_max - kills_min + 1))
-	n=$((kills_min + r)) killed=""
+	n=$((kills_min + r)) killed="" removed=""
+	[ $((round % 2)) -ne 0 ] || remove_busy_node
+	set -- $FORCED_KILLS
+	shift $(((round - 1) % $#))
+	forced=$1
 	while [ "$n" -gt 0 ]; do
 		rand $((STEP * 10 / (kills_max + 1)))
 		sleep "$((r / 10)).$((r % 10))"
-		kill_one
+		kill_one $forced
+		forced=""
 		n=$((n - 1))
 	done
 	left=$((t0 + STEP - $(date +%s)))
 	[ "$left" -le 0 ] || sleep "$left"
 	clear_faults
-	echo "  killed:${killed:- nothing}; faults off, converging (at most ${SETTLE}s)"
+	echo "  removed:${removed:- nothing (no busy node)}; killed:${killed:- nothing}"
+	[ ! -s "$tmp/kills" ] || { cat "$tmp/kills"; : >"$tmp/kills"; }
+	echo "  faults off, converging (at most ${SETTLE}s)"
 	deadline=$(($(date +%s) + SETTLE))
 	settled=false
 	while [ "$(date +%s)" -lt "$deadline" ]; do
@@ -434,7 +490,10 @@ done
 # --- report --------------------------------------------------------------------------------------
 snapshot
 echo "chaos: seed $SEED, $ROUNDS rounds in $(($(date +%s) - start_s))s"
-echo "kills: $kills (watcher $kills_watcher, scheduler $kills_scheduler, launcher $kills_launcher)"
+echo "kills: $kills (watcher $kills_watcher, scheduler $kills_scheduler, launcher $kills_launcher, reaper $kills_reaper)"
+# What the reaper did meanwhile (its log, not an invariant: the evidence
+# that removals ran under the kills).
+echo "removals: $(grep -c 'terminated instance ' "$tmp/reaper.log") instance(s) terminated, $(grep -c 'evicted pod ' "$tmp/reaper.log") pod(s) evicted, $(grep -c 'FailedDraining\|Failed to drain node' "$tmp/reaper.log") drain(s) held by a budget"
 python3 - "$tmp/snap/aws-status.json" "$tmp/snap/k8s-status.json" >"$tmp/faults.txt" <<'PY'
 import json, sys
 aws = json.load(open(sys.argv[1])).get("faultsInjected", {})

@@ -25,6 +25,11 @@ INVARIANTS = [
     "nodepool-limit-exceeded",
     "pending-without-reason",
     "nodeclaim-unlaunched",
+    "instance-terminated-once",
+    "nodeclaim-instance-gone",
+    "termination-stuck",
+    "pdb-eviction-violated",
+    "pod-not-drained",
     "timeline-incomplete",
     "not-converged",
     "daemon-crashed",
@@ -38,6 +43,7 @@ KANNA_COMPONENT = "karpenter"
 # Event at most every 10 s and re-announces pending pods every 500 ms.
 REASON_FRESH_SECONDS = 60
 LIVE_STATES = ("pending", "running")
+TERMINATION_FINALIZER = "karpenter.sh/termination"
 ZONE = "topology.kubernetes.io/zone"
 
 SUFFIXES = {
@@ -587,6 +593,107 @@ class Checker:
                                 datetime.datetime.fromtimestamp(peak[1], datetime.timezone.utc)
                                 .strftime("%H:%M:%S"), " ".join(peak[3])))
 
+    # -- removals (kanna-reaper) ----------------------------------------------
+    def check_terminated_once(self):
+        """Every instance that is not live was terminated by exactly one
+        TerminateInstances call that changed it. The sim's AWS timeline has
+        a "terminate" entry only when a call took a pending or running
+        instance to shutting-down; a call on an instance already on its way
+        out is answered with its state and recorded nowhere (EC2 makes the
+        call idempotent). So 0 means it went without a TerminateInstances
+        (nothing in this test stops instances otherwise), 2 or more that
+        one instance was brought down twice."""
+        count = collections.Counter()
+        for e in self.aws_status.get("timeline", []):
+            if e.get("event") == "terminate":
+                count[e.get("detail", "").split(" ", 1)[0]] += 1
+        for i in self.instances:
+            iid = i["instanceId"]
+            if i.get("state") in LIVE_STATES and not count[iid]:
+                continue
+            if count[iid] != 1:
+                self.violate("instance-terminated-once", iid,
+                             "%s instance %s (nodeclaim tag %s) was terminated by %d state-changing "
+                             "TerminateInstances call(s), not 1"
+                             % (i.get("state"), iid, (i.get("tags") or {}).get("karpenter.sh/nodeclaim"),
+                                count[iid]))
+
+    def check_termination_done(self):
+        """After converging: no NodeClaim or Node left deleting with the
+        termination finalizer, and every NodeClaim's instance live (the
+        other half, every live instance owned, is instance-one-nodeclaim)."""
+        live = {i["instanceId"]: i for i in self.instances}
+        for kind, objs in (("NodeClaim", self.claims), ("Node", self.nodes)):
+            for name, o in objs.items():
+                if meta(o, "deletionTimestamp") and TERMINATION_FINALIZER in (meta(o, "finalizers") or []):
+                    self.violate("termination-stuck", "%s/%s" % (kind, name),
+                                 "%s %s is still being deleted (since %s) with the %s finalizer"
+                                 % (kind, name, meta(o, "deletionTimestamp"), TERMINATION_FINALIZER))
+        for name, c in self.claims.items():
+            pid = (c.get("status") or {}).get("providerID")
+            if not pid or meta(c, "deletionTimestamp"):
+                continue
+            i = live.get(pid.rsplit("/", 1)[-1])
+            if not i or i.get("state") not in LIVE_STATES:
+                self.violate("nodeclaim-instance-gone", name,
+                             "NodeClaim %s (not being deleted) speaks for instance %s, which is %s"
+                             % (name, pid.rsplit("/", 1)[-1],
+                                i.get("state") if i else "unknown to EC2"))
+
+    def check_pdb_evictions(self):
+        """No pod a PodDisruptionBudget covers was evicted while the budget
+        allowed no disruption. The sim notes each eviction with the budget's
+        state just before it ("pod-evicted NS/POD NODE pdb NS/NAME allowed N
+        [exempt WHY]"); a pending, unready, finished or terminating pod does
+        not count against a budget (the API server's rule), so those are
+        exempt."""
+        for e in self.timeline:
+            if e["event"] != "pod-evicted":
+                continue
+            parts = e["detail"].split(" ")
+            if "pdb" not in parts:
+                continue
+            k = parts.index("pdb")
+            pdb, allowed = parts[k + 1], int(parts[k + 3])
+            exempt = parts[k + 5] if len(parts) > k + 5 and parts[k + 4] == "exempt" else None
+            if allowed == 0 and not exempt:
+                self.violate("pdb-eviction-violated", parts[0],
+                             "pod %s was evicted from %s at %s while PodDisruptionBudget %s "
+                             "allowed 0 disruptions" % (parts[0], parts[1] if k > 1 else "no node",
+                                                        e["time"], pdb))
+
+    def pdb_note(self, pod):
+        """ " (PodDisruptionBudget NS/NAME)" when one covers the pod, else "". """
+        labels, _ = self.pod_info(pod)
+        for b in self.kinds["PodDisruptionBudget"]:
+            if meta(b, "namespace") == pod.split("/", 1)[0] and labels is not None and \
+                    labels_match((b.get("spec") or {}).get("selector") or {}, labels):
+                return " (PodDisruptionBudget %s/%s)" % (meta(b, "namespace"), meta(b, "name"))
+        return ""
+
+    def check_drained(self):
+        """No instance stopped under a pod that was still bound to its Node:
+        a Node that was Ready goes NotReady in the sim only once its
+        instance is shutting down, and by then the drain must have evicted
+        (and seen gone) every pod there (this test runs no DaemonSet)."""
+        bound, ready = {}, set()
+        for e in self.timeline:
+            ev, parts = e["event"], e["detail"].split(" ")
+            if ev == "pod-bound" and len(parts) >= 2:
+                bound[parts[0]] = parts[1]
+            elif ev == "pod-deleted":
+                bound.pop(parts[0], None)
+            elif ev == "node-ready":
+                ready.add(parts[0])
+            elif ev == "node-not-ready" and parts[0] in ready:
+                ready.discard(parts[0])
+                for pod, node in bound.items():
+                    if node == parts[0]:
+                        self.violate("pod-not-drained", pod,
+                                     "node %s went NotReady (its instance stopping) at %s with pod %s%s "
+                                     "still bound to it, not drained"
+                                     % (node, e["time"], pod, self.pdb_note(pod)))
+
     def check_timelines(self):
         for side, st in (("k8s", self.k8s_status), ("aws", self.aws_status)):
             if st.get("timelineDropped"):
@@ -602,6 +709,10 @@ class Checker:
         self.check_rejected()
         self.check_limits()
         self.check_pending()
+        self.check_terminated_once()
+        self.check_termination_done()
+        self.check_pdb_evictions()
+        self.check_drained()
         self.check_timelines()
 
     # -- convergence ---------------------------------------------------------
@@ -619,6 +730,8 @@ class Checker:
             elif pid not in by_provider or not node_ready(by_provider[pid]):
                 why.append("NodeClaim %s has no Ready Node" % name)
         for name, n in self.nodes.items():
+            if meta(n, "deletionTimestamp"):
+                why.append("Node %s is being deleted" % name)
             if any(t.get("key") == "karpenter.sh/unregistered" for t in n.get("spec", {}).get("taints") or []):
                 why.append("Node %s still carries karpenter.sh/unregistered" % name)
         self.violations = []

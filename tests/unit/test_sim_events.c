@@ -451,3 +451,76 @@ Test(sim_events, admin_status_carries_the_timeline)
 	json_decref(status);
 	k8s_response_clear(&resp);
 }
+
+/* POSTs an Eviction for default/NAME; returns the HTTP status. */
+static long evict(const char *name)
+{
+	char path[128], body[256];
+	struct k8s_request req = { .method = "POST", .path = path,
+				   .content_type = "application/json", .body = body };
+	struct k8s_response resp;
+	long status;
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods/%s/eviction", name);
+	snprintf(body, sizeof(body), "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\","
+		 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"}}", name);
+	req.body_len = strlen(body);
+	cr_assert_eq(k8s_api_handle(&api, &req, &resp), 0);
+	status = resp.status;
+	k8s_response_clear(&resp);
+	return status;
+}
+
+#define WEB_POD(name, phase, ready)                                                               \
+	"{\"metadata\":{\"name\":\"" name "\",\"labels\":{\"app\":\"web\"}},\"spec\":{\"nodeName\":" \
+	"\"n1\",\"containers\":[{\"name\":\"c\"}]},\"status\":{\"phase\":\"" phase "\","           \
+	"\"conditions\":[{\"type\":\"Ready\",\"status\":\"" ready "\"}]}}"
+
+static void ready(const char *name)
+{
+	patch(pods, name, K8S_WRITE_STATUS, "{\"status\":{\"phase\":\"Running\",\"conditions\":"
+	      "[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+}
+
+/* The timeline's pod-evicted says which budget covered the pod, how many
+ * disruptions it allowed just before, and why it did not count (pending):
+ * what the chaos test's pdb-eviction-violated invariant reads. */
+Test(sim_events, an_eviction_notes_the_budget_it_met)
+{
+	struct k8s_resource *pdbs = k8s_registry_find(reg, "policy", "v1", "poddisruptionbudgets");
+	json_t *t, *e;
+	size_t i;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	json_decref(create(pdbs, "default", "{\"metadata\":{\"name\":\"web\"},\"spec\":{"
+			   "\"maxUnavailable\":1,\"selector\":{\"matchLabels\":{\"app\":\"web\"}}}}"));
+	json_decref(create(pods, "default", WEB_POD("w1", "Running", "True")));
+	json_decref(create(pods, "default", WEB_POD("w2", "Running", "True")));
+	ready("w1");
+	ready("w2");
+	json_decref(create(pods, "default", "{\"metadata\":{\"name\":\"solo\"},\"spec\":{\"nodeName\":"
+			   "\"n1\",\"containers\":[{\"name\":\"c\"}]}}"));
+
+	/* 2 pods, both healthy, 1 may be unavailable: desired 1, allowed 1. */
+	cr_assert_eq(evict("w2"), 201);
+	/* Now 1 healthy (w2 gone or terminating) of desired 1 at least: 0. */
+	json_decref(create(pods, "default", WEB_POD("w3", "Pending", "False")));
+	cr_assert_eq(evict("w1"), 429, "a Ready pod the budget holds");
+	/* A pending pod goes whatever the budget says: noted as exempt. */
+	cr_assert_eq(evict("w3"), 201);
+	cr_assert_eq(evict("solo"), 201, "no budget covers it");
+
+	t = k8s_timeline_json(store, NULL);
+	f = open_memstream(&text, &len);
+	json_array_foreach(t, i, e)
+		if (streq(str(e, "event"), "pod-evicted"))
+			fprintf(f, "%s\n", str(e, "detail"));
+	fclose(f);
+	json_decref(t);
+	cr_assert_str_eq(text, "default/w2 n1 pdb default/web allowed 1\n"
+			       "default/w3 n1 pdb default/web allowed 0 exempt pending\n"
+			       "default/solo n1\n");
+	free(text);
+}
