@@ -45,6 +45,16 @@ static unsigned allow_index(const char *reason)
 									       : ALLOW_DRIFTED;
 }
 
+/* The NodeClaim's Initialized condition is True (the launcher sets it
+ * once the Node is Ready and registered: launcher/reconcile.c). */
+static bool claim_initialized(const struct proto_nodeclaim *nc)
+{
+	for (uint32_t i = 0; i < nc->n_conditions; i++)
+		if (streq_ptr(nc->conditions[i].type, "Initialized"))
+			return nc->conditions[i].status == PROTO_COND_TRUE;
+	return false;
+}
+
 /* Budgets per NodePool, for every reason, once a pass. */
 static int count_pools(struct reaper *r, struct hashmap *pools, int64_t now_s)
 {
@@ -54,6 +64,7 @@ static int count_pools(struct reaper *r, struct hashmap *pools, int64_t now_s)
 
 	while ((e = state_store_next(reaper_store(r), &it))) {
 		const struct proto_nodeclaim *nc = e->obj.nodeclaim;
+		const struct proto_node *n;
 		struct pool_count *pc;
 
 		if (e->obj.kind != PROTO_OBJECT_NODECLAIM || !nc->nodepool)
@@ -64,8 +75,15 @@ static int count_pools(struct reaper *r, struct hashmap *pools, int64_t now_s)
 				return -ENOMEM;
 			}
 		}
+		/* Karpenter's BuildDisruptionBudgetMapping: only initialized nodes
+		 * count towards the total — a replacement still coming up must not
+		 * raise a percentage's round-up (10% of 10 nodes + 1 launching
+		 * would allow 2) — and a node that is not Ready is disrupting. */
+		n = disruption_node_of(r, nc);
+		if (!claim_initialized(nc) || (!n && !nc->deletion_time))
+			continue;
 		pc->total++;
-		pc->disrupting += claim_disrupting(r, nc);
+		pc->disrupting += claim_disrupting(r, nc) || !n || n->ready != PROTO_COND_TRUE;
 	}
 	it = 0;
 	const char *name;
@@ -125,8 +143,14 @@ static const char *candidate_reason(struct reaper *r, struct claim_work *w,
 				    unsigned pods, uint64_t now_usec, enum drift_reason *drift)
 {
 	const char *instance_id = provider_instance_id(nc->provider_id);
-	/* The NodeClaim's own (-1: Never), else its NodePool's. */
-	int64_t expire_s = nc->expire_after_s ? nc->expire_after_s : np->expire_after_s;
+	/* v1: the NodeClaim's own (-1: Never; stamped from the template at
+	 * launch), else its NodePool's. Before v1 expiry was the pool's,
+	 * read live (v1alpha5 ttlSecondsUntilExpired, v1beta1
+	 * disruption.expireAfter): changing it reaches existing nodes, and the
+	 * launcher's stamp (launcher/objects.c) — or the v1 CRD's 720h default
+	 * when there is none — must not override it. */
+	int64_t expire_s = np->source_api == PROTO_API_V1 && nc->expire_after_s ? nc->expire_after_s
+										: np->expire_after_s;
 	/* v1beta1 WhenUnderutilized and v1alpha5 consolidation.enabled delete
 	 * empty nodes too, at once (they know no consolidateAfter for it). */
 	bool empties = np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_EMPTY ||

@@ -99,3 +99,10 @@ EXTRA_DIST += tests/e2e/reaper-consolidation.sh
 # it converges, each instance terminated once.
 TESTS += tests/e2e/reaper-kill.sh
 EXTRA_DIST += tests/e2e/reaper-kill.sh
+
+# End-to-end: seed scenario S1 with a v1alpha5 Provisioner (0 → 5 → 20 →
+# 10 → 5, expiry replaced first, 5 → 0 after ttlSecondsAfterEmpty), and
+# disruption budgets over a whole run (nodes "1", "0" for Empty, "50%",
+# v1 expiry outside them).
+TESTS += tests/e2e/s1-provisioner.sh tests/e2e/reaper-budget.sh
+EXTRA_DIST += tests/e2e/s1-provisioner.sh tests/e2e/reaper-budget.sh
