@@ -43,12 +43,6 @@ taint_of() { # NODE
 bound_to() { # NODE: app=spot pods bound to NODE
 	kubectl get pods -l app=spot -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -cx "$1" || true
 }
-node_ready() { # NODE
-	kubectl get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -qx True
-}
-gone() { # KIND NAME
-	! kubectl get "$1" "$2" >/dev/null 2>&1
-}
 
 e2e_init
 start_sim

@@ -25,25 +25,7 @@ command -v kubectl >/dev/null 2>&1 || { echo "SKIP: no kubectl on PATH (./quicks
 command -v curl >/dev/null 2>&1 || { echo "SKIP: no curl on PATH"; exit 77; }
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: no python3 on PATH (./quickstart deps)"; exit 77; }
 
-# --- helpers (as tests/e2e/reaper.sh's) ----------------------------------------------
-node_of() { # NODECLAIM
-	kubectl get nodeclaim "$1" -o jsonpath='{.status.nodeName}'
-}
-instance_of() { # NODECLAIM
-	kubectl get nodeclaim "$1" -o jsonpath='{.status.providerID}' | sed 's|.*/||'
-}
-instance_state() { # ID
-	sim_instances | sed -n "s/^instance $1 state=\([^ ]*\) .*/\1/p"
-}
-gone() { # KIND NAME
-	! kubectl get "$1" "$2" >/dev/null 2>&1
-}
-terminations() { # ID: how often the sim saw it terminated (its AWS timeline)
-	curl -sS "$AWS_ENDPOINT_URL/_sim/status" | python3 -c '
-import json, sys
-print(sum(1 for e in json.load(sys.stdin)["timeline"]
-          if e["event"] == "terminate" and e["detail"].split(" ")[0] == sys.argv[1]))' "$1"
-}
+# --- helpers of its own (the common ones are tests/e2e/lib.sh's) ---------------------------
 # pod-evicted entries of the sim's timeline for app=kill pods: "TIME DETAIL".
 evictions() {
 	k8s_status | python3 -c '
