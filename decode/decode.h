@@ -18,7 +18,7 @@
 
 #include "common/arena.h"
 #include "common/util.h"
-#include "model/karpenter.h"
+#include "proto/karpenter.h"
 #include "proto/proto.h"
 
 #define DECODE_ERROR_MAX 512
@@ -32,7 +32,7 @@
 
 /* Static drift (decode/decode-hash.c): the versions of our own hash
  * scheme, stamped next to the hashes (KARPENTER_*_HASH_VERSION_ANNOTATION,
- * model/karpenter.h). A NodeClaim whose hash-version annotation differs
+ * proto/karpenter.h). A NodeClaim whose hash-version annotation differs
  * (stamped by Karpenter, whose "v3"/"v4" hashes we cannot reproduce, or by
  * an older kanna) is never statically drifted, as Karpenter skips static
  * drift on a version mismatch. */

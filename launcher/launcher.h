@@ -18,7 +18,7 @@
 #include "state/msg.h"
 #include "state/state-store.h"
 #include "launcher/config.h"
-#include "model/karpenter.h"
+#include "proto/karpenter.h"
 #include "model/unavailable.h"
 #include "launcher/fleet-request.h"
 #include "launcher/fleet-response.h"

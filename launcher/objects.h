@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "launcher/node-labels.h"
-#include "model/karpenter.h"
+#include "proto/karpenter.h"
 #include "proto/proto.h"
 
 /* The pods a NodeClaim was planned for (DESIGN §2 rule 4), JSON list of "ns/name". */

@@ -12,7 +12,7 @@ libkanna_model_a_SOURCES = \
 	model/cluster.h model/cluster.c model/kubelet.h model/kubelet.c \
 	model/unavailable.h model/unavailable.c model/match.h model/match.c \
 	model/solver.h model/solver-internal.h model/solver.c \
-	model/what-if.h model/what-if.c model/karpenter.h model/plan.h model/plan.c \
+	model/what-if.h model/what-if.c model/plan.h model/plan.c \
 	model/budget.h model/budget.c \
 	model/shape.c model/topology.c model/solve.c model/finish.c model/node-check.c \
 	model/from-state.h model/from-state-internal.h model/from-state.c \

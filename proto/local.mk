@@ -1,7 +1,7 @@
 # proto/: every message type (proto.h), the msgpack codec, its tests, fuzz
 # target and benchmark.
 noinst_LIBRARIES += libkanna-proto.a
-libkanna_proto_a_SOURCES = proto/proto.h proto/limits.h proto/schema.h \
+libkanna_proto_a_SOURCES = proto/proto.h proto/limits.h proto/schema.h proto/karpenter.h \
 	proto/schema.c proto/unpack.h proto/unpack.c \
 	proto/encode.c proto/decode.c proto/copy.c proto/share.c proto/json.c \
 	proto/random.h proto/random.c proto/doc.c \

@@ -32,7 +32,7 @@
 #include "common/log.h"
 #include "common/worker.h"
 #include "model/from-state.h"
-#include "model/karpenter.h"
+#include "proto/karpenter.h"
 #include "model/match.h"
 #include "reaper/consolidation.h"
 #include "reaper/disruption.h"

@@ -34,7 +34,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "model/budget.h"
-#include "model/karpenter.h"
+#include "proto/karpenter.h"
 #include "proto/schema.h"
 #include "reaper/disruption.h"
 #include "reaper/drift.h"

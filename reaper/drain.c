@@ -23,7 +23,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "model/karpenter.h"
+#include "proto/karpenter.h"
 #include "model/match.h"
 #include "reaper/reaper.h"
 

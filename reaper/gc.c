@@ -37,7 +37,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "model/karpenter.h"
+#include "proto/karpenter.h"
 #include "reaper/reaper.h"
 
 /* How long the launcher has to release a NodeClaim deleted mid-launch

@@ -41,7 +41,7 @@
 #include "common/clock.h"
 #include "common/kube-events.h"
 #include "common/log.h"
-#include "model/karpenter.h"
+#include "proto/karpenter.h"
 #include "reaper/interruption-message.h"
 #include "reaper/reaper.h"
 

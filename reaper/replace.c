@@ -19,7 +19,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "model/from-state.h"
-#include "model/karpenter.h"
+#include "proto/karpenter.h"
 #include "proto/schema.h"
 #include "model/plan.h"
 #include "model/what-if.h"

@@ -30,7 +30,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "model/karpenter.h"
+#include "proto/karpenter.h"
 #include "proto/schema.h"
 #include "reaper/reaper.h"
 

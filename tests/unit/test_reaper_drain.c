@@ -8,7 +8,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "model/karpenter.h"
+#include "proto/karpenter.h"
 #include "reaper/reaper.h"
 #include "tests/unit/pod-template-fixture.h"
 

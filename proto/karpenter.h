@@ -1,11 +1,12 @@
 /*
  * The names Karpenter gives things on Kubernetes objects — finalizers,
  * taints, annotations, API paths — that more than one kanna daemon writes
- * or reads (the launcher puts them on, the reaper takes them off). One
- * spelling, here.
+ * or reads (the launcher puts them on, the reaper takes them off), and
+ * the decoders read. One spelling, here, in proto/ because decode/ and
+ * model/ both need it and neither may include the other.
  */
-#ifndef KANNA_MODEL_KARPENTER_H
-#define KANNA_MODEL_KARPENTER_H
+#ifndef KANNA_PROTO_KARPENTER_H
+#define KANNA_PROTO_KARPENTER_H
 
 /* Karpenter's termination finalizer, on every NodeClaim and Node we create;
  * the reaper removes it once the instance is gone. */
@@ -35,6 +36,12 @@
 #define KARPENTER_NODEPOOL_HASH_VERSION_ANNOTATION "karpenter.sh/nodepool-hash-version"
 #define KARPENTER_NODECLASS_HASH_ANNOTATION "karpenter.k8s.aws/ec2nodeclass-hash"
 #define KARPENTER_NODECLASS_HASH_VERSION_ANNOTATION "karpenter.k8s.aws/ec2nodeclass-hash-version"
+
+/* kanna's own NodePool annotations (a Karpenter CRD schema keeps unknown
+ * annotations): no consolidation replace saves less than this, in $/hour
+ * and/or in percent of the replaced nodes' price (model/budget.h). */
+#define KANNA_MIN_SAVINGS_PER_HOUR_ANNOTATION "kanna.dev/consolidation-min-savings-per-hour"
+#define KANNA_MIN_SAVINGS_PERCENT_ANNOTATION "kanna.dev/consolidation-min-savings-percent"
 
 #define KARPENTER_NODECLAIMS_PATH "/apis/karpenter.sh/v1/nodeclaims"
 #define KUBE_NODES_PATH "/api/v1/nodes"
