@@ -293,6 +293,21 @@ static int provisioner_v1alpha5(struct decoder *d, const json_t *spec, struct pr
 	return 0;
 }
 
+/* A min-savings annotation as written; one that is not a short string is
+ * carried as "<malformed>", so that the watcher reports it and the reaper
+ * ignores it, and the NodePool itself stays valid. */
+static int min_savings(struct decoder *d, const json_t *annotations, const char *key, char **ret)
+{
+	const json_t *v = json_object_get(annotations, key);
+	const char *s = json_string_value(v);
+
+	*ret = NULL;
+	if (!v)
+		return 0;
+	*ret = arena_strdup(d->arena, s && strlen(s) <= PROTO_MAX_NAME_LEN ? s : "<malformed>");
+	return *ret ? 0 : -ENOMEM;
+}
+
 int decode_nodepool(struct decoder *d, const json_t *obj, struct proto_nodepool *np)
 {
 	const char *api = json_string_value(json_object_get(obj, "apiVersion"));
@@ -321,6 +336,11 @@ int decode_nodepool(struct decoder *d, const json_t *obj, struct proto_nodepool 
 	if (r < 0)
 		return r;
 	np->weight = (int32_t)json_integer_value(json_object_get(spec, "weight"));
+	if ((r = min_savings(d, m.annotations, KANNA_MIN_SAVINGS_PER_HOUR_ANNOTATION,
+			     &np->min_savings_per_hour)) < 0 ||
+	    (r = min_savings(d, m.annotations, KANNA_MIN_SAVINGS_PERCENT_ANNOTATION,
+			     &np->min_savings_percent)) < 0)
+		return r;
 	/* v1alpha5 defaults are appended after the user's requirements: the
 	 * indexes of the user's own stay as written. */
 	problem = requirements_problem(np->requirements, np->n_requirements,

@@ -4,7 +4,8 @@
  * IsActive, GetAllowedDisruptionsByReason, intstr percentages rounded up)
  * and the budget part of the NodePool CRD, with robfig/cron v3's standard
  * parser for schedules; where those disagree with textbook cron (no 7 for
- * Sunday) robfig wins, since it is what Karpenter runs. Pure code: no
+ * Sunday) robfig wins, since it is what Karpenter runs. Also kanna's
+ * consolidation minimum-savings annotations (min_savings_parse). Pure code: no
  * clock, no allocation, no logging; callers pass `now` and log the error.
  */
 #include <assert.h>
@@ -12,11 +13,17 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "common/util.h"
 #include "model/budget.h"
+#include "proto/karpenter.h"
+
+/* The largest min-savings amount read: more than any instance costs, so a
+ * typo of many digits is reported rather than turning replaces off. */
+#define MIN_SAVINGS_MAX_PER_HOUR 1000.0
 
 #define SECONDS_PER_DAY 86400
 #define SECONDS_PER_MINUTE 60
@@ -510,4 +517,36 @@ int budget_allowed_disruptions(const struct proto_budget *budgets, uint32_t n_bu
 	else if (allowed > disrupting)
 		*ret = allowed - disrupting > UINT32_MAX ? UINT32_MAX : (uint32_t)(allowed - disrupting);
 	return 0;
+}
+
+/* One min-savings annotation: a finite number in [0, max]. */
+static int min_savings_one(const char *v, const char *key, double max, double *ret, char *err,
+			   size_t errlen)
+{
+	char *end;
+	double x;
+
+	*ret = 0;
+	if (!v)
+		return 0;
+	errno = 0;
+	x = strtod(v, &end);
+	if (end == v || *end || errno || !(x >= 0 && x <= max)) {
+		snprintf(err, errlen, "metadata.annotations.%s: \"%s\" is not a number between 0 "
+			 "and %g", key, v, max);
+		return -EINVAL;
+	}
+	*ret = x;
+	return 0;
+}
+
+int min_savings_parse(const struct proto_nodepool *np, struct min_savings *ret, char *err,
+		      size_t errlen)
+{
+	int a = min_savings_one(np->min_savings_per_hour, KANNA_MIN_SAVINGS_PER_HOUR_ANNOTATION,
+				MIN_SAVINGS_MAX_PER_HOUR, &ret->per_hour, err, errlen);
+	int b = min_savings_one(np->min_savings_percent, KANNA_MIN_SAVINGS_PERCENT_ANNOTATION,
+				100, &ret->percent, a < 0 ? (char[1]){ 0 } : err, a < 0 ? 1 : errlen);
+
+	return a < 0 ? a : b;
 }

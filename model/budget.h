@@ -70,4 +70,15 @@ int budget_allowed_disruptions(const struct proto_budget *budgets, uint32_t n_bu
 			       const char *reason, int64_t now, uint32_t total_nodes,
 			       uint32_t disrupting, uint32_t *ret, char *err, size_t errlen);
 
+/* Consolidation's minimum savings of a NodePool (kanna's annotations
+ * kanna.dev/consolidation-min-savings-per-hour, a $/hour amount, and
+ * -percent, of the replaced nodes' price, 0-100): 0 when absent. */
+struct min_savings {
+	double per_hour, percent;
+};
+/* Reads both; 0, or -EINVAL with err naming the first malformed one (that
+ * one reads as 0: ignored, the other still applies). */
+int min_savings_parse(const struct proto_nodepool *np, struct min_savings *ret, char *err,
+		      size_t errlen);
+
 #endif

@@ -457,7 +457,14 @@ struct proto_resource {
 	F(S, 20, kubelet, OBJ, kubelet, 0, OPT)                               \
 	F(S, 21, creation_time, I64, _, 0, OPT) \
 	F(S, 22, nodepool_hash, STR, _, PROTO_MAX_NAME_LEN, OPT)              \
-	F(S, 23, nodepool_hash_version, STR, _, PROTO_MAX_NAME_LEN, OPT)
+	F(S, 23, nodepool_hash_version, STR, _, PROTO_MAX_NAME_LEN, OPT)      \
+	F(S, 24, min_savings_per_hour, STR, _, PROTO_MAX_NAME_LEN, OPT)       \
+	F(S, 25, min_savings_percent, STR, _, PROTO_MAX_NAME_LEN, OPT)
+
+/* nodepool min_savings_per_hour / min_savings_percent: the NodePool's own
+ * kanna.dev/consolidation-min-savings-per-hour and -percent annotations as
+ * written (model/budget.h min_savings_parse() reads them), so that a
+ * Karpenter CRD schema need not know them. */
 
 /* planned_pods: the pod keys ("ns/name") of the planned-pods annotation.
  * nodepool_hash / nodeclass_hash (and their _version): the

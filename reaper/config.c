@@ -65,7 +65,8 @@ static const struct config_option reaper_options[] = {
 	  .default_value = "SpotToSpotConsolidation=false", .env_alias = "FEATURE_GATES",
 	  .metavar = "GATES",
 	  .help = "Karpenter's feature gates, comma-separated NAME=BOOL; the reaper reads "
-		  "SpotToSpotConsolidation (replace a spot node by a cheaper spot node)." },
+		  "SpotToSpotConsolidation (replace a spot node by a cheaper spot node) and kanna's "
+		  "ConsolidationSplit (replace one node by up to 4 that cost less together)." },
 	{ .name = "aws-rate", .type = CONFIG_DOUBLE, .offset = offsetof(struct reaper_config, aws_rate),
 	  .default_value = "20", .min_double = 0.1, .max_double = 10000,
 	  .help = "EC2 requests per second (client-side token bucket)." },
@@ -77,7 +78,8 @@ const struct config_schema reaper_schema = {
 	.program = "kanna-reaper",
 	.section = "reaper",
 	.summary = "Removes capacity safely: drains and terminates deleted nodes, removes empty, "
-		   "expired, drifted and underutilized ones (replacing first what must move).",
+		   "expired, drifted and underutilized ones (replacing first what must move; "
+		   "kanna-reaper --what-if FILE shows offline what it would do).",
 	.options = reaper_options,
 	.n_options = ARRAY_SIZE(reaper_options),
 	.common_offset = offsetof(struct reaper_config, common),

@@ -87,8 +87,14 @@ static void describe(char *buf, const struct target *t, uint32_t n, unsigned pod
 	}
 	const struct proto_planned_nodeclaim *o = &plan->nodeclaims[0];
 	unsigned cts = cmd->res.placement->claims[0].capacity_types;
-	at = append(buf, at, " and replacing with %s from types ",
-		    cts == 1u << CT_SPOT ? "spot node" : cts == 1u << CT_ON_DEMAND ? "on-demand node" : "node");
+	const char *kind = cts == 1u << CT_SPOT		? "spot node"
+			   : cts == 1u << CT_ON_DEMAND ? "on-demand node"
+						       : "node";
+	if (plan->n_nodeclaims > 1) /* 1→N (ConsolidationSplit): the first of them */
+		at = append(buf, at, " and replacing with %u nodes, the first: %s from types ",
+			    plan->n_nodeclaims, kind);
+	else
+		at = append(buf, at, " and replacing with %s from types ", kind);
 	for (uint32_t i = 0; i < o->n_instance_types && i < DECISION_LOG_TYPES; i++)
 		at = append(buf, at, "%s%s", i ? ", " : "", o->instance_types[i].name);
 	if (o->n_instance_types > DECISION_LOG_TYPES)

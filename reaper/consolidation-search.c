@@ -15,6 +15,8 @@
 
 #include "reaper/consolidation.h"
 
+/* A saving equal to the minimum passes: prices are sums of doubles. */
+#define MIN_SAVINGS_EPSILON 1e-9
 /* EvictionCost's scale: priority / 2^25 (pkg/utils/disruption). */
 #define PRIORITY_COST_SCALE 33554432.0
 
@@ -83,13 +85,13 @@ static void filter_out_same_type(const struct cluster *c, struct sched_claim *cl
 
 /* Runs one what-if over candidates idx[0..k) and puts the model back. */
 static int simulate(struct cluster *c, const struct consolidation_candidate *v, const uint32_t *idx,
-		    uint32_t k, const struct consolidation_options *o, double price,
+		    uint32_t k, const struct consolidation_options *o, double price, uint32_t n_new,
 		    struct what_if_result *res)
 {
 	uint32_t n_remove = k + o->n_also_removed, *remove = malloc((n_remove + 1) * sizeof(*remove));
 	uint32_t *pod_node = malloc((c->n_pods + 1) * sizeof(*pod_node));
 	bool *removed = malloc((c->n_nodes + 1) * sizeof(*removed));
-	struct what_if w = { .max_new_claims = price > 0 ? 1 : 0, .max_new_price = price > 0 ? price : -1,
+	struct what_if w = { .max_new_claims = price > 0 ? n_new : 0, .max_new_price = price > 0 ? price : -1,
 			     .deadline_usec = o->deadline_usec, .cancel = o->cancel };
 	int r = -ENOMEM;
 
@@ -117,6 +119,40 @@ out:
 	return r;
 }
 
+/* The minimum savings a replace of candidates idx[0..k) (price $/h in
+ * all) must make: the highest of their pools' amounts and percentages. */
+static double min_savings_of(const struct consolidation_candidate *v, const uint32_t *idx,
+			     uint32_t k, const struct consolidation_options *o, double price)
+{
+	double t = 0;
+
+	for (uint32_t i = 0; o->min_savings && i < k; i++) {
+		const struct min_savings *m = &o->min_savings[v[idx[i]].pool];
+		t = fmax(t, fmax(m->per_hour, m->percent / 100.0 * price));
+	}
+	return t;
+}
+
+/* Keeps the types that save at least min (kanna's minimum savings); "" in
+ * why unless none does. */
+static void min_savings_rule(const struct cluster *c, struct sched_claim *cl, double price,
+			     double min, char *why, size_t len)
+{
+	double best = INFINITY;
+
+	if (min <= 0)
+		return;
+	for (uint32_t i = 0; i < cl->n_types; i++)
+		best = fmin(best, catalog_type_price(&c->cat, cl->types[i], cl->zones,
+						     cl->capacity_types));
+	if (price - best < min - MIN_SAVINGS_EPSILON) {
+		snprintf(why, len, "replacement not cheaper enough (saving $%.4f/h below threshold "
+			 "$%.4f/h)", price - best, min);
+		return;
+	}
+	filter_by_price(c, cl, price - min + MIN_SAVINGS_EPSILON);
+}
+
 /* The spot and price rules of computeConsolidation over the one new
  * NodeClaim; "" in why when it stands. */
 static void price_rules(const struct cluster *c, struct sched_claim *cl,
@@ -142,6 +178,9 @@ static void price_rules(const struct cluster *c, struct sched_claim *cl,
 		snprintf(why, len, "Can't replace with a cheaper node");
 		return;
 	}
+	min_savings_rule(c, cl, price, min_savings_of(v, idx, k, o, price), why, len);
+	if (*why)
+		return;
 	if (all_spot && k == 1) {
 		if (cl->n_types < CONSOLIDATION_MIN_SPOT_TYPES) {
 			snprintf(why, len, "SpotToSpotConsolidation requires %d cheaper instance type "
@@ -160,6 +199,46 @@ static void price_rules(const struct cluster *c, struct sched_claim *cl,
 	cl->price = catalog_type_price(&c->cat, cl->types[0], cl->zones, cl->capacity_types);
 }
 
+/* 1→N (kanna's, beyond Karpenter): several new NodeClaims for one
+ * on-demand candidate, together cheaper than it by the minimum savings;
+ * each keeps the types within its share of the slack, so that whichever
+ * the launcher picks, the total stays below. "" in why when it stands. */
+static void split_rules(const struct cluster *c, struct sched_result *pl,
+			const struct consolidation_candidate *v, const uint32_t *idx,
+			const struct consolidation_options *o, double price, char *why, size_t len)
+{
+	double min = min_savings_of(v, idx, 1, o, price), sum = 0, slack;
+
+	if (v[idx[0]].spot) {
+		snprintf(why, len, "Can't replace a spot node with %u nodes", pl->n_claims);
+		return;
+	}
+	for (uint32_t i = 0; i < pl->n_claims; i++) {
+		struct sched_claim *cl = &pl->claims[i];
+		if (cl->capacity_types & 1u << CT_SPOT && cl->capacity_types & 1u << CT_ON_DEMAND)
+			cl->capacity_types = 1u << CT_SPOT; /* as price_rules() */
+		cl->price = INFINITY;
+		for (uint32_t t = 0; t < cl->n_types; t++) {
+			double p = catalog_type_price(&c->cat, cl->types[t], cl->zones, cl->capacity_types);
+			if (p >= 0 && p < cl->price)
+				cl->price = p;
+		}
+		sum += cl->price;
+	}
+	slack = price - min - sum;
+	if (!(slack > -MIN_SAVINGS_EPSILON)) {
+		if (min > 0 && price - sum > 0)
+			snprintf(why, len, "replacement not cheaper enough (saving $%.4f/h below "
+				 "threshold $%.4f/h)", price - sum, min);
+		else
+			snprintf(why, len, "Can't replace with %u cheaper nodes", pl->n_claims);
+		return;
+	}
+	for (uint32_t i = 0; i < pl->n_claims; i++)
+		filter_by_price(c, &pl->claims[i],
+				pl->claims[i].price + fmax(slack, 0) / pl->n_claims + MIN_SAVINGS_EPSILON);
+}
+
 /*
  * computeConsolidation over candidates idx[0..k): 1 with cmd filled (a
  * delete, or a replace by one cheaper NodeClaim), 0 with why when not.
@@ -170,12 +249,14 @@ static int try_command(struct cluster *c, const struct consolidation_candidate *
 {
 	struct what_if_result res = { .unplaced_pod = -1 };
 	double price = 0;
+	uint32_t n_new;
 	int r;
 
 	*why = '\0';
 	for (uint32_t i = 0; i < k && price >= 0; i++)
 		price = v[idx[i]].price > 0 ? price + v[idx[i]].price : -1; /* unknown: delete only */
-	if ((r = simulate(c, v, idx, k, o, price, &res)) < 0)
+	n_new = k == 1 && o->max_split > 1 ? o->max_split : 1;
+	if ((r = simulate(c, v, idx, k, o, price, n_new, &res)) < 0)
 		return r;
 	cmd->stopped = res.stopped;
 	if (res.stopped) {
@@ -183,13 +264,15 @@ static int try_command(struct cluster *c, const struct consolidation_candidate *
 	} else if (!res.fits) {
 		snprintf(why, len, "not all pods would schedule, %s", res.reason ?: "no place for them");
 		r = 0;
-	} else if (res.placement->n_claims > 1) {
+	} else if (res.placement->n_claims > n_new) {
 		snprintf(why, len, "Can't remove without creating %u candidates",
 			 res.placement->n_claims);
 		r = 0;
 	} else {
 		if (res.placement->n_claims == 1)
 			price_rules(c, &res.placement->claims[0], v, idx, k, o, price, why, len);
+		else if (res.placement->n_claims > 1)
+			split_rules(c, res.placement, v, idx, o, price, why, len);
 		r = !*why;
 	}
 	if (r == 0) {
@@ -205,7 +288,9 @@ static int try_command(struct cluster *c, const struct consolidation_candidate *
 	memcpy(cmd->candidates, idx, k * sizeof(*idx));
 	cmd->n_candidates = k;
 	cmd->removed_price = price > 0 ? price : 0;
-	cmd->added_price = res.placement->n_claims ? res.placement->claims[0].price : 0;
+	cmd->added_price = 0;
+	for (uint32_t i = 0; i < res.placement->n_claims; i++)
+		cmd->added_price += res.placement->claims[i].price;
 	cmd->savings = cmd->removed_price - cmd->added_price;
 	cmd->res = res;
 	return 1;

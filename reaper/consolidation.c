@@ -53,6 +53,7 @@ struct job {
 	struct consolidation_candidate *v;
 	struct candidate_info *info; /* by cluster node index */
 	uint32_t n, *also, n_also, *budget, n_pools;
+	struct min_savings *min_savings; /* per pool, as budget */
 	struct consolidation_options o;
 	atomic_bool cancel;
 	bool validating, want_replace;
@@ -84,6 +85,7 @@ static void job_free(struct job *j)
 	free(j->v);
 	free(j->also);
 	free(j->budget);
+	free(j->min_savings);
 	consolidation_command_done(&j->cmd);
 	cluster_free(j->c);
 	free(j);
@@ -236,14 +238,19 @@ static int job_add(struct job *j, uint32_t node, uint32_t pool, const struct pro
 	return j->info[node].claim && j->info[node].node ? 0 : -ENOMEM;
 }
 
-/* The pool's index in the job's budgets, added when new. */
-static uint32_t job_pool(struct job *j, char **names, const char *name, uint32_t allowed)
+/* The pool's index in the job's budgets, added when new (a malformed
+ * minimum savings reads as none: the watcher reports it). */
+static uint32_t job_pool(struct job *j, char **names, const struct proto_nodepool *np,
+			 uint32_t allowed)
 {
+	char err[256];
+
 	for (uint32_t i = 0; i < j->n_pools; i++)
-		if (streq(names[i], name))
+		if (streq(names[i], np->name))
 			return i;
-	names[j->n_pools] = (char *)name;
+	names[j->n_pools] = np->name;
 	j->budget[j->n_pools] = allowed;
+	(void)min_savings_parse(np, &j->min_savings[j->n_pools], err, sizeof(err));
 	return j->n_pools++;
 }
 
@@ -276,7 +283,7 @@ static int gather_one(struct reaper *r, struct job *j, struct hashmap *pools, ch
 	}
 	pc->eligible[ALLOW_UNDERUTILIZED]++;
 	return job_add(j, (uint32_t)(uintptr_t)idx - 1,
-		       job_pool(j, pool_names, nc->nodepool, pc->allowed[ALLOW_UNDERUTILIZED]), nc,
+		       job_pool(j, pool_names, np, pc->allowed[ALLOW_UNDERUTILIZED]), nc,
 		       pods, cost);
 }
 
@@ -321,8 +328,9 @@ static int gather(struct reaper *r, struct hashmap *pools, char *const *only, ui
 	j->info = calloc(j->c->n_nodes + 1, sizeof(*j->info));
 	j->also = calloc(j->c->n_nodes + 1, sizeof(*j->also));
 	j->budget = calloc(j->c->n_nodes + 1, sizeof(*j->budget));
+	j->min_savings = calloc(j->c->n_nodes + 1, sizeof(*j->min_savings));
 	pool_names = calloc(j->c->n_nodes + 1, sizeof(*pool_names));
-	if (!j->v || !j->info || !j->also || !j->budget || !pool_names)
+	if (!j->v || !j->info || !j->also || !j->budget || !j->min_savings || !pool_names)
 		goto fail;
 	for (uint32_t i = 0; i < j->c->n_nodes; i++)
 		if (!j->c->nodes[i].in_flight &&
@@ -354,8 +362,13 @@ static void job_run(void *data)
 
 	j->o = (struct consolidation_options){ .also_removed = j->also, .n_also_removed = j->n_also,
 					       .budget = j->budget, .n_pools = j->n_pools,
+					       .min_savings = j->min_savings,
 					       .spot_to_spot = gate_enabled(j->r->cfg->feature_gates,
 									    "SpotToSpotConsolidation"),
+					       .max_split = gate_enabled(j->r->cfg->feature_gates,
+									 "ConsolidationSplit")
+								    ? CONSOLIDATION_MAX_SPLIT
+								    : 1,
 					       .deadline_usec = clock_monotonic_usec() +
 								CONSOLIDATION_SEARCH_DEADLINE_USEC,
 					       .cancel = &j->cancel };

@@ -4,7 +4,8 @@
  * command Karpenter v1 would take — multi-node first (the largest prefix of
  * the candidates whose pods fit on the other nodes plus at most one new
  * NodeClaim cheaper than them), then single-node (the first candidate that
- * can be deleted, or replaced by one strictly cheaper NodeClaim). It runs
+ * can be deleted, or replaced by one strictly cheaper NodeClaim), a replace
+ * saving at least the NodePools' minimum savings (kanna's). It runs
  * on the reaper's worker thread (consolidation.c) and in unit tests; it
  * reads nothing but its arguments.
  *
@@ -21,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "model/budget.h"
 #include "model/what-if.h"
 
 /* Multi-node consolidation looks at no more than this many candidates at
@@ -34,6 +36,9 @@
 #define CONSOLIDATION_MIN_SPOT_TYPES 15
 /* A pod's eviction cost is clamped to this, either sign (EvictionCost). */
 #define EVICTION_COST_CLAMP 10.0
+/* The most new NodeClaims 1→N consolidation replaces one node with: more
+ * would trade one node's cost for many launches and much churn. */
+#define CONSOLIDATION_MAX_SPLIT 4
 /* Room for why a candidate was not consolidated. */
 #define CONSOLIDATION_WHY_LEN 256
 
@@ -53,7 +58,13 @@ struct consolidation_options {
 	/* Per pool: how many more nodes reason Underutilized may take. */
 	const uint32_t *budget;
 	uint32_t n_pools;
+	/* Per pool (NULL: none): no replace saves less than this; a command
+	 * over several pools takes the highest of theirs. Deletes always go. */
+	const struct min_savings *min_savings;
 	bool spot_to_spot; /* the SpotToSpotConsolidation feature gate */
+	/* Single-node may replace one node by up to this many new NodeClaims
+	 * that together cost less (1→N, kanna's; 0 or 1: Karpenter's one). */
+	uint32_t max_split;
 	uint64_t deadline_usec; /* CLOCK_MONOTONIC, 0: none */
 	const atomic_bool *cancel;
 };

@@ -32,6 +32,11 @@ tests_unit_test_reaper_drain_LDADD = $(REAPER_LIBS) $(LDADD) $(TEST_LIBS)
 TESTS += tests/e2e/reaper-gc.sh
 EXTRA_DIST += tests/e2e/reaper-gc.sh
 
+# End-to-end: kanna-reaper SIGKILLed mid-termination (tainted, held by a
+# PDB, TerminateInstances in flight, finalizers still on) and restarted:
+# it converges, each instance terminated once.
+TESTS += tests/e2e/reaper-kill.sh
+EXTRA_DIST += tests/e2e/reaper-kill.sh
 
 # Interruption handling (--interruption-queue): the EventBridge message
 # parser (pure, unit-tested and fuzzed) and the SQS poller that acts on it.
@@ -74,6 +79,12 @@ tests_unit_test_reaper_drift_LDADD = libkanna-decode.a $(REAPER_LIBS) $(LDADD) $
 TESTS += tests/e2e/reaper-drift.sh
 EXTRA_DIST += tests/e2e/reaper-drift.sh
 
+# End-to-end: seed scenario S1 with a v1alpha5 Provisioner (0 → 5 → 20 →
+# 10 → 5, expiry replaced first, 5 → 0 after ttlSecondsAfterEmpty), and
+# disruption budgets over a whole run (nodes "1", "0" for Empty, "50%",
+# v1 expiry outside them).
+TESTS += tests/e2e/s1-provisioner.sh tests/e2e/reaper-budget.sh
+EXTRA_DIST += tests/e2e/s1-provisioner.sh tests/e2e/reaper-budget.sh
 
 # Consolidation (issue 18): underutilized nodes deleted or replaced by a
 # cheaper one, multi-node then single-node (Karpenter v1's methods), the
@@ -94,15 +105,23 @@ tests_unit_test_reaper_consolidation_LDADD = $(REAPER_LIBS) $(LDADD) $(TEST_LIBS
 TESTS += tests/e2e/reaper-consolidation.sh
 EXTRA_DIST += tests/e2e/reaper-consolidation.sh
 
-# End-to-end: kanna-reaper SIGKILLed mid-termination (tainted, held by a
-# PDB, TerminateInstances in flight, finalizers still on) and restarted:
-# it converges, each instance terminated once.
-TESTS += tests/e2e/reaper-kill.sh
-EXTRA_DIST += tests/e2e/reaper-kill.sh
-
-# End-to-end: seed scenario S1 with a v1alpha5 Provisioner (0 → 5 → 20 →
-# 10 → 5, expiry replaced first, 5 → 0 after ttlSecondsAfterEmpty), and
-# disruption budgets over a whole run (nodes "1", "0" for Empty, "50%",
-# v1 expiry outside them).
-TESTS += tests/e2e/s1-provisioner.sh tests/e2e/reaper-budget.sh
-EXTRA_DIST += tests/e2e/s1-provisioner.sh tests/e2e/reaper-budget.sh
+# kanna-reaper --what-if FILE.yaml [--json]: what emptiness, expiration,
+# drift and consolidation would do to a cluster dump (the scheduler's
+# --simulate input, loaded by its loader: what-if-main.c links the
+# scheduler's library), checked against the fixtures' expected output and
+# fuzzed through the same loader.
+libkanna_reaper_a_SOURCES += reaper/what-if.h reaper/what-if.c reaper/what-if-output.c
+reaper_kanna_reaper_SOURCES += reaper/what-if-main.c
+reaper_kanna_reaper_LDADD += $(SCHED_LIBS)
+TESTS += tests/reaper-what-if/run.sh
+EXTRA_DIST += tests/reaper-what-if/run.sh \
+	tests/reaper-what-if/consolidation.yaml tests/reaper-what-if/consolidation.expected \
+	tests/reaper-what-if/consolidation.json.expected \
+	tests/reaper-what-if/methods.yaml tests/reaper-what-if/methods.expected \
+	tests/reaper-what-if/min-savings.yaml tests/reaper-what-if/min-savings.expected \
+	tests/reaper-what-if/invalid.yaml tests/reaper-what-if/invalid.expected
+FUZZ_PROGS += tests/fuzz/fuzz_what_if
+tests_fuzz_fuzz_what_if_SOURCES = tests/fuzz/fuzz_what_if.c tests/fuzz/standalone.c
+tests_fuzz_fuzz_what_if_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/reaper-what-if\"
+tests_fuzz_fuzz_what_if_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_what_if_LDADD = $(REAPER_LIBS) $(SCHED_LIBS) $(LDADD)

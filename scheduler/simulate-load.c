@@ -355,7 +355,8 @@ static int decode_all(struct sim_input *in, struct state_store *store, struct pe
 	int r = 0;
 
 	json_array_foreach(in->objects, i, obj) {
-		if (!modelled(sim_kind(obj)))
+		if (!modelled(sim_kind(obj)) &&
+		    !(in->opts->pdbs && streq(sim_kind(obj), "PodDisruptionBudget")))
 			continue;
 		if ((r = decode_one(in, &dec, obj, json_array_get(in->origins, i),
 				    json_array_get(in->copies, i), store, pending)) < 0)
@@ -413,15 +414,28 @@ int simulate_load(const char *file, const char *data, size_t size,
 		  const struct simulate_options *opts, struct cluster **ret, char *err,
 		  size_t err_size)
 {
-	struct sim_input in = { .file = file, .opts = opts, .err = err, .err_size = err_size };
-	struct from_state_options fo = { .fill_catalog = sim_fill_catalog, .userdata = &in,
-					 .now_ms = clock_realtime_ms() };
-	struct pending pending = { 0 };
 	struct state_store store;
 	int r;
 
-	err[0] = '\0';
 	state_store_init(&store);
+	r = simulate_load_store(file, data, size, opts, &store, ret, err, err_size);
+	state_store_done(&store);
+	return r;
+}
+
+int simulate_load_store(const char *file, const char *data, size_t size,
+			const struct simulate_options *opts, struct state_store *store,
+			struct cluster **ret, char *err, size_t err_size)
+{
+	static const struct simulate_options defaults = { 0 };
+	struct sim_input in = { .file = file, .opts = opts ?: &defaults, .err = err,
+				.err_size = err_size };
+	struct from_state_options fo = { .fill_catalog = sim_fill_catalog, .userdata = &in,
+					 .now_ms = in.opts->now_ms ?: clock_realtime_ms() };
+	struct pending pending = { 0 };
+	int r;
+
+	err[0] = '\0';
 	r = yaml_docs_load_buffer(data, size, file, &in.docs, err, err_size);
 	if (r >= 0)
 		r = (in.objects = json_array()) && (in.origins = json_array()) &&
@@ -435,13 +449,12 @@ int simulate_load(const char *file, const char *data, size_t size,
 	if (r >= 0)
 		r = sim_expand_workloads(&in);
 	if (r >= 0)
-		r = decode_all(&in, &store, &pending);
+		r = decode_all(&in, store, &pending);
 	if (r >= 0)
-		r = withhold_planned(&store, &pending, fo.now_ms);
+		r = withhold_planned(store, &pending, fo.now_ms);
 	if (r >= 0)
-		r = cluster_from_state(&store, pending.pods, pending.n, &fo, ret, err, err_size);
+		r = cluster_from_state(store, pending.pods, pending.n, &fo, ret, err, err_size);
 	pending_done(&pending);
-	state_store_done(&store);
 	json_decref(in.objects);
 	json_decref(in.origins);
 	json_decref(in.copies);

@@ -15,6 +15,8 @@
 struct simulate_options {
 	const char *catalog_path; /* NULL: the shipped catalog */
 	uint32_t fake_types;      /* > 0: Karpenter's fake catalog instead (tests, fuzzing) */
+	bool pdbs;                /* decode PodDisruptionBudgets too (kanna-reaper --what-if) */
+	int64_t now_ms;           /* 0: the clock (fixtures pin it) */
 };
 
 /*
@@ -25,6 +27,14 @@ struct simulate_options {
 int simulate_load(const char *file, const char *data, size_t size,
 		  const struct simulate_options *opts, struct cluster **ret, char *err,
 		  size_t err_size);
+
+/* The same, keeping the decoded objects in store (initialized by the
+ * caller, who frees it): kanna-reaper --what-if reads NodePools,
+ * NodeClaims and PDBs from it. */
+struct state_store;
+int simulate_load_store(const char *file, const char *data, size_t size,
+			const struct simulate_options *opts, struct state_store *store,
+			struct cluster **ret, char *err, size_t err_size);
 
 void simulate_print_table(FILE *out, const struct cluster *c, const struct sched_result *res);
 /* {"nodeClaims":[...],"existingNodes":[...],"unschedulable":[...]} */

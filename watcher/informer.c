@@ -233,6 +233,23 @@ static bool nodepool_budget_problem(const struct proto_nodepool *np, char *err, 
 	return false;
 }
 
+/* A malformed min-savings annotation: a warning and a FailedValidation
+ * Event naming it; the reaper ignores that threshold, nothing else stops. */
+static void report_min_savings(struct informer *inf, const struct proto_nodepool *np)
+{
+	struct kube_object_ref ref = { inf->api_version, inf->def->kind, NULL, np->name, np->uid };
+	struct min_savings ms;
+	char err[512];
+
+	if (min_savings_parse(np, &ms, err, sizeof(err)) >= 0)
+		return;
+	log_warn_kv(LOG_KV({ "nodepool", np->name }), "nodepool %s has a malformed minimum "
+		    "savings, that threshold is ignored: %s", np->name, err);
+	if (inf->env.events)
+		kube_event_record(inf->env.events, &ref, KUBE_EVENT_WARNING, "FailedValidation",
+				  "Consolidation minimum savings: %s", err);
+}
+
 /*
  * A v1alpha5 Provisioner and a NodePool of the same name, or an
  * AWSNodeTemplate (or a Provisioner's inline provider) and an EC2NodeClass,
@@ -461,6 +478,8 @@ static void on_event(enum kube_event_type type, json_t *obj, void *userdata)
 				kube_event_record(inf->env.events, &ref, KUBE_EVENT_WARNING,
 						  "FailedValidation", "Disruption budgets: %s", budget_err);
 		}
+		if (r >= 0)
+			report_min_savings(inf, o.nodepool);
 	}
 	if (nodepool && r >= 0 && o.nodepool->status != PROTO_NODEPOOL_OK) {
 		struct kube_object_ref ref = { inf->api_version, inf->def->kind, NULL,

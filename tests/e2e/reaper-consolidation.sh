@@ -4,6 +4,11 @@
 #  - replace: a 4-CPU node left with one small pod is replaced by a cheaper
 #    2-CPU node, whose Node is Ready before the old Node is deleted (the
 #    sim's timeline), "disrupting nodeclaim(s) via replace ... savings";
+#  - minimum savings: the same replace under a NodePool whose
+#    kanna.dev/consolidation-min-savings-per-hour is above what it saves is
+#    not done (an Unconsolidatable Event says so) until the annotation is
+#    lowered below it; a malformed one gets a FailedValidation Event and is
+#    ignored (the other threshold still holds);
 #  - multi-node: three 2-CPU nodes each left with one small pod become one
 #    (two deleted in one command, their pods fit on the third);
 #  - blocks: a node whose pod has karpenter.sh/do-not-disrupt and a node
@@ -18,13 +23,13 @@ SRCDIR=${KANNA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 command -v kubectl >/dev/null 2>&1 || { echo "SKIP: no kubectl on PATH (./quickstart deps)"; exit 77; }
 command -v curl >/dev/null 2>&1 || { echo "SKIP: no curl on PATH"; exit 77; }
 
-# pool NAME CPUS: a v1 NodePool of on-demand c/m types with CPUS vCPUs
-# (a JSON list), consolidating underutilized nodes after 3 s.
+# pool NAME CPUS [ANNOTATIONS]: a v1 NodePool of on-demand c/m types with
+# CPUS vCPUs (a JSON list), consolidating underutilized nodes after 3 s.
 pool() {
 	kubectl apply -f - >/dev/null <<YAML
 apiVersion: karpenter.sh/v1
 kind: NodePool
-metadata: {name: $1}
+metadata: {name: $1, annotations: {${3:-}}}
 spec:
   template:
     metadata: {labels: {intent: $1}}
@@ -117,6 +122,32 @@ sys.exit(0 if deleting and ready and ready < deleting else 1)
 PY
 events | grep -q "^DisruptionWaitingReadiness $old " || fail "no DisruptionWaitingReadiness Event"
 ok "replace: $(grep -o 'via replace, terminating 1 nodes.*savings [^ ]*' "$tmp/reaper.log" | head -n 1)"
+
+# --- minimum savings: the same replace held back by a threshold, then let go -------------
+pool thrift '["2", "4"]' '"kanna.dev/consolidation-min-savings-per-hour": "5"'
+deploy thrift-anchor thrift 1 3
+wait_for "the thrift anchor pod bound" 90 bound thrift-anchor 1
+deploy thrift-rest thrift 1 500m
+wait_for "the thrift rest pod bound" 60 bound thrift-rest 1
+old=$(claims_of thrift)
+expect_eq "one NodeClaim in thrift" "$(echo "$old" | grep -c .)" 1
+held_back() {
+	events | grep -q "^Unconsolidatable $old replacement not cheaper enough (saving \$[0-9.]*/h below threshold \$5.0000/h)"
+}
+malformed() {
+	events | grep -q '^FailedValidation thrift .*kanna.dev/consolidation-min-savings-percent: "lots" is not a number'
+}
+kubectl scale deployment thrift-anchor --replicas 0 >/dev/null
+wait_for "an Unconsolidatable Event naming the threshold" 30 held_back
+sleep 5 # consolidateAfter and a validation delay: nothing may move
+expect_eq "the thrift NodeClaim stays" "$(claims_of thrift)" "$old"
+kubectl annotate nodepool thrift --overwrite kanna.dev/consolidation-min-savings-percent=lots >/dev/null
+wait_for "a FailedValidation Event naming the malformed annotation" 30 malformed
+sleep 3 # the malformed percentage is ignored, the amount still holds
+expect_eq "the thrift NodeClaim still stays" "$(claims_of thrift)" "$old"
+kubectl annotate nodepool thrift --overwrite kanna.dev/consolidation-min-savings-per-hour=0.01 >/dev/null
+wait_for "the thrift NodeClaim replaced once its saving passes the threshold" 90 gone nodeclaim "$old"
+ok "minimum savings: $(events | grep -o 'replacement not cheaper enough.*' | head -n 1), then replaced at 0.01"
 
 # --- multi-node: three 2-CPU nodes, one small pod each → one node -----------------------
 pool multi '["2"]'

@@ -323,3 +323,202 @@ Test(consolidation_validate, a_command_whose_pods_no_longer_fit_is_dropped)
 	cr_expect_eq(cmd.method, CONSOLIDATION_NONE);
 	consolidation_command_done(&cmd);
 }
+
+/* kanna's minimum savings (NodePool annotations, model/budget.h). */
+static struct cluster *one_big_node(void)
+{
+	struct cluster *c = fx_cluster(8);
+
+	fx_nodepool(c, "default", 0);
+	fx_node(c, "big", "fake-it-7");
+	fx_bound(c, "p-1", "big", 700);
+	cluster_assign_nodepools(c);
+	return c;
+}
+
+static double best_saving(void)
+{
+	_cleanup_(cluster_freep) struct cluster *c = one_big_node();
+	struct consolidation_candidate v[1];
+	struct consolidation_command cmd;
+	const struct sched_claim *cl;
+	double best = 0;
+
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &opts, &cmd), 0);
+	cr_assert_eq(cmd.method, CONSOLIDATION_SINGLE);
+	cl = &cmd.res.placement->claims[0];
+	for (uint32_t i = 0; i < cl->n_types; i++)
+		best = fmax(best, v[0].price - catalog_type_price(&c->cat, cl->types[i], cl->zones,
+								  cl->capacity_types));
+	consolidation_command_done(&cmd);
+	return best;
+}
+
+Test(consolidation_min_savings, a_replace_saving_less_than_the_nodepools_minimum_is_not_done_and_says_why)
+{
+	_cleanup_(cluster_freep) struct cluster *c = one_big_node();
+	struct min_savings ms = { .per_hour = best_saving() + 0.001 };
+	struct consolidation_options o = opts;
+	struct consolidation_candidate v[1];
+	struct consolidation_command cmd;
+
+	o.min_savings = &ms;
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &o, &cmd), 0);
+	cr_expect_eq(cmd.method, CONSOLIDATION_NONE);
+	cr_expect(strstr(cmd.why[0], "replacement not cheaper enough (saving $"), "%s", cmd.why[0]);
+	cr_expect(strstr(cmd.why[0], "/h below threshold $"), "%s", cmd.why[0]);
+	consolidation_command_done(&cmd);
+}
+
+Test(consolidation_min_savings, a_replace_saving_more_than_the_minimum_launches_only_types_that_save_it)
+{
+	_cleanup_(cluster_freep) struct cluster *c = one_big_node();
+	struct min_savings ms = { .per_hour = best_saving() / 2 };
+	struct consolidation_options o = opts;
+	struct consolidation_candidate v[1];
+	struct consolidation_command cmd;
+
+	o.min_savings = &ms;
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &o, &cmd), 0);
+	cr_assert_eq(cmd.method, CONSOLIDATION_SINGLE);
+	cr_assert_eq(cmd.res.placement->n_claims, 1);
+	const struct sched_claim *cl = &cmd.res.placement->claims[0];
+	cr_expect_gt(cl->n_types, 0);
+	for (uint32_t i = 0; i < cl->n_types; i++)
+		cr_expect_geq(v[0].price - catalog_type_price(&c->cat, cl->types[i], cl->zones,
+							      cl->capacity_types),
+			      ms.per_hour - 1e-9, "every option saves the minimum");
+	consolidation_command_done(&cmd);
+}
+
+Test(consolidation_min_savings, a_percentage_is_of_the_replaced_nodes_price)
+{
+	_cleanup_(cluster_freep) struct cluster *c = one_big_node();
+	struct min_savings ms = { .percent = 100 };
+	struct consolidation_options o = opts;
+	struct consolidation_candidate v[1];
+	struct consolidation_command cmd;
+
+	o.min_savings = &ms;
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &o, &cmd), 0);
+	cr_expect_eq(cmd.method, CONSOLIDATION_NONE, "no node saves 100%%");
+	cr_expect(strstr(cmd.why[0], "below threshold"), "%s", cmd.why[0]);
+	consolidation_command_done(&cmd);
+	ms.percent = 1;
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &o, &cmd), 0);
+	cr_expect_eq(cmd.method, CONSOLIDATION_SINGLE, "1%% is saved");
+	consolidation_command_done(&cmd);
+}
+
+Test(consolidation_min_savings, multi_node_deletes_still_go_when_the_replace_is_held_back)
+{
+	_cleanup_(cluster_freep) struct cluster *c = three_nodes("fake-it-7", 1000);
+	struct min_savings ms = { .per_hour = 999 };
+	struct consolidation_options o = opts;
+	struct consolidation_candidate v[3];
+	struct consolidation_command cmd;
+
+	o.min_savings = &ms;
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &o, &cmd), 0);
+	cr_expect_eq(cmd.method, CONSOLIDATION_MULTI);
+	cr_expect_eq(cmd.n_candidates, 2, "two nodes deleted, their pods onto the third");
+	cr_expect_eq(cmd.res.placement ? cmd.res.placement->n_claims : 0, 0, "no replacement");
+	consolidation_command_done(&cmd);
+}
+
+Test(consolidation_min_savings, the_annotations_read_as_numbers_and_a_malformed_one_is_named_and_ignored)
+{
+	struct proto_nodepool np = { .min_savings_per_hour = "0.05", .min_savings_percent = "20" };
+	struct min_savings ms;
+	char err[256] = "";
+
+	cr_expect_eq(min_savings_parse(&np, &ms, err, sizeof(err)), 0);
+	cr_expect_float_eq(ms.per_hour, 0.05, 1e-12);
+	cr_expect_float_eq(ms.percent, 20, 1e-12);
+	np.min_savings_percent = "120";
+	cr_expect_eq(min_savings_parse(&np, &ms, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "kanna.dev/consolidation-min-savings-percent"), "%s", err);
+	cr_expect_float_eq(ms.per_hour, 0.05, 1e-12, "the other one still applies");
+	cr_expect_float_eq(ms.percent, 0, 1e-12);
+	np = (struct proto_nodepool){ .min_savings_per_hour = "5 cents" };
+	cr_expect_eq(min_savings_parse(&np, &ms, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "kanna.dev/consolidation-min-savings-per-hour: \"5 cents\""), "%s", err);
+	np = (struct proto_nodepool){ .min_savings_per_hour = "nan" };
+	cr_expect_eq(min_savings_parse(&np, &ms, err, sizeof(err)), -EINVAL);
+	np = (struct proto_nodepool){ 0 };
+	cr_expect_eq(min_savings_parse(&np, &ms, err, sizeof(err)), 0);
+	cr_expect(ms.per_hour == 0 && ms.percent == 0);
+}
+
+/* 1→N (kanna's): a node whose pods only a dear type holds together, but
+ * two cheap ones hold apart. fake-it-2..6 priced out, fake-it-7 dear. */
+static struct cluster *dear_big_node(void)
+{
+	struct cluster *c = fx_cluster(8);
+
+	for (uint32_t t = 0; t < c->cat.n_types; t++) {
+		const char *name = strtab_str(&c->st, c->cat.types[t].name);
+		double price = streq(name, "fake-it-7") ? 5.0 : strcmp(name, "fake-it-1") > 0 ? 100.0 : -1;
+		for (uint32_t k = 0; price > 0 && k < c->cat.types[t].n_offerings; k++)
+			c->cat.types[t].offerings[k].price = price;
+	}
+	fx_nodepool(c, "default", 0);
+	fx_node(c, "big", "fake-it-7");
+	fx_bound(c, "p-1", "big", 1500);
+	fx_bound(c, "p-2", "big", 1500);
+	cluster_assign_nodepools(c);
+	return c;
+}
+
+Test(consolidation_split, one_dear_node_is_not_replaced_by_one_when_only_a_dear_type_holds_its_pods)
+{
+	_cleanup_(cluster_freep) struct cluster *c = dear_big_node();
+	struct consolidation_candidate v[1];
+	struct consolidation_command cmd;
+
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &opts, &cmd), 0);
+	cr_expect_eq(cmd.method, CONSOLIDATION_NONE, "Karpenter's one-for-one finds nothing cheaper");
+	consolidation_command_done(&cmd);
+}
+
+Test(consolidation_split, one_dear_node_is_replaced_by_two_cheaper_nodes_that_cost_less_together)
+{
+	_cleanup_(cluster_freep) struct cluster *c = dear_big_node();
+	struct consolidation_options o = opts;
+	struct consolidation_candidate v[1];
+	struct consolidation_command cmd;
+
+	o.max_split = CONSOLIDATION_MAX_SPLIT;
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &o, &cmd), 0);
+	cr_assert_eq(cmd.method, CONSOLIDATION_SINGLE, "%s", cmd.why[0]);
+	cr_assert_eq(cmd.res.placement->n_claims, 2);
+	double worst = 0;
+	for (uint32_t i = 0; i < 2; i++) {
+		const struct sched_claim *cl = &cmd.res.placement->claims[i];
+		double dearest = 0;
+		for (uint32_t t = 0; t < cl->n_types; t++)
+			dearest = fmax(dearest, catalog_type_price(&c->cat, cl->types[t], cl->zones,
+								   cl->capacity_types));
+		worst += dearest;
+	}
+	cr_expect_lt(worst, v[0].price, "whichever types launch, the two cost less than the node");
+	cr_expect_float_eq(cmd.savings, cmd.removed_price - cmd.added_price, 1e-9);
+	cr_expect_gt(cmd.savings, 0);
+	consolidation_command_done(&cmd);
+}
+
+Test(consolidation_split, a_split_saving_less_than_the_minimum_is_not_done)
+{
+	_cleanup_(cluster_freep) struct cluster *c = dear_big_node();
+	struct min_savings ms = { .per_hour = 4.99 };
+	struct consolidation_options o = opts;
+	struct consolidation_candidate v[1];
+	struct consolidation_command cmd;
+
+	o.max_split = CONSOLIDATION_MAX_SPLIT;
+	o.min_savings = &ms;
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &o, &cmd), 0);
+	cr_expect_eq(cmd.method, CONSOLIDATION_NONE);
+	cr_expect(strstr(cmd.why[0], "not cheaper enough"), "%s", cmd.why[0]);
+	consolidation_command_done(&cmd);
+}

@@ -241,6 +241,22 @@ Test(decode, v1_nodepool_gets_v1_defaults)
 	json_decref(j);
 }
 
+Test(decode, nodepool_min_savings_annotations_are_carried_as_written_and_a_malformed_one_keeps_it_valid)
+{
+	json_t *j = parse(
+		"{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"thrift\","
+		"  \"annotations\":{\"kanna.dev/consolidation-min-savings-per-hour\":\"0.05\","
+		"   \"kanna.dev/consolidation-min-savings-percent\":{\"not\":\"a string\"}}},"
+		" \"spec\":{\"template\":{\"spec\":{\"nodeClassRef\":{\"name\":\"default\"}}}}}");
+	struct proto_nodepool np;
+	cr_assert_eq(decode_nodepool(&dec, j, &np), 0, "%s", dec.error);
+	cr_assert_eq(np.status, PROTO_NODEPOOL_OK);
+	cr_assert_str_eq(np.min_savings_per_hour, "0.05");
+	cr_assert_str_eq(np.min_savings_percent, "<malformed>");
+	cr_assert_eq(np.n_annotations, 0, "the NodePool's own annotations are not its nodes'");
+	json_decref(j);
+}
+
 Test(decode, v1beta1_nodepool_reads_disruption_expiry_and_kubelet)
 {
 	json_t *j = parse(
