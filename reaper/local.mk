@@ -122,6 +122,9 @@ EXTRA_DIST += tests/reaper-what-if/run.sh \
 	tests/reaper-what-if/invalid.yaml tests/reaper-what-if/invalid.expected
 FUZZ_PROGS += tests/fuzz/fuzz_what_if
 tests_fuzz_fuzz_what_if_SOURCES = tests/fuzz/fuzz_what_if.c tests/fuzz/standalone.c
-tests_fuzz_fuzz_what_if_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/reaper-what-if\"
+tests_fuzz_fuzz_what_if_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/fuzz/corpus/what_if\"
 tests_fuzz_fuzz_what_if_LDFLAGS = $(FUZZ_LDFLAGS)
 tests_fuzz_fuzz_what_if_LDADD = $(REAPER_LIBS) $(SCHED_LIBS) $(LDADD)
+# The fixtures are its seeds (./quickstart check fuzzes tests/fuzz/corpus/NAME).
+EXTRA_DIST += tests/fuzz/corpus/what_if/consolidation.yaml tests/fuzz/corpus/what_if/methods.yaml \
+	tests/fuzz/corpus/what_if/min-savings.yaml tests/fuzz/corpus/what_if/invalid.yaml
