@@ -249,6 +249,32 @@ static int removal_set(struct reaper *r, const struct cluster *c, uint32_t idx, 
  * Where would the node's pods go? 1: every pod on a Ready node (delete
  * now); 0: not yet (replacements planned or coming up); < 0 an error.
  */
+/*
+ * The plan just sent placed the pods of every node in the removal set,
+ * the other disrupting nodes' too: those must not plan for them again (two
+ * nodes replaced at once got two replacements each). They wait for these
+ * replacements, as a node whose own plan was sent does.
+ */
+static void covered_by_plan(struct reaper *r, const struct cluster *c, const uint32_t *remove,
+			    uint32_t n_remove, uint32_t idx)
+{
+	for (uint32_t i = 0; i < n_remove; i++) {
+		const struct state_entry *ne, *ce;
+		struct claim_work *o;
+
+		if (remove[i] == idx ||
+		    !(ne = state_store_get(reaper_store(r), PROTO_OBJECT_NODE, "",
+					   strtab_str(&c->st, c->nodes[remove[i]].name))) ||
+		    !ne->obj.node->nodeclaim ||
+		    !(o = hashmap_get(&r->work, ne->obj.node->nodeclaim)) || !o->disrupting ||
+		    o->plan_sent)
+			continue;
+		o->plan_sent = true;
+		if ((ce = state_store_get(reaper_store(r), PROTO_OBJECT_NODECLAIM, "", o->name)))
+			disruption_record(r, ce->obj.nodeclaim, o->disrupting, "replace");
+	}
+}
+
 int disruption_replace(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
 		       const struct proto_node *node, uint64_t now_usec)
 {
@@ -310,6 +336,7 @@ int disruption_replace(struct reaper *r, struct claim_work *w, const struct prot
 			if (disruption_send_plan(r, &a, c, res.placement, &nc, &w, 1, &plan) >= 0) {
 				w->plan_sent = true;
 				disruption_record(r, nc, w->disrupting, "replace");
+				covered_by_plan(r, c, remove, n_remove, idx);
 			}
 			arena_done(&a);
 		}

@@ -198,6 +198,9 @@ wait_for "every drifted NodeClaim replaced" 150 none_left "$old"
 wait_for "every pod on a replacement" 60 pods_bound_to_new_nodes "$old_nodes"
 grep -q "has drifted: NodePoolDrifted" "$tmp/reaper.log" || fail "no 'has drifted: NodePoolDrifted' line"
 replaced_first "NodePool drift" "$old" "$old_nodes"
+# Replaced together, each node's plan places the others' pods too: one
+# replacement a pod, not one a pod per node.
+expect_eq "as many NodeClaims as before, not one more" "$(claims | grep -c .)" "$n"
 for c in $(claims); do
 	expect_eq "replacement $c carries the new template label" \
 		"$(kubectl get nodeclaim "$c" -o jsonpath='{.metadata.labels.generation}')" 2
