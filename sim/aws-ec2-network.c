@@ -158,11 +158,14 @@ int ec2_describe_subnets(struct sim_aws *aws, const struct aws_request *req,
 	struct aws_filters f = { 0 };
 	struct sim_aws_tag tag_v[2];
 	char name[128];
-	size_t n_ids;
+	size_t n_ids, start, limit, n = 0;
 	bool handled;
 	struct xml x;
 	int r;
 
+	r = aws_page_parse(req, resp, PAGE_SUBNETS, &start, &limit, &handled);
+	if (r < 0 || handled)
+		return r;
 	/* An id that is not ours fails the whole call, as EC2 does. */
 	for (size_t k = 0; k < aws_params_count(req->params, "SubnetId"); k++) {
 		const char *id = aws_params_getf(req->params, "SubnetId.%zu", k + 1);
@@ -187,11 +190,16 @@ int ec2_describe_subnets(struct sim_aws *aws, const struct aws_request *req,
 		struct aws_tags tags = { tag_v, 2 };
 
 		subnet_tags(aws, zone, tag_v, name, sizeof(name));
-		if (name_listed(req->params, "SubnetId", zone->subnet_id, &n_ids) &&
-		    subnet_matches(reg, zone, &tags, &f))
+		if (!name_listed(req->params, "SubnetId", zone->subnet_id, &n_ids) ||
+		    !subnet_matches(reg, zone, &tags, &f))
+			continue;
+		if (n >= start && n - start < limit)
 			write_subnet(&x, aws, reg, zone, &tags);
+		n++;
 	}
 	xml_close(&x, "subnetSet");
+	if (n > start && n - start > limit)
+		aws_page_next_token(&x, start + limit);
 	aws_filters_clear(&f);
 	return xml_finish(&x, "DescribeSubnetsResponse", resp);
 }
@@ -238,6 +246,7 @@ int ec2_describe_security_groups(struct sim_aws *aws, const struct aws_request *
 	struct aws_filters f = { 0 };
 	char name[128], desc[160];
 	bool handled, match = true;
+	size_t start, limit;
 	struct xml x;
 	int r;
 
@@ -245,6 +254,9 @@ int ec2_describe_security_groups(struct sim_aws *aws, const struct aws_request *
 	snprintf(desc, sizeof(desc), "Nodes of cluster %s (kanna-sim)", aws->cluster_name);
 	tag_v[0] = (struct sim_aws_tag){ DISCOVERY_TAG, aws->cluster_name };
 	tag_v[1] = (struct sim_aws_tag){ "Name", name };
+	r = aws_page_parse(req, resp, PAGE_SECURITY_GROUPS, &start, &limit, &handled);
+	if (r < 0 || handled)
+		return r;
 	for (size_t k = 0; k < aws_params_count(req->params, "GroupId"); k++)
 		if (!streq_ptr(aws_params_getf(req->params, "GroupId.%zu", k + 1), reg->sg_id))
 			return aws_error(resp, req, 400, "InvalidGroup.NotFound",
@@ -275,7 +287,8 @@ int ec2_describe_security_groups(struct sim_aws *aws, const struct aws_request *
 		return r;
 	xml_leaf(&x, "requestId", req->request_id);
 	xml_open(&x, "securityGroupInfo");
-	if (match)
+	/* The one group is the first page's (MaxResults is at least 5). */
+	if (match && start == 0)
 		write_security_group(&x, reg, &tags, name, desc);
 	xml_close(&x, "securityGroupInfo");
 	return xml_finish(&x, "DescribeSecurityGroupsResponse", resp);

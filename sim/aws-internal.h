@@ -507,6 +507,11 @@ int sqs_queue_url(const struct sim_aws *aws, const struct aws_request *req, char
 #define PAGE_IMAGES 5, 1000, PAGE_ALL
 #define PAGE_INSTANCES 5, 1000, PAGE_ALL
 #define PAGE_LAUNCH_TEMPLATES 1, 200, 200
+/* API_DescribeSubnets.html, API_DescribeSecurityGroups.html: "This value
+ * can be between 5 and 1000. If this parameter is not specified, then all
+ * items are returned." */
+#define PAGE_SUBNETS 5, 1000, PAGE_ALL
+#define PAGE_SECURITY_GROUPS 5, 1000, PAGE_ALL
 /* Pagination helpers shared by the Describe* handlers. */
 int aws_page_parse(const struct aws_request *req, struct aws_response *resp,
 		   unsigned long min, unsigned long max, unsigned long dflt,

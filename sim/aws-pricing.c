@@ -61,6 +61,73 @@ static bool attributes_match(json_t *attrs, const char *family, json_t *filters)
 	return true;
 }
 
+/*
+ * GetProducts' input constraints (Price List API Reference,
+ * API_pricing_GetProducts.html and API_pricing_Filter.html: ServiceCode
+ * required; MaxResults 1 to 100; each Filter's Field, Type and Value
+ * required, Type one of TERM_MATCH, EQUALS, CONTAINS, ANY_OF, NONE_OF),
+ * refused as the service's front end refuses a constraint violation: 400
+ * ValidationException (CommonErrors.html) in Coral's words, "1 validation
+ * error detected: Value ... at '<member path>' failed to satisfy
+ * constraint: ...". The first violation found is reported.
+ */
+static int pricing_invalid(struct aws_response *resp, const struct aws_request *req,
+			   const char *fmt, ...) _printf_(3, 4);
+static int pricing_invalid(struct aws_response *resp, const struct aws_request *req,
+			   const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* 1: answered (aws_error() returns 0 once the answer is built). */
+	return aws_error(resp, req, 400, "ValidationException",
+			 "1 validation error detected: %s", msg) < 0 ? -ENOMEM : 1;
+}
+
+/* 0 when the input holds, 1 when it was answered with the refusal. */
+static int check_input(struct aws_response *resp, const struct aws_request *req)
+{
+	static const char *const types[] = { "TERM_MATCH", "EQUALS", "CONTAINS", "ANY_OF", "NONE_OF" };
+	const json_t *svc = json_object_get(req->json, "ServiceCode");
+	const json_t *jmax = json_object_get(req->json, "MaxResults");
+	json_t *filters = json_object_get(req->json, "Filters"), *f;
+	size_t i;
+
+	if (!json_is_string(svc))
+		return pricing_invalid(resp, req, "Value null at 'serviceCode' failed to satisfy "
+					"constraint: Member must not be null");
+	if (jmax && json_is_integer(jmax) && json_integer_value(jmax) < 1)
+		return pricing_invalid(resp, req, "Value '%" JSON_INTEGER_FORMAT "' at 'maxResults' "
+					"failed to satisfy constraint: Member must have value greater "
+					"than or equal to 1", json_integer_value(jmax));
+	if (jmax && json_is_integer(jmax) && json_integer_value(jmax) > PRICING_PAGE_MAX)
+		return pricing_invalid(resp, req, "Value '%" JSON_INTEGER_FORMAT "' at 'maxResults' "
+					"failed to satisfy constraint: Member must have value less "
+					"than or equal to %d", json_integer_value(jmax), PRICING_PAGE_MAX);
+	json_array_foreach(filters, i, f) {
+		static const char *const required[][2] = { { "Field", "field" }, { "Type", "type" },
+							   { "Value", "value" } };
+		const char *type = json_string_value(json_object_get(f, "Type"));
+		bool known = false;
+
+		for (size_t k = 0; k < ARRAY_SIZE(required); k++)
+			if (!json_is_string(json_object_get(f, required[k][0])))
+				return pricing_invalid(resp, req, "Value null at 'filters.%zu.member.%s' "
+							"failed to satisfy constraint: Member must not "
+							"be null", i + 1, required[k][1]);
+		for (size_t k = 0; k < ARRAY_SIZE(types); k++)
+			known = known || streq(type, types[k]);
+		if (!known)
+			return pricing_invalid(resp, req, "Value '%s' at 'filters.%zu.member.type' failed "
+						"to satisfy constraint: Member must satisfy enum value set: "
+						"[TERM_MATCH, EQUALS, CONTAINS, ANY_OF, NONE_OF]", type, i + 1);
+	}
+	return 0;
+}
+
 static char *product_json(json_t *attrs, const struct aws_instance_type *t,
 			  const struct aws_region *r, double price)
 {
@@ -98,18 +165,23 @@ int pricing_get_products(struct sim_aws *aws, const struct aws_request *req,
 	json_t *jmax = json_object_get(req->json, "MaxResults");
 	unsigned long start = 0, limit = PRICING_PAGE_MAX;
 	size_t i, n = 0;
+	int bad;
 
-	if (!svc)
-		return aws_error(resp, req, 400, "InvalidParameterException", "ServiceCode is required");
-	if (filters && !json_is_array(filters))
-		return aws_error(resp, req, 400, "InvalidParameterException", "Filters must be a list");
+	/* A member of the wrong JSON type is the awsJson protocol's own
+	 * refusal, SerializationException (its message text is the sim's
+	 * guess at Coral's: no reference quotes it). */
+	if ((filters && !json_is_array(filters)) || (jmax && !json_is_integer(jmax)) ||
+	    (json_object_get(req->json, "ServiceCode") && !svc))
+		return aws_error(resp, req, 400, "SerializationException",
+				 "Start of structure or map found where not expected.");
+	bad = check_input(resp, req);
+	if (bad != 0)
+		return bad < 0 ? bad : 0;
+	/* The other types are AWS's but not simulated: refused, never ignored. */
 	json_array_foreach(filters, i, f)
 		if (!streq_ptr(json_string_value(json_object_get(f, "Type")), "TERM_MATCH"))
 			return aws_error(resp, req, 400, "InvalidParameterException",
-					 "Only filters of Type TERM_MATCH are simulated");
-	if (jmax && (!json_is_integer(jmax) || json_integer_value(jmax) < 1 ||
-		     json_integer_value(jmax) > PRICING_PAGE_MAX))
-		return aws_error(resp, req, 400, "InvalidParameterException", "MaxResults must be 1..100");
+					 "kanna-sim simulates only filters of Type TERM_MATCH");
 	if (jmax)
 		limit = (unsigned long)json_integer_value(jmax);
 	if (token && (strncmp(token, "sim-", 4) != 0 || aws_parse_uint(token + 4, SIZE_MAX, &start) < 0))

@@ -5,6 +5,9 @@
  * a session token, so an IRSA-style client ends up signing with keys the
  * sim accepts. Called by aws_dispatch() with the lock held.
  */
+#include <ctype.h>
+#include <limits.h>
+
 #include "common/clock.h"
 #include "sim/aws-internal.h"
 
@@ -12,6 +15,27 @@
 #define STS_SESSION_SEC 3600
 #define STS_SESSION_SEC_MIN 900
 #define STS_SESSION_SEC_MAX 43200
+/* API_AssumeRoleWithWebIdentity.html: RoleSessionName is 2 to 64
+ * characters of [\w+=,.@-]. */
+#define STS_SESSION_NAME_MIN 2
+#define STS_SESSION_NAME_MAX 64
+
+/* RoleSessionName's constraint, or NULL when session meets it; in the
+ * words of STS's ValidationError ("1 validation error detected: Value
+ * '...' at 'roleSessionName' failed to satisfy constraint: ..."). */
+static const char *session_name_violation(const char *session)
+{
+	size_t n = strlen(session);
+
+	if (n < STS_SESSION_NAME_MIN)
+		return "Member must have length greater than or equal to 2";
+	if (n > STS_SESSION_NAME_MAX)
+		return "Member must have length less than or equal to 64";
+	for (const char *c = session; *c; c++)
+		if (!isalnum((unsigned char)*c) && !strchr("_+=,.@-", *c))
+			return "Member must satisfy regular expression pattern: [\\w+=,.@-]*";
+	return NULL;
+}
 
 int sts_get_caller_identity(struct sim_aws *aws, const struct aws_request *req,
 			    struct aws_response *resp)
@@ -52,15 +76,23 @@ int sts_assume_role_with_web_identity(struct sim_aws *aws, const struct aws_requ
 		return aws_error_missing(resp, req, "RoleSessionName");
 	if (!token)
 		return aws_error_missing(resp, req, "WebIdentityToken");
+	if (session_name_violation(session))
+		return aws_error(resp, req, 400, "ValidationError",
+				 "1 validation error detected: Value '%s' at 'roleSessionName' failed to satisfy constraint: %s",
+				 session, session_name_violation(session));
 	if (strncmp(role, "arn:aws:iam::", 13) != 0 || !(role_name = strstr(role, ":role/")))
 		return aws_error(resp, req, 400, "ValidationError", "%s is invalid", role);
 	if (!*token)
 		return aws_error(resp, req, 400, "InvalidIdentityToken",
 				 "Couldn't retrieve verification key from your identity provider");
-	if (dur && (aws_parse_uint(dur, STS_SESSION_SEC_MAX, &seconds) < 0 || seconds < STS_SESSION_SEC_MIN))
+	/* DurationSeconds: 900 to 43200 (the role's maximum; the sim's roles
+	 * allow all of it). */
+	if (dur && (aws_parse_uint(dur, ULONG_MAX, &seconds) < 0 || seconds < STS_SESSION_SEC_MIN ||
+		    seconds > STS_SESSION_SEC_MAX))
 		return aws_error(resp, req, 400, "ValidationError",
-				 "1 validation error detected: Value '%s' at 'durationSeconds' failed to satisfy constraint",
-				 dur);
+				 "1 validation error detected: Value '%s' at 'durationSeconds' failed to satisfy constraint: Member must have value %s than or equal to %d",
+				 dur, seconds > STS_SESSION_SEC_MAX ? "less" : "greater",
+				 seconds > STS_SESSION_SEC_MAX ? STS_SESSION_SEC_MAX : STS_SESSION_SEC_MIN);
 	role_name += 6;
 	format_iso8601((uint64_t)clock_realtime_ms() + seconds * 1000, expires);
 	aws_new_id(aws, "simSessionToken", 32, session_token, sizeof(session_token));

@@ -5,7 +5,6 @@
  * kube-apiserver uses. Subresources live in k8s-subresource.c, discovery in
  * k8s-discovery.c. Knows nothing about HTTP libraries.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -64,28 +63,6 @@ bool k8s_query_bool(const char *v)
 static bool arg_true(const struct k8s_request *req, const char *name)
 {
 	return k8s_query_bool(arg(req, name));
-}
-
-/* An integer query parameter (limit, timeoutSeconds) as the API server
- * reads one (strconv.ParseInt): absent is 0; anything but a decimal
- * integer is a 400 with ParseInt's words. */
-static int arg_int(const struct k8s_request *req, const char *name, long long *ret,
-		   struct k8s_error *err)
-{
-	const char *v = arg(req, name);
-	char *end;
-
-	*ret = 0;
-	if (!v)
-		return 0;
-	errno = 0;
-	*ret = strtoll(v, &end, 10);
-	if (!*v || *end || errno == ERANGE || isspace((unsigned char)*v)) {
-		k8s_error_set(err, 400, "BadRequest", "strconv.ParseInt: parsing \"%.64s\": %s", v,
-			      errno == ERANGE ? "value out of range" : "invalid syntax");
-		return -EINVAL;
-	}
-	return 0;
 }
 
 /* A YAML body (Content-Type application/yaml): exactly one document. */
@@ -254,7 +231,7 @@ static int handle_watch(struct k8s_api *api, const struct k8s_request *req,
 	long long timeout;
 	int r;
 
-	if (arg_int(req, "timeoutSeconds", &timeout, &err) < 0 || check_rv_match(api, req, true, &err) < 0)
+	if (k8s_query_int(req, "timeoutSeconds", &timeout, &err) < 0 || check_rv_match(api, req, true, &err) < 0)
 		return k8s_reply_error(resp, &err);
 	opts.timeout_seconds = timeout > 0 ? (long)MIN(timeout, (long long)INT32_MAX) : 0;
 	opts.cut = &api->watch_cut;
@@ -283,7 +260,7 @@ static int handle_list(struct k8s_api *api, const struct k8s_request *req,
 
 	if (arg_true(req, "watch"))
 		return handle_watch(api, req, route, resp);
-	if (arg_int(req, "limit", &limit, &err) < 0 || check_rv_match(api, req, false, &err) < 0)
+	if (k8s_query_int(req, "limit", &limit, &err) < 0 || check_rv_match(api, req, false, &err) < 0)
 		return k8s_reply_error(resp, &err);
 	if (parse_selectors(api, req, route, &labels, &fields, &err) < 0)
 		return k8s_reply_error(resp, &err);
@@ -307,33 +284,15 @@ static int handle_list(struct k8s_api *api, const struct k8s_request *req,
 	return 0;
 }
 
+/* DeleteOptions from the body when there is one, else from the query. */
 static int delete_options(const struct k8s_request *req, const struct k8s_resource *res,
 			  json_t **body, struct k8s_delete_options *opts, struct k8s_error *err)
 {
-	const char *grace = arg(req, "gracePeriodSeconds");
-	const char *prop = arg(req, "propagationPolicy");
-	int r;
-
-	k8s_delete_options_init(opts);
 	*body = NULL;
-	if (req->body_len > 0) {
-		r = parse_body(req, res, body, err);
-		if (r < 0)
-			return r;
-		r = k8s_delete_options_from_json(opts, *body, err);
-		if (r < 0)
-			return r;
-	}
-	if (grace)
-		opts->grace_period_seconds = strtol(grace, NULL, 10);
-	if (prop) {
-		json_t *o = json_pack("{s:s}", "propagationPolicy", prop);
-
-		r = k8s_delete_options_from_json(opts, o, err);
-		json_decref(o);
-		return r;
-	}
-	return 0;
+	k8s_delete_options_init(opts);
+	if (req->body_len > 0 && parse_body(req, res, body, err) < 0)
+		return -EINVAL;
+	return k8s_delete_options_parse(req, *body, opts, err);
 }
 
 static int handle_delete(struct k8s_api *api, const struct k8s_request *req,
@@ -364,9 +323,10 @@ static int handle_delete_collection(struct k8s_api *api, const struct k8s_reques
 	json_t *body = NULL;
 	int r;
 
-	r = delete_options(req, route->res, &body, &opts, &err);
+	/* ListOptions first, then DeleteOptions (handlers/delete.go DeleteCollection). */
+	r = parse_selectors(api, req, route, &labels, &fields, &err);
 	if (r >= 0)
-		r = parse_selectors(api, req, route, &labels, &fields, &err);
+		r = delete_options(req, route->res, &body, &opts, &err);
 	if (r >= 0) {
 		selected.labels = labels;
 		selected.fields = fields;
@@ -401,17 +361,13 @@ static json_t *apply_patch(const json_t *cur, void *userdata, struct k8s_error *
 	return r < 0 ? NULL : out;
 }
 
+/* The patch body of type p->type. */
 static int decode_patch(const struct k8s_request *req, const struct k8s_resource *res,
 			struct patch_ctx *p, struct k8s_error *err)
 {
 	struct yaml_docs *docs = NULL;
 	char msg[512];
 
-	if (k8s_patch_type_from_content_type(req->content_type, &p->type) < 0) {
-		k8s_error_set(err, 415, "UnsupportedMediaType",
-			      "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json");
-		return -EINVAL;
-	}
 	if (p->type != K8S_PATCH_APPLY)
 		return parse_body(req, res, &p->patch, err);
 	if (yaml_docs_load_buffer(req->body ? req->body : "", req->body_len, "body", &docs,
@@ -429,20 +385,33 @@ static int handle_patch(struct k8s_api *api, const struct k8s_request *req,
 			const struct k8s_route *route, enum k8s_write_mode mode,
 			struct k8s_response *resp)
 {
+	struct k8s_write_options opts;
 	struct patch_ctx p = {};
 	struct k8s_error err = {};
 	json_t *obj = NULL;
 	int r;
 
-	r = decode_patch(req, route->res, &p, &err);
+	/* handlers/patch.go: the patch type, then PatchOptions, then the body. */
+	if (k8s_patch_type_from_content_type(req->content_type, &p.type) < 0) {
+		k8s_error_set(&err, 415, "UnsupportedMediaType",
+			      "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json");
+		return k8s_reply_error(resp, &err);
+	}
+	r = k8s_write_options_parse(req, p.type == K8S_PATCH_APPLY ? K8S_OPTIONS_APPLY
+								   : K8S_OPTIONS_PATCH, &opts, &err);
+	if (r >= 0 && streq(route->subresource, "scale"))
+		return k8s_scale_handle(api, req, route, NULL, &opts, resp);
+	if (r >= 0)
+		r = decode_patch(req, route->res, &p, &err);
 	if (r < 0)
 		return k8s_reply_error(resp, &err);
-	r = k8s_store_mutate(api->store, route->res, route->ns, route->name, mode,
-			     apply_patch, &p, &obj, &err);
+	r = k8s_store_mutate_opts(api->store, route->res, route->ns, route->name, mode, &opts,
+				  apply_patch, &p, &obj, &err);
 	/* Server-side apply creates what does not exist yet. */
 	if (r == -ENOENT && p.type == K8S_PATCH_APPLY && mode == K8S_WRITE_MAIN) {
 		k8s_error_clear(&err);
-		r = k8s_store_create(api->store, route->res, route->ns, p.patch, &obj, &err);
+		r = k8s_store_create_opts(api->store, route->res, route->ns, p.patch, &opts, &obj,
+					  &err);
 		json_decref(p.patch);
 		if (r < 0)
 			return k8s_reply_error(resp, &err);
@@ -459,15 +428,26 @@ static int handle_object(struct k8s_api *api, const struct k8s_request *req,
 {
 	const char *sub = route->subresource;
 	enum k8s_write_mode mode = streq(sub, "status") ? K8S_WRITE_STATUS : K8S_WRITE_MAIN;
+	bool put = streq(req->method, "PUT"), post = streq(req->method, "POST");
+	bool create_only = streq(sub, "binding") || streq(sub, "eviction");
+	struct k8s_write_options opts = {};
 	struct k8s_error err = {};
 	json_t *body = NULL, *obj = NULL;
 	int r;
 
+	if (streq(req->method, "PATCH"))
+		return handle_patch(api, req, route, mode, resp);
+	/* The options come before the body: UpdateOptions for a PUT, and
+	 * CreateOptions for the subresources that only create (handlers
+	 * create.go and update.go). */
+	if (((put && !create_only) || (post && create_only)) &&
+	    k8s_write_options_parse(req, put ? K8S_OPTIONS_UPDATE : K8S_OPTIONS_CREATE, &opts,
+				    &err) < 0)
+		return k8s_reply_error(resp, &err);
 	if (streq(sub, "scale")) {
-		if (!streq(req->method, "PATCH") && req->body_len > 0 &&
-		    parse_body(req, route->res, &body, &err) < 0)
+		if (req->body_len > 0 && parse_body(req, route->res, &body, &err) < 0)
 			return k8s_reply_error(resp, &err);
-		r = k8s_scale_handle(api, req, route, body, resp);
+		r = k8s_scale_handle(api, req, route, body, put ? &opts : NULL, resp);
 		json_decref(body);
 		return r;
 	}
@@ -479,20 +459,17 @@ static int handle_object(struct k8s_api *api, const struct k8s_request *req,
 			json_decref(obj);
 			return k8s_reply_json(resp, 200, table);
 		}
-	} else if (streq(req->method, "PATCH"))
-		return handle_patch(api, req, route, mode, resp);
-	else if (streq(req->method, "DELETE") && !*sub)
+	} else if (streq(req->method, "DELETE") && !*sub)
 		return handle_delete(api, req, route, resp);
 	else if (streq(req->method, "PUT") || streq(req->method, "POST")) {
 		r = parse_body(req, route->res, &body, &err);
-		if (r >= 0 && streq(req->method, "POST") && streq(sub, "binding"))
-			r = k8s_pod_binding(api, route, body, resp);
-		else if (r >= 0 && streq(req->method, "POST") && streq(sub, "eviction"))
-			r = k8s_pod_eviction(api, route, body, resp);
-		else if (r >= 0 && streq(req->method, "PUT") && !streq(sub, "binding") &&
-			 !streq(sub, "eviction"))
-			r = k8s_store_update(api->store, route->res, route->ns, route->name,
-					     body, mode, &obj, &err);
+		if (r >= 0 && post && streq(sub, "binding"))
+			r = k8s_pod_binding(api, route, body, &opts, resp);
+		else if (r >= 0 && post && streq(sub, "eviction"))
+			r = k8s_pod_eviction(api, route, body, &opts, resp);
+		else if (r >= 0 && put && !create_only)
+			r = k8s_store_update_opts(api->store, route->res, route->ns, route->name,
+						  body, mode, &opts, &obj, &err);
 		else if (r >= 0) {
 			k8s_error_set(&err, 405, "MethodNotAllowed",
 				      "the server does not allow this method on the requested resource");
@@ -514,6 +491,7 @@ static int handle_object(struct k8s_api *api, const struct k8s_request *req,
 static int handle_collection(struct k8s_api *api, const struct k8s_request *req,
 			     const struct k8s_route *route, struct k8s_response *resp)
 {
+	struct k8s_write_options opts;
 	struct k8s_error err = {};
 	json_t *body = NULL, *obj = NULL;
 	int r;
@@ -527,18 +505,20 @@ static int handle_collection(struct k8s_api *api, const struct k8s_request *req,
 			      "the server does not allow this method on the requested resource");
 		return k8s_reply_error(resp, &err);
 	}
-	r = parse_body(req, route->res, &body, &err);
+	r = k8s_write_options_parse(req, K8S_OPTIONS_CREATE, &opts, &err);
 	if (r >= 0)
-		r = k8s_store_create(api->store, route->res, route->ns[0] ? route->ns : NULL,
-				     body, &obj, &err);
+		r = parse_body(req, route->res, &body, &err);
+	if (r >= 0)
+		r = k8s_store_create_opts(api->store, route->res, route->ns[0] ? route->ns : NULL,
+					  body, &opts, &obj, &err);
 	json_decref(body);
 	if (r < 0)
 		return k8s_reply_error(resp, &err);
 	return k8s_reply_json(resp, 201, obj);
 }
 
-int k8s_api_handle(struct k8s_api *api, const struct k8s_request *req,
-		   struct k8s_response *resp)
+static int dispatch(struct k8s_api *api, const struct k8s_request *req,
+		    struct k8s_response *resp)
 {
 	struct k8s_route route;
 	struct k8s_error err = {};
@@ -570,11 +550,6 @@ int k8s_api_handle(struct k8s_api *api, const struct k8s_request *req,
 		k8s_error_set(&err, 404, "NotFound", "the server could not find the requested resource");
 		return k8s_reply_error(resp, &err);
 	}
-	if (!streq(req->method, "GET") && req->arg && req->arg(req->arg_cls, "dryRun")) {
-		/* Refused rather than silently applied. */
-		k8s_error_set(&err, 400, "BadRequest", "kanna-sim does not support dryRun");
-		return k8s_reply_error(resp, &err);
-	}
 	switch (route.kind) {
 	case K8S_ROUTE_HEALTH:
 		resp->status = 200;
@@ -593,4 +568,21 @@ int k8s_api_handle(struct k8s_api *api, const struct k8s_request *req,
 		}
 		return k8s_discovery_handle(api, &route, resp);
 	}
+}
+
+int k8s_api_handle(struct k8s_api *api, const struct k8s_request *req,
+		   struct k8s_response *resp)
+{
+	struct k8s_request r = *req;
+	bool pretty = k8s_request_pretty(req);
+	int ret;
+
+	/* A pretty answer is printed whole; watch streams never are (the
+	 * stream serializer has no pretty form). OpenAPI documents are served
+	 * as they are. */
+	r.stream_lists = req->stream_lists && !pretty;
+	ret = dispatch(api, &r, resp);
+	if (ret < 0 || !pretty || resp->watch || (req->path && strncmp(req->path, "/openapi/", 9) == 0))
+		return ret;
+	return k8s_response_pretty(resp);
 }

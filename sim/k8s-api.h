@@ -136,6 +136,9 @@ struct k8s_request {
 	bool stream_lists;
 	/* Query parameters by name, NULL when absent. */
 	const char *(*arg)(void *cls, const char *name);
+	/* Every value of a repeated parameter (dryRun=All&dryRun=x), in order:
+	 * fills up to max, returns how many there are. NULL: arg()'s only. */
+	size_t (*arg_values)(void *cls, const char *name, const char **values, size_t max);
 	void *arg_cls;
 };
 
@@ -164,6 +167,31 @@ int k8s_reply_error(struct k8s_response *resp, struct k8s_error *err);
  * Convert_Slice_string_To_bool): absent, "0" or "false" in any case is
  * false; anything else, even "" or "True", is true. */
 bool k8s_query_bool(const char *v);
+/*
+ * Write options (k8s-options.c), decoded and validated as kube-apiserver's
+ * handlers do before they read the body; 0, or upstream's 400/422 in err.
+ */
+enum k8s_options_kind {
+	K8S_OPTIONS_CREATE, /* POST: CreateOptions (bindings and evictions too) */
+	K8S_OPTIONS_UPDATE, /* PUT: UpdateOptions */
+	K8S_OPTIONS_PATCH,  /* PATCH but apply: PatchOptions */
+	K8S_OPTIONS_APPLY,  /* server-side apply: PatchOptions, fieldManager required */
+};
+int k8s_write_options_parse(const struct k8s_request *req, enum k8s_options_kind kind,
+			    struct k8s_write_options *opts, struct k8s_error *err);
+/* DeleteOptions from body (the parsed request body, NULL when there was
+ * none) or else from the query, validated (ValidateDeleteOptions). */
+int k8s_delete_options_parse(const struct k8s_request *req, const json_t *body,
+			     struct k8s_delete_options *opts, struct k8s_error *err);
+/* An integer query parameter (limit, timeoutSeconds, gracePeriodSeconds)
+ * as strconv.ParseInt reads one: absent is 0, anything but a decimal
+ * integer a 400 with ParseInt's words. */
+int k8s_query_int(const struct k8s_request *req, const char *name, long long *ret,
+		  struct k8s_error *err);
+/* Whether the answer is pretty-printed (pretty=true, Accept ...;pretty=1),
+ * and the printing: a JSON body indented as upstream's pretty serializer. */
+bool k8s_request_pretty(const struct k8s_request *req);
+int k8s_response_pretty(struct k8s_response *resp);
 int k8s_discovery_handle(struct k8s_api *api, const struct k8s_route *route,
 			 struct k8s_response *resp);
 /* Fault injection (k8s-faults.c): 1 when the request was answered. */
@@ -195,11 +223,14 @@ int k8s_openapi_handle(struct k8s_api *api, const char *path,
 /* Mutation for k8s_store_mutate(): binds the pod to node (a char *). */
 json_t *k8s_pod_bind(const json_t *pod, void *node, struct k8s_error *err);
 int k8s_pod_binding(struct k8s_api *api, const struct k8s_route *route,
-		    json_t *body, struct k8s_response *resp);
+		    json_t *body, const struct k8s_write_options *opts,
+		    struct k8s_response *resp);
 int k8s_pod_eviction(struct k8s_api *api, const struct k8s_route *route,
-		     json_t *body, struct k8s_response *resp);
+		     json_t *body, const struct k8s_write_options *opts,
+		     struct k8s_response *resp);
+/* opts: the request's UpdateOptions or PatchOptions; NULL for GET. */
 int k8s_scale_handle(struct k8s_api *api, const struct k8s_request *req,
 		     const struct k8s_route *route, json_t *body,
-		     struct k8s_response *resp);
+		     const struct k8s_write_options *opts, struct k8s_response *resp);
 
 #endif

@@ -199,22 +199,40 @@ static int check_preconditions(const struct k8s_resource *res,
 	return 0;
 }
 
+/*
+ * Stamps obj as being deleted: deletionTimestamp (now + grace, first time
+ * only, when generation also moves on, as upstream's rest.BeforeDelete and
+ * registry store.go markAsDeleting do) and deletionGracePeriodSeconds.
+ * False when obj is already being deleted and this delete changes nothing.
+ */
+static bool stamp_deleting(json_t *obj, long grace, uint64_t due)
+{
+	json_t *meta = json_object_get(obj, "metadata");
+	json_int_t generation = json_integer_value(json_object_get(meta, "generation"));
+	char when[32];
+
+	if (json_object_get(meta, "deletionTimestamp") && (grace > 0 || !due))
+		return false;
+	k8s_timestamp(when, grace);
+	if (!json_object_get(meta, "deletionTimestamp")) {
+		json_object_set_new(meta, "deletionTimestamp", json_string(when));
+		if (generation > 0)
+			json_object_set_new(meta, "generation", json_integer(generation + 1));
+	}
+	json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(grace));
+	return true;
+}
+
 /* Marks obj as being deleted (first time only) and commits it. */
 static int mark_deleting(struct k8s_store *store, struct k8s_resource *res,
 			 struct k8s_object *old, json_t *obj, long grace)
 {
-	json_t *meta = json_object_get(obj, "metadata");
 	struct k8s_object *o = NULL;
 	uint64_t due = old->delete_at_ms;
-	char when[32];
 	int r;
 
-	if (json_object_get(meta, "deletionTimestamp") && (grace > 0 || !due))
+	if (!stamp_deleting(obj, grace, due))
 		return 0;
-	k8s_timestamp(when, grace);
-	if (!json_object_get(meta, "deletionTimestamp"))
-		json_object_set_new(meta, "deletionTimestamp", json_string(when));
-	json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(grace));
 	if (grace > 0)
 		due = clock_monotonic_ms() + MIN((uint64_t)grace * 1000, K8S_POD_TERMINATION_MS);
 	else if (due)
@@ -255,7 +273,13 @@ int k8s_store_delete(struct k8s_store *store, const struct k8s_resource *cres,
 		goto out;
 	}
 	grace = pod_grace_seconds(res, o, obj, opts);
-	if (o->n_finalizers > 0 || grace > 0) {
+	if (opts->dry_run) {
+		/* Nothing changes; the answer is the object as the delete would
+		 * leave it: marked when finalizers or a grace period hold it,
+		 * else as stored (registry store.go Delete with DryRunnableStorage). */
+		if (o->n_finalizers > 0 || grace > 0)
+			(void)stamp_deleting(obj, grace, o->delete_at_ms);
+	} else if (o->n_finalizers > 0 || grace > 0) {
 		/* mark_deleting() may free o: decide before. */
 		bool finish_now = o->n_finalizers == 0 && grace == 0;
 

@@ -42,6 +42,36 @@ static const char *mhd_arg(void *cls, const char *name)
 	return MHD_lookup_connection_value(cls, MHD_GET_ARGUMENT_KIND, name);
 }
 
+struct arg_values {
+	const char *name;
+	const char **values;
+	size_t max, n;
+};
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+				   const char *value)
+{
+	struct arg_values *a = cls;
+
+	(void)kind;
+	if (!streq(key, a->name))
+		return MHD_YES;
+	/* "?dryRun" with no "=": Go's url.Values holds "". */
+	if (a->n < a->max)
+		a->values[a->n] = value ? value : "";
+	a->n++;
+	return MHD_YES;
+}
+
+/* Every value of a repeated query parameter, as url.Values keeps them. */
+static size_t mhd_arg_values(void *cls, const char *name, const char **values, size_t max)
+{
+	struct arg_values a = { .name = name, .values = values, .max = max };
+
+	MHD_get_connection_values(cls, MHD_GET_ARGUMENT_KIND, collect_arg, &a);
+	return a.n;
+}
+
 static ssize_t watch_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	ssize_t n = k8s_watch_read(cls, buf, max);
@@ -179,6 +209,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	req.body_len = ctx->len;
 	req.stream_lists = true;
 	req.arg = mhd_arg;
+	req.arg_values = mhd_arg_values;
 	req.arg_cls = conn;
 	if (k8s_api_handle(s->api, &req, &resp) < 0) {
 		k8s_response_clear(&resp);

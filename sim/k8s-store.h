@@ -136,16 +136,39 @@ enum k8s_write_mode {
 	K8S_WRITE_ALL,    /* spec and status (bindings, controllers) */
 };
 
+/*
+ * How a write asked through the API is carried out: what upstream's
+ * CreateOptions, UpdateOptions and PatchOptions change in the store (their
+ * decoding and validation are k8s-options.c's). dry_run (dryRun=All): the
+ * write runs as a real one does, with every check, conflict and default,
+ * and answers what would be stored, but stores nothing: no resourceVersion
+ * is used, no watch event or timeline entry is made, so no controller
+ * reacts (apiserver registry/generic/registry/dryrun.go,
+ * DryRunnableStorage). A NULL options pointer is a real write.
+ */
+struct k8s_write_options {
+	bool dry_run;
+};
+
 /* Every function below returns 0 or a negative errno; err says why. */
 int k8s_store_create(struct k8s_store *store, const struct k8s_resource *res,
 		     const char *ns, json_t *body, json_t **ret,
 		     struct k8s_error *err);
+/* Creates on behalf of an API request: its resourceVersion is refused as
+ * upstream's etcd3 store does, and opts may make it a dry run. */
+int k8s_store_create_opts(struct k8s_store *store, const struct k8s_resource *res,
+			  const char *ns, json_t *body, const struct k8s_write_options *opts,
+			  json_t **ret, struct k8s_error *err);
 int k8s_store_get(struct k8s_store *store, const struct k8s_resource *res,
 		  const char *ns, const char *name, json_t **ret,
 		  struct k8s_error *err);
 int k8s_store_update(struct k8s_store *store, const struct k8s_resource *res,
 		     const char *ns, const char *name, json_t *body,
 		     enum k8s_write_mode mode, json_t **ret, struct k8s_error *err);
+int k8s_store_update_opts(struct k8s_store *store, const struct k8s_resource *res,
+			  const char *ns, const char *name, json_t *body,
+			  enum k8s_write_mode mode, const struct k8s_write_options *opts,
+			  json_t **ret, struct k8s_error *err);
 
 /*
  * Read-modify-write under the lock: mutate receives a copy of the current
@@ -157,6 +180,10 @@ int k8s_store_mutate(struct k8s_store *store, const struct k8s_resource *res,
 		     const char *ns, const char *name, enum k8s_write_mode mode,
 		     k8s_mutate_fn mutate, void *userdata, json_t **ret,
 		     struct k8s_error *err);
+int k8s_store_mutate_opts(struct k8s_store *store, const struct k8s_resource *res,
+			  const char *ns, const char *name, enum k8s_write_mode mode,
+			  const struct k8s_write_options *opts, k8s_mutate_fn mutate,
+			  void *userdata, json_t **ret, struct k8s_error *err);
 
 enum k8s_propagation {
 	K8S_PROPAGATE_BACKGROUND,
@@ -169,10 +196,15 @@ struct k8s_delete_options {
 	long grace_period_seconds; /* -1: the object's default */
 	const char *precondition_uid;
 	const char *precondition_rv;
+	/* dryRun: ["All"]: preconditions checked, the answer is the object as
+	 * the delete would leave it (with its deletionTimestamp when finalizers
+	 * or a grace period hold it), nothing changes (DryRunnableStorage). */
+	bool dry_run;
 };
 
 void k8s_delete_options_init(struct k8s_delete_options *opts);
-/* Fills opts from a DeleteOptions body (may be NULL). */
+/* Fills opts from a DeleteOptions body (may be NULL), refused as
+ * upstream's ValidateDeleteOptions refuses it (k8s-options.c). */
 int k8s_delete_options_from_json(struct k8s_delete_options *opts,
 				 const json_t *body, struct k8s_error *err);
 int k8s_store_delete(struct k8s_store *store, const struct k8s_resource *res,

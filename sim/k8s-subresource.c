@@ -60,7 +60,8 @@ json_t *k8s_pod_bind(const json_t *cur, void *userdata, struct k8s_error *err)
 }
 
 int k8s_pod_binding(struct k8s_api *api, const struct k8s_route *route,
-		    json_t *body, struct k8s_response *resp)
+		    json_t *body, const struct k8s_write_options *opts,
+		    struct k8s_response *resp)
 {
 	const json_t *target = json_object_get(body, "target");
 	const char *node = json_string_value(json_object_get(target, "name"));
@@ -73,8 +74,10 @@ int k8s_pod_binding(struct k8s_api *api, const struct k8s_route *route,
 			      "Binding.target.name: Required value: a Node name is required");
 		return k8s_reply_error(resp, &err);
 	}
-	r = k8s_store_mutate(api->store, route->res, route->ns, route->name, K8S_WRITE_ALL,
-			     k8s_pod_bind, (void *)node, NULL, &err);
+	/* A dry run checks the binding and binds nothing (pkg/registry/core/pod
+	 * storage BindingREST.Create: assignPod with dryrun.IsDryRun). */
+	r = k8s_store_mutate_opts(api->store, route->res, route->ns, route->name, K8S_WRITE_ALL,
+				  opts, k8s_pod_bind, (void *)node, NULL, &err);
 	if (r < 0)
 		return k8s_reply_error(resp, &err);
 	err.code = 201;
@@ -239,7 +242,8 @@ static int eviction_check(struct k8s_api *api, const struct k8s_route *route,
 }
 
 int k8s_pod_eviction(struct k8s_api *api, const struct k8s_route *route,
-		     json_t *body, struct k8s_response *resp)
+		     json_t *body, const struct k8s_write_options *create,
+		     struct k8s_response *resp)
 {
 	struct k8s_delete_options opts;
 	struct eviction_note note = { .allowed = -1 };
@@ -247,10 +251,17 @@ int k8s_pod_eviction(struct k8s_api *api, const struct k8s_route *route,
 	json_t *pod = NULL;
 	int r;
 
+	/* kanna-sim checks the Eviction's deleteOptions as a DELETE's, which
+	 * upstream's EvictionREST does not (stricter, never kinder). */
 	k8s_delete_options_init(&opts);
 	r = k8s_delete_options_from_json(&opts, json_object_get(body, "deleteOptions"), &err);
 	if (r < 0)
 		return k8s_reply_error(resp, &err);
+	/* propagateDryRun (pod storage eviction.go): the request's dryRun
+	 * counts when the Eviction's deleteOptions carry none. A dry run
+	 * checks the budget, then deletes nothing and notes nothing; the
+	 * budget's status is not touched either way (checkAndDecrement). */
+	opts.dry_run = opts.dry_run || (create && create->dry_run);
 	k8s_store_lock(api->store);
 	r = k8s_store_get(api->store, route->res, route->ns, route->name, &pod, &err);
 	if (r >= 0)
@@ -262,7 +273,7 @@ int k8s_pod_eviction(struct k8s_api *api, const struct k8s_route *route,
 	 * with the budget's state when one covers the pod:
 	 * "NS/POD [NODE] [pdb NS/NAME allowed N [exempt WHY]]" (allowed -1: the
 	 * budget sets neither minAvailable nor maxUnavailable). */
-	if (r >= 0) {
+	if (r >= 0 && !opts.dry_run) {
 		const char *node = json_string_value(json_object_get(json_object_get(pod, "spec"),
 								     "nodeName"));
 
@@ -347,7 +358,7 @@ static json_t *rescale(const json_t *cur, void *userdata, struct k8s_error *err)
 
 int k8s_scale_handle(struct k8s_api *api, const struct k8s_request *req,
 		     const struct k8s_route *route, json_t *body,
-		     struct k8s_response *resp)
+		     const struct k8s_write_options *opts, struct k8s_response *resp)
 {
 	struct scale_ctx c = { .body = body };
 	struct k8s_error err = {};
@@ -369,8 +380,8 @@ int k8s_scale_handle(struct k8s_api *api, const struct k8s_request *req,
 	if (streq(req->method, "GET"))
 		r = k8s_store_get(api->store, route->res, route->ns, route->name, &obj, &err);
 	else if (streq(req->method, "PUT") || streq(req->method, "PATCH"))
-		r = k8s_store_mutate(api->store, route->res, route->ns, route->name,
-				     K8S_WRITE_MAIN, rescale, &c, &obj, &err);
+		r = k8s_store_mutate_opts(api->store, route->res, route->ns, route->name,
+					  K8S_WRITE_MAIN, opts, rescale, &c, &obj, &err);
 	else {
 		k8s_error_set(&err, 405, "MethodNotAllowed",
 			      "the server does not allow this method on the requested resource");

@@ -189,10 +189,36 @@ static uint64_t expiry_ms(const struct k8s_resource *res)
 	return event ? clock_monotonic_ms() + K8S_EVENT_TTL_MS : 0;
 }
 
-int k8s_store_create(struct k8s_store *store, const struct k8s_resource *cres,
+/*
+ * A resourceVersion on an object to be created: upstream's etcd3 store
+ * refuses any that parses as a non-zero version with a plain error, which
+ * the API server answers 500 with no reason (apiserver pkg/storage/etcd3
+ * store.go Create, storage.ErrResourceVersionSetOnCreate; responsewriters
+ * ErrorToAPIStatus). A dry run never reaches that store and keeps it
+ * (dryrun.go DryRunnableStorage.Create copies the object as sent).
+ */
+static bool resource_version_set(const json_t *meta)
+{
+	const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
+	char *end;
+
+	if (!rv || !*rv)
+		return false;
+	return strtoull(rv, &end, 10) != 0 && !*end;
+}
+
+int k8s_store_create(struct k8s_store *store, const struct k8s_resource *res,
 		     const char *ns, json_t *body, json_t **ret,
 		     struct k8s_error *err)
 {
+	return k8s_store_create_opts(store, res, ns, body, NULL, ret, err);
+}
+
+int k8s_store_create_opts(struct k8s_store *store, const struct k8s_resource *cres,
+			  const char *ns, json_t *body, const struct k8s_write_options *opts,
+			  json_t **ret, struct k8s_error *err)
+{
+	bool dry_run = opts && opts->dry_run;
 	struct k8s_resource *res = (struct k8s_resource *)cres;
 	struct k8s_resource *ns_res;
 	struct k8s_object *o = NULL;
@@ -249,6 +275,11 @@ int k8s_store_create(struct k8s_store *store, const struct k8s_resource *cres,
 		r = -EEXIST;
 		goto unlock;
 	}
+	if (opts && !dry_run && resource_version_set(meta)) {
+		k8s_error_set(err, 500, NULL, "resourceVersion should not be set on objects to be created");
+		r = -EINVAL;
+		goto unlock;
+	}
 	k8s_random_uid(uid);
 	k8s_timestamp(now, 0);
 	json_object_set_new(meta, "uid", json_string(uid));
@@ -258,6 +289,13 @@ int k8s_store_create(struct k8s_store *store, const struct k8s_resource *cres,
 	json_object_del(meta, "deletionGracePeriodSeconds");
 	json_object_del(meta, "managedFields");
 	apply_create_defaults(res, obj);
+	if (dry_run) {
+		/* What would be stored, with the uid, creationTimestamp and
+		 * generated name it would get; the resourceVersion as sent. */
+		if (ret)
+			*ret = TAKE_PTR(obj);
+		goto unlock;
+	}
 	r = k8s_store_commit(store, res, obj, K8S_EVENT_ADDED, &o);
 	if (r >= 0)
 		o->delete_at_ms = expiry_ms(res);
@@ -358,8 +396,8 @@ static json_t *build_update(const struct k8s_resource *res, const json_t *old,
 /* Lock held; old is the current snapshot. */
 static int store_write(struct k8s_store *store, struct k8s_resource *res,
 		       struct k8s_object *old, json_t *body,
-		       enum k8s_write_mode mode, json_t **ret,
-		       struct k8s_error *err)
+		       enum k8s_write_mode mode, const struct k8s_write_options *opts,
+		       json_t **ret, struct k8s_error *err)
 {
 	const char *rv = json_string_value(
 		json_object_get(json_object_get(body, "metadata"), "resourceVersion"));
@@ -411,8 +449,23 @@ static int store_write(struct k8s_store *store, struct k8s_resource *res,
 	if (json_object_get(meta, "deletionTimestamp") &&
 	    json_array_size(json_object_get(meta, "finalizers")) == 0 &&
 	    (!old->delete_at_ms || old->delete_at_ms <= clock_monotonic_ms())) {
+		/* A dry run answers the object as stored, as upstream's
+		 * deleteWithoutFinalizers does (registry store.go Update). */
+		if (opts && opts->dry_run) {
+			if (ret)
+				*ret = TAKE_PTR(cur);
+			goto out;
+		}
 		r = k8s_store_finish_delete(store, res, next, K8S_PROPAGATE_BACKGROUND);
 		if (r >= 0 && ret)
+			*ret = TAKE_PTR(next);
+		goto out;
+	}
+	/* A dry run answers what would be stored, at the stored
+	 * resourceVersion: upstream's tryUpdate output (store.go Update sets
+	 * it on an unconditional update; a conditional one already has it). */
+	if (opts && opts->dry_run) {
+		if (ret)
 			*ret = TAKE_PTR(next);
 		goto out;
 	}
@@ -449,6 +502,14 @@ int k8s_store_update(struct k8s_store *store, const struct k8s_resource *res,
 		     const char *ns, const char *name, json_t *body,
 		     enum k8s_write_mode mode, json_t **ret, struct k8s_error *err)
 {
+	return k8s_store_update_opts(store, res, ns, name, body, mode, NULL, ret, err);
+}
+
+int k8s_store_update_opts(struct k8s_store *store, const struct k8s_resource *res,
+			  const char *ns, const char *name, json_t *body,
+			  enum k8s_write_mode mode, const struct k8s_write_options *opts,
+			  json_t **ret, struct k8s_error *err)
+{
 	struct k8s_object *old;
 	int r = -ENOENT;
 
@@ -459,7 +520,7 @@ int k8s_store_update(struct k8s_store *store, const struct k8s_resource *res,
 	k8s_store_lock(store);
 	old = lookup_or_404(res, ns, name, err);
 	if (old)
-		r = store_write(store, (struct k8s_resource *)res, old, body, mode, ret, err);
+		r = store_write(store, (struct k8s_resource *)res, old, body, mode, opts, ret, err);
 	k8s_store_unlock(store);
 	return r;
 }
@@ -468,6 +529,14 @@ int k8s_store_mutate(struct k8s_store *store, const struct k8s_resource *res,
 		     const char *ns, const char *name, enum k8s_write_mode mode,
 		     k8s_mutate_fn mutate, void *userdata, json_t **ret,
 		     struct k8s_error *err)
+{
+	return k8s_store_mutate_opts(store, res, ns, name, mode, NULL, mutate, userdata, ret, err);
+}
+
+int k8s_store_mutate_opts(struct k8s_store *store, const struct k8s_resource *res,
+			  const char *ns, const char *name, enum k8s_write_mode mode,
+			  const struct k8s_write_options *opts, k8s_mutate_fn mutate,
+			  void *userdata, json_t **ret, struct k8s_error *err)
 {
 	struct k8s_object *old;
 	json_t *cur, *next;
@@ -488,7 +557,7 @@ int k8s_store_mutate(struct k8s_store *store, const struct k8s_resource *res,
 		r = -EINVAL;
 		goto out;
 	}
-	r = store_write(store, (struct k8s_resource *)res, old, next, mode, ret, err);
+	r = store_write(store, (struct k8s_resource *)res, old, next, mode, opts, ret, err);
 	json_decref(next);
 out:
 	k8s_store_unlock(store);

@@ -1,7 +1,8 @@
 /*
  * Fuzzes kanna-sim's Kubernetes API request handling: the input is
  * "METHOD PATH[?QUERY]\nCONTENT-TYPE\nBODY". It drives path routing,
- * query decoding (selectors, paging, watch options), body decoding and
+ * query decoding (selectors, paging, watch and write options: dryRun,
+ * fieldManager, pretty), body decoding and
  * every patch format against an in-memory store, and the patch functions
  * directly. No input may crash or leak.
  */
@@ -33,6 +34,21 @@ static const char *query_arg(void *cls, const char *name)
 		if (strcmp(q->keys[i], name) == 0)
 			return q->values[i];
 	return NULL;
+}
+
+/* Every value of a repeated parameter (dryRun=All&dryRun=x), in order. */
+static size_t query_values(void *cls, const char *name, const char **values, size_t max)
+{
+	struct query *q = cls;
+	size_t n = 0;
+
+	for (size_t i = 0; i < q->n; i++)
+		if (strcmp(q->keys[i], name) == 0) {
+			if (n < max)
+				values[n] = q->values[i];
+			n++;
+		}
+	return n;
 }
 
 static void query_parse(char *s, struct query *q)
@@ -101,6 +117,7 @@ static void run_request(struct k8s_api *api, char *text, size_t size)
 	req.body = body;
 	req.body_len = size - (size_t)(body - text);
 	req.arg = query_arg;
+	req.arg_values = query_values;
 	req.arg_cls = &query;
 	if (k8s_api_handle(api, &req, &resp) == 0 && resp.body)
 		json_decref(json_loadb(resp.body, resp.len, JSON_DECODE_ANY, NULL));

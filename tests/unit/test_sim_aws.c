@@ -413,3 +413,76 @@ Test(sim_aws, missing_parameter_is_named)
 	cr_assert(strstr(xml_nth(r.body, "Message", 0, buf, sizeof(buf)), "TotalTargetCapacity"));
 	free(r.body);
 }
+
+/* EC2 refuses a parameter its action does not take, wrong capitalization
+ * included, before anything else (DryRun too): UnknownParameter. */
+Test(sim_aws, a_parameter_the_action_does_not_take_is_unknown)
+{
+	static const char *const requests[][2] = {
+		{ "Action=DescribeInstances&Filters.1.Name=instance-state-name&Filters.1.Value.1=running",
+		  "Filters.1.Name" },
+		{ "Action=DescribeInstances&instanceId.1=i-0123456789abcdef0", "instanceId.1" },
+		{ "Action=DescribeAvailabilityZones&MaxResults=5", "MaxResults" },
+		{ "Action=TerminateInstances&InstanceId.1=i-0123456789abcdef0&MaxResults=5", "MaxResults" },
+		{ "Action=CreateLaunchTemplate&LaunchTemplateName=lt-x&DryRun=true&Tags.1.Key=a", "Tags.1.Key" },
+	};
+	char buf[256];
+
+	for (size_t i = 0; i < ARRAY_SIZE(requests); i++) {
+		struct reply r = ec2(requests[i][0]);
+		char want[128];
+
+		cr_assert_eq(r.status, 400, "%s: %s", requests[i][0], r.body);
+		cr_assert_str_eq(xml_nth(r.body, "Code", 0, buf, sizeof(buf)), "UnknownParameter",
+				 "%s: %s", requests[i][0], r.body);
+		snprintf(want, sizeof(want), "The parameter %s is not recognized", requests[i][1]);
+		cr_assert_str_eq(xml_nth(r.body, "Message", 0, buf, sizeof(buf)), want);
+		free(r.body);
+	}
+}
+
+/* DescribeSubnets and DescribeSecurityGroups: MaxResults 5 to 1000, pages
+ * joined by NextToken; without it, everything at once. */
+Test(sim_aws, subnets_and_security_groups_page_within_ec2s_bounds)
+{
+	static const char *const actions[] = { "DescribeSubnets", "DescribeSecurityGroups" };
+	char params[256], buf[256];
+	struct reply r;
+	int all;
+
+	for (size_t i = 0; i < ARRAY_SIZE(actions); i++) {
+		snprintf(params, sizeof(params), "Action=%s&MaxResults=4", actions[i]);
+		r = ec2(params);
+		cr_assert_eq(r.status, 400, "%s", r.body);
+		cr_assert_str_eq(xml_nth(r.body, "Code", 0, buf, sizeof(buf)), "InvalidParameterValue");
+		cr_assert_str_eq(xml_nth(r.body, "Message", 0, buf, sizeof(buf)),
+				 "Value (4) for parameter MaxResults is invalid. Expecting a value between 5 and 1000.");
+		free(r.body);
+		snprintf(params, sizeof(params), "Action=%s&MaxResults=1001", actions[i]);
+		r = ec2(params);
+		cr_assert_eq(r.status, 400, "%s", r.body);
+		free(r.body);
+	}
+	r = ec2("Action=DescribeSubnets");
+	all = xml_count(r.body, "<subnetId>");
+	cr_assert_gt(all, 0);
+	free(r.body);
+	/* Page by page, five at a time, the same subnets. */
+	{
+		int seen = 0;
+		char token[64] = "";
+
+		do {
+			snprintf(params, sizeof(params), "Action=DescribeSubnets&MaxResults=5%s%s",
+				 *token ? "&NextToken=" : "", token);
+			r = ec2(params);
+			cr_assert_eq(r.status, 200, "%s", r.body);
+			cr_assert_leq(xml_count(r.body, "<subnetId>"), 5);
+			seen += xml_count(r.body, "<subnetId>");
+			if (!xml_nth(r.body, "nextToken", 0, token, sizeof(token)))
+				*token = '\0';
+			free(r.body);
+		} while (*token);
+		cr_assert_eq(seen, all);
+	}
+}

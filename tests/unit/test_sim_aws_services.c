@@ -73,6 +73,55 @@ Test(sim_aws_services, sts_assume_role_with_web_identity_hands_out_sim_credentia
 	free(r.body);
 }
 
+/* s with XML's &apos; read back as ' (in place). */
+static char *unescape_apos(char *s)
+{
+	char *o = s;
+
+	for (const char *p = s; *p;)
+		if (strncmp(p, "&apos;", 6) == 0) {
+			*o++ = '\'';
+			p += 6;
+		} else
+			*o++ = *p++;
+	*o = '\0';
+	return s;
+}
+
+/* RoleSessionName and DurationSeconds as STS constrains them
+ * (API_AssumeRoleWithWebIdentity.html), refused with its ValidationError. */
+Test(sim_aws_services, sts_refuses_a_session_name_or_duration_out_of_bounds)
+{
+	static const char *const cases[][2] = {
+		{ "RoleSessionName=k", "Value 'k' at 'roleSessionName' failed to satisfy constraint: "
+				       "Member must have length greater than or equal to 2" },
+		{ "RoleSessionName=kanna%20sim", "Value 'kanna sim' at 'roleSessionName' failed to satisfy "
+						 "constraint: Member must satisfy regular expression pattern: [\\w+=,.@-]*" },
+		{ "RoleSessionName=kanna&DurationSeconds=43201",
+		  "Value '43201' at 'durationSeconds' failed to satisfy constraint: Member must have value "
+		  "less than or equal to 43200" },
+		{ "RoleSessionName=kanna&DurationSeconds=899",
+		  "Value '899' at 'durationSeconds' failed to satisfy constraint: Member must have value "
+		  "greater than or equal to 900" },
+	};
+	char body[512], buf[512], want[512];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct reply r;
+
+		snprintf(body, sizeof(body), "Action=AssumeRoleWithWebIdentity&Version=2011-06-15"
+			 "&RoleArn=arn%%3Aaws%%3Aiam%%3A%%3A111122223333%%3Arole%%2Fkanna"
+			 "&WebIdentityToken=eyJhbGciOi&%s", cases[i][0]);
+		r = call_full(&(struct call){ .service = "sts", .unsigned_request = true }, "/", body);
+		cr_assert_eq(r.status, 400, "%s: %s", cases[i][0], r.body);
+		cr_assert_str_eq(xml_nth(r.body, "Code", 0, buf, sizeof(buf)), "ValidationError");
+		snprintf(want, sizeof(want), "1 validation error detected: %s", cases[i][1]);
+		xml_nth(r.body, "Message", 0, buf, sizeof(buf));
+		cr_assert_str_eq(unescape_apos(buf), want);
+		free(r.body);
+	}
+}
+
 Test(sim_aws_services, sqs_query_protocol_receives_and_deletes_in_xml)
 {
 	char id[64], json[128], body[512], receipt[128], msg[2048];
@@ -209,4 +258,43 @@ Test(sim_aws_services, sqs_admin_send_queues_a_raw_body_under_send_message_rules
 	cr_assert_str_eq(xml_nth(r.body, "MD5OfBody", 0, msg, sizeof(msg)),
 			 "69337416fea9b6d32cfe32304a7722c0");
 	free(r.body);
+}
+
+/* GetProducts' constraints, refused as AWS's front end refuses them:
+ * ValidationException naming the member (API_pricing_GetProducts.html). */
+Test(sim_aws_services, pricing_refuses_what_get_products_does_not_take)
+{
+	static const char *const bodies[][2] = {
+		{ "{\"FormatVersion\":\"aws_v1\"}",
+		  "1 validation error detected: Value null at 'serviceCode' failed to satisfy constraint: "
+		  "Member must not be null" },
+		{ "{\"ServiceCode\":\"AmazonEC2\",\"MaxResults\":101}",
+		  "1 validation error detected: Value '101' at 'maxResults' failed to satisfy constraint: "
+		  "Member must have value less than or equal to 100" },
+		{ "{\"ServiceCode\":\"AmazonEC2\",\"MaxResults\":0}",
+		  "1 validation error detected: Value '0' at 'maxResults' failed to satisfy constraint: "
+		  "Member must have value greater than or equal to 1" },
+		{ "{\"ServiceCode\":\"AmazonEC2\",\"Filters\":[{\"Type\":\"TERM_MATCH\",\"Field\":\"a\","
+		  "\"Value\":\"b\"},{\"Type\":\"LIKE\",\"Field\":\"a\",\"Value\":\"b\"}]}",
+		  "1 validation error detected: Value 'LIKE' at 'filters.2.member.type' failed to satisfy "
+		  "constraint: Member must satisfy enum value set: [TERM_MATCH, EQUALS, CONTAINS, ANY_OF, NONE_OF]" },
+		{ "{\"ServiceCode\":\"AmazonEC2\",\"Filters\":[{\"Type\":\"TERM_MATCH\",\"Value\":\"b\"}]}",
+		  "1 validation error detected: Value null at 'filters.1.member.field' failed to satisfy "
+		  "constraint: Member must not be null" },
+	};
+
+	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		struct reply r = call_full(&(struct call){ .service = "pricing",
+							   .target = "AWSPriceListService.GetProducts" },
+					   "/", bodies[i][0]);
+		json_t *j = json_loads(r.body, 0, NULL);
+
+		cr_assert_eq(r.status, 400, "%s: %s", bodies[i][0], r.body);
+		cr_assert_not_null(j, "%s", r.body);
+		cr_assert_str_eq(json_string_value(json_object_get(j, "__type")) ?: "", "ValidationException",
+				 "%s", r.body);
+		cr_assert_str_eq(json_string_value(json_object_get(j, "message")) ?: "", bodies[i][1]);
+		json_decref(j);
+		free(r.body);
+	}
 }
