@@ -394,6 +394,8 @@ static int call_send(struct aws_call *call)
 	curl_easy_setopt(call->easy, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(call->easy, CURLOPT_WRITEDATA, call);
 	curl_easy_setopt(call->easy, CURLOPT_ERRORBUFFER, call->curl_error);
+	if ((r = aws_curl_set_ca_bundle(call->easy)) < 0)
+		return r;
 	call->attempts++;
 	return loop_http_start(c->loop, call->easy, on_http_done, call);
 }

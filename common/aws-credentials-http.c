@@ -8,18 +8,24 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/aws-internal.h"
 
 #define STS_API_VERSION "2011-06-15"
-/* Hosts allowed for plain-http container credentials (what the SDKs allow:
- * loopback, the ECS agent and the EKS Pod Identity agent). */
-static const char *const container_http_hosts[] = {
-	"127.0.0.1", "localhost", "[::1]", "169.254.170.2", "169.254.170.23", "[fd00:ec2::23]",
+/*
+ * Where plain-http container credentials may come from, besides loopback:
+ * the ECS agent and the EKS Pod Identity agent (IPv4 and IPv6), exactly
+ * the hosts the AWS SDKs allow (aws-sdk-go-v2 config: ecsContainerHost,
+ * eksContainerHost, eksContainerHostIPv6; botocore's allowed hosts).
+ */
+static const char *const container_agent_hosts[] = {
+	"169.254.170.2", "169.254.170.23", "fd00:ec2::23",
 };
 
 /* Whole small file, trailing whitespace removed. */
@@ -138,21 +144,84 @@ int aws_credentials_from_web_identity(const struct aws_credentials_options *opts
 	return (*ret)->source ? 0 : -ENOMEM;
 }
 
-static bool container_url_allowed(const char *url)
+static bool container_agent_host(const char *host)
 {
-	if (strncmp(url, "https://", 8) == 0)
-		return true;
-	if (strncmp(url, "http://", 7) != 0)
-		return false;
-	for (size_t i = 0; i < ARRAY_SIZE(container_http_hosts); i++) {
-		size_t n = strlen(container_http_hosts[i]);
+	unsigned char want[sizeof(struct in6_addr)], got[sizeof(struct in6_addr)];
+	char v6[INET6_ADDRSTRLEN];
+	size_t n = strlen(host);
 
-		if (strncmp(url + 7, container_http_hosts[i], n) == 0 &&
-		    (url[7 + n] == '\0' || url[7 + n] == '/' || url[7 + n] == ':'))
+	for (size_t i = 0; i < ARRAY_SIZE(container_agent_hosts); i++) {
+		const char *agent = container_agent_hosts[i];
+
+		if (!strchr(agent, ':')) {
+			if (inet_pton(AF_INET, host, got) == 1 && inet_pton(AF_INET, agent, want) == 1 &&
+			    memcmp(got, want, sizeof(struct in_addr)) == 0)
+				return true;
+			continue;
+		}
+		if (n < 3 || host[0] != '[' || host[n - 1] != ']' || n - 2 >= sizeof(v6))
+			continue;
+		memcpy(v6, host + 1, n - 2);
+		v6[n - 2] = '\0';
+		if (inet_pton(AF_INET6, v6, got) == 1 && inet_pton(AF_INET6, agent, want) == 1 &&
+		    memcmp(got, want, sizeof(struct in6_addr)) == 0)
 			return true;
 	}
-	/* any 127.x.y.z */
-	return strncmp(url + 7, "127.", 4) == 0;
+	return false;
+}
+
+/*
+ * raw parsed as curl will fetch it: no user information (it would hide
+ * the real host: "http://127.0.0.1:80@attacker/"), https to any host, or
+ * http to loopback or a container agent only. *ret is the URL as curl
+ * re-wrote it, so the host checked is the host fetched.
+ */
+static int container_url_check(const char *raw, const char *var, char **ret, char **ret_why)
+{
+	_cleanup_(curl_url_cleanupp) CURLU *u = curl_url();
+	_cleanup_(curl_freep) char *scheme = NULL, *host = NULL, *user = NULL, *url = NULL;
+	_cleanup_(curl_freep) char *password = NULL;
+
+	if (!u)
+		return -ENOMEM;
+	if (curl_url_set(u, CURLUPART_URL, raw, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_URL, &url, 0) != CURLUE_OK) {
+		aws_set_why(ret_why, "%s %s is not a URL", var, raw);
+		return -EINVAL;
+	}
+	if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PASSWORD, &password, 0) == CURLUE_OK) {
+		aws_set_why(ret_why, "%s must not carry user information (user@host)", var);
+		return -EPERM;
+	}
+	if (strcasecmp(scheme, "https") != 0 &&
+	    (strcasecmp(scheme, "http") != 0 ||
+	     (!aws_host_is_loopback(host) && !container_agent_host(host)))) {
+		aws_set_why(ret_why, "%s %s is neither https nor http to a loopback or container-agent "
+			    "address", var, url);
+		return -EPERM;
+	}
+	*ret = strdup(url);
+	return *ret ? 0 : -ENOMEM;
+}
+
+int aws_container_credentials_url(char **ret, char **ret_why)
+{
+	_cleanup_free_ char *raw = NULL;
+	const char *rel = getenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+	const char *full = getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+
+	if (rel && *rel) {
+		if (asprintf(&raw, AWS_CONTAINER_DEFAULT_HOST "%s%s", rel[0] == '/' ? "" : "/", rel) < 0)
+			return -ENOMEM;
+		return container_url_check(raw, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", ret, ret_why);
+	}
+	if (full && *full)
+		return container_url_check(full, "AWS_CONTAINER_CREDENTIALS_FULL_URI", ret, ret_why);
+	aws_set_why(ret_why, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI and _FULL_URI not set");
+	return -ENOENT;
 }
 
 static int container_token_header(char **ret, char **ret_why)
@@ -185,29 +254,14 @@ int aws_credentials_from_container(const struct aws_credentials_options *opts,
 				   struct aws_credentials **ret, char **ret_why)
 {
 	_cleanup_free_ char *url = NULL, *auth = NULL, *body = NULL;
-	const char *rel = getenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
-	const char *full = getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
 	struct curl_slist *headers = NULL;
 	long status = 0;
 	size_t len = 0;
 	int r;
 
-	if (rel && *rel) {
-		if (asprintf(&url, AWS_CONTAINER_DEFAULT_HOST "%s%s", rel[0] == '/' ? "" : "/", rel) < 0)
-			return -ENOMEM;
-	} else if (full && *full) {
-		url = strdup(full);
-		if (!url)
-			return -ENOMEM;
-		if (!container_url_allowed(url)) {
-			aws_set_why(ret_why, "AWS_CONTAINER_CREDENTIALS_FULL_URI %s is neither https nor a "
-				    "loopback or container-agent address", url);
-			return -EPERM;
-		}
-	} else {
-		aws_set_why(ret_why, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI and _FULL_URI not set");
-		return -ENOENT;
-	}
+	r = aws_container_credentials_url(&url, ret_why);
+	if (r < 0)
+		return r;
 	r = container_token_header(&auth, ret_why);
 	if (r < 0)
 		return r;

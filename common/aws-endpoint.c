@@ -93,6 +93,42 @@ int aws_endpoint_url(const char *service, const char *region, char **ret)
 	return 0;
 }
 
+/* Whether url goes out in clear text to another machine. */
+static bool endpoint_is_remote_http(const char *url)
+{
+	_cleanup_(curl_url_cleanupp) CURLU *u = curl_url();
+	_cleanup_(curl_freep) char *scheme = NULL, *host = NULL;
+
+	return u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	       curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+	       curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK && streq(scheme, "http") &&
+	       !aws_host_is_loopback(host);
+}
+
+unsigned aws_endpoint_overrides_check(aws_endpoint_warn_fn warn, void *userdata)
+{
+	extern char **environ;
+	unsigned n = 0;
+
+	if (aws_env_true("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"))
+		return 0;
+	for (char **e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		char name[128];
+
+		if (!eq || !startswith(*e, "AWS_ENDPOINT_URL") ||
+		    ((*e)[16] != '=' && (*e)[16] != '_') || (size_t)(eq - *e) >= sizeof(name) ||
+		    !endpoint_is_remote_http(eq + 1))
+			continue;
+		memcpy(name, *e, (size_t)(eq - *e));
+		name[eq - *e] = '\0';
+		n++;
+		if (warn)
+			warn(name, eq + 1, userdata);
+	}
+	return n;
+}
+
 const char *aws_signing_region(const char *service, const char *region)
 {
 	if (!streq_ptr(service, "iam") || !region)

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -61,6 +62,35 @@ bool aws_env_true(const char *name)
 	return v && (strcasecmp(v, "true") == 0 || streq(v, "1") || strcasecmp(v, "yes") == 0);
 }
 
+bool aws_host_is_loopback(const char *host)
+{
+	char v6[INET6_ADDRSTRLEN];
+	struct in6_addr a6;
+	struct in_addr a4;
+	size_t n = host ? strlen(host) : 0;
+
+	if (n == 0)
+		return false;
+	if (strcasecmp(host, "localhost") == 0)
+		return true;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (n < 3 || host[0] != '[' || host[n - 1] != ']' || n - 2 >= sizeof(v6))
+		return false;
+	memcpy(v6, host + 1, n - 2);
+	v6[n - 2] = '\0';
+	return inet_pton(AF_INET6, v6, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+}
+
+int aws_curl_set_ca_bundle(CURL *easy)
+{
+	const char *bundle = getenv("AWS_CA_BUNDLE");
+
+	if (!bundle || !*bundle)
+		return 0;
+	return curl_easy_setopt(easy, CURLOPT_CAINFO, bundle) == CURLE_OK ? 0 : -ENOMEM;
+}
+
 int aws_http_fetch(const char *method, const char *url, struct curl_slist *headers,
 		   const char *body, long timeout_ms, long *ret_status, char **ret_body,
 		   size_t *ret_len, char **ret_why)
@@ -89,6 +119,10 @@ int aws_http_fetch(const char *method, const char *url, struct curl_slist *heade
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &b);
 	curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
+	if (aws_curl_set_ca_bundle(easy) < 0) {
+		curl_easy_cleanup(easy);
+		return -ENOMEM;
+	}
 	if (body) {
 		curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE, (long)strlen(body));

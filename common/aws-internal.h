@@ -44,6 +44,25 @@ int aws_refresh_start(struct loop *loop, const struct aws_credentials_options *o
 		      aws_refresh_done_fn done, void *userdata, struct aws_refresh **ret);
 void aws_refresh_free(struct aws_refresh *job);
 
+/* Cleanup attributes for curl's URL API. */
+static inline void curl_url_cleanupp(CURLU **u)
+{
+	curl_url_cleanup(*u);
+}
+
+static inline void curl_freep(char **p)
+{
+	curl_free(*p);
+}
+
+/* True for a URL host (as curl_url() gives it: IPv6 in brackets) that is
+ * this machine: 127.0.0.0/8, [::1] or "localhost". */
+bool aws_host_is_loopback(const char *host);
+/* AWS_CA_BUNDLE, as the SDKs and the CLI honour it: the CA certificates
+ * that verify every AWS endpoint (a proxy that re-signs TLS, a private
+ * endpoint). Nothing set: curl's default store. */
+int aws_curl_set_ca_bundle(CURL *easy);
+
 /* True for "true"/"1"/"yes" (case-insensitive). */
 bool aws_env_true(const char *name);
 

@@ -95,6 +95,14 @@ static int aws_start_step(struct loop *loop, void *userdata)
 	return 0;
 }
 
+static void warn_plain_http_endpoint(const char *variable, const char *url, void *userdata)
+{
+	(void)userdata;
+	log_warn("%s=%s sends signed AWS requests (and the session token) over plain http to "
+		 "another machine: anyone on the path can read and replay them; use https",
+		 variable, url);
+}
+
 int aws_start_new(struct aws_start **ret, struct loop *loop, struct health_server *health,
 		  const struct aws_client_options *ao, const struct aws_start_hooks *h,
 		  struct aws_client **ret_client)
@@ -106,6 +114,7 @@ int aws_start_new(struct aws_start **ret, struct loop *loop, struct health_serve
 	*s = (struct aws_start){ .loop = loop, .health = health, .ao = *ao, .h = *h,
 				 .client = ret_client };
 	*ret = s;
+	aws_endpoint_overrides_check(warn_plain_http_endpoint, NULL);
 	aws_start_step(loop, s);
 	return 0;
 }

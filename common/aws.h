@@ -81,6 +81,14 @@ int aws_credentials_from_web_identity(const struct aws_credentials_options *opts
 				      char **ret_why);
 int aws_credentials_from_container(const struct aws_credentials_options *opts,
 				   struct aws_credentials **ret, char **ret_why);
+/*
+ * The container credentials URL: AWS_CONTAINER_CREDENTIALS_RELATIVE_URI on
+ * the ECS agent, else AWS_CONTAINER_CREDENTIALS_FULL_URI, parsed as curl
+ * fetches it: never with user information; https to any host, plain http
+ * only to loopback or the ECS / EKS Pod Identity agent (169.254.170.2,
+ * 169.254.170.23, fd00:ec2::23), as the SDKs allow. -EPERM otherwise.
+ */
+int aws_container_credentials_url(char **ret, char **ret_why);
 int aws_credentials_from_imds(const struct aws_credentials_options *opts,
 			      struct aws_credentials **ret, char **ret_why);
 
@@ -121,6 +129,14 @@ int aws_region_resolve(const char *explicit_region, const char *profile,
  * No trailing slash.
  */
 int aws_endpoint_url(const char *service, const char *region, char **ret);
+/*
+ * Calls warn() for every endpoint override (AWS_ENDPOINT_URL,
+ * AWS_ENDPOINT_URL_<SERVICE>) that is plain http to a host other than
+ * loopback: what is signed there (the session token, the requests) crosses
+ * the network readable and replayable. Returns how many there are.
+ */
+typedef void (*aws_endpoint_warn_fn)(const char *variable, const char *url, void *userdata);
+unsigned aws_endpoint_overrides_check(aws_endpoint_warn_fn warn, void *userdata);
 /* The region requests to service are signed for: region itself, except for
  * global services (IAM signs for us-east-1 in the aws partition). */
 const char *aws_signing_region(const char *service, const char *region);

@@ -32,7 +32,8 @@ tests_unit_test_aws_retry_LDADD = $(LDADD) $(TEST_LIBS)
 tests_unit_test_aws_endpoint_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_aws_endpoint_LDADD = $(LDADD) $(TEST_LIBS)
 tests_unit_test_aws_credentials_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_aws_credentials_LDADD = $(LDADD) $(TEST_LIBS)
+# kanna-sim's certificate generator puts a fake credentials endpoint behind TLS.
+tests_unit_test_aws_credentials_LDADD = libkanna-simk8s.a $(LDADD) $(TEST_LIBS)
 tests_unit_test_aws_client_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_aws_client_LDADD = $(LDADD) $(TEST_LIBS)
 

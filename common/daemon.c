@@ -119,7 +119,8 @@ static int start(struct daemon_run *run)
 	struct daemon *d = &run->d;
 	const struct config_common *common = config_common(o->schema, o->cfg);
 	const struct kube_settings *k = o->kube;
-	struct kube_client_options ko = { .qps = k->qps, .burst = (unsigned)k->burst };
+	struct kube_client_options ko = { .qps = k->qps, .burst = (unsigned)k->burst,
+					  .allow_insecure_http = k->allow_insecure_http };
 	struct kube_config *kcfg = NULL;
 	char agent[128], err[512];
 	int r;
@@ -142,6 +143,18 @@ static int start(struct daemon_run *run)
 	r = kube_config_resolve(k->kubeconfig, k->context, &kcfg, err, sizeof(err));
 	if (r < 0)
 		return log_error_errno(r, "Failed to load Kubernetes configuration: %s", err);
+	r = kube_config_check(kcfg, k->allow_insecure_http, err, sizeof(err));
+	if (r < 0) {
+		kube_config_free(kcfg);
+		return log_error_errno(r, "Failed to use the Kubernetes configuration: %s", err);
+	}
+	if (kube_config_is_plain_http(kcfg))
+		log_warn("The Kubernetes API at %s is plain http (kube-client-allow-insecure-http): "
+			 "sending it no token and no client certificate", kcfg->server);
+	if (kcfg->insecure_skip_tls_verify)
+		log_warn("insecure-skip-tls-verify is set for %s: its certificate is NOT verified, so "
+			 "anyone on the network path can pose as the API server and take the "
+			 "credentials sent to it; give the cluster's CA instead", kcfg->server);
 	log_info_kv(LOG_KV({ "server", kcfg->server }, { "context", kcfg->context }),
 		    "using Kubernetes API at %s", kcfg->server);
 	snprintf(agent, sizeof(agent), "%s/%s", o->program, PACKAGE_VERSION);

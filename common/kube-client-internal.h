@@ -24,6 +24,7 @@ struct kube_client {
 	 * Events never delays the writes the controllers depend on. */
 	struct ratelimit events_limit;
 	uint64_t rng;
+	bool plain_http; /* allowed http:// server: no credential ever goes there */
 	struct kube_req *requests; /* every live request, for kube_client_free() */
 	struct json_arena pages;   /* the LIST item being delivered (kube-watch.c) */
 };
@@ -39,8 +40,10 @@ struct kube_req {
 	char *body;
 	size_t body_len, body_cap;
 	char *error;
+	char curl_error[CURL_ERROR_SIZE]; /* why the transfer failed, in curl's words */
 	unsigned attempt;
 	bool running, limited, freeing;
+	bool awaiting_credential; /* parked until the exec plugin's run ends */
 	bool repeatable; /* a POST or PATCH safe to retry like a GET */
 	/* A LIST page: a 2xx body reaches done() as text (resp.text), which
 	 * parses what it needs a piece at a time (kube-watch.c); error bodies
@@ -68,6 +71,9 @@ int kube_request_event(struct kube_client *c, const char *method, const char *pa
 		       const char *content_type, const char *body, kube_done_fn done,
 		       void *userdata, struct kube_req **ret);
 void kube_req_free(struct kube_req *req);
+/* Why a transfer failed: curl's error buffer (the TLS library's reason),
+ * else the request's own error, else curl's generic text for result. */
+const char *kube_req_transport_error(const struct kube_req *req, CURLcode result);
 uint64_t kube_client_random(struct kube_client *c);
 
 #endif

@@ -3,7 +3,10 @@
  * Each request is a struct kube_req that owns its easy handle, waits for a
  * rate-limit token, runs, and is retried with jittered backoff on 429 (the
  * server's Retry-After wins), 5xx and transport errors. LIST+WATCH streams
- * live in kube-watch.c. Never blocks; never logs (callers log with context).
+ * live in kube-watch.c. Credentials go only to an https server (curl is
+ * held to https); a request that needs the exec plugin's credential waits,
+ * parked, while the plugin runs. Transport failures carry curl's own
+ * reason. Never blocks; never logs (callers log with context).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -35,6 +38,10 @@ int kube_client_new(struct kube_client **ret, struct loop *loop, struct kube_con
 		kube_config_free(cfg);
 		return r;
 	}
+	if (kube_config_check(cfg, opts && opts->allow_insecure_http, NULL, 0) < 0) {
+		kube_config_free(cfg);
+		return -EPROTONOSUPPORT;
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		kube_config_free(cfg);
@@ -42,6 +49,7 @@ int kube_client_new(struct kube_client **ret, struct loop *loop, struct kube_con
 	}
 	c->loop = loop;
 	c->cfg = cfg;
+	c->plain_http = kube_config_is_plain_http(cfg);
 	c->user_agent = strdup(opts && opts->user_agent ? opts->user_agent : "kanna/" PACKAGE_VERSION);
 	if (!c->user_agent) {
 		kube_client_free(c);
@@ -193,6 +201,51 @@ static int kube_req_url(const struct kube_config *cfg, const char *path, char **
 	return *ret_url ? 0 : -ENOMEM;
 }
 
+static int on_retry_timer(struct loop *loop, void *userdata);
+
+/* The exec plugin's run ended: the requests parked for it go on (from the
+ * loop, each on its own timer, as they may fail and free themselves). */
+static void on_credential(void *userdata)
+{
+	struct kube_client *c = userdata;
+
+	for (struct kube_req *req = c->requests; req; req = req->next) {
+		if (!req->awaiting_credential)
+			continue;
+		if (loop_add_timer(c->loop, 0, on_retry_timer, req, &req->timer) < 0)
+			continue; /* stays parked until the next run ends */
+		req->awaiting_credential = false;
+		req->limited = true; /* its rate-limit token is spent already */
+	}
+}
+
+/*
+ * The bearer token for this request (NULL: none). Over plain http there is
+ * none, whatever the kubeconfig says: no token file is read and no plugin
+ * runs. -EINPROGRESS: the exec plugin is running; on_credential() resumes.
+ */
+static int req_token(struct kube_client *c, const char **ret, char *err, size_t errlen)
+{
+	int r;
+
+	*ret = NULL;
+	if (c->plain_http)
+		return 0;
+	if (c->cfg->exec) {
+		r = kube_exec_credential(c->cfg->exec, c->loop, on_credential, c, err, errlen);
+		if (r < 0)
+			return r;
+	}
+	r = kube_config_bearer_token(c->cfg, ret, err, errlen);
+	if (r < 0)
+		return r;
+	if (*ret && strpbrk(*ret, "\r\n")) {
+		snprintf(err, errlen, "the bearer token contains a line break");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int req_prepare(struct kube_req *req, char *err, size_t errlen)
 {
 	struct kube_client *c = req->client;
@@ -200,7 +253,7 @@ static int req_prepare(struct kube_req *req, char *err, size_t errlen)
 	const char *token = NULL;
 	int r;
 
-	r = kube_config_bearer_token(c->cfg, &token, err, errlen);
+	r = req_token(c, &token, err, errlen);
 	if (r < 0)
 		return r;
 	r = kube_req_url(c->cfg, req->path, &url, &connect_to);
@@ -225,9 +278,24 @@ static int req_prepare(struct kube_req *req, char *err, size_t errlen)
 	}
 	if (!req->headers)
 		return -ENOMEM;
-	r = kube_config_apply_tls(c->cfg, req->easy);
-	if (r < 0)
-		return r;
+	if (!c->plain_http) {
+		r = kube_config_apply_tls(c->cfg, req->easy);
+		if (r < 0)
+			return r;
+	}
+	/* Only the scheme checked at start: an https server is never reached
+	 * in clear, nor through any other protocol curl knows. */
+#if LIBCURL_VERSION_NUM >= 0x075500
+	if (curl_easy_setopt(req->easy, CURLOPT_PROTOCOLS_STR, c->plain_http ? "http" : "https") !=
+	    CURLE_OK)
+		return -EPROTONOSUPPORT;
+#else
+	if (curl_easy_setopt(req->easy, CURLOPT_PROTOCOLS,
+			     (long)(c->plain_http ? CURLPROTO_HTTP : CURLPROTO_HTTPS)) != CURLE_OK)
+		return -EPROTONOSUPPORT;
+#endif
+	req->curl_error[0] = '\0';
+	curl_easy_setopt(req->easy, CURLOPT_ERRORBUFFER, req->curl_error);
 	curl_easy_setopt(req->easy, CURLOPT_URL, url);
 	curl_easy_setopt(req->easy, CURLOPT_CUSTOMREQUEST, req->method);
 	curl_easy_setopt(req->easy, CURLOPT_HTTPHEADER, req->headers);
@@ -338,8 +406,17 @@ static void on_done(CURL *easy, CURLcode result, void *userdata)
 		if (loop_add_timer(req->client->loop, delay, on_retry_timer, req, &req->timer) >= 0)
 			return;
 	}
-	req_finish(req, status, result == CURLE_OK ? NULL : curl_easy_strerror(result));
+	req_finish(req, status, result == CURLE_OK ? NULL : kube_req_transport_error(req, result));
 	kube_req_free(req);
+}
+
+const char *kube_req_transport_error(const struct kube_req *req, CURLcode result)
+{
+	if (req->curl_error[0])
+		return req->curl_error;
+	if (result == CURLE_FAILED_INIT && req->error)
+		return req->error; /* it never started: req_send() said why */
+	return curl_easy_strerror(result);
 }
 
 static int req_send(struct kube_req *req)
@@ -358,6 +435,10 @@ static int req_send(struct kube_req *req)
 	}
 	req->limited = false;
 	r = req_prepare(req, err, sizeof(err));
+	if (r == -EINPROGRESS) {
+		req->awaiting_credential = true;
+		return 0;
+	}
 	if (r >= 0) {
 		r = loop_http_start(req->client->loop, req->easy, on_done, req);
 		if (r >= 0) {

@@ -43,11 +43,15 @@ struct kube_client_options {
 	double qps;          /* 0 → default */
 	unsigned burst;      /* 0 → default */
 	const char *user_agent;
+	/* A plain http:// server is refused unless this is set, and then it
+	 * gets no token, no client certificate and no exec plugin run. */
+	bool allow_insecure_http;
 };
 
 struct kube_client;
 
-/* Takes ownership of cfg (also on failure). */
+/* Takes ownership of cfg (also on failure). -EPROTONOSUPPORT for a server
+ * kube_config_check() refuses (call it first for the reason). */
 int kube_client_new(struct kube_client **ret, struct loop *loop, struct kube_config *cfg,
 		    const struct kube_client_options *opts);
 struct kube_client *kube_client_free(struct kube_client *c);

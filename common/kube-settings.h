@@ -17,6 +17,7 @@ struct kube_settings {
 	char *context;
 	double qps;
 	uint64_t burst;
+	bool allow_insecure_http;
 	bool leader_elect;
 	char *leader_namespace;
 	uint64_t lease_duration_usec;
@@ -39,6 +40,11 @@ struct kube_settings {
 	  .offset = offsetof(cfg_type, member.burst), .flags = CONFIG_SHARED,                \
 	  .default_value = "300", .min = 1, .max = 100000, .env_alias = "KUBE_CLIENT_BURST", \
 	  .help = "Kubernetes API request burst." },                                         \
+	{ .name = "kube-client-allow-insecure-http", .type = CONFIG_BOOL,                    \
+	  .offset = offsetof(cfg_type, member.allow_insecure_http), .flags = CONFIG_SHARED,  \
+	  .default_value = "false",                                                          \
+	  .help = "Accept a kubeconfig server that is plain http:// (a local test API "     \
+		  "server); no token or client certificate is ever sent to it." },           \
 	{ .name = "leader-elect", .type = CONFIG_BOOL,                                       \
 	  .offset = offsetof(cfg_type, member.leader_elect), .default_value = "true",        \
 	  .help = "Hold a Lease while working so a standby can take over; disable for "      \

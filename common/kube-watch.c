@@ -423,7 +423,10 @@ static void on_watch_end(struct kube_req *req, CURLcode result, long status)
 	struct kube_watch *w = req->stream_userdata;
 	bool gone = w->gone || status == 410;
 	bool clean = result == CURLE_OK && status == 200 && !w->aborted_on_error;
+	char why[512];
 
+	snprintf(why, sizeof(why), "%s", result != CURLE_OK ? kube_req_transport_error(req, result) :
+							      "unexpected HTTP status");
 	w->req = NULL;
 	kube_req_free(req);
 	if (status == 404 && watch_absent(w))
@@ -445,8 +448,7 @@ static void on_watch_end(struct kube_req *req, CURLcode result, long status)
 		return;
 	}
 	if (!w->aborted_on_error)
-		watch_error(w, "watch of %s ended: %s", w->collection,
-			    result != CURLE_OK ? curl_easy_strerror(result) : "unexpected HTTP status");
+		watch_error(w, "watch of %s ended: %s", w->collection, why);
 	watch_retry_later(w);
 }
 

@@ -13,10 +13,10 @@ libkanna_common_a_SOURCES += \
 	common/daemon.h common/daemon.c common/clock.h common/hash.h \
 	common/base64.h common/base64.c common/read-file.h common/read-file.c
 
-check_PROGRAMS += tests/unit/test_yaml_json tests/unit/test_kubeconfig \
+check_PROGRAMS += tests/unit/test_yaml_json tests/unit/test_kubeconfig tests/unit/test_kubeconfig_exec \
 	tests/unit/test_ratelimit tests/unit/test_kube_client tests/unit/test_kube_events \
 	tests/unit/test_json_arena
-TESTS += tests/unit/test_yaml_json tests/unit/test_kubeconfig \
+TESTS += tests/unit/test_yaml_json tests/unit/test_kubeconfig tests/unit/test_kubeconfig_exec \
 	tests/unit/test_ratelimit tests/unit/test_kube_client tests/unit/test_kube_events \
 	tests/unit/test_json_arena
 tests_unit_test_json_arena_CFLAGS = $(TEST_CFLAGS)
@@ -26,11 +26,14 @@ tests_unit_test_kube_events_LDADD = $(LDADD) $(TEST_LIBS)
 tests_unit_test_ratelimit_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_ratelimit_LDADD = $(LDADD) $(TEST_LIBS)
 tests_unit_test_kube_client_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_kube_client_LDADD = $(LDADD) $(TEST_LIBS)
+# kanna-sim's certificate generator gives the client a TLS server to trust or not.
+tests_unit_test_kube_client_LDADD = libkanna-simk8s.a $(LDADD) $(TEST_LIBS)
 tests_unit_test_yaml_json_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_yaml_json_LDADD = $(LDADD) $(TEST_LIBS)
 tests_unit_test_kubeconfig_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_kubeconfig_LDADD = $(LDADD) $(TEST_LIBS)
+tests_unit_test_kubeconfig_exec_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_kubeconfig_exec_LDADD = $(LDADD) $(TEST_LIBS) -lpthread
 
 FUZZ_PROGS += tests/fuzz/fuzz_yaml_json
 tests_fuzz_fuzz_yaml_json_SOURCES = tests/fuzz/fuzz_yaml_json.c tests/fuzz/standalone.c

@@ -1,8 +1,10 @@
 /*
  * kubeconfig and in-cluster configuration (see kubeconfig.h). Reads the
  * file with yaml-json, resolves relative paths against the file's folder as
- * kubectl does, decodes *-data fields, and runs exec credential plugins with
- * a timeout. Callers: the Kubernetes HTTP client of every daemon and tests.
+ * kubectl does, decodes *-data fields, parses exec credential plugins (run
+ * by kubeconfig-exec.c), and says whether a configuration is safe to use
+ * (https, or plain http without credentials when allowed). Callers: the
+ * Kubernetes HTTP client of every daemon and tests.
  * It never logs: errors go back to the caller as text.
  */
 #include <errno.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -112,28 +115,6 @@ static char **string_list(const json_t *arr)
 	return v;
 }
 
-static void strv_free(char **v)
-{
-	for (char **p = v; p && *p; p++)
-		free(*p);
-	free(v);
-}
-
-static struct kube_exec *kube_exec_free(struct kube_exec *x)
-{
-	if (!x)
-		return NULL;
-	free(x->api_version);
-	free(x->command);
-	strv_free(x->args);
-	strv_free(x->env);
-	free(x->token);
-	free(x->client_cert_pem);
-	free(x->client_key_pem);
-	free(x);
-	return NULL;
-}
-
 static int exec_parse(const json_t *o, const char *where, struct kube_exec **ret, char *err,
 		      size_t errlen)
 {
@@ -147,6 +128,7 @@ static int exec_parse(const json_t *o, const char *where, struct kube_exec **ret
 		kube_exec_free(x);
 		return fail(err, errlen, -EINVAL, "%s: exec.command is required", where);
 	}
+	x->timeout_usec = KUBE_EXEC_TIMEOUT_USEC;
 	x->command = strdup(obj_str(o, "command"));
 	x->api_version = strdup(obj_str(o, "apiVersion") ? obj_str(o, "apiVersion") :
 			      "client.authentication.k8s.io/v1beta1");
@@ -216,6 +198,18 @@ static int config_from_json(const json_t *root, const char *file, const char *co
 	len = strlen(cfg->server);
 	while (len > 0 && cfg->server[len - 1] == '/')
 		cfg->server[--len] = '\0';
+	/* "host:port" alone: client-go guesses http when no TLS setting is
+	 * given; we always mean https, so no credential goes out in clear. */
+	if (!strstr(cfg->server, "://")) {
+		char *with_scheme = NULL;
+
+		if (asprintf(&with_scheme, "https://%s", cfg->server) < 0) {
+			kube_config_free(cfg);
+			return -ENOMEM;
+		}
+		free(cfg->server);
+		cfg->server = with_scheme;
+	}
 	cfg->insecure_skip_tls_verify =
 		json_is_true(json_object_get(cluster, "insecure-skip-tls-verify"));
 	if (obj_str(cluster, "tls-server-name") &&
@@ -226,6 +220,8 @@ static int config_from_json(const json_t *root, const char *file, const char *co
 	snprintf(where, sizeof(where), "%s: cluster '%s'", file, obj_str(ctx, "cluster"));
 	r = load_pem(cluster, "certificate-authority-data", "certificate-authority", dir,
 		     &cfg->ca_pem, &cfg->ca_pem_len, err, errlen, where);
+	if (r >= 0 && cfg->insecure_skip_tls_verify && cfg->ca_pem)
+		r = fail(err, errlen, -EINVAL, "%s: %s", where, KUBE_INSECURE_WITH_CA_ERROR);
 	if (r >= 0 && user) {
 		snprintf(where, sizeof(where), "%s: user '%s'", file, obj_str(ctx, "user"));
 		r = load_pem(user, "client-certificate-data", "client-certificate", dir,
@@ -363,9 +359,6 @@ int kube_config_bearer_token(struct kube_config *cfg, const char **ret, char *er
 	int r;
 
 	if (cfg->exec) {
-		r = kube_exec_refresh(cfg->exec, err, errlen);
-		if (r < 0)
-			return r;
 		*ret = cfg->exec->token;
 		return 0;
 	}
@@ -390,6 +383,36 @@ int kube_config_bearer_token(struct kube_config *cfg, const char **ret, char *er
 		return 0;
 	}
 	*ret = cfg->token;
+	return 0;
+}
+
+bool kube_config_is_plain_http(const struct kube_config *cfg)
+{
+	return cfg->server && strncasecmp(cfg->server, "http://", 7) == 0;
+}
+
+int kube_config_check(const struct kube_config *cfg, bool allow_insecure_http, char *err,
+		      size_t errlen)
+{
+	const char *context = cfg->context ? cfg->context : "";
+
+	if (!cfg->server)
+		return fail(err, errlen, -EINVAL, "context '%s': no server", context);
+	if (cfg->insecure_skip_tls_verify && cfg->ca_pem)
+		return fail(err, errlen, -EINVAL, "context '%s': %s", context,
+			    KUBE_INSECURE_WITH_CA_ERROR);
+	if (kube_config_is_plain_http(cfg)) {
+		if (!allow_insecure_http)
+			return fail(err, errlen, -EPROTONOSUPPORT,
+				    "context '%s': server %s is plain http, where a token or client "
+				    "certificate would travel in clear; use https, or set "
+				    "kube-client-allow-insecure-http to talk to it without credentials",
+				    context, cfg->server);
+		return 0;
+	}
+	if (strncasecmp(cfg->server, "https://", 8) != 0)
+		return fail(err, errlen, -EPROTONOSUPPORT,
+			    "context '%s': server %s is not an https:// URL", context, cfg->server);
 	return 0;
 }
 

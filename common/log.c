@@ -203,6 +203,21 @@ static void log_text_value(FILE *f, const char *v)
 	fputc('"', f);
 }
 
+/* The message as it is, but for control characters, escaped as in field
+ * values: a line break in an API server's error text must not start a
+ * line of its own that reads like one of ours. */
+static void log_text_message(FILE *f, const char *m)
+{
+	for (; *m; m++) {
+		if (*m == '\n')
+			fputs("\\n", f);
+		else if ((unsigned char)*m < ' ' || *m == 0x7f)
+			fprintf(f, "\\x%02x", (unsigned char)*m);
+		else
+			fputc(*m, f);
+	}
+}
+
 /* "2026-01-02T03:04:05.678Z info kanna-scheduler: message key=value" */
 static char *log_render_text(enum log_level level, const char *process, const char *message,
 			     const struct log_kv *kv, size_t n_kv)
@@ -215,7 +230,8 @@ static char *log_render_text(enum log_level level, const char *process, const ch
 	if (!f)
 		return NULL;
 	log_format_time(when);
-	fprintf(f, "%s %-5s %s: %s", when, log_level_to_string(level), process, message);
+	fprintf(f, "%s %-5s %s: ", when, log_level_to_string(level), process);
+	log_text_message(f, message);
 	for (size_t i = 0; i < n_kv; i++) {
 		if (!kv[i].key)
 			continue;
@@ -403,8 +419,10 @@ static void log_emit(enum log_level level, int errno_value, const char *file, in
 	}
 	/* Out of memory: still say something, without fields. */
 	pthread_mutex_lock(&log_ctx.lock);
-	fprintf(log_ctx.stream ? log_ctx.stream : stderr, "%s %s: %s\n",
-		log_level_to_string(level), process, message);
+	fprintf(log_ctx.stream ? log_ctx.stream : stderr, "%s %s: ", log_level_to_string(level),
+		process);
+	log_text_message(log_ctx.stream ? log_ctx.stream : stderr, message);
+	fputc('\n', log_ctx.stream ? log_ctx.stream : stderr);
 	pthread_mutex_unlock(&log_ctx.lock);
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/aws.h"
+#include "sim/tls.h"
 
 #define IMDS_TOKEN "AQAEAKanna-imds-v2-token=="
 #define POD_IDENTITY_TOKEN "kanna-pod-identity-token"
@@ -158,6 +159,7 @@ static void setup(void)
 		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_AUTHORIZATION_TOKEN",
 		"AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", "AWS_EC2_METADATA_DISABLED",
 		"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_STS", "AWS_REGION", "AWS_DEFAULT_REGION",
+		"AWS_CA_BUNDLE",
 	};
 	char endpoint[64];
 
@@ -412,6 +414,111 @@ Test(aws_credentials, container_full_uri_must_be_local_or_https)
 	cr_assert_eq(aws_credentials_resolve(NULL, &c, &err), -EPERM);
 	cr_assert(strstr(err, "neither https nor"), "%s", err);
 	free(err);
+}
+
+static int container_url(const char *full, const char *relative, char **ret, char **why)
+{
+	if (full)
+		setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", full, 1);
+	else
+		unsetenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+	if (relative)
+		setenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", relative, 1);
+	else
+		unsetenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+	free(*ret);
+	*ret = NULL;
+	return aws_container_credentials_url(ret, why);
+}
+
+/* What a prefix comparison let through: user information that hides the
+ * real host, and hosts that only start like loopback. */
+Test(aws_credentials, container_url_with_a_disguised_host_is_refused)
+{
+	static const char *const refused[] = {
+		"http://127.0.0.1:80@attacker.example/creds",
+		"http://localhost@attacker.example/creds",
+		"https://user:secret@creds.example/creds",
+		"http://127.0.0.1.attacker.example/creds",
+		"http://127.attacker.example/creds",
+		"http://169.254.170.2.attacker.example/creds",
+		"http://169.254.169.254/latest/meta-data/iam/security-credentials/",
+		"http://[fd00:ec2::24]/v1/credentials",
+		"ftp://127.0.0.1/creds",
+	};
+	char *url = NULL, *why = NULL;
+
+	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+		int r = container_url(refused[i], NULL, &url, &why);
+
+		cr_assert(r == -EPERM || r == -EINVAL, "%s accepted as %s", refused[i], url);
+		cr_assert_null(url);
+	}
+	cr_assert_eq(container_url("http://127.0.0.1:80@attacker.example/", NULL, &url, &why), -EPERM);
+	cr_assert(strstr(why, "user information"), "%s", why);
+	free(why);
+}
+
+Test(aws_credentials, container_url_allows_https_loopback_and_the_ecs_and_eks_agents)
+{
+	static const char *const allowed[][2] = {
+		{ "http://127.0.0.1:1/creds", "http://127.0.0.1:1/creds" },
+		{ "http://127.0.0.2/creds", "http://127.0.0.2/creds" },
+		{ "http://[::1]:8080/creds", "http://[::1]:8080/creds" },
+		{ "http://localhost/creds", "http://localhost/creds" },
+		{ "http://169.254.170.2/v2/credentials/x", "http://169.254.170.2/v2/credentials/x" },
+		{ "http://169.254.170.23/v1/credentials", "http://169.254.170.23/v1/credentials" },
+		{ "http://[fd00:ec2::23]/v1/credentials", "http://[fd00:ec2::23]/v1/credentials" },
+		{ "https://creds.example/creds", "https://creds.example/creds" },
+	};
+	char *url = NULL, *why = NULL;
+
+	for (size_t i = 0; i < ARRAY_SIZE(allowed); i++) {
+		cr_assert_eq(container_url(allowed[i][0], NULL, &url, &why), 0, "%s: %s", allowed[i][0],
+			     why);
+		cr_assert_str_eq(url, allowed[i][1]);
+	}
+	/* The relative URI always goes to the ECS agent, whatever it holds. */
+	cr_assert_eq(container_url("https://ignored.example/", "/v2/credentials/abc", &url, &why), 0);
+	cr_assert_str_eq(url, "http://169.254.170.2/v2/credentials/abc");
+	cr_assert_eq(container_url(NULL, "@attacker.example/creds", &url, &why), 0);
+	cr_assert_str_eq(url, "http://169.254.170.2/@attacker.example/creds");
+	free(url);
+	free(why);
+}
+
+/* The container agent behind TLS with a private CA: found through
+ * AWS_CA_BUNDLE, as the SDKs find it; unverifiable without it. */
+Test(aws_credentials, aws_ca_bundle_verifies_an_https_credentials_endpoint)
+{
+	struct aws_credentials *c = NULL;
+	struct MHD_Daemon *d;
+	struct sim_tls tls;
+	char *err = NULL, url[96], *ca;
+
+	cr_assert_eq(sim_tls_generate(&tls), 0);
+	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_TLS, 0, NULL, NULL, on_request,
+			     NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+			     MHD_OPTION_HTTPS_MEM_KEY, tls.key_pem, MHD_OPTION_HTTPS_MEM_CERT,
+			     tls.cert_pem, MHD_OPTION_END);
+	cr_assert_not_null(d);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u/container/creds",
+		 MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port);
+	setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", url, 1);
+	setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", POD_IDENTITY_TOKEN, 1);
+	cr_assert_lt(aws_credentials_from_container(&(struct aws_credentials_options){ 0 }, &c, &err), 0);
+	cr_assert(strstr(err, "certificate"), "%s", err);
+	ca = write_file("private-ca.pem", tls.ca_pem);
+	setenv("AWS_CA_BUNDLE", ca, 1);
+	cr_assert_eq(aws_credentials_from_container(&(struct aws_credentials_options){ 0 }, &c, &err), 0,
+		     "%s", err);
+	cr_assert_str_eq(c->access_key_id, "ASIAPODEXAMPLE");
+	aws_credentials_free(c);
+	unsetenv("AWS_CA_BUNDLE");
+	free(ca);
+	free(err);
+	MHD_stop_daemon(d);
+	sim_tls_clear(&tls);
 }
 
 Test(aws_credentials, imds_v2_token_then_role_then_credentials)

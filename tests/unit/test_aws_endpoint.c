@@ -140,3 +140,40 @@ Test(aws_endpoint, rejects_an_invalid_region_value)
 	cr_assert(strstr(err, "AWS_REGION"), "%s", err);
 	free(err);
 }
+
+struct warned {
+	int n;
+	char variables[4][64];
+};
+
+static void collect_warning(const char *variable, const char *url, void *userdata)
+{
+	struct warned *w = userdata;
+
+	(void)url;
+	if (w->n < 4)
+		snprintf(w->variables[w->n], sizeof(w->variables[0]), "%s", variable);
+	w->n++;
+}
+
+/* kanna-sim on loopback is fine; a plain http endpoint elsewhere carries
+ * the signed requests and the session token readable on the network. */
+Test(aws_endpoint, only_plain_http_overrides_to_other_machines_are_warned_about)
+{
+	struct warned w = { 0 };
+
+	setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9000", 1);
+	setenv("AWS_ENDPOINT_URL_SSM", "https://ssm.internal.example", 1);
+	setenv("AWS_ENDPOINT_URL_PRICING", "http://[::1]:9001/", 1);
+	setenv("AWS_ENDPOINT_URL_EC2", "http://ec2.internal.example:8080", 1);
+	setenv("AWS_ENDPOINT_URL_STS", "http://127.0.0.1.attacker.example/", 1);
+	cr_assert_eq(aws_endpoint_overrides_check(collect_warning, &w), 2);
+	cr_assert_eq(w.n, 2);
+	cr_assert((streq(w.variables[0], "AWS_ENDPOINT_URL_EC2") &&
+		   streq(w.variables[1], "AWS_ENDPOINT_URL_STS")) ||
+		  (streq(w.variables[1], "AWS_ENDPOINT_URL_EC2") &&
+		   streq(w.variables[0], "AWS_ENDPOINT_URL_STS")),
+		  "%s %s", w.variables[0], w.variables[1]);
+	setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true", 1);
+	cr_assert_eq(aws_endpoint_overrides_check(collect_warning, &w), 0, "ignored overrides are unused");
+}

@@ -1,17 +1,22 @@
 /*
  * Kubernetes client against a scripted API server (libmicrohttpd in this
  * process): retries on 429 with Retry-After, paged LIST, WATCH with
- * bookmarks, stream end → resume, 410 Gone → relist, malformed events.
+ * bookmarks, stream end → resume, 410 Gone → relist, malformed events;
+ * credentials only over https (the same server behind TLS with
+ * kanna-sim's generated CA), and TLS failures that say why.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/kube-client.h"
 #include "common/loop.h"
+#include "sim/tls.h"
 
 struct server {
 	struct MHD_Daemon *d;
@@ -160,7 +165,8 @@ static struct kube_client *client_new(struct loop *loop)
 	cfg->token = strdup("t0k3n");
 	cfg->namespace = strdup("default");
 	cfg->context = strdup("test");
-	cr_assert_eq(kube_client_new(&c, loop, cfg, NULL), 0);
+	cr_assert_eq(kube_client_new(&c, loop, cfg,
+				     &(struct kube_client_options){ .allow_insecure_http = true }), 0);
 	return c;
 }
 
@@ -198,9 +204,173 @@ Test(kube_client, throttled_requests_are_retried_after_retry_after_and_status_is
 	cr_assert_eq(res.status, 404);
 	cr_assert_str_eq(res.reason, "NotFound");
 	cr_assert_str_eq(res.error, "pods \"a\" not found");
-	cr_assert_str_eq(srv.last_auth, "Bearer t0k3n");
+	cr_assert_str_eq(srv.last_auth, "", "the token went over plain http: %s", srv.last_auth);
 	kube_client_free(c);
 	loop_free(loop);
+	MHD_stop_daemon(srv.d);
+}
+
+static struct kube_config *config_for(const char *scheme, uint16_t port)
+{
+	struct kube_config *cfg = calloc(1, sizeof(*cfg));
+	char server[64];
+
+	cr_assert_not_null(cfg);
+	snprintf(server, sizeof(server), "%s://127.0.0.1:%u", scheme, port);
+	cfg->server = strdup(server);
+	cfg->token = strdup("t0k3n");
+	cfg->namespace = strdup("default");
+	cfg->context = strdup("test");
+	return cfg;
+}
+
+Test(kube_client, a_plain_http_server_is_refused_unless_allowed_and_saying_why)
+{
+	struct kube_config *cfg = config_for("http", 1);
+	struct kube_client *c = NULL;
+	struct loop *loop;
+	char err[512] = "";
+
+	cr_assert_eq(loop_new(&loop, "test"), 0);
+	cr_assert_lt(kube_config_check(cfg, false, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "plain http") && strstr(err, "kube-client-allow-insecure-http"), "%s", err);
+	cr_assert_eq(kube_config_check(cfg, true, err, sizeof(err)), 0);
+	cr_assert_eq(kube_client_new(&c, loop, cfg, NULL), -EPROTONOSUPPORT);
+	cr_assert_null(c);
+	cfg = config_for("ftp", 1);
+	cr_assert_lt(kube_config_check(cfg, true, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "not an https:// URL"), "%s", err);
+	kube_config_free(cfg);
+	loop_free(loop);
+}
+
+/* An exec plugin would hand over a token too: over plain http it never runs. */
+Test(kube_client, an_allowed_plain_http_server_gets_no_token_and_runs_no_exec_plugin)
+{
+	struct kube_config *cfg;
+	struct kube_client *c;
+	struct result res = { 0 };
+	struct loop *loop;
+	char marker[] = "/tmp/kanna-exec-ran-XXXXXX";
+	int fd = mkstemp(marker);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	unlink(marker);
+	server_start();
+	cfg = config_for("http", srv.port);
+	cfg->exec = calloc(1, sizeof(*cfg->exec));
+	cfg->exec->command = strdup("/bin/touch");
+	cfg->exec->args = calloc(2, sizeof(char *));
+	cfg->exec->args[0] = strdup(marker);
+	cfg->exec->env = calloc(1, sizeof(char *));
+	cfg->exec->api_version = strdup("client.authentication.k8s.io/v1");
+	cfg->exec->timeout_usec = 5000000;
+	cr_assert_eq(loop_new(&loop, "test"), 0);
+	res.loop = loop;
+	cr_assert_eq(kube_client_new(&c, loop, cfg,
+				     &(struct kube_client_options){ .allow_insecure_http = true }), 0);
+	cr_assert_eq(kube_request(c, "GET", "/api/v1/namespaces/default/pods/a", NULL, NULL, on_get,
+				  &res), 0);
+	cr_assert_geq(loop_run(loop), 0);
+	cr_assert_eq(res.status, 404, "%ld %s", res.status, res.error);
+	cr_assert_eq(srv.requests, 1);
+	cr_assert_str_eq(srv.last_auth, "", "a credential went over plain http: %s", srv.last_auth);
+	cr_assert_neq(access(marker, F_OK), 0, "the exec plugin ran for a plain http server");
+	kube_client_free(c);
+	loop_free(loop);
+	MHD_stop_daemon(srv.d);
+}
+
+/* The same scripted server behind TLS with a certificate for 127.0.0.1. */
+static struct MHD_Daemon *tls_server_start(const struct sim_tls *tls, uint16_t *ret_port)
+{
+	struct MHD_Daemon *d;
+
+	cr_assert_eq(MHD_is_feature_supported(MHD_FEATURE_TLS), MHD_YES);
+	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_TLS, 0, NULL, NULL, handler,
+			     NULL, MHD_OPTION_HTTPS_MEM_KEY, tls->key_pem, MHD_OPTION_HTTPS_MEM_CERT,
+			     tls->cert_pem, MHD_OPTION_END);
+	cr_assert_not_null(d);
+	*ret_port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
+	return d;
+}
+
+static void get_once(struct kube_config *cfg, struct result *res)
+{
+	struct kube_client *c;
+	struct loop *loop;
+
+	cr_assert_eq(loop_new(&loop, "test"), 0);
+	res->loop = loop;
+	cr_assert_eq(kube_client_new(&c, loop, cfg, NULL), 0);
+	cr_assert_eq(kube_request(c, "GET", "/api/v1/namespaces/default/pods/a", NULL, NULL, on_get,
+				  res), 0);
+	cr_assert_geq(loop_run(loop), 0);
+	kube_client_free(c);
+	loop_free(loop);
+}
+
+Test(kube_client, https_with_the_servers_ca_carries_the_token, .timeout = 30)
+{
+	struct sim_tls tls;
+	struct result res = { 0 };
+	struct MHD_Daemon *d;
+	struct kube_config *cfg;
+	uint16_t port;
+
+	cr_assert_eq(sim_tls_generate(&tls), 0);
+	d = tls_server_start(&tls, &port);
+	cfg = config_for("https", port);
+	cfg->ca_pem = strdup(tls.ca_pem);
+	cfg->ca_pem_len = strlen(tls.ca_pem);
+	get_once(cfg, &res);
+	cr_assert_eq(res.status, 404, "%ld %s", res.status, res.error);
+	cr_assert_str_eq(srv.last_auth, "Bearer t0k3n");
+	MHD_stop_daemon(d);
+	sim_tls_clear(&tls);
+}
+
+/* "SSL peer certificate or SSH remote key was not OK" is curl's generic
+ * text; the error buffer names the certificate problem. */
+Test(kube_client, a_server_certificate_from_another_ca_fails_saying_why, .timeout = 30)
+{
+	struct sim_tls tls, other;
+	struct result res = { 0 };
+	struct MHD_Daemon *d;
+	struct kube_config *cfg;
+	uint16_t port;
+
+	cr_assert_eq(sim_tls_generate(&tls), 0);
+	cr_assert_eq(sim_tls_generate(&other), 0);
+	d = tls_server_start(&tls, &port);
+	cfg = config_for("https", port);
+	cfg->ca_pem = strdup(other.ca_pem);
+	cfg->ca_pem_len = strlen(other.ca_pem);
+	get_once(cfg, &res);
+	cr_assert_eq(res.status, 0);
+	cr_assert(strstr(res.error, "certificate"), "%s", res.error);
+	cr_assert_str_neq(res.error, curl_easy_strerror(CURLE_PEER_FAILED_VERIFICATION));
+	cr_assert_eq(srv.requests, 0, "a request reached the server");
+	MHD_stop_daemon(d);
+	sim_tls_clear(&tls);
+	sim_tls_clear(&other);
+}
+
+/* The https-only client never falls back: a plain http answer is a TLS
+ * failure, reported as such. */
+Test(kube_client, an_https_server_answering_plain_http_fails_saying_why, .timeout = 30)
+{
+	struct result res = { 0 };
+	struct kube_config *cfg;
+
+	server_start();
+	cfg = config_for("https", srv.port);
+	get_once(cfg, &res);
+	cr_assert_eq(res.status, 0);
+	cr_assert(strstr(res.error, "SSL") || strstr(res.error, "TLS") ||
+		  strstr(res.error, "wrong version"), "%s", res.error);
+	cr_assert_str_neq(res.error, curl_easy_strerror(CURLE_SSL_CONNECT_ERROR));
 	MHD_stop_daemon(srv.d);
 }
 

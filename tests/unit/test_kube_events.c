@@ -139,7 +139,8 @@ static void setup(void)
 	snprintf(server, sizeof(server), "http://127.0.0.1:%u", srv.port);
 	cfg->server = strdup(server);
 	cr_assert_eq(loop_new(&loop, "test"), 0);
-	cr_assert_eq(kube_client_new(&client, loop, cfg, NULL), 0);
+	cr_assert_eq(kube_client_new(&client, loop, cfg,
+				     &(struct kube_client_options){ .allow_insecure_http = true }), 0);
 }
 
 static void teardown(void)
@@ -222,7 +223,7 @@ static void on_get_done(struct kube_client *c, const struct kube_response *resp,
 Test(kube_events, events_are_paced_apart_from_the_clients_other_requests)
 {
 	struct kube_config *cfg = calloc(1, sizeof(*cfg));
-	struct kube_client_options opts = { .qps = 0.5, .burst = 1 };
+	struct kube_client_options opts = { .qps = 0.5, .burst = 1, .allow_insecure_http = true };
 	struct kube_client *slow;
 	struct kube_events *ev;
 	char server[64];

@@ -129,57 +129,41 @@ Test(kubeconfig, token_file_is_reread_when_it_changes)
 	kube_config_free(cfg);
 }
 
-Test(kubeconfig, exec_plugin_token_is_used_and_cached_until_expiry)
+/* client-go's tlsConfigFor() refuses the same, in these words. */
+Test(kubeconfig, insecure_skip_tls_verify_with_a_ca_is_refused_as_kubectl_refuses_it)
 {
-	char text[1024], script[256];
-	struct kube_config *cfg;
-	const char *tok;
-	snprintf(script, sizeof(script), "%s/get-token", dir);
-	write_file("get-token",
-		   "#!/bin/sh\n"
-		   "echo run >> \"$(dirname \"$0\")/runs\"\n"
-		   "case \"$KUBERNETES_EXEC_INFO\" in *ExecCredential*) ;; *) exit 3;; esac\n"
-		   "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"kind\":\"ExecCredential\","
-		   "\"status\":{\"token\":\"'$CLUSTER'-tok\",\"expirationTimestamp\":\"2999-01-01T00:00:00Z\"}}'\n",
-		   0700);
-	snprintf(text, sizeof(text),
-		 "current-context: c\nclusters: [{name: k, cluster: {server: 'https://x'}}]\n"
-		 "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
-		 "users:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n"
-		 "      command: %s\n      args: [eks, get-token]\n      env: [{name: CLUSTER, value: demo}]\n",
-		 script);
-	cfg = load(text, NULL);
-	cr_assert_eq(kube_config_bearer_token(cfg, &tok, NULL, 0), 0);
-	cr_assert_str_eq(tok, "demo-tok");
-	cr_assert_eq(kube_config_bearer_token(cfg, &tok, NULL, 0), 0);
-	{
-		char runs[256], buf[64] = "";
-		FILE *f;
-		snprintf(runs, sizeof(runs), "%s/runs", dir);
-		f = fopen(runs, "r");
-		cr_assert_not_null(f);
-		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[n] = 0;
-		cr_assert_str_eq(buf, "run\n", "plugin ran once, then the cache answered");
-	}
+	struct kube_config *cfg = NULL;
+	char path[256], err[512];
+
+	write_file("config",
+		   "current-context: c\nclusters: [{name: k, cluster: {server: 'https://x', "
+		   "insecure-skip-tls-verify: true, certificate-authority-data: Q0E=}}]\n"
+		   "contexts: [{name: c, context: {cluster: k}}]\n", 0600);
+	snprintf(path, sizeof(path), "%s/config", dir);
+	cr_assert_lt(kube_config_load(path, NULL, &cfg, err, sizeof(err)), 0);
+	cr_assert_null(cfg);
+	cr_assert(strstr(err, "specifying a root certificates file with the insecure flag is not allowed"),
+		  "%s", err);
+	cr_assert(strstr(err, "cluster 'k'"), "%s", err);
+}
+
+Test(kubeconfig, insecure_skip_tls_verify_alone_is_loaded_and_flagged)
+{
+	struct kube_config *cfg = load("current-context: c\nclusters: [{name: k, cluster: {server: "
+				       "'https://x', insecure-skip-tls-verify: true}}]\n"
+				       "contexts: [{name: c, context: {cluster: k}}]\n", NULL);
+	cr_assert(cfg->insecure_skip_tls_verify);
+	cr_assert_eq(kube_config_check(cfg, false, NULL, 0), 0);
 	kube_config_free(cfg);
 }
 
-Test(kubeconfig, exec_plugin_failure_is_reported_with_its_exit_status)
+Test(kubeconfig, a_server_without_a_scheme_means_https)
 {
-	char text[1024], script[256], err[512];
-	struct kube_config *cfg;
-	const char *tok;
-	snprintf(script, sizeof(script), "%s/fail", dir);
-	write_file("fail", "#!/bin/sh\nexit 7\n", 0700);
-	snprintf(text, sizeof(text),
-		 "current-context: c\nclusters: [{name: k, cluster: {server: 'https://x'}}]\n"
-		 "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
-		 "users: [{name: u, user: {exec: {command: %s}}}]\n", script);
-	cfg = load(text, NULL);
-	cr_assert_lt(kube_config_bearer_token(cfg, &tok, err, sizeof(err)), 0);
-	cr_assert(strstr(err, "exit status 7"), "%s", err);
+	struct kube_config *cfg = load("current-context: c\nclusters: [{name: k, cluster: {server: "
+				       "'10.0.0.1:6443'}}]\n"
+				       "contexts: [{name: c, context: {cluster: k}}]\n", NULL);
+	cr_assert_str_eq(cfg->server, "https://10.0.0.1:6443");
+	cr_assert_not(kube_config_is_plain_http(cfg));
 	kube_config_free(cfg);
 }
 

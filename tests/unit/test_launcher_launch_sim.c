@@ -499,7 +499,8 @@ static void setup(void)
 	kc->namespace = strdup("default");
 	kc->context = strdup("test");
 	/* No client-side rate limit: nothing waits unsent at teardown. */
-	cr_assert_eq(kube_client_new(&kube, loop, kc, &(struct kube_client_options){ .qps = 1000, .burst = 1000 }),
+	cr_assert_eq(kube_client_new(&kube, loop, kc, &(struct kube_client_options){ .qps = 1000, .burst = 1000,
+				     .allow_insecure_http = true }),
 		     0);
 	cr_assert_eq(kube_events_new(&events, kube, "karpenter", NULL), 0);
 	cr_assert_eq(metrics_registry_new(&metrics), 0);

@@ -143,6 +143,21 @@ Test(log, text_keeps_one_line_per_event_when_the_message_has_newlines)
 	cr_assert(strstr(buf, "detail=\"a\\nb\"\n"), "got: %s", buf);
 }
 
+/* An API server's error text reaches the message through %s: its line
+ * break must not start a second line that reads like one of ours. */
+Test(log, text_message_with_a_newline_from_an_api_error_stays_one_line)
+{
+	const char *api_message = "admission denied\n2026-01-01T00:00:00.000Z info  kanna-launcher: "
+				  "launched nodeclaim\r\x1b[2K";
+
+	log_error("Failed to create NodeClaim: %s", api_message);
+	fflush(mem);
+	cr_assert_eq(buf[len - 1], '\n');
+	cr_assert_eq(strchr(buf, '\n'), buf + len - 1, "one line expected: %s", buf);
+	cr_assert(strstr(buf, "admission denied\\n2026-01-01T00:00:00.000Z info  kanna-launcher: "
+			      "launched nodeclaim\\x0d\\x1b[2K\n"), "got: %s", buf);
+}
+
 static json_t *only_json_line(void)
 {
 	json_error_t error;

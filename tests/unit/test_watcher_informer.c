@@ -51,7 +51,8 @@ static void setup(void)
 	kc->server = strdup(url);
 	kc->namespace = strdup("default");
 	kc->context = strdup("test");
-	cr_assert_eq(kube_client_new(&client, loop, kc, NULL), 0);
+	cr_assert_eq(kube_client_new(&client, loop, kc,
+				     &(struct kube_client_options){ .allow_insecure_http = true }), 0);
 	cr_assert_eq(publisher_new(&pub, ctx, loop, ENDPOINT_STATE_PUB, ENDPOINT_STATE_SYNC), 0);
 	cr_assert_eq(publisher_set_complete(pub), 0);
 }
