@@ -5,8 +5,11 @@
  * max(sum(containers) + sum(sidecars), max over init i of (init_i + sidecars
  * started before i)) plus its overhead.
  */
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/quantity.h"
@@ -516,6 +519,25 @@ static int pod_phase(const char *s)
 	return PROTO_PHASE_PENDING;
 }
 
+double decode_pod_deletion_cost(const char *s)
+{
+	char *end;
+	double v;
+
+	/* strtod() takes what ParseFloat does not: leading space, and a hex
+	 * mantissa without its p exponent. */
+	if (!s || !*s || isspace((unsigned char)*s) ||
+	    (strpbrk(s, "xX") && !strpbrk(s, "pP")))
+		return 0;
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || *end || isnan(v) || (errno == ERANGE && isinf(v)))
+		return 0;
+	return v > POD_DELETION_COST_MAX ? POD_DELETION_COST_MAX
+	       : v < -POD_DELETION_COST_MAX ? -POD_DELETION_COST_MAX
+					    : v;
+}
+
 int decode_pod(struct decoder *d, const json_t *obj, struct proto_pod *p)
 {
 	const json_t *spec = json_object_get(obj, "spec"), *status = json_object_get(obj, "status");
@@ -536,6 +558,8 @@ int decode_pod(struct decoder *d, const json_t *obj, struct proto_pod *p)
 	p->do_not_disrupt = streq_ptr(json_string_value(json_object_get(m.annotations,
 									ANNOTATION_DO_NOT_DISRUPT)), "true");
 	p->mirror = json_object_get(m.annotations, ANNOTATION_MIRROR_POD) != NULL;
+	p->deletion_cost = decode_pod_deletion_cost(
+		json_string_value(json_object_get(m.annotations, ANNOTATION_POD_DELETION_COST)));
 	if (!json_is_object(spec)) {
 		r = decode_fail(d, "spec is missing");
 		goto fail;

@@ -29,6 +29,13 @@
 #define ANNOTATION_DO_NOT_DISRUPT "karpenter.sh/do-not-disrupt"
 #define ANNOTATION_MIRROR_POD "kubernetes.io/config.mirror"
 #define ANNOTATION_SELECTED_NODE "volume.kubernetes.io/selected-node"
+/* Kubernetes' corev1.PodDeletionCost: which replicas a ReplicaSet removes
+ * first, and a term of Karpenter's EvictionCost (decode_pod_deletion_cost). */
+#define ANNOTATION_POD_DELETION_COST "controller.kubernetes.io/pod-deletion-cost"
+/* A pod deletion cost beyond this either way weighs the same in
+ * EvictionCost (which clamps to [-10, 10] after adding at most 64 for the
+ * priority): the decoder keeps it finite, and in this range. */
+#define POD_DELETION_COST_MAX 1e11
 
 /* Static drift (decode/decode-hash.c): the versions of our own hash
  * scheme, stamped next to the hashes (KARPENTER_*_HASH_VERSION_ANNOTATION,
@@ -70,6 +77,14 @@ uint64_t nodepool_hash(const struct proto_nodepool *np);
 uint64_t nodeclass_hash(const struct proto_nodeclass *nc);
 int decode_nodepool_hash(struct decoder *d, struct proto_nodepool *np);
 int decode_nodeclass_hash(struct decoder *d, struct proto_nodeclass *nc);
+
+/* The pod deletion cost annotation's value as Karpenter's EvictionCost
+ * reads it (strconv.ParseFloat: a decimal or hexadecimal float, Inf; no
+ * space, nothing after it), held within ±POD_DELETION_COST_MAX; 0 when it
+ * is absent or does not parse (Karpenter logs it and ignores it; NaN and
+ * out-of-range values too, which ParseFloat refuses or would make the
+ * cost order meaningless). */
+double decode_pod_deletion_cost(const char *s);
 
 /* Chooses the decoder by kind ("Pod", "NodePool", "Provisioner", …). */
 int decode_object(struct decoder *d, const char *kind, const json_t *obj,

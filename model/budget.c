@@ -5,7 +5,8 @@
  * and the budget part of the NodePool CRD, with robfig/cron v3's standard
  * parser for schedules; where those disagree with textbook cron (no 7 for
  * Sunday) robfig wins, since it is what Karpenter runs. Also kanna's
- * consolidation minimum-savings annotations (min_savings_parse). Pure code: no
+ * consolidation minimum-savings annotations (min_savings_parse), and which
+ * budget binds, in words for Events (budget_binding_describe). Pure code: no
  * clock, no allocation, no logging; callers pass `now` and log the error.
  */
 #include <assert.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "common/util.h"
 #include "model/budget.h"
@@ -478,28 +480,26 @@ static bool applies_to(const struct proto_budget *b, const char *reason)
 	return false;
 }
 
-int budget_allowed_disruptions(const struct proto_budget *budgets, uint32_t n_budgets,
-			       const char *reason, int64_t now, uint32_t total_nodes,
-			       uint32_t disrupting, uint32_t *ret, char *err, size_t errlen)
+int budget_binding_find(const struct proto_budget *budgets, uint32_t n_budgets, const char *reason,
+			int64_t now, uint32_t total_nodes, struct budget_binding *ret, char *err,
+			size_t errlen)
 {
 	char default_nodes[] = BUDGET_DEFAULT_NODES;
 	const struct proto_budget fallback = { .nodes = default_nodes };
-	uint64_t allowed = UINT64_MAX; /* no active budget: unlimited */
+	const struct proto_budget *list = n_budgets ? budgets : &fallback;
+	uint32_t n = n_budgets ? n_budgets : 1;
 	int r;
 
 	assert(ret && reason && (budgets || !n_budgets));
-	*ret = 0;
-	if (!n_budgets) {
-		budgets = &fallback;
-		n_budgets = 1;
-	}
+	*ret = (struct budget_binding){ .index = BUDGET_BINDING_NONE };
 	/* Karpenter checks every budget, not only this reason's: one broken
 	 * budget blocks every reason (MustGetAllowedDisruptions returns 0). */
-	for (uint32_t i = 0; i < n_budgets; i++) {
-		const struct proto_budget *b = &budgets[i];
+	for (uint32_t i = 0; i < n; i++) {
+		const struct proto_budget *b = &list[i];
 		struct cron_schedule cron = { 0 };
 		uint64_t nodes;
 		bool percent;
+		int64_t fire;
 
 		if ((r = check_budget(b, i, &cron, &nodes, &percent, err, errlen)) < 0)
 			return r;
@@ -509,14 +509,94 @@ int budget_allowed_disruptions(const struct proto_budget *budgets, uint32_t n_bu
 		 * nodes is 1, not 0, as Kubernetes does for PDB maxUnavailable. */
 		if (percent)
 			nodes = (nodes * total_nodes + BUDGET_MAX_PERCENT - 1) / BUDGET_MAX_PERCENT;
-		if (nodes < allowed)
-			allowed = nodes;
+		/* The fewest nodes wins (lo.Min); on a tie the first listed. */
+		if (ret->index != BUDGET_BINDING_NONE && nodes >= ret->nodes)
+			continue;
+		*ret = (struct budget_binding){ .index = n_budgets ? (int32_t)i : BUDGET_BINDING_DEFAULT,
+						.nodes = nodes };
+		if (b->schedule && cron_prev(&cron, now, &fire) >= 0) {
+			ret->window_start = fire;
+			ret->window_end = fire + b->duration_s;
+		}
 	}
-	if (allowed == UINT64_MAX)
-		*ret = total_nodes;
-	else if (allowed > disrupting)
-		*ret = allowed - disrupting > UINT32_MAX ? UINT32_MAX : (uint32_t)(allowed - disrupting);
 	return 0;
+}
+
+int budget_allowed_disruptions(const struct proto_budget *budgets, uint32_t n_budgets,
+			       const char *reason, int64_t now, uint32_t total_nodes,
+			       uint32_t disrupting, uint32_t *ret, char *err, size_t errlen)
+{
+	struct budget_binding b;
+	int r;
+
+	assert(ret);
+	*ret = 0;
+	if ((r = budget_binding_find(budgets, n_budgets, reason, now, total_nodes, &b, err,
+				     errlen)) < 0)
+		return r;
+	if (b.index == BUDGET_BINDING_NONE) /* no active budget: unlimited */
+		*ret = total_nodes;
+	else if (b.nodes > disrupting)
+		*ret = b.nodes - disrupting > UINT32_MAX ? UINT32_MAX : (uint32_t)(b.nodes - disrupting);
+	return 0;
+}
+
+/* A budget's duration as written in a NodePool (whole minutes): 1h, 90m → 1h30m. */
+static void format_duration(int64_t s, char *buf, size_t len)
+{
+	int64_t h = s / 3600, m = s % 3600 / SECONDS_PER_MINUTE;
+
+	if (h && m)
+		snprintf(buf, len, "%lldh%lldm", (long long)h, (long long)m);
+	else if (h)
+		snprintf(buf, len, "%lldh", (long long)h);
+	else
+		snprintf(buf, len, "%lldm", (long long)m);
+}
+
+static void format_utc(int64_t t, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (!gmtime_r(&tt, &tm) || !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(buf, len, "@%lld", (long long)t);
+}
+
+void budget_binding_describe(const struct proto_budget *budgets, const struct budget_binding *b,
+			     uint32_t total_nodes, char *buf, size_t len)
+{
+	const struct proto_budget *x = b->index >= 0 ? &budgets[b->index] : NULL;
+	char dur[32], from[32], to[32];
+	int at;
+
+	if (b->index == BUDGET_BINDING_NONE) {
+		snprintf(buf, len, "no active budget (unlimited)");
+		return;
+	}
+	if (!x) {
+		snprintf(buf, len, "the default budget (nodes \"%s\") allows %llu of %u node(s)",
+			 BUDGET_DEFAULT_NODES, (unsigned long long)b->nodes, total_nodes);
+		return;
+	}
+	at = snprintf(buf, len, "budgets[%d] (nodes \"%s\"", b->index, x->nodes);
+	for (uint32_t i = 0; i < x->n_reasons && at >= 0 && (size_t)at < len; i++)
+		at += snprintf(buf + at, len - at, "%s%s", i ? ", " : ", reasons [",
+			       x->reasons[i] ?: "");
+	if (x->n_reasons && at >= 0 && (size_t)at < len)
+		at += snprintf(buf + at, len - at, "]");
+	if (x->schedule && at >= 0 && (size_t)at < len) {
+		format_duration(x->duration_s, dur, sizeof(dur));
+		at += snprintf(buf + at, len - at, ", schedule \"%s\", duration %s", x->schedule, dur);
+		if (b->window_end > b->window_start && (size_t)at < len) {
+			format_utc(b->window_start, from, sizeof(from));
+			format_utc(b->window_end, to, sizeof(to));
+			at += snprintf(buf + at, len - at, ", window %s to %s", from, to);
+		}
+	}
+	if (at >= 0 && (size_t)at < len)
+		snprintf(buf + at, len - at, ") allows %llu of %u node(s)",
+			 (unsigned long long)b->nodes, total_nodes);
 }
 
 /* One min-savings annotation: a finite number in [0, max]. */

@@ -65,10 +65,35 @@ int budget_is_active(const struct proto_budget *b, int64_t now, bool *ret, char 
  * disrupting, floored at 0. No budgets at all: Karpenter's default 10%. No
  * budget active for the reason: unlimited, *ret = total_nodes. 0, or
  * -EINVAL when a budget is malformed: then *ret = 0 for every reason (fail
- * closed, as Karpenter's MustGetAllowedDisruptions) and err names it. */
+ * closed, as Karpenter's MustGetAllowedDisruptions) and err names it.
+ * budget_binding_find() says which budget decided. */
 int budget_allowed_disruptions(const struct proto_budget *budgets, uint32_t n_budgets,
 			       const char *reason, int64_t now, uint32_t total_nodes,
 			       uint32_t disrupting, uint32_t *ret, char *err, size_t errlen);
+
+/* The budget that sets budget_allowed_disruptions()'s answer for a reason
+ * (Karpenter's GetAllowedDisruptionsByReason takes the minimum): the active
+ * budget listing the reason, or none, with the fewest nodes (a percentage
+ * of total_nodes, rounded up), the first listed on a tie. */
+#define BUDGET_BINDING_NONE (-1)    /* no budget active for the reason: unlimited */
+#define BUDGET_BINDING_DEFAULT (-2) /* the NodePool lists none: BUDGET_DEFAULT_NODES */
+struct budget_binding {
+	int32_t index;  /* into the NodePool's budgets, or one of the two above */
+	uint64_t nodes; /* what it allows of total_nodes, before disrupting ones */
+	/* Unix s: the window its schedule opened at its latest run and the
+	 * duration closes; both 0 without a schedule (or one that never runs). */
+	int64_t window_start, window_end;
+};
+/* 0, or -EINVAL as budget_allowed_disruptions() (*ret then names none). */
+int budget_binding_find(const struct proto_budget *budgets, uint32_t n_budgets, const char *reason,
+			int64_t now, uint32_t total_nodes, struct budget_binding *ret, char *err,
+			size_t errlen);
+/* For Events: `budgets[0] (nodes "0", reasons [Underutilized], schedule
+ * "0 9 * * mon-fri", duration 8h, window 2025-06-12T09:00:00Z to
+ * 2025-06-12T17:00:00Z) allows 0 of 4 node(s)`, or `the default budget
+ * (nodes "10%") allows 1 of 4 node(s)`. budgets: those b was found in. */
+void budget_binding_describe(const struct proto_budget *budgets, const struct budget_binding *b,
+			     uint32_t total_nodes, char *buf, size_t len);
 
 /* Consolidation's minimum savings of a NodePool (kanna's annotations
  * kanna.dev/consolidation-min-savings-per-hour, a $/hour amount, and

@@ -1,9 +1,10 @@
 /*
  * The daemon's way into the solver: a cluster model built from the
  * replicated cluster state (proto objects kept in step by kanna-watcher)
- * and the batch of pending pods to place. --simulate decodes its YAML with
- * the watcher's decoders into the same objects and comes through here too
- * (simulate-load.c), so offline and live answers cannot differ.
+ * and the batch of pending pods to place. The cluster dump loader (dump/,
+ * for --simulate and --what-if) decodes its YAML with the watcher's
+ * decoders into the same objects and comes through here too, so offline
+ * and live answers cannot differ.
  */
 #ifndef KANNA_SCHEDULER_FROM_STATE_H
 #define KANNA_SCHEDULER_FROM_STATE_H

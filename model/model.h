@@ -1,9 +1,9 @@
 /*
  * The solver's in-memory model: interned strings, label requirements,
  * resource vectors, the instance-type catalog with its offerings and
- * indexes, NodePools, pods, nodes and topology groups. Filled by the
- * --simulate YAML loader (scheduler/simulate-load.c) today and, later, from
- * proto/ messages; it depends on no wire format. Nothing here does I/O
+ * indexes, NodePools, pods, nodes and topology groups. Filled from the
+ * replicated cluster state (from-state.c), which the daemons and the
+ * cluster dump loader (dump/load.c) both feed; it depends on no wire format. Nothing here does I/O
  * except catalog_load_tsv().
  *
  * Design notes (behaviour follows Karpenter's provisioning/scheduling):

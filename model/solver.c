@@ -495,6 +495,16 @@ static int open_claim_types(struct solver *s, uint32_t np, const struct shape *s
 		}
 	if (s->under_price && bits_any(s->scratch, s->words)) {
 		bits_and(s->scratch, s->under_price, s->words);
+		/* under_price counts any offering; the claim pays for one in
+		 * its own zones and capacity types (a type under the cap only
+		 * as spot is no cheaper for an on-demand NodePool). */
+		for (uint32_t w = 0; w < s->words; w++)
+			for (uint64_t x = s->scratch[w]; x; x &= x - 1) {
+				uint32_t t = w * 64 + (uint32_t)__builtin_ctzll(x);
+				double p = catalog_type_price(s->cat, t, zones, cts);
+				if (p < 0 || p >= s->opts.max_new_price)
+					bit_clear(s->scratch, t);
+			}
 		if (!bits_any(s->scratch, s->words)) {
 			snprintf(why, size, "incompatible with nodepool %s: no instance type that fits "
 				 "costs less than $%.4f/h", strtab_str(s->st, pool->name),

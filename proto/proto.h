@@ -18,7 +18,7 @@
 /* Bump MINOR when adding optional fields or messages (old peers skip them);
  * bump MAJOR for anything an old peer would misread: it is refused. */
 #define PROTO_VERSION_MAJOR 2
-#define PROTO_VERSION_MINOR 2
+#define PROTO_VERSION_MINOR 3
 
 /* ------------------------------------------------------------------------
  * Enums: V(CONSTANT, "wire/JSON name"). Values are 0-based and contiguous;
@@ -400,7 +400,10 @@ struct proto_resource {
  * template (absent when empty; ids 5-17, 19, 28, 30 and 31 held those
  * fields before protocol 2 and are never reused).
  * nominated_nodeclaim: the NodeClaim whose planned-pods annotation names the
- * pod (DESIGN §2 rule 4). */
+ * pod (DESIGN §2 rule 4). deletion_cost: the pod's
+ * controller.kubernetes.io/pod-deletion-cost annotation (0 when absent or
+ * not a number), which consolidation weighs as Karpenter's EvictionCost
+ * does (since 2.3). */
 #define proto_fields_pod(F, S)                                                \
 	F(S, 1, ns, STR, _, PROTO_MAX_NAME_LEN, REQ)                          \
 	F(S, 2, name, STR, _, PROTO_MAX_NAME_LEN, REQ)                        \
@@ -415,7 +418,8 @@ struct proto_resource {
 	F(S, 26, creation_time, I64, _, 0, OPT)                               \
 	F(S, 27, deletion_time, I64, _, 0, OPT)                               \
 	F(S, 29, mirror, BOOL, _, 0, OPT)                                     \
-	F(S, 32, template, OBJS, pod_template, 1, OPT)
+	F(S, 32, template, OBJS, pod_template, 1, OPT)                        \
+	F(S, 33, deletion_cost, F64, _, 0, OPT)
 
 #define proto_fields_node(F, S)                                               \
 	F(S, 1, name, STR, _, PROTO_MAX_NAME_LEN, REQ)                        \

@@ -83,39 +83,64 @@ static void filter_out_same_type(const struct cluster *c, struct sched_claim *cl
 		filter_by_price(c, cl, cap);
 }
 
-/* Runs one what-if over candidates idx[0..k) and puts the model back. */
+/* The model as the search found it (every what-if puts it back): where
+ * each pod is bound and which nodes are removed, taken once a search. */
+static int snapshot(const struct cluster *c, struct consolidation_command *cmd)
+{
+	if (cmd->pod_node)
+		return 0;
+	cmd->pod_node = malloc((c->n_pods + 1) * sizeof(*cmd->pod_node));
+	cmd->node_removed = malloc((c->n_nodes + 1) * sizeof(*cmd->node_removed));
+	if (!cmd->pod_node || !cmd->node_removed) {
+		free(cmd->pod_node);
+		free(cmd->node_removed);
+		cmd->pod_node = NULL;
+		cmd->node_removed = NULL;
+		return -ENOMEM;
+	}
+	for (uint32_t p = 0; p < c->n_pods; p++)
+		cmd->pod_node[p] = c->pods[p].node;
+	for (uint32_t i = 0; i < c->n_nodes; i++)
+		cmd->node_removed[i] = c->nodes[i].removed;
+	return 0;
+}
+
+/*
+ * Runs one what-if over candidates idx[0..k) and puts the model back. A
+ * what-if unbinds the pods of the nodes it removes and marks those nodes
+ * (model/what-if.c), nothing else: putting back just those keeps a
+ * single-node scan at O(moved pods) a question on top of the solve
+ * (a copy of every pod's binding was ~6% of each, bench/reaper.sh).
+ */
 static int simulate(struct cluster *c, const struct consolidation_candidate *v, const uint32_t *idx,
 		    uint32_t k, const struct consolidation_options *o, double price, uint32_t n_new,
-		    struct what_if_result *res)
+		    struct consolidation_command *cmd, struct what_if_result *res)
 {
 	uint32_t n_remove = k + o->n_also_removed, *remove = malloc((n_remove + 1) * sizeof(*remove));
-	uint32_t *pod_node = malloc((c->n_pods + 1) * sizeof(*pod_node));
-	bool *removed = malloc((c->n_nodes + 1) * sizeof(*removed));
 	struct what_if w = { .max_new_claims = price > 0 ? n_new : 0, .max_new_price = price > 0 ? price : -1,
 			     .deadline_usec = o->deadline_usec, .cancel = o->cancel };
 	int r = -ENOMEM;
 
-	if (!remove || !pod_node || !removed)
+	if (!remove || (r = snapshot(c, cmd)) < 0)
 		goto out;
 	for (uint32_t i = 0; i < k; i++)
 		remove[i] = v[idx[i]].node;
 	for (uint32_t i = 0; i < o->n_also_removed; i++)
 		remove[k + i] = o->also_removed[i];
-	for (uint32_t p = 0; p < c->n_pods; p++)
-		pod_node[p] = c->pods[p].node;
-	for (uint32_t i = 0; i < c->n_nodes; i++)
-		removed[i] = c->nodes[i].removed;
 	w.remove = remove;
 	w.n_remove = n_remove;
 	r = what_if_solve(c, &w, res);
-	for (uint32_t p = 0; p < c->n_pods; p++)
-		c->pods[p].node = pod_node[p];
-	for (uint32_t i = 0; i < c->n_nodes; i++)
-		c->nodes[i].removed = removed[i];
+	if (r >= 0)
+		for (uint32_t i = 0; i < res->n_moved; i++)
+			c->pods[res->moved[i]].node = cmd->pod_node[res->moved[i]];
+	else /* which pods moved is lost with the result */
+		for (uint32_t p = 0; p < c->n_pods; p++)
+			c->pods[p].node = cmd->pod_node[p];
+	for (uint32_t i = 0; i < n_remove; i++)
+		if (remove[i] < c->n_nodes)
+			c->nodes[remove[i]].removed = cmd->node_removed[remove[i]];
 out:
 	free(remove);
-	free(pod_node);
-	free(removed);
 	return r;
 }
 
@@ -256,13 +281,21 @@ static int try_command(struct cluster *c, const struct consolidation_candidate *
 	for (uint32_t i = 0; i < k && price >= 0; i++)
 		price = v[idx[i]].price > 0 ? price + v[idx[i]].price : -1; /* unknown: delete only */
 	n_new = k == 1 && o->max_split > 1 ? o->max_split : 1;
-	if ((r = simulate(c, v, idx, k, o, price, n_new, &res)) < 0)
+	if ((r = simulate(c, v, idx, k, o, price, n_new, cmd, &res)) < 0)
 		return r;
 	cmd->stopped = res.stopped;
 	if (res.stopped) {
 		r = 0;
 	} else if (!res.fits) {
-		snprintf(why, len, "not all pods would schedule, %s", res.reason ?: "no place for them");
+		/* Karpenter's NonPendingPodSchedulingErrors: "ns/name => why". */
+		if (res.unplaced_pod >= 0 && (uint64_t)res.unplaced_pod < c->n_pods)
+			snprintf(why, len, "not all pods would schedule, %s/%s => %s",
+				 strtab_str(&c->st, c->pods[res.unplaced_pod].ns),
+				 strtab_str(&c->st, c->pods[res.unplaced_pod].name),
+				 res.reason ?: "no place for it");
+		else
+			snprintf(why, len, "not all pods would schedule, %s",
+				 res.reason ?: "no place for them");
 		r = 0;
 	} else if (res.placement->n_claims > n_new) {
 		snprintf(why, len, "Can't remove without creating %u candidates",
@@ -361,17 +394,39 @@ static int single_node(struct cluster *c, const struct consolidation_candidate *
 	return 0;
 }
 
+static int command_init(struct consolidation_command *cmd, uint32_t n)
+{
+	*cmd = (struct consolidation_command){ .res.unplaced_pod = -1 };
+	return (cmd->why = calloc(n + 1, sizeof(*cmd->why))) ? 0 : -ENOMEM;
+}
+
 int consolidation_compute(struct cluster *c, const struct consolidation_candidate *v, uint32_t n,
 			  const struct consolidation_options *o, struct consolidation_command *cmd)
 {
 	int r;
 
-	*cmd = (struct consolidation_command){ .res.unplaced_pod = -1 };
-	if (!(cmd->why = calloc(n + 1, sizeof(*cmd->why))))
-		return -ENOMEM;
-	if ((r = multi_node(c, v, n, o, cmd)) < 0 || cmd->method != CONSOLIDATION_NONE)
+	if ((r = command_init(cmd, n)) < 0 || (r = multi_node(c, v, n, o, cmd)) < 0 ||
+	    cmd->method != CONSOLIDATION_NONE)
 		return r;
 	return single_node(c, v, n, o, cmd);
+}
+
+int consolidation_compute_multi(struct cluster *c, const struct consolidation_candidate *v,
+				uint32_t n, const struct consolidation_options *o,
+				struct consolidation_command *cmd)
+{
+	int r = command_init(cmd, n);
+
+	return r < 0 ? r : multi_node(c, v, n, o, cmd);
+}
+
+int consolidation_compute_single(struct cluster *c, const struct consolidation_candidate *v,
+				 uint32_t n, const struct consolidation_options *o,
+				 struct consolidation_command *cmd)
+{
+	int r = command_init(cmd, n);
+
+	return r < 0 ? r : single_node(c, v, n, o, cmd);
 }
 
 int consolidation_validate(struct cluster *c, const struct consolidation_candidate *v, uint32_t n,
@@ -398,5 +453,7 @@ void consolidation_command_done(struct consolidation_command *cmd)
 	what_if_result_done(&cmd->res);
 	free(cmd->candidates);
 	free(cmd->why);
+	free(cmd->pod_node);
+	free(cmd->node_removed);
 	*cmd = (struct consolidation_command){ .res.unplaced_pod = -1 };
 }

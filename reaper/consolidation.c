@@ -8,12 +8,14 @@
  *     NodePool, not disrupting, consolidatable (consolidateAfter passed
  *     since a pod last landed on or left it: Karpenter's Consolidatable
  *     condition, pkg/controllers/nodeclaim/disruption/consolidation.go; v1
- *     only, before v1 at once), no karpenter.sh/do-not-disrupt, every pod
- *     evictable under its PDB (pkg/controllers/disruption/types.go
- *     NewCandidate), with their disruption cost;
+ *     only, before v1 at once), then candidate.c's verdict (the policy, no
+ *     karpenter.sh/do-not-disrupt, every pod evictable under its PDB) and
+ *     disruption cost — the same as --what-if's;
  *  2. the search (consolidation-search.c: multi-node, then single-node) on
  *     the worker thread (common/worker.h), so that /healthz and the Lease
- *     never wait; a pass that finds it busy starts nothing;
+ *     never wait; a pass that finds it busy starts nothing, nor does one
+ *     whose state is that of the last search that found nothing
+ *     (Karpenter's IsConsolidated, consolidation-state.h);
  *  3. after consolidation-validation-delay the command is checked again
  *     the same way (Karpenter's validation, consolidationTTL 15s) and only
  *     then executed through replace.c: taint, one launch plan for all the
@@ -23,6 +25,7 @@
  * ENDPOINT_DECISIONS (kanna-tap shows them) and in Karpenter's log wording.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +35,8 @@
 #include "common/log.h"
 #include "common/worker.h"
 #include "model/from-state.h"
-#include "proto/karpenter.h"
-#include "model/match.h"
+#include "reaper/candidate.h"
+#include "reaper/consolidation-state.h"
 #include "reaper/consolidation.h"
 #include "reaper/disruption.h"
 
@@ -57,9 +60,16 @@ struct job {
 	struct consolidation_options o;
 	atomic_bool cancel;
 	bool validating, want_replace;
+	/* The feature gates, read on the loop thread when the job is
+	 * submitted: a reload (SIGHUP) frees the string the config held. */
+	bool spot_to_spot, split;
 	struct consolidation_command cmd;
 	int error;
 	uint64_t started_usec;
+	/* What the search reads (consolidation-state.h), and whether a
+	 * budget held some candidates back from it. */
+	struct consolidation_state state;
+	bool held_by_budgets;
 };
 
 struct consolidation {
@@ -71,6 +81,10 @@ struct consolidation {
 	bool replace;
 	uint64_t due_usec;
 	bool stopping;
+	/* The last search that found nothing (Karpenter's IsConsolidated);
+	 * what was said about it since a search last found a command. */
+	struct consolidation_mark mark;
+	bool idle_logged, skip_logged;
 };
 
 static void job_free(struct job *j)
@@ -126,38 +140,6 @@ static void tell(struct reaper *r, struct claim_work *w, const struct proto_node
 	kube_event_record(r->d->events, &nref, KUBE_EVENT_NORMAL, reason, "%s", msg);
 }
 
-/* The PDB that forbids evicting p now (disruptions allowed 0), or NULL. */
-static const struct proto_pdb *blocking_pdb(struct reaper *r, const struct proto_pod *p)
-{
-	const struct proto_pod_template *t = proto_pod_template_of(p);
-	const struct state_entry *e;
-	size_t it = 0;
-
-	while ((e = state_store_next(reaper_store(r), &it))) {
-		const struct proto_pdb *b = e->obj.pdb;
-		if (e->obj.kind != PROTO_OBJECT_PDB || !streq(b->ns, p->ns) || b->disruptions_allowed > 0)
-			continue;
-		/* policy/v1: an empty selector selects every pod of the namespace. */
-		if ((!b->selector.n_match_labels && !b->selector.n_match_expressions) ||
-		    label_selector_matches(&b->selector, t->labels, t->n_labels))
-			return b;
-	}
-	return NULL;
-}
-
-/* consolidateAfter for underutilized nodes, in µs; -1: the pool does not
- * consolidate them. v1 applies consolidateAfter (Never: off); v1beta1
- * WhenUnderutilized and v1alpha5 consolidation.enabled know none. */
-static int64_t consolidate_after_usec(const struct proto_nodepool *np)
-{
-	if (np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_UNDERUTILIZED)
-		return np->source_api == PROTO_API_V1 ? -1 : 0;
-	if (np->consolidation_policy != PROTO_CONSOLIDATE_WHEN_EMPTY_OR_UNDERUTILIZED ||
-	    np->consolidate_after_s < 0)
-		return -1;
-	return np->consolidate_after_s * 1000000;
-}
-
 /* Karpenter's lastPodEventTime: when the set of pods on the node changed
  * last (first seen: now — late, never early). */
 static uint64_t pods_changed(struct reaper *r, struct claim_work *w, const struct proto_node *n,
@@ -174,55 +156,6 @@ static uint64_t pods_changed(struct reaper *r, struct claim_work *w, const struc
 		w->pods_changed_usec = now_usec;
 	}
 	return w->pods_changed_usec;
-}
-
-/* Why the node cannot be a candidate (NULL: it can); *event: the Event
- * reason to tell it with, NULL to say nothing. cost: its disruption cost. */
-static const char *unfit(struct reaper *r, const struct proto_nodeclaim *nc,
-			 const struct proto_nodepool *np, const struct proto_node *node,
-			 struct claim_work *w, uint64_t now_usec, const char **event, double *cost,
-			 char *buf, size_t len)
-{
-	const struct state_pod_set *set = state_store_pods_on(reaper_store(r), node->name);
-	int64_t after = consolidate_after_usec(np), expire = nc->expire_after_s ?: np->expire_after_s;
-	double sum = 0;
-
-	*event = "Unconsolidatable";
-	if (after < 0) {
-		snprintf(buf, len, "NodePool \"%s\" has non-empty consolidation disabled", np->name);
-		return buf;
-	}
-	*event = NULL;
-	if (now_usec - pods_changed(r, w, node, now_usec) < (uint64_t)after)
-		return "not consolidatable yet";
-	*event = "DisruptionBlocked";
-	if (nc->do_not_disrupt || node->do_not_disrupt) {
-		snprintf(buf, len, "Cannot disrupt NodeClaim: %s %s has the \"%s\" annotation",
-			 nc->do_not_disrupt ? "nodeclaim" : "node",
-			 nc->do_not_disrupt ? nc->name : node->name, KARPENTER_DO_NOT_DISRUPT_ANNOTATION);
-		return buf;
-	}
-	for (uint32_t i = 0; set && i < set->n; i++) {
-		const struct proto_pod *p = set->pods[i];
-		const struct proto_pdb *b;
-
-		if (drain_pod_stays(p) || p->deletion_time)
-			continue;
-		if (p->do_not_disrupt) {
-			snprintf(buf, len, "Cannot disrupt NodeClaim: pod %s/%s has the \"%s\" "
-				 "annotation", p->ns, p->name, KARPENTER_DO_NOT_DISRUPT_ANNOTATION);
-			return buf;
-		}
-		if ((b = blocking_pdb(r, p))) {
-			snprintf(buf, len, "Cannot disrupt NodeClaim: pdb \"%s/%s\" prevents pod "
-				 "evictions (pod %s/%s)", b->ns, b->name, p->ns, p->name);
-			return buf;
-		}
-		sum += consolidation_eviction_cost(proto_pod_template_of(p)->priority);
-	}
-	*cost = sum * consolidation_lifetime_remaining(
-			      (clock_realtime_ms() - nc->creation_time) / 1000, expire);
-	return NULL;
 }
 
 static int job_add(struct job *j, uint32_t node, uint32_t pool, const struct proto_nodeclaim *nc,
@@ -256,7 +189,8 @@ static uint32_t job_pool(struct job *j, char **names, const struct proto_nodepoo
 
 /* Looks at one NodeClaim: a candidate added to j, or told why not. */
 static int gather_one(struct reaper *r, struct job *j, struct hashmap *pools, char **pool_names,
-		      const struct hashmap *node_index, const struct proto_nodeclaim *nc, uint64_t now)
+		      const struct hashmap *node_index, const struct candidate_pdbs *pdbs,
+		      const struct proto_nodeclaim *nc, uint64_t now)
 {
 	const struct proto_nodepool *np = disruption_nodepool(r, nc->nodepool);
 	const struct proto_node *node = disruption_node_of(r, nc);
@@ -266,6 +200,7 @@ static int gather_one(struct reaper *r, struct job *j, struct hashmap *pools, ch
 	struct claim_work *w;
 	char buf[512];
 	double cost = 0;
+	int64_t after_s;
 	unsigned pods;
 	void *idx;
 
@@ -276,12 +211,24 @@ static int gather_one(struct reaper *r, struct job *j, struct hashmap *pools, ch
 	pods = disruption_movable_pods(r, node, &blocker);
 	if (!pods || disruption_nominated(r, nc, node)) /* emptiness's, or still filling */
 		return 0;
-	if ((why = unfit(r, nc, np, node, w, now, &event, &cost, buf, sizeof(buf)))) {
-		if (event)
-			tell(r, w, nc, node->name, event, why);
+	/* Consolidatable: consolidateAfter passed since a pod last landed on
+	 * or left it (not yet: nothing to tell). */
+	after_s = candidate_consolidate_after_s(np);
+	if (after_s >= 0 && now - pods_changed(r, w, node, now) < (uint64_t)after_s * 1000000)
+		return 0;
+	if ((why = candidate_check(reaper_store(r), pdbs, nc, np, node, clock_realtime_ms(), &event,
+				   &cost, buf, sizeof(buf)))) {
+		tell(r, w, nc, node->name, event, why);
 		return 0;
 	}
 	pc->eligible[ALLOW_UNDERUTILIZED]++;
+	/* Held by a budget: no candidate (multi-node would leave it out and
+	 * single-node pass it by), told which budget and till when. */
+	if (!pc->allowed[ALLOW_UNDERUTILIZED]) {
+		disruption_blocked_by_budget(r, nc, node, np, pc, REASON_UNDERUTILIZED,
+					     REASON_UNDERUTILIZED);
+		return 0;
+	}
 	return job_add(j, (uint32_t)(uintptr_t)idx - 1,
 		       job_pool(j, pool_names, np, pc->allowed[ALLOW_UNDERUTILIZED]), nc,
 		       pods, cost);
@@ -310,6 +257,7 @@ static int gather(struct reaper *r, struct hashmap *pools, char *const *only, ui
 	struct from_state_options fo = { .region = r->region, .catalog_path = r->cfg->catalog,
 					 .now_ms = clock_realtime_ms() };
 	struct hashmap node_index = { 0 };
+	struct candidate_pdbs pdbs = { 0 };
 	const struct state_entry *e;
 	struct job *j = calloc(1, sizeof(*j));
 	char err[512], **pool_names = NULL;
@@ -332,21 +280,21 @@ static int gather(struct reaper *r, struct hashmap *pools, char *const *only, ui
 	pool_names = calloc(j->c->n_nodes + 1, sizeof(*pool_names));
 	if (!j->v || !j->info || !j->also || !j->budget || !j->min_savings || !pool_names)
 		goto fail;
-	for (uint32_t i = 0; i < j->c->n_nodes; i++)
-		if (!j->c->nodes[i].in_flight &&
-		    hashmap_put(&node_index, strtab_str(&j->c->st, j->c->nodes[i].name),
-				(void *)(uintptr_t)(i + 1), NULL) < 0)
-			goto fail;
+	if (candidate_node_index(j->c, &node_index) < 0 ||
+	    candidate_pdbs_collect(reaper_store(r), &pdbs) < 0)
+		goto fail;
 	while ((e = state_store_next(reaper_store(r), &it))) {
 		if (e->obj.kind != PROTO_OBJECT_NODECLAIM ||
 		    (only && !has_string(only, n_only, e->obj.nodeclaim->name)))
 			continue;
-		if ((k = gather_one(r, j, pools, pool_names, &node_index, e->obj.nodeclaim, now)) < 0)
+		if ((k = gather_one(r, j, pools, pool_names, &node_index, &pdbs, e->obj.nodeclaim,
+				    now)) < 0)
 			goto fail;
 	}
 	k = gather_disrupting(r, j, &node_index);
 fail:
 	hashmap_done(&node_index);
+	candidate_pdbs_done(&pdbs);
 	free(pool_names);
 	if (k < 0) {
 		job_free(j);
@@ -363,12 +311,8 @@ static void job_run(void *data)
 	j->o = (struct consolidation_options){ .also_removed = j->also, .n_also_removed = j->n_also,
 					       .budget = j->budget, .n_pools = j->n_pools,
 					       .min_savings = j->min_savings,
-					       .spot_to_spot = gate_enabled(j->r->cfg->feature_gates,
-									    "SpotToSpotConsolidation"),
-					       .max_split = gate_enabled(j->r->cfg->feature_gates,
-									 "ConsolidationSplit")
-								    ? CONSOLIDATION_MAX_SPLIT
-								    : 1,
+					       .spot_to_spot = j->spot_to_spot,
+					       .max_split = j->split ? CONSOLIDATION_MAX_SPLIT : 1,
 					       .deadline_usec = clock_monotonic_usec() +
 								CONSOLIDATION_SEARCH_DEADLINE_USEC,
 					       .cancel = &j->cancel };
@@ -384,6 +328,8 @@ static int submit(struct reaper *r, struct job *j, bool validating)
 
 	j->r = r;
 	j->validating = validating;
+	j->spot_to_spot = gate_enabled(r->cfg->feature_gates, "SpotToSpotConsolidation");
+	j->split = gate_enabled(r->cfg->feature_gates, "ConsolidationSplit");
 	j->started_usec = clock_monotonic_usec();
 	if (!validating)
 		consolidation_sort(j->v, j->n);
@@ -406,8 +352,21 @@ static void on_computed(struct reaper *r, struct job *j)
 		    (e = state_store_get(reaper_store(r), PROTO_OBJECT_NODECLAIM, "", ci->claim)))
 			tell(r, w, e->obj.nodeclaim, ci->node, "Unconsolidatable", j->cmd.why[i]);
 	}
-	if (j->cmd.method == CONSOLIDATION_NONE)
+	if (j->cmd.method == CONSOLIDATION_NONE) {
+		/* Karpenter marks consolidated only when no budget held a
+		 * candidate back: once it allows more, a command may appear. */
+		if (j->held_by_budgets)
+			return;
+		consolidation_mark_consolidated(&k->mark, &j->state, j->started_usec);
+		if (!k->idle_logged)
+			log_debug("consolidation found nothing to do over %u candidate(s); searching "
+				  "again only once the cluster changes (state seq %" PRIu64 ") or "
+				  "every %.0f s", j->n, j->state.seq,
+				  (double)CONSOLIDATION_STATE_TIMEOUT_USEC / 1e6);
+		k->idle_logged = true;
 		return;
+	}
+	k->idle_logged = k->skip_logged = false;
 	pending_clear(k);
 	if (!(k->claims = calloc(j->cmd.n_candidates, sizeof(*k->claims))))
 		return;
@@ -462,6 +421,32 @@ static void on_done(void *data, void *userdata)
 	job_free(j);
 }
 
+/* What a search over j would read (consolidation-state.h): the replica's
+ * changes, the candidates and their pools' budgets; and whether a budget
+ * held candidates back (more eligible in a pool than it allows). */
+static void observe(struct reaper *r, struct hashmap *pools, struct job *j)
+{
+	struct replica_stats st = { 0 };
+	const char *name;
+	size_t it = 0;
+	void *v;
+
+	replica_get_stats(r->replica, &st);
+	j->state = (struct consolidation_state){ .seq = reaper_store(r)->seq,
+						 .snapshots = st.snapshots };
+	for (uint32_t i = 0; i < j->n; i++)
+		consolidation_state_add_candidate(&j->state, j->info[j->v[i].node].claim,
+						  j->budget[j->v[i].pool]);
+	/* The search reads the feature gates too (SpotToSpotConsolidation,
+	 * ConsolidationSplit), and a reload (SIGHUP) may change them. */
+	consolidation_state_add_candidate(&j->state, r->cfg->feature_gates ?: "", 0);
+	while (hashmap_next(pools, &it, &name, &v)) {
+		const struct pool_count *pc = v;
+		if (pc->eligible[ALLOW_UNDERUTILIZED] > pc->allowed[ALLOW_UNDERUTILIZED])
+			j->held_by_budgets = true;
+	}
+}
+
 /* The chosen command, due: still candidates, within budgets? Then the
  * what-if again, on the worker. */
 static void validate(struct reaper *r, struct hashmap *pools, uint64_t now)
@@ -510,6 +495,16 @@ void consolidation_pass(struct reaper *r, struct hashmap *pools, uint64_t now_us
 			return;
 	if (gather(r, pools, NULL, 0, now_usec, &j) < 0)
 		return;
+	observe(r, pools, j);
+	if (j->n && consolidation_is_consolidated(&k->mark, &j->state, now_usec)) {
+		if (!k->skip_logged)
+			log_debug("skipping consolidation: nothing changed since the last search found "
+				  "nothing to do (state seq %" PRIu64 ", %u candidate(s))",
+				  j->state.seq, j->n);
+		k->skip_logged = true;
+		job_free(j);
+		return;
+	}
 	if (j->n == 0 || submit(r, j, false) < 0)
 		job_free(j);
 }

@@ -87,10 +87,16 @@ struct consolidation_command {
 	/* Per candidate (same index as the array): why single-node did not
 	 * take it, "" when it was not looked at or was taken. */
 	char (*why)[CONSOLIDATION_WHY_LEN];
+	/* The search's own: the model as it found it, put back after every
+	 * what-if (per pod its node, per node its removed mark). */
+	uint32_t *pod_node;
+	bool *node_removed;
 };
 
-/* Karpenter's EvictionCost of one pod: 1 + priority / 2^25 (+ the pod
- * deletion cost / 2^27, which kanna's pods do not carry), in [-10, 10]. */
+/* Karpenter's EvictionCost of a pod without a pod deletion cost: 1 +
+ * priority / 2^25, in [-10, 10]. The candidates' costs come from
+ * candidate_eviction_cost() (reaper/candidate.h), which adds the pod
+ * deletion cost. */
 double consolidation_eviction_cost(int32_t priority);
 /* LifetimeRemaining: the fraction of expire_after_s left at age_s, in
  * [0, 1]; 1 when expire_after_s <= 0 (Never). */
@@ -102,6 +108,14 @@ void consolidation_sort(struct consolidation_candidate *v, uint32_t n);
  * what-if; cmd must be released with consolidation_command_done(). */
 int consolidation_compute(struct cluster *c, const struct consolidation_candidate *v, uint32_t n,
 			  const struct consolidation_options *o, struct consolidation_command *cmd);
+/* One method alone, as consolidation_compute() runs it (the benchmark
+ * times each): multi-node's whole binary search, or single-node's scan. */
+int consolidation_compute_multi(struct cluster *c, const struct consolidation_candidate *v,
+				uint32_t n, const struct consolidation_options *o,
+				struct consolidation_command *cmd);
+int consolidation_compute_single(struct cluster *c, const struct consolidation_candidate *v,
+				 uint32_t n, const struct consolidation_options *o,
+				 struct consolidation_command *cmd);
 /* Re-checks a command on a fresh model (validation): all n candidates
  * must still go together, deleted or replaced by one cheaper NodeClaim;
  * cmd->method is NONE (with why[0]) when they no longer can. */

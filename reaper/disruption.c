@@ -39,10 +39,16 @@
 #include "reaper/disruption.h"
 #include "reaper/drift.h"
 
+/* By ALLOW_* index. */
+static const char *const reasons[_ALLOW_MAX] = { REASON_EMPTY, REASON_EXPIRED, REASON_DRIFTED,
+						 REASON_UNDERUTILIZED };
+
 static unsigned allow_index(const char *reason)
 {
-	return reason == REASON_EMPTY ? ALLOW_EMPTY : reason == REASON_EXPIRED ? ALLOW_EXPIRED
-									       : ALLOW_DRIFTED;
+	for (unsigned k = 0; k < _ALLOW_MAX; k++)
+		if (reason == reasons[k])
+			return k;
+	return ALLOW_DRIFTED;
 }
 
 /* The NodeClaim's Initialized condition is True (the launcher sets it
@@ -97,30 +103,83 @@ static int count_pools(struct reaper *r, struct hashmap *pools, int64_t now_s)
 		/* v1 made expiry forceful: its budgets do not apply (their reasons
 		 * are Empty, Drifted, Underutilized); before v1 they did. */
 		pc->allowed[ALLOW_EXPIRED] = pc->total;
-		if (budget_allowed_disruptions(np->budgets, np->n_budgets, REASON_EMPTY, now_s, pc->total,
-					       pc->disrupting, &pc->allowed[ALLOW_EMPTY], err,
-					       sizeof(err)) < 0 ||
-		    budget_allowed_disruptions(np->budgets, np->n_budgets, REASON_DRIFTED, now_s,
-					       pc->total, pc->disrupting, &pc->allowed[ALLOW_DRIFTED],
-					       err, sizeof(err)) < 0 ||
-		    budget_allowed_disruptions(np->budgets, np->n_budgets, REASON_UNDERUTILIZED, now_s,
-					       pc->total, pc->disrupting,
-					       &pc->allowed[ALLOW_UNDERUTILIZED], err, sizeof(err)) < 0 ||
-		    (np->source_api != PROTO_API_V1 &&
-		     budget_allowed_disruptions(np->budgets, np->n_budgets, REASON_EXPIRED, now_s,
-						pc->total, pc->disrupting, &pc->allowed[ALLOW_EXPIRED],
-						err, sizeof(err)) < 0)) {
-			pc->invalid = true; /* the watcher reports it on the NodePool */
-			continue;
+		for (unsigned k = 0; k < _ALLOW_MAX && !pc->invalid; k++) {
+			struct budget_binding *b = &pc->binding[k];
+
+			if (k == ALLOW_EXPIRED && np->source_api == PROTO_API_V1)
+				continue;
+			/* the watcher reports a malformed budget on the NodePool */
+			if (budget_binding_find(np->budgets, np->n_budgets, reasons[k], now_s, pc->total,
+						b, err, sizeof(err)) < 0) {
+				pc->invalid = true;
+				break;
+			}
+			if (b->index == BUDGET_BINDING_NONE)
+				pc->allowed[k] = pc->total;
+			else
+				pc->allowed[k] = b->nodes > pc->disrupting
+							 ? (uint32_t)MIN(b->nodes - pc->disrupting,
+									 UINT32_MAX)
+							 : 0;
+			if (k != ALLOW_EXPIRED)
+				metrics_gauge_set(r->m.allowed_disruptions, pc->allowed[k], name,
+						  reasons[k], NULL);
 		}
-		metrics_gauge_set(r->m.allowed_disruptions, pc->allowed[ALLOW_EMPTY], name, REASON_EMPTY,
-				  NULL);
-		metrics_gauge_set(r->m.allowed_disruptions, pc->allowed[ALLOW_DRIFTED], name,
-				  REASON_DRIFTED, NULL);
-		metrics_gauge_set(r->m.allowed_disruptions, pc->allowed[ALLOW_UNDERUTILIZED], name,
-				  REASON_UNDERUTILIZED, NULL);
 	}
 	return 0;
+}
+
+/* Karpenter's disruption Blocked Event goes on the Node and the NodeClaim. */
+void disruption_blocked_by_budget(struct reaper *r, const struct proto_nodeclaim *nc,
+				  const struct proto_node *node, const struct proto_nodepool *np,
+				  const struct pool_count *pc, const char *reason, const char *why)
+{
+	struct kube_object_ref cref = { "karpenter.sh/v1", "NodeClaim", NULL, nc->name, nc->uid };
+	struct kube_object_ref nref = { "v1", "Node", NULL, node->name, node->uid };
+	char budget[512];
+
+	budget_binding_describe(np->budgets, &pc->binding[allow_index(reason)], pc->total, budget,
+				sizeof(budget));
+	kube_event_record(r->d->events, &cref, KUBE_EVENT_NORMAL, "DisruptionBlocked",
+			  "Cannot disrupt NodeClaim (%s): no allowed disruptions due to the budgets of "
+			  "nodepool %s: %s, %u disrupting", why, np->name, budget, pc->disrupting);
+	kube_event_record(r->d->events, &nref, KUBE_EVENT_NORMAL, "DisruptionBlocked",
+			  "Cannot disrupt Node (%s): no allowed disruptions due to the budgets of "
+			  "nodepool %s: %s, %u disrupting", why, np->name, budget, pc->disrupting);
+}
+
+/* Karpenter's NodePoolBlockedForDisruptionReason (pkg/controllers/
+ * disruption/events/events.go, published by helpers.go BuildDisruption-
+ * BudgetMapping when a pool with nodes allows a reason none at all), with
+ * the binding budget added. Karpenter publishes it whenever the method has
+ * candidates anywhere; kanna only when one of this pool's is held, so an
+ * idle pool under a zero budget stays quiet. Repeats fold into one Event
+ * (common/kube-events.h; Karpenter dedupes for 1 minute). */
+static void pool_blocked(struct reaper *r, const char *name, const struct pool_count *pc)
+{
+	const struct proto_nodepool *np = disruption_nodepool(r, name);
+	struct kube_object_ref ref = { "karpenter.sh/v1", "NodePool", NULL, name, NULL };
+	char budget[512];
+
+	if (!np || pc->invalid || !pc->total)
+		return;
+	ref.uid = np->uid;
+	if (np->source_api == PROTO_API_V1BETA1)
+		ref.api_version = "karpenter.sh/v1beta1";
+	else if (np->source_api == PROTO_API_V1ALPHA5)
+		ref = (struct kube_object_ref){ "karpenter.sh/v1alpha5", "Provisioner", NULL, name,
+						np->uid };
+	for (unsigned k = 0; k < _ALLOW_MAX; k++) {
+		const struct budget_binding *b = &pc->binding[k];
+
+		if (k == ALLOW_EXPIRED || !pc->eligible[k] || b->index == BUDGET_BINDING_NONE ||
+		    b->nodes)
+			continue;
+		budget_binding_describe(np->budgets, b, pc->total, budget, sizeof(budget));
+		kube_event_record(r->d->events, &ref, KUBE_EVENT_NORMAL, "DisruptionBlocked",
+				  "No allowed disruptions for disruption reason %s due to blocking budget: "
+				  "%s", reasons[k], budget);
+	}
 }
 
 /* The EC2NodeClass of a NodeClaim (its nodeClassRef, else its NodePool's). */
@@ -215,17 +274,9 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 		 drift_reason_name(drift), drift ? ")" : "");
 	/* Tainted by a reaper before this one (killed mid-disruption): go on
 	 * with it — it is counted as disrupting already — or, when it is no
-	 * longer a candidate, give the node back. */
+	 * longer a candidate, give the node back (replace.c). */
 	if (node_has_taint(node, KARPENTER_DISRUPTED_TAINT_KEY)) {
-		if (!reason) {
-			log_info_kv(LOG_KV({ "nodeclaim", nc->name }),
-				    "nodeclaim %s is tainted for disruption but no longer a candidate: "
-				    "untainting its node", nc->name);
-			disruption_untaint(r, node);
-			return;
-		}
-		w->disrupting = reason;
-		w->disrupting_since_usec = now_usec;
+		disruption_resume(r, w, nc, node, reason, now_usec);
 		return;
 	}
 	if (!reason || !pc || pc->invalid)
@@ -246,10 +297,7 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 	}
 	pc->eligible[allow_index(reason)]++;
 	if (pc->allowed[allow_index(reason)] == 0) {
-		struct kube_object_ref ref = { "karpenter.sh/v1", "NodeClaim", NULL, nc->name, nc->uid };
-		kube_event_record(r->d->events, &ref, KUBE_EVENT_NORMAL, "DisruptionBlocked",
-				  "Cannot disrupt NodeClaim (%s): no allowed disruptions due to the "
-				  "budgets of nodepool %s", why, nc->nodepool);
+		disruption_blocked_by_budget(r, nc, node, np, pc, reason, why);
 		return;
 	}
 	pool_count_take(pc);
@@ -270,8 +318,6 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 
 void disruption_pass(struct reaper *r, uint64_t now_usec)
 {
-	static const char *const reasons[_ALLOW_MAX] = { REASON_EMPTY, REASON_EXPIRED, REASON_DRIFTED,
-							 REASON_UNDERUTILIZED };
 	uint32_t eligible[_ALLOW_MAX] = { 0 };
 	struct hashmap pools = { 0 };
 	const struct state_entry *e;
@@ -290,6 +336,7 @@ void disruption_pass(struct reaper *r, uint64_t now_usec)
 	while (hashmap_next(&pools, &it, &name, &v)) {
 		const struct pool_count *pc = v;
 
+		pool_blocked(r, name, pc);
 		for (unsigned i = 0; i < _ALLOW_MAX; i++)
 			eligible[i] += pc->eligible[i];
 		free(v);

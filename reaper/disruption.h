@@ -12,6 +12,7 @@
 
 #include "common/arena.h"
 #include "common/hashmap.h"
+#include "model/budget.h"
 #include "model/cluster.h"
 #include "model/solver.h"
 #include "proto/proto.h"
@@ -27,12 +28,19 @@ struct pool_count {
 	uint32_t total, disrupting;
 	uint32_t allowed[_ALLOW_MAX];
 	uint32_t eligible[_ALLOW_MAX]; /* candidates nothing but a budget holds */
+	struct budget_binding binding[_ALLOW_MAX]; /* the budget behind allowed[] */
 	bool invalid;
 };
 
 /* One more node of the pool disrupting: every reason's room shrinks (a
  * budget counts the pool's disrupting nodes, whatever their reason). */
 void pool_count_take(struct pool_count *pc);
+/* The DisruptionBlocked Events on nc and its node when the pool's budgets
+ * leave reason no room: the binding budget, its window, the nodes
+ * disrupting; why: the reason as the Event shows it. */
+void disruption_blocked_by_budget(struct reaper *r, const struct proto_nodeclaim *nc,
+				  const struct proto_node *node, const struct proto_nodepool *np,
+				  const struct pool_count *pc, const char *reason, const char *why);
 
 const struct proto_nodepool *disruption_nodepool(struct reaper *r, const char *name);
 const struct proto_node *disruption_node_of(struct reaper *r, const struct proto_nodeclaim *nc);
@@ -65,6 +73,12 @@ int disruption_replace(struct reaper *r, struct claim_work *w, const struct prot
 		       const struct proto_node *node, uint64_t now_usec);
 /* Removes the karpenter.sh/disrupted taint (once asked). */
 void disruption_untaint(struct reaper *r, const struct proto_node *n);
+/* Takes up the disruption of a node tainted karpenter.sh/disrupted by a
+ * reaper before this one (killed mid-disruption): waits for the
+ * replacements it launched, found again in the objects, with the reason
+ * still visible (NULL: none, consolidation's was); or untaints the node. */
+void disruption_resume(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
+		       const struct proto_node *node, const char *reason, uint64_t now_usec);
 /* Gives a disruption up: DisruptionBlocked, the node untainted, tried later. */
 void disruption_abandon(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
 			const struct proto_node *node, const char *why);

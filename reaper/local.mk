@@ -92,7 +92,19 @@ EXTRA_DIST += tests/e2e/s1-provisioner.sh tests/e2e/reaper-budget.sh
 # validation after consolidation-validation-delay, execution through the
 # shared replacement path (replace.c, disruption.h).
 libkanna_reaper_a_SOURCES += reaper/disruption.h reaper/replace.c reaper/consolidation.h \
-	reaper/consolidation-search.c reaper/consolidation.c reaper/consolidation-execute.c
+	reaper/consolidation-search.c reaper/consolidation.c reaper/consolidation-execute.c \
+	reaper/candidate.h reaper/candidate.c \
+	reaper/consolidation-state.h reaper/consolidation-state.c
+# Which nodes are candidates and what disrupting them costs (candidate.c,
+# the daemon's and --what-if's alike, over a state store; the order moves
+# with the pod deletion cost annotation), and the skipped search while the
+# cluster is as it was when a search found nothing (consolidation-state.c).
+check_PROGRAMS += tests/unit/test_reaper_candidate tests/unit/test_reaper_consolidation_state
+TESTS += tests/unit/test_reaper_candidate tests/unit/test_reaper_consolidation_state
+tests_unit_test_reaper_candidate_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_reaper_candidate_LDADD = libkanna-decode.a $(REAPER_LIBS) $(LDADD) $(TEST_LIBS)
+tests_unit_test_reaper_consolidation_state_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_reaper_consolidation_state_LDADD = $(REAPER_LIBS) $(LDADD) $(TEST_LIBS)
 check_PROGRAMS += tests/unit/test_reaper_consolidation
 TESTS += tests/unit/test_reaper_consolidation
 tests_unit_test_reaper_consolidation_SOURCES = tests/unit/test_reaper_consolidation.c \
@@ -104,27 +116,50 @@ tests_unit_test_reaper_consolidation_LDADD = $(REAPER_LIBS) $(LDADD) $(TEST_LIBS
 # blocking with an Event naming them.
 TESTS += tests/e2e/reaper-consolidation.sh
 EXTRA_DIST += tests/e2e/reaper-consolidation.sh
+# End-to-end: a consolidation replace survives the reaper SIGKILLed between
+# decision and drain and while its replacement comes up (one replacement,
+# drained only once it is Ready); seed scenario S3 on v1beta1 NodePools
+# (delete, replace, WhenEmpty) and 1→N behind ConsolidationSplit.
+TESTS += tests/e2e/reaper-replace.sh tests/e2e/reaper-s3.sh
+EXTRA_DIST += tests/e2e/reaper-replace.sh tests/e2e/reaper-s3.sh
+# End-to-end, one sim for all: a budget nodes "0" in an open schedule
+# window, a pod that fits nowhere else, spot → spot only with
+# SpotToSpotConsolidation and 15 cheaper types (the gate flipped by
+# SIGHUP), each with its Event; kanna-tap shows the decision.
+TESTS += tests/e2e/reaper-blocks.sh
+EXTRA_DIST += tests/e2e/reaper-blocks.sh
 
 # kanna-reaper --what-if FILE.yaml [--json]: what emptiness, expiration,
 # drift and consolidation would do to a cluster dump (the scheduler's
-# --simulate input, loaded by its loader: what-if-main.c links the
-# scheduler's library), checked against the fixtures' expected output and
-# fuzzed through the same loader.
+# --simulate input, loaded by dump/ as --simulate loads it), checked
+# against the fixtures' expected output and fuzzed through the same loader.
 libkanna_reaper_a_SOURCES += reaper/what-if.h reaper/what-if.c reaper/what-if-output.c
 reaper_kanna_reaper_SOURCES += reaper/what-if-main.c
-reaper_kanna_reaper_LDADD += $(SCHED_LIBS)
+reaper_kanna_reaper_LDADD += $(DUMP_LIBS)
 TESTS += tests/reaper-what-if/run.sh
 EXTRA_DIST += tests/reaper-what-if/run.sh \
 	tests/reaper-what-if/consolidation.yaml tests/reaper-what-if/consolidation.expected \
 	tests/reaper-what-if/consolidation.json.expected \
 	tests/reaper-what-if/methods.yaml tests/reaper-what-if/methods.expected \
 	tests/reaper-what-if/min-savings.yaml tests/reaper-what-if/min-savings.expected \
+	tests/reaper-what-if/deletion-cost.yaml tests/reaper-what-if/deletion-cost.expected \
+	tests/reaper-what-if/deletion-cost-malformed.yaml \
+	tests/reaper-what-if/deletion-cost-malformed.expected \
 	tests/reaper-what-if/invalid.yaml tests/reaper-what-if/invalid.expected
 FUZZ_PROGS += tests/fuzz/fuzz_what_if
 tests_fuzz_fuzz_what_if_SOURCES = tests/fuzz/fuzz_what_if.c tests/fuzz/standalone.c
 tests_fuzz_fuzz_what_if_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/fuzz/corpus/what_if\"
 tests_fuzz_fuzz_what_if_LDFLAGS = $(FUZZ_LDFLAGS)
-tests_fuzz_fuzz_what_if_LDADD = $(REAPER_LIBS) $(SCHED_LIBS) $(LDADD)
+tests_fuzz_fuzz_what_if_LDADD = $(REAPER_LIBS) $(DUMP_LIBS) $(LDADD)
 # The fixtures are its seeds (./quickstart check fuzzes tests/fuzz/corpus/NAME).
 EXTRA_DIST += tests/fuzz/corpus/what_if/consolidation.yaml tests/fuzz/corpus/what_if/methods.yaml \
-	tests/fuzz/corpus/what_if/min-savings.yaml tests/fuzz/corpus/what_if/invalid.yaml
+	tests/fuzz/corpus/what_if/min-savings.yaml tests/fuzz/corpus/what_if/invalid.yaml \
+	tests/fuzz/corpus/what_if/deletion-cost.yaml
+
+# ./quickstart bench reaper (bench/reaper.sh): one consolidation pass at
+# 1,000 nodes / 20,000 pods and 5,000 / 100,000 (bench-reaper), then
+# Karpenter's performance-suite shape on kanna-sim.
+BENCH_PROGS += bench/bench-reaper
+bench_bench_reaper_SOURCES = bench/bench-reaper.c
+bench_bench_reaper_LDADD = libkanna-decode.a $(REAPER_LIBS)
+EXTRA_DIST += bench/reaper.sh

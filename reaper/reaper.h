@@ -59,6 +59,8 @@ struct claim_work {
 	char **replacements;         /* NodeClaims launched to take its pods */
 	uint32_t n_replacements;
 	bool plan_sent;
+	uint64_t taint_seen_usec;    /* first seen tainted by a reaper before this one */
+	struct held_plan *held_plan; /* replace.c: its replacements' plan, sent once tainted */
 	/* Consolidation (consolidation.c): the pods on the node when last
 	 * looked at (a hash), since when (Karpenter's lastPodEventTime), and
 	 * the last Unconsolidatable reason told (a hash: once per change). */
@@ -109,6 +111,10 @@ const struct state_store *reaper_store(const struct reaper *r);
 struct claim_work *reaper_work(struct reaper *r, const char *name);
 /* Forgets the records no pass looked at (all: every one, at teardown). */
 void reaper_forget_work(struct reaper *r, bool all);
+
+/* replace.c: releases a launch plan held back (NULL: nothing). */
+struct held_plan;
+void held_plan_free(struct held_plan *h);
 
 /* termination.c: advance every termination; one pass. */
 void termination_pass(struct reaper *r, uint64_t now_usec);

@@ -3,12 +3,13 @@
  * by emptiness, expiry and drift (disruption.c) and consolidation
  * (consolidation.c): the node is tainted, the solver's what-if (the
  * scheduler's own code, model/what-if.h) places its pods on the other
- * nodes and on new NodeClaims, those go to the launcher as one plan, and
- * the NodeClaim is deleted only once the what-if places every pod of the
- * node on Nodes that are Ready. A disruption whose replacements do not
- * come in replacement-timeout is abandoned: untainted, DisruptionBlocked.
- * Deleting starts termination (termination.c). Also the replica lookups
- * the methods share.
+ * nodes and on new NodeClaims, those go to the launcher as one plan once
+ * the taint shows, and the NodeClaim is deleted only once the what-if
+ * places every pod of the node on Nodes that are Ready. A disruption whose
+ * replacements do not come in replacement-timeout is abandoned: untainted,
+ * DisruptionBlocked. A reaper restarted mid-disruption takes it up again
+ * from the taint and the replacements' planned pods. Deleting starts
+ * termination (termination.c). Also the replica lookups the methods share.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -40,6 +41,7 @@ void pool_count_take(struct pool_count *pc)
 {
 	for (unsigned i = 0; i < _ALLOW_MAX; i++)
 		pc->allowed[i] -= pc->allowed[i] > 0;
+	pc->disrupting++;
 }
 
 const struct proto_nodepool *disruption_nodepool(struct reaper *r, const char *name)
@@ -84,24 +86,68 @@ bool claim_disrupting(struct reaper *r, const struct proto_nodeclaim *nc)
  * between its binds). */
 #define NOMINATION_WINDOW_MS (60 * 1000)
 
-bool disruption_nominated(struct reaper *r, const struct proto_nodeclaim *nc, const struct proto_node *n)
+/* The pod nc->planned_pods[i] names ("ns/name"), if the replica has it. */
+static const struct proto_pod *planned_pod(struct reaper *r, const struct proto_nodeclaim *nc,
+					   uint32_t i)
 {
+	const char *key = nc->planned_pods[i], *slash = strchr(key, '/');
+	const struct state_entry *e;
 	char ns[PROTO_MAX_NAME_LEN + 1];
 
+	if (!slash || (size_t)(slash - key) > PROTO_MAX_NAME_LEN)
+		return NULL;
+	snprintf(ns, sizeof(ns), "%.*s", (int)(slash - key), key);
+	e = state_store_get(reaper_store(r), PROTO_OBJECT_POD, ns, slash + 1);
+	return e ? e->obj.pod : NULL;
+}
+
+/* Is x's planned pod i (alive) bound to a node other than x's own? It
+ * was planned onto x as the pod of a node x was launched to replace. */
+static const char *planned_pod_elsewhere(struct reaper *r, const struct proto_nodeclaim *x,
+					 uint32_t i)
+{
+	const struct proto_pod *p = planned_pod(r, x, i);
+
+	if (!p || !p->node_name || !*p->node_name || p->deletion_time ||
+	    streq_ptr(p->node_name, x->node_name))
+		return NULL;
+	return p->node_name;
+}
+
+/* Is x a replacement whose node is still being disrupted (tainted
+ * karpenter.sh/disrupted or deleting, some of its pods planned onto x)? */
+static bool replacing(struct reaper *r, const struct proto_nodeclaim *x)
+{
+	for (uint32_t i = 0; i < x->n_planned_pods; i++) {
+		const char *name = planned_pod_elsewhere(r, x, i);
+		const struct state_entry *e = name ? state_store_get(reaper_store(r), PROTO_OBJECT_NODE,
+								     "", name)
+						   : NULL;
+
+		if (e && (e->obj.node->deletion_time ||
+			  node_has_taint(e->obj.node, KARPENTER_DISRUPTED_TAINT_KEY)))
+			return true;
+	}
+	return false;
+}
+
+bool disruption_nominated(struct reaper *r, const struct proto_nodeclaim *nc, const struct proto_node *n)
+{
 	/* The launcher holds the Node until its planned pods are bound. */
 	if (node_has_taint(n, KARPENTER_UNREGISTERED_TAINT_KEY))
+		return true;
+	/* A replacement waits, empty, for the pods of the node it replaces
+	 * until that node drains (a PDB may make it long): it is no more
+	 * empty than a node whose pods are pending (Karpenter's 15 s
+	 * validation of emptiness covers only the usual case). */
+	if (replacing(r, nc))
 		return true;
 	if (!n->creation_time || clock_realtime_ms() - n->creation_time >= NOMINATION_WINDOW_MS)
 		return false;
 	for (uint32_t i = 0; i < nc->n_planned_pods; i++) {
-		const char *key = nc->planned_pods[i], *slash = strchr(key, '/');
-		const struct state_entry *e;
+		const struct proto_pod *p = planned_pod(r, nc, i);
 
-		if (!slash || (size_t)(slash - key) > PROTO_MAX_NAME_LEN)
-			continue;
-		snprintf(ns, sizeof(ns), "%.*s", (int)(slash - key), key);
-		e = state_store_get(reaper_store(r), PROTO_OBJECT_POD, ns, slash + 1);
-		if (e && (!e->obj.pod->node_name || !*e->obj.pod->node_name) && !e->obj.pod->deletion_time)
+		if (p && (!p->node_name || !*p->node_name) && !p->deletion_time)
 			return true;
 	}
 	return false;
@@ -163,6 +209,82 @@ static const char *nodeclass_of(const char *nodepool, void *userdata)
 	return np ? np->nodeclass_ref.name : NULL;
 }
 
+/*
+ * A replacement plan goes to the launcher only once every node it
+ * replaces shows the karpenter.sh/disrupted taint in the replica, as
+ * Karpenter taints candidates before it launches their replacements
+ * (pkg/controllers/disruption/queue.go StartCommand). A reaper restarted
+ * after a SIGKILL resumes a disruption by its taint (disruption_resume()):
+ * a node the kill left untainted would be replaced twice. Until then the
+ * plan waits, encoded, on the work record of the first node it replaces
+ * (sent by disruption_replace() on a later pass).
+ */
+struct held_plan {
+	void *bytes;
+	size_t len;
+	uint32_t n_nodes;
+	char *nodes[]; /* the Nodes that must be tainted first */
+};
+
+void held_plan_free(struct held_plan *h)
+{
+	if (!h)
+		return;
+	for (uint32_t i = 0; i < h->n_nodes; i++)
+		free(h->nodes[i]);
+	free(h->bytes);
+	free(h);
+}
+
+/* Sends w's held plan if its nodes are tainted: 1 sent (or none held),
+ * 0 still held, < 0 the socket's error (tried again next pass). */
+static int send_held(struct reaper *r, struct claim_work *w)
+{
+	struct held_plan *h = w->held_plan;
+	int k;
+
+	if (!h)
+		return 1;
+	for (uint32_t i = 0; i < h->n_nodes; i++) {
+		const struct state_entry *e = state_store_get(reaper_store(r), PROTO_OBJECT_NODE, "",
+							      h->nodes[i]);
+		if (e && !node_has_taint(e->obj.node, KARPENTER_DISRUPTED_TAINT_KEY))
+			return 0;
+	}
+	if ((k = sock_send(r->plans_tx, h->bytes, h->len, ZMQ_DONTWAIT)) < 0)
+		return k;
+	r->io.sent++;
+	log_info_kv(LOG_KV({ "nodeclaim", w->name }),
+		    "asked the launcher for the replacement(s) of %s%s: tainted, waiting for them to "
+		    "become Ready", w->name, h->n_nodes > 1 ? " and others" : "");
+	held_plan_free(h);
+	w->held_plan = NULL;
+	return 1;
+}
+
+/* Encodes m and holds it on w until the nodes of ncs are tainted. */
+static int hold_plan(struct reaper *r, struct claim_work *w, struct proto_msg *m,
+		     const struct proto_nodeclaim *const *ncs, uint32_t n)
+{
+	struct held_plan *h = calloc(1, sizeof(*h) + n * sizeof(h->nodes[0]));
+	int k = h ? msg_encode(&r->io, m) : -ENOMEM;
+
+	if (k >= 0 && !(h->bytes = malloc(r->io.buf.size ? r->io.buf.size : 1)))
+		k = -ENOMEM;
+	for (uint32_t i = 0; k >= 0 && i < n; i++)
+		if (ncs[i]->node_name && !(h->nodes[h->n_nodes++] = strdup(ncs[i]->node_name)))
+			k = -ENOMEM;
+	if (k < 0) {
+		held_plan_free(h);
+		return k;
+	}
+	memcpy(h->bytes, r->io.buf.data, r->io.buf.size);
+	h->len = r->io.buf.size;
+	held_plan_free(w->held_plan);
+	w->held_plan = h;
+	return 0;
+}
+
 int disruption_send_plan(struct reaper *r, struct arena *a, const struct cluster *c,
 			 const struct sched_result *res, const struct proto_nodeclaim *const *ncs,
 			 struct claim_work *const *ws, uint32_t n, struct proto_launch_plan *plan)
@@ -175,9 +297,10 @@ int disruption_send_plan(struct reaper *r, struct arena *a, const struct cluster
 	int k = plan_build(a, c, res, &ctx, &m.body.launch_plan);
 
 	if (k >= 0)
-		k = msg_send(&r->io, r->plans_tx, &m, ZMQ_DONTWAIT);
+		k = hold_plan(r, ws[0], &m, ncs, n);
 	if (k < 0)
 		return k;
+	(void)send_held(r, ws[0]); /* at once when the taints are there already */
 	*plan = m.body.launch_plan;
 	for (uint32_t i = 0; i < plan->n_nodeclaims; i++) {
 		const struct proto_planned_nodeclaim *o = &plan->nodeclaims[i];
@@ -289,6 +412,9 @@ int disruption_replace(struct reaper *r, struct claim_work *w, const struct prot
 	char err[512];
 	int k;
 
+	/* Its plan, held until the taint shows: nothing to place before. */
+	if (send_held(r, w) <= 0)
+		return 0;
 	k = cluster_from_state(reaper_store(r), NULL, 0, &fo, &c, err, sizeof(err));
 	if (k < 0) {
 		log_error("Failed to model the cluster to replace %s: %s", nc->name, err);
@@ -385,5 +511,92 @@ void disruption_abandon(struct reaper *r, struct claim_work *w, const struct pro
 	w->disrupting = NULL;
 	w->plan_sent = false;
 	w->taint_sent = false;
+	held_plan_free(w->held_plan); /* never sent: nothing was launched */
+	w->held_plan = NULL;
 }
 
+/* Launched, or on its way (not failed: Launched=False). */
+static bool claim_launch_failed(const struct proto_nodeclaim *x)
+{
+	for (uint32_t i = 0; i < x->n_conditions; i++)
+		if (streq_ptr(x->conditions[i].type, "Launched"))
+			return x->conditions[i].status == PROTO_COND_FALSE;
+	return false;
+}
+
+/* w->replacements := the live NodeClaims that hold a pod of node as
+ * planned (DESIGN §2 rule 4); returns how many. */
+static uint32_t find_replacements(struct reaper *r, struct claim_work *w,
+				  const struct proto_nodeclaim *nc, const struct proto_node *node)
+{
+	const struct state_entry *e;
+	size_t it = 0;
+
+	for (uint32_t i = 0; i < w->n_replacements; i++)
+		free(w->replacements[i]);
+	w->n_replacements = 0;
+	while ((e = state_store_next(reaper_store(r), &it))) {
+		const struct proto_nodeclaim *x = e->obj.nodeclaim;
+		bool holds = false;
+		char **v;
+
+		if (e->obj.kind != PROTO_OBJECT_NODECLAIM || streq(x->name, nc->name) ||
+		    x->deletion_time || claim_launch_failed(x))
+			continue;
+		for (uint32_t i = 0; i < x->n_planned_pods && !holds; i++)
+			holds = streq_ptr(planned_pod_elsewhere(r, x, i), node->name);
+		if (!holds || !(v = realloc(w->replacements, (w->n_replacements + 1) * sizeof(*v))))
+			continue;
+		w->replacements = v;
+		if ((v[w->n_replacements] = strdup(x->name)))
+			w->n_replacements++;
+	}
+	return w->n_replacements;
+}
+
+/*
+ * A node tainted karpenter.sh/disrupted that this reaper did not choose:
+ * one before it was killed mid-disruption. Karpenter removes such taints
+ * ("If Karpenter restarts or fails with an error during a disruption
+ * action, some nodes can be left tainted. Idempotently remove this taint
+ * from candidates that are not in the orchestration queue", kubernetes-
+ * sigs/karpenter pkg/controllers/disruption/controller.go); the
+ * replacements it launched come up empty, are removed as empty, and the
+ * node is replaced again. kanna reads the disruption back instead: the
+ * replacements are the NodeClaims that hold the node's pods as planned;
+ * the reason is the one still visible (expired, drifted) or else
+ * consolidation's (its command lived in the killed reaper's memory). With
+ * replacements it waits for them and plans nothing more (one not launched
+ * yet takes no pods in a what-if, and would be launched twice); without,
+ * a candidate still is replaced afresh, another untainted — after
+ * REPLACEMENT_VISIBLE_WAIT_USEC: a plan sent just before the kill reaches
+ * the replica as a NodeClaim a moment later.
+ */
+void disruption_resume(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
+		       const struct proto_node *node, const char *reason, uint64_t now_usec)
+{
+	uint32_t n = find_replacements(r, w, nc, node);
+	char names[256] = "";
+
+	if (!n && !reason) {
+		if (!w->taint_seen_usec)
+			w->taint_seen_usec = now_usec;
+		if (now_usec - w->taint_seen_usec < REPLACEMENT_VISIBLE_WAIT_USEC)
+			return;
+		log_info_kv(LOG_KV({ "nodeclaim", nc->name }),
+			    "nodeclaim %s is tainted for disruption but no longer a candidate: "
+			    "untainting its node", nc->name);
+		disruption_untaint(r, node);
+		return;
+	}
+	w->disrupting = reason ?: REASON_UNDERUTILIZED;
+	w->disrupting_since_usec = now_usec;
+	w->plan_sent = n > 0;
+	for (uint32_t i = 0, at = 0; i < n && at < sizeof(names); i++)
+		at += (uint32_t)snprintf(names + at, sizeof(names) - at, "%s%s", i ? ", " : "",
+					 w->replacements[i]);
+	log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "reason", w->disrupting }),
+		    "resuming the disruption of nodeclaim %s (%s): %s%s", nc->name, w->disrupting,
+		    n ? "waiting for its replacement(s) " : "its pods need a place first",
+		    names);
+}

@@ -1,10 +1,9 @@
 /*
  * kanna-reaper --what-if FILE.yaml [--json]: the command line. The input
- * goes through the scheduler's --simulate loader (the same format, the
- * same file:line:column errors, exit 2); nothing here touches a daemon
- * or the network. main.c calls what_if_main() when --what-if is given.
- * It is the one reaper file that includes the scheduler's (its loader):
- * it is linked into kanna-reaper only, not libkanna-reaper.a.
+ * goes through the cluster dump loader (dump/dump.h), as kanna-scheduler
+ * --simulate's does (the same format, the same file:line:column errors,
+ * exit 2); nothing here touches a daemon or the network. main.c calls
+ * what_if_main() when --what-if is given.
  * Cleanup style: cleanup attributes.
  */
 #include <errno.h>
@@ -16,8 +15,8 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/read-file.h"
+#include "dump/dump.h"
 #include "reaper/what-if.h"
-#include "scheduler/simulate.h"
 
 /* Inputs larger than this are refused, as --simulate does. */
 #define WHAT_IF_MAX_INPUT (1024UL << 20)
@@ -66,7 +65,7 @@ int what_if_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct simulate_options so = { .pdbs = true };
+	struct dump_options so = { .pdbs = true };
 	const char *file = NULL;
 	bool json = false, spot_to_spot = false, split = false;
 	char err[1024], *end;
@@ -119,7 +118,7 @@ int what_if_main(int argc, char **argv)
 		log_error_errno(r, "Failed to read %s: %m", file);
 		return r == -EFBIG ? 2 : 1;
 	}
-	r = simulate_load_store(file, data, size, &so, &store, &c, err, sizeof(err));
+	r = dump_load_store(file, data, size, &so, &store, &c, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "%s\n", err);
 		return r == -EINVAL ? 2 : 1;

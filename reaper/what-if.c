@@ -6,8 +6,9 @@
  * are the daemon's (disruption.c, consolidation.c), minus what a dump
  * cannot tell: consolidateAfter counts as passed, EC2's view of an
  * instance is unknown (no subnet or security group drift), no node is
- * disrupting already. Consolidation is consolidation-search.c's, as the
- * worker thread runs it. Pure: reads its arguments, writes the report.
+ * disrupting already. Consolidation's candidates are candidate.c's and its
+ * search consolidation-search.c's, as the daemon's. Pure: reads its
+ * arguments, writes the report.
  * Cleanup style: explicit frees, one exit path per function.
  */
 #include <errno.h>
@@ -18,8 +19,7 @@
 
 #include "common/hashmap.h"
 #include "model/budget.h"
-#include "proto/karpenter.h"
-#include "model/match.h"
+#include "reaper/candidate.h"
 #include "reaper/consolidation.h"
 #include "reaper/drift.h"
 #include "reaper/reaper.h"
@@ -268,72 +268,6 @@ static int per_node_methods(struct wi *w)
 	return r;
 }
 
-/* The PDB that forbids evicting p now, or NULL (as consolidation.c). */
-static const struct proto_pdb *blocking_pdb(const struct wi *w, const struct proto_pod *p)
-{
-	const struct proto_pod_template *t = proto_pod_template_of(p);
-	const struct state_entry *e;
-	size_t it = 0;
-
-	while ((e = state_store_next(w->store, &it))) {
-		const struct proto_pdb *b = e->obj.pdb;
-		if (e->obj.kind != PROTO_OBJECT_PDB || !streq(b->ns, p->ns) || b->disruptions_allowed > 0)
-			continue;
-		if ((!b->selector.n_match_labels && !b->selector.n_match_expressions) ||
-		    label_selector_matches(&b->selector, t->labels, t->n_labels))
-			return b;
-	}
-	return NULL;
-}
-
-/* consolidation.c's unfit() without the clock: why n is no candidate
- * (NULL: it is), its disruption cost in *cost. */
-static const char *unfit(const struct wi *w, const struct wi_node *n, double *cost, char *buf,
-			 size_t len)
-{
-	const struct proto_nodepool *np = w->pools[n->pool].np;
-	const struct state_pod_set *set = state_store_pods_on(w->store, n->node->name);
-	int64_t expire = n->nc->expire_after_s ?: np->expire_after_s;
-	bool on = np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_UNDERUTILIZED
-			  ? np->source_api != PROTO_API_V1
-			  : np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_EMPTY_OR_UNDERUTILIZED &&
-				    np->consolidate_after_s >= 0;
-	double sum = 0;
-
-	if (!on) {
-		snprintf(buf, len, "NodePool \"%s\" has non-empty consolidation disabled", np->name);
-		return buf;
-	}
-	if (n->nc->do_not_disrupt || n->node->do_not_disrupt) {
-		snprintf(buf, len, "Cannot disrupt NodeClaim: %s %s has the \"%s\" annotation",
-			 n->nc->do_not_disrupt ? "nodeclaim" : "node",
-			 n->nc->do_not_disrupt ? n->nc->name : n->node->name,
-			 KARPENTER_DO_NOT_DISRUPT_ANNOTATION);
-		return buf;
-	}
-	for (uint32_t i = 0; set && i < set->n; i++) {
-		const struct proto_pod *p = set->pods[i];
-		const struct proto_pdb *b;
-
-		if (drain_pod_stays(p) || p->deletion_time)
-			continue;
-		if (p->do_not_disrupt) {
-			snprintf(buf, len, "Cannot disrupt NodeClaim: pod %s/%s has the \"%s\" "
-				 "annotation", p->ns, p->name, KARPENTER_DO_NOT_DISRUPT_ANNOTATION);
-			return buf;
-		}
-		if ((b = blocking_pdb(w, p))) {
-			snprintf(buf, len, "Cannot disrupt NodeClaim: pdb \"%s/%s\" prevents pod "
-				 "evictions (pod %s/%s)", b->ns, b->name, p->ns, p->name);
-			return buf;
-		}
-		sum += consolidation_eviction_cost(proto_pod_template_of(p)->priority);
-	}
-	*cost = sum * consolidation_lifetime_remaining(
-			      (w->now_ms - n->nc->creation_time) / 1000, expire);
-	return NULL;
-}
-
 /* One consolidation command, as a pass of the reaper would choose it. */
 static int consolidate(struct wi *w)
 {
@@ -342,11 +276,12 @@ static int consolidate(struct wi *w)
 	uint32_t *taken = calloc(w->n_nodes + 1, sizeof(*taken));
 	struct min_savings *ms = calloc(w->n_pools + 1, sizeof(*ms));
 	struct consolidation_command cmd = { .res.unplaced_pod = -1 };
+	struct candidate_pdbs pdbs = { 0 };
 	char buf[512];
 	uint32_t n = 0;
 	int r = -ENOMEM;
 
-	if (!v || !of || !budget || !taken || !ms)
+	if (!v || !of || !budget || !taken || !ms || candidate_pdbs_collect(w->store, &pdbs) < 0)
 		goto out;
 	for (uint32_t p = 0; p < w->n_pools; p++) {
 		budget[p] = room(w, &(struct wi_node){ .pool = p }, WI_R_UNDERUTILIZED);
@@ -355,12 +290,14 @@ static int consolidate(struct wi *w)
 	r = 0;
 	for (uint32_t i = 0; i < w->n_nodes && r >= 0; i++) {
 		struct wi_node *x = &w->nodes[i];
-		const char *why;
+		const char *why, *event;
 		double cost = 0;
 
 		if (x->gone || !x->pods)
 			continue;
-		if ((why = unfit(w, x, &cost, buf, sizeof(buf)))) {
+		/* As the daemon's, consolidateAfter counting as passed. */
+		if ((why = candidate_check(w->store, &pdbs, x->nc, w->pools[x->pool].np, x->node,
+					   w->now_ms, &event, &cost, buf, sizeof(buf)))) {
 			r = block(w, WI_CONSOLIDATION, x, why);
 			continue;
 		}
@@ -395,6 +332,7 @@ static int consolidate(struct wi *w)
 	}
 out:
 	consolidation_command_done(&cmd);
+	candidate_pdbs_done(&pdbs);
 	free(v);
 	free(of);
 	free(budget);
@@ -430,11 +368,8 @@ static int gather(struct wi *w)
 	if (!(w->nodes = calloc(w->c->n_nodes + 1, sizeof(*w->nodes))) ||
 	    !(w->pools = calloc(w->c->n_nodes + 1, sizeof(*w->pools))))
 		goto out;
-	for (uint32_t i = 0; i < w->c->n_nodes; i++)
-		if (!w->c->nodes[i].in_flight &&
-		    hashmap_put(&index, strtab_str(&w->c->st, w->c->nodes[i].name),
-				(void *)(uintptr_t)(i + 1), NULL) < 0)
-			goto out;
+	if (candidate_node_index(w->c, &index) < 0)
+		goto out;
 	while ((e = state_store_next(w->store, &it))) {
 		const struct proto_nodeclaim *nc = e->obj.nodeclaim;
 		const struct state_entry *pe, *ne;

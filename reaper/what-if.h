@@ -1,8 +1,8 @@
 /*
  * kanna-reaper --what-if FILE.yaml [--json]: what would the reaper's
- * disruption methods do to this cluster now? Offline, over the scheduler's
- * --simulate input (scheduler/simulate.h loads it, with its positioned
- * errors): emptiness, expiration, drift, then consolidation (the pure
+ * disruption methods do to this cluster now? Offline, over a cluster dump,
+ * the scheduler's --simulate input (dump/dump.h loads it, with its
+ * positioned errors): emptiness, expiration, drift, then consolidation (the pure
  * search of consolidation-search.c), each method's removals taken away
  * before the next looks, within the NodePools' budgets. No daemon, no
  * network. what-if.c decides; what-if-main.c reads the command line and

@@ -43,6 +43,7 @@ static void claim_work_free(struct claim_work *w)
 	for (uint32_t i = 0; i < w->n_replacements; i++)
 		free(w->replacements[i]);
 	free(w->replacements);
+	held_plan_free(w->held_plan);
 	free(w->name);
 	free(w);
 }

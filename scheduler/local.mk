@@ -1,20 +1,18 @@
-# scheduler/: kanna-scheduler (the daemon, and --simulate, which reads YAML
-# through decode/), its batching, plans and reasons (libkanna-sched.a, over
-# the model in model/), its unit and scenario tests, the --simulate YAML
-# fuzz target and the benchmark.
+# scheduler/: kanna-scheduler (the daemon, and --simulate, which reads its
+# YAML through dump/), its batching, plans and reasons (libkanna-sched.a,
+# over the model in model/), its unit and scenario tests, the --simulate
+# YAML fuzz target and the benchmark.
 noinst_LIBRARIES += libkanna-sched.a
 libkanna_sched_a_SOURCES = \
-	scheduler/simulate.h scheduler/simulate-internal.h scheduler/simulate-load.c \
-	scheduler/simulate-workloads.c scheduler/simulate-catalog.c scheduler/simulate-output.c \
+	scheduler/simulate.h scheduler/simulate-output.c \
 	scheduler/batch.h scheduler/batch.c \
 	scheduler/unschedulable.h scheduler/unschedulable.c scheduler/solve.h scheduler/solve.c
 
 bin_PROGRAMS += scheduler/kanna-scheduler
 scheduler_kanna_scheduler_SOURCES = scheduler/main.c scheduler/simulate-main.c \
 	scheduler/daemon.h scheduler/daemon.c scheduler/config.h scheduler/config.c
-scheduler_kanna_scheduler_LDADD = libkanna-sched.a $(MODEL_LIBS) libkanna-decode.a $(STATE_LIBS) -lm
-SCHED_LIBS = libkanna-sched.a $(MODEL_LIBS) libkanna-decode.a libkanna-state.a libkanna-proto.a \
-	$(COMMON_LIBS) -lm
+scheduler_kanna_scheduler_LDADD = libkanna-sched.a $(DUMP_LIBS)
+SCHED_LIBS = libkanna-sched.a $(DUMP_LIBS)
 
 check_PROGRAMS += tests/unit/test_requirements
 TESTS += tests/unit/test_requirements

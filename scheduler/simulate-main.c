@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "dump/dump.h"
 #include "scheduler/simulate.h"
 
 /* Inputs larger than this are refused (a 50k-pod dump is ~150 MB). */
@@ -91,7 +92,7 @@ int simulate_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct simulate_options so = { 0 };
+	struct dump_options so = { 0 };
 	const char *file = NULL;
 	bool json = false;
 	char err[1024];
@@ -130,7 +131,7 @@ int simulate_main(int argc, char **argv)
 		log_error_errno(r, "Failed to read %s: %m", file);
 		return r == -EFBIG ? 2 : 1;
 	}
-	r = simulate_load(file, data, size, &so, &c, err, sizeof(err));
+	r = dump_load(file, data, size, &so, &c, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "%s\n", err);
 		return r == -EINVAL ? 2 : 1;

@@ -168,7 +168,7 @@ kubectl scale deployment percent --replicas 0 >/dev/null
 blocked_for_budget() { # POOL N NODECLAIM...: N of them DisruptionBlocked (Empty) by POOL's budgets
 	local pool=$1 n=$2
 	shift 2
-	[ "$(blocked_events "$@" | grep -c "^Cannot disrupt NodeClaim (Empty): no allowed disruptions due to the budgets of nodepool $pool\$")" -ge "$n" ]
+	[ "$(blocked_events "$@" | grep -c "^Cannot disrupt NodeClaim (Empty): no allowed disruptions due to the budgets of nodepool $pool: budgets\[0\] (nodes \"[0-9%]*\"[^)]*) allows [0-9]* of [0-9]* node(s), [0-9]* disrupting\$")" -ge "$n" ]
 }
 # shellcheck disable=SC2086
 wait_for "a DisruptionBlocked Event for each empty budget NodeClaim" 30 blocked_for_budget budget 4 $first

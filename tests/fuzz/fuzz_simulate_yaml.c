@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "dump/dump.h"
 #include "scheduler/simulate.h"
 
 /* Keep each run fast: big inputs and huge expansions teach nothing new. */
@@ -17,14 +18,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct simulate_options opts = { .fake_types = 16 };
+	struct dump_options opts = { .fake_types = 16 };
 	struct cluster *c = NULL;
 	struct sched_result *res = NULL;
 	char err[1024];
 
 	if (size > FUZZ_MAX_INPUT)
 		return 0;
-	if (simulate_load("fuzz.yaml", (const char *)data, size, &opts, &c, err, sizeof(err)) < 0) {
+	if (dump_load("fuzz.yaml", (const char *)data, size, &opts, &c, err, sizeof(err)) < 0) {
 		if (!err[0])
 			abort(); /* every failure must say why */
 		return 0;

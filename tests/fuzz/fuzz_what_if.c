@@ -1,6 +1,6 @@
 /*
  * libFuzzer target for kanna-reaper --what-if: any bytes must either load
- * through the --simulate loader (with PodDisruptionBudgets) and then be
+ * through the cluster dump loader (dump/, with PodDisruptionBudgets) and then be
  * decided over and printed, or fail with a message — never crash or leak.
  * Karpenter's fake catalog, so that no file is read; a fixed clock.
  */
@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "dump/dump.h"
 #include "reaper/what-if.h"
-#include "scheduler/simulate.h"
 
 /* Keep each run fast: big inputs and huge expansions teach nothing new. */
 #define FUZZ_MAX_INPUT (64 << 10)
@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct simulate_options opts = { .fake_types = 16, .pdbs = true, .now_ms = FUZZ_NOW_MS };
+	struct dump_options opts = { .fake_types = 16, .pdbs = true, .now_ms = FUZZ_NOW_MS };
 	struct state_store store;
 	struct cluster *c = NULL;
 	struct wi_report rep;
@@ -30,8 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > FUZZ_MAX_INPUT)
 		return 0;
 	state_store_init(&store);
-	if (simulate_load_store("fuzz.yaml", (const char *)data, size, &opts, &store, &c, err,
-				sizeof(err)) < 0) {
+	if (dump_load_store("fuzz.yaml", (const char *)data, size, &opts, &store, &c, err,
+			    sizeof(err)) < 0) {
 		if (!err[0])
 			abort(); /* every failure must say why */
 		state_store_done(&store);

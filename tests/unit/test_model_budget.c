@@ -458,6 +458,141 @@ Test(budget_allowed, a_malformed_budget_blocks_every_reason)
 			      "of range 0-59");
 }
 
+/* ---- the binding budget ------------------------------------------------- */
+
+static struct budget_binding binding(const struct proto_budget *b, uint32_t n, const char *reason,
+				     int64_t now, uint32_t total)
+{
+	struct budget_binding ret = { .index = 99 };
+	char err[256] = "";
+
+	cr_assert_eq(budget_binding_find(b, n, reason, now, total, &ret, err, sizeof(err)), 0,
+		     "%s", err);
+	return ret;
+}
+
+Test(budget_binding, the_budget_with_the_fewest_nodes_binds)
+{
+	struct proto_budget b[] = { { .nodes = "20%" }, { .nodes = "5" }, { .nodes = "3" } };
+	struct budget_binding got = binding(b, 3, "Empty", thursday_noon, 50);
+
+	cr_assert_eq(got.index, 2);
+	cr_assert_eq(got.nodes, 3);
+	/* 20% of 10 nodes is 2, fewer than 3 or 5. */
+	got = binding(b, 3, "Empty", thursday_noon, 10);
+	cr_assert_eq(got.index, 0);
+	cr_assert_eq(got.nodes, 2);
+}
+
+Test(budget_binding, on_a_tie_the_first_listed_binds)
+{
+	struct proto_budget b[] = { { .nodes = "10" }, { .nodes = "50%" }, { .nodes = "5" } };
+	struct budget_binding got = binding(b, 3, "Drifted", thursday_noon, 10);
+
+	cr_assert_eq(got.index, 1, "50%% of 10 and 5 tie at 5; got budgets[%d]", got.index);
+	cr_assert_eq(got.nodes, 5);
+}
+
+Test(budget_binding, budgets_for_other_reasons_or_closed_windows_never_bind)
+{
+	char *drifted[] = { "Drifted" };
+	struct proto_budget b[] = {
+		{ .nodes = "0", .reasons = drifted, .n_reasons = 1 },
+		{ .nodes = "0", .schedule = "0 9 * * mon-fri", .duration_s = 8 * HOUR },
+		{ .nodes = "4" },
+	};
+
+	/* Saturday noon: the weekday window is closed. */
+	cr_assert_eq(binding(b, 3, "Empty", utc(2025, 6, 14, 12, 0, 0), 10).index, 2);
+	cr_assert_eq(binding(b, 3, "Empty", thursday_noon, 10).index, 1);
+	cr_assert_eq(binding(b, 3, "Drifted", utc(2025, 6, 14, 12, 0, 0), 10).index, 0);
+}
+
+Test(budget_binding, a_scheduled_budget_reports_the_window_it_is_open_in)
+{
+	struct proto_budget b = { .nodes = "0", .schedule = "0 9 * * mon-fri", .duration_s = 8 * HOUR };
+	struct budget_binding got = binding(&b, 1, "Underutilized", thursday_noon, 4);
+
+	cr_assert_eq(got.index, 0);
+	cr_assert_eq(got.window_start, utc(2025, 6, 12, 9, 0, 0));
+	cr_assert_eq(got.window_end, utc(2025, 6, 12, 17, 0, 0));
+	got = binding(&(struct proto_budget){ .nodes = "1" }, 1, "Empty", thursday_noon, 4);
+	cr_assert_eq(got.window_start, 0);
+	cr_assert_eq(got.window_end, 0);
+}
+
+Test(budget_binding, none_active_is_unlimited_and_no_budgets_is_the_default)
+{
+	struct proto_budget b = { .nodes = "0", .schedule = "0 9 * * mon-fri", .duration_s = 8 * HOUR };
+
+	cr_assert_eq(binding(&b, 1, "Empty", utc(2025, 6, 14, 12, 0, 0), 7).index, BUDGET_BINDING_NONE);
+	cr_assert_eq(binding(NULL, 0, "Empty", thursday_noon, 25).index, BUDGET_BINDING_DEFAULT);
+	cr_assert_eq(binding(NULL, 0, "Empty", thursday_noon, 25).nodes, 3);
+}
+
+Test(budget_binding, the_binding_budget_sets_the_allowed_count)
+{
+	/* Each of the three binds somewhere over these totals and hours. */
+	struct proto_budget b[] = {
+		{ .nodes = "30%" },
+		{ .nodes = "2" },
+		{ .nodes = "1", .schedule = "0 9 * * mon-fri", .duration_s = 8 * HOUR },
+	};
+	bool bound[3] = { false };
+
+	for (uint32_t total = 0; total <= 20; total++)
+		for (int64_t now = thursday_noon - 6 * HOUR; now <= thursday_noon + 6 * HOUR;
+		     now += HOUR) {
+			struct budget_binding got = binding(b, 3, "Empty", now, total);
+
+			cr_assert(got.index >= 0 && got.index < 3, "budgets[%d]", got.index);
+			bound[got.index] = true;
+			cr_assert_eq(allowed(b, 3, "Empty", now, total, 0), got.nodes, "total %u",
+				     total);
+			if (total)
+				cr_assert_eq(allowed(b, 3, "Empty", now, total, 1), got.nodes - 1);
+		}
+	cr_assert(bound[0] && bound[1] && bound[2]);
+}
+
+Test(budget_binding, a_malformed_budget_is_an_error)
+{
+	struct proto_budget b[] = { { .nodes = "10" }, { .nodes = "ten" } };
+	struct budget_binding got;
+	char err[256] = "";
+
+	cr_assert_eq(budget_binding_find(b, 2, "Empty", thursday_noon, 5, &got, err, sizeof(err)),
+		     -EINVAL);
+	cr_assert(strstr(err, "budgets[1].nodes"), "%s", err);
+}
+
+Test(budget_binding, the_description_names_the_budget_its_reasons_and_window)
+{
+	char *reasons[] = { "Underutilized", "Drifted" };
+	struct proto_budget b[] = {
+		{ .nodes = "50%" },
+		{ .nodes = "0", .schedule = "30 8 * * *", .duration_s = 90 * 60, .reasons = reasons,
+		  .n_reasons = 2 },
+	};
+	struct budget_binding got = binding(b, 2, "Underutilized", utc(2025, 6, 12, 9, 0, 0), 4);
+	char buf[512];
+
+	budget_binding_describe(b, &got, 4, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "budgets[1] (nodes \"0\", reasons [Underutilized, Drifted], schedule "
+			      "\"30 8 * * *\", duration 1h30m, window 2025-06-12T08:30:00Z to "
+			      "2025-06-12T10:00:00Z) allows 0 of 4 node(s)");
+	got = binding(b, 2, "Empty", utc(2025, 6, 12, 9, 0, 0), 3);
+	budget_binding_describe(b, &got, 3, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "budgets[0] (nodes \"50%\") allows 2 of 3 node(s)");
+	got = binding(NULL, 0, "Empty", thursday_noon, 4);
+	budget_binding_describe(NULL, &got, 4, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "the default budget (nodes \"10%\") allows 1 of 4 node(s)");
+	/* Cut short, still a string. */
+	got = binding(b, 2, "Underutilized", utc(2025, 6, 12, 9, 0, 0), 4);
+	budget_binding_describe(b, &got, 4, buf, 20);
+	cr_assert_eq(strlen(buf), 19);
+}
+
 /* ---- validation --------------------------------------------------------- */
 
 static const char *invalid(const struct proto_budget *b, uint32_t index)

@@ -209,6 +209,26 @@ Test(consolidation_method, the_cheapest_node_is_not_replaced_and_says_why)
 	consolidation_command_done(&cmd);
 }
 
+Test(consolidation_method, a_pod_that_fits_nowhere_else_is_named_with_why)
+{
+	_cleanup_(cluster_freep) struct cluster *c = fx_cluster(8);
+	struct consolidation_candidate v[1];
+	struct consolidation_command cmd;
+
+	/* The cheapest type already: no cheaper node could take its pod. */
+	fx_nodepool(c, "default", 0);
+	fx_node(c, "small", "fake-it-0");
+	fx_bound(c, "stuck", "small", 600);
+	cluster_assign_nodepools(c);
+	cr_assert_eq(consolidation_compute(c, v, candidates(c, v), &opts, &cmd), 0);
+	cr_expect_eq(cmd.method, CONSOLIDATION_NONE);
+	/* Karpenter's NonPendingPodSchedulingErrors: "ns/name => why". */
+	cr_expect(strncmp(cmd.why[0], "not all pods would schedule, default/stuck => ", 46) == 0 &&
+			  strlen(cmd.why[0]) > 46,
+		  "%s", cmd.why[0]);
+	consolidation_command_done(&cmd);
+}
+
 Test(consolidation_method, spot_is_not_replaced_by_spot_without_the_feature_gate)
 {
 	_cleanup_(cluster_freep) struct cluster *c = fx_cluster(8);

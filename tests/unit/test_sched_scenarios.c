@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "dump/dump.h"
 #include "scheduler/simulate.h"
 
 /* Scenario files shipped; fewer means some were lost. */
@@ -324,7 +325,7 @@ static int run_scenario(const char *dir, const char *name)
 
 	cr_assert_lt((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name), sizeof(path));
 	data = read_file(path, &size);
-	cr_assert_eq(simulate_load(name, data, size, NULL, &c, err, sizeof(err)), 0, "%s: %s", name, err);
+	cr_assert_eq(dump_load(name, data, size, NULL, &c, err, sizeof(err)), 0, "%s: %s", name, err);
 	cr_assert_eq(sched_solve(c, &res), 0, "%s: solve", name);
 	FILE *mem = open_memstream(&json, &len);
 	cr_assert_eq(simulate_print_json(mem, c, res), 0);
@@ -397,7 +398,7 @@ Test(scenarios, invalid_inputs_fail_with_file_line_column)
 		char full[600];
 		snprintf(full, sizeof(full), "%s:%s", e->d_name, want);
 		data[strlen(data)] = '\n';
-		int r = simulate_load(e->d_name, data, size, NULL, &c, err, sizeof(err));
+		int r = dump_load(e->d_name, data, size, NULL, &c, err, sizeof(err));
 		cr_expect_eq(r, -EINVAL, "%s loaded", e->d_name);
 		cr_expect(strstr(err, full), "%s: got \"%s\", want \"%s\"", e->d_name, err, full);
 		free(data);

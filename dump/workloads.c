@@ -1,11 +1,11 @@
 /*
  * What the API server and the controllers would have done to a cluster
- * dump before the scheduler saw it, for --simulate: admission defaulting
+ * dump before the scheduler saw it (dump.h): admission defaulting
  * (namespace "default", the default StorageClass on claims naming none) and
  * Deployments/ReplicaSets/StatefulSets expanded into the replicas the dump
  * lacks — with each StatefulSet replica's claims from its
  * volumeClaimTemplates — as Pod and PersistentVolumeClaim objects that
- * then decode like any other. Called by simulate-load.c.
+ * then decode like any other. Called by load.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,10 +13,10 @@
 #include <string.h>
 
 #include "common/hashmap.h"
-#include "scheduler/simulate-internal.h"
+#include "dump/dump-internal.h"
 
 /* Pods one workload may expand to. */
-#define SIMULATE_MAX_REPLICAS 100000
+#define DUMP_MAX_REPLICAS 100000
 #define ANNOTATION_DEFAULT_CLASS "storageclass.kubernetes.io/is-default-class"
 #define ANNOTATION_DEFAULT_CLASS_BETA "storageclass.beta.kubernetes.io/is-default-class"
 
@@ -33,7 +33,7 @@ static bool namespaced(const char *kind)
 
 /* The StorageClass the DefaultStorageClass admission plugin would give a
  * claim that names none (the first one annotated default), or NULL. */
-static const char *default_storage_class(const struct sim_input *in)
+static const char *default_storage_class(const struct dump_input *in)
 {
 	const json_t *obj;
 	size_t i;
@@ -42,11 +42,11 @@ static const char *default_storage_class(const struct sim_input *in)
 		const json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
 		if (i >= in->n_given)
 			break;
-		if (!streq_ptr(sim_kind(obj), "StorageClass"))
+		if (!streq_ptr(dump_kind(obj), "StorageClass"))
 			continue;
 		if (streq_ptr(json_string_value(json_object_get(ann, ANNOTATION_DEFAULT_CLASS)), "true") ||
 		    streq_ptr(json_string_value(json_object_get(ann, ANNOTATION_DEFAULT_CLASS_BETA)), "true"))
-			return sim_name(obj);
+			return dump_name(obj);
 	}
 	return NULL;
 }
@@ -69,7 +69,7 @@ static json_t *claim_spec_admitted(const json_t *spec, const char *default_class
 	return s;
 }
 
-int sim_admit(struct sim_input *in)
+int dump_admit(struct dump_input *in)
 {
 	const char *default_class = default_storage_class(in);
 	json_t *obj;
@@ -77,14 +77,14 @@ int sim_admit(struct sim_input *in)
 
 	json_array_foreach(in->objects, i, obj) {
 		json_t *meta = json_object_get(obj, "metadata"), *spec = json_object_get(obj, "spec");
-		const char *ns = sim_namespace(obj);
+		const char *ns = dump_namespace(obj);
 
 		if (i >= in->n_given)
 			break;
-		if (namespaced(sim_kind(obj)) && (!ns || !*ns) &&
+		if (namespaced(dump_kind(obj)) && (!ns || !*ns) &&
 		    json_object_set_new(meta, "namespace", json_string("default")) < 0)
 			return -ENOMEM;
-		if (streq(sim_kind(obj), "PersistentVolumeClaim") && json_is_object(spec) &&
+		if (streq(dump_kind(obj), "PersistentVolumeClaim") && json_is_object(spec) &&
 		    !json_object_get(spec, "storageClassName") && default_class &&
 		    json_object_set_new(spec, "storageClassName", json_string(default_class)) < 0)
 			return -ENOMEM;
@@ -93,7 +93,7 @@ int sim_admit(struct sim_input *in)
 }
 
 /* "ns/name" keys of the input's objects of one kind. */
-static int index_kind(const struct sim_input *in, const char *kind, struct hashmap *ret)
+static int index_kind(const struct dump_input *in, const char *kind, struct hashmap *ret)
 {
 	const json_t *obj;
 	char key[1024];
@@ -101,9 +101,9 @@ static int index_kind(const struct sim_input *in, const char *kind, struct hashm
 	int r;
 
 	json_array_foreach(in->objects, i, obj) {
-		if (!streq(sim_kind(obj), kind))
+		if (!streq(dump_kind(obj), kind))
 			continue;
-		snprintf(key, sizeof(key), "%.300s/%.600s", sim_namespace(obj) ?: "", sim_name(obj));
+		snprintf(key, sizeof(key), "%.300s/%.600s", dump_namespace(obj) ?: "", dump_name(obj));
 		if ((r = hashmap_put(ret, key, (void *)obj, NULL)) < 0)
 			return r;
 	}
@@ -128,17 +128,17 @@ static int mark_taken(struct hashmap *names, const char *ns, const char *name)
 
 /* Pods of the dump that belong to the workload already: "<name>-…" in its
  * namespace (a Deployment's pods are "<name>-<hash>-<suffix>"). */
-static int64_t existing_replicas(const struct sim_input *in, const char *ns, const char *name)
+static int64_t existing_replicas(const struct dump_input *in, const char *ns, const char *name)
 {
 	size_t len = strlen(name), i;
 	const json_t *obj;
 	int64_t n = 0;
 
 	json_array_foreach(in->objects, i, obj) {
-		const char *pn = sim_name(obj);
+		const char *pn = dump_name(obj);
 		if (i >= in->n_given)
 			break;
-		if (streq(sim_kind(obj), "Pod") && streq_ptr(sim_namespace(obj), ns) &&
+		if (streq(dump_kind(obj), "Pod") && streq_ptr(dump_namespace(obj), ns) &&
 		    !strncmp(pn, name, len) && pn[len] == '-')
 			n++;
 	}
@@ -170,7 +170,7 @@ static json_t *pod_object(const char *kind, const char *owner, const char *ns, c
  * volume of the same name), as the StatefulSet controller builds it. The
  * claims the dump does not have are generated unbound.
  */
-static json_t *statefulset_replica(struct sim_input *in, const json_t *set, const json_t *spec,
+static json_t *statefulset_replica(struct dump_input *in, const json_t *set, const json_t *spec,
 				   const char *ns, const char *name, int64_t ordinal,
 				   struct hashmap *claims, const char *default_class)
 {
@@ -183,17 +183,17 @@ static json_t *statefulset_replica(struct sim_input *in, const json_t *set, cons
 	json_array_foreach(json_object_get(spec, "volumes"), i, v) {
 		bool replaced = false;
 		json_array_foreach(vcts, j, t)
-			replaced |= streq_ptr(sim_name(t), json_string_value(json_object_get(v, "name")));
+			replaced |= streq_ptr(dump_name(t), json_string_value(json_object_get(v, "name")));
 		if (!replaced && json_array_append(vols, v) < 0)
 			goto nomem;
 	}
 	json_array_foreach(vcts, j, t) {
-		const char *tn = sim_name(t);
+		const char *tn = dump_name(t);
 		char claim[1024];
 		if (!tn) {
 			json_decref(out);
 			json_decref(vols);
-			sim_error(in, t, set, "volumeClaimTemplates[%zu] without metadata.name", j);
+			dump_error(in, t, set, "volumeClaimTemplates[%zu] without metadata.name", j);
 			return NULL;
 		}
 		snprintf(claim, sizeof(claim), "%.300s-%.300s-%lld", tn, name, (long long)ordinal);
@@ -204,9 +204,9 @@ static json_t *statefulset_replica(struct sim_input *in, const json_t *set, cons
 			continue;
 		json_t *cspec = claim_spec_admitted(json_object_get(t, "spec"), default_class);
 		if (!cspec ||
-		    sim_append(in, json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", "v1", "kind",
-					     "PersistentVolumeClaim", "metadata", "name", claim, "namespace",
-					     ns, "spec", cspec), t) < 0 ||
+		    dump_append(in, json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", "v1", "kind",
+					      "PersistentVolumeClaim", "metadata", "name", claim, "namespace",
+					      ns, "spec", cspec), t) < 0 ||
 		    mark_taken(claims, ns, claim) < 0)
 			goto nomem;
 	}
@@ -224,10 +224,10 @@ nomem:
 /* Adds replica "<name>-<ordinal>" of workload obj unless a pod of that
  * name exists: 1 added, 0 taken, negative errno. A replica of a Deployment
  * or ReplicaSet is the first one (*first, once set) renamed. */
-static int add_replica(struct sim_input *in, const json_t *obj, int64_t ordinal, struct hashmap *pods,
+static int add_replica(struct dump_input *in, const json_t *obj, int64_t ordinal, struct hashmap *pods,
 		       struct hashmap *claims, const char *default_class, ssize_t *first)
 {
-	const char *kind = sim_kind(obj), *name = sim_name(obj), *ns = sim_namespace(obj);
+	const char *kind = dump_kind(obj), *name = dump_name(obj), *ns = dump_namespace(obj);
 	const json_t *tmpl = json_object_get(json_object_get(obj, "spec"), "template");
 	const json_t *tspec = json_object_get(tmpl, "spec");
 	char pod[1024];
@@ -238,7 +238,7 @@ static int add_replica(struct sim_input *in, const json_t *obj, int64_t ordinal,
 	if (taken(pods, ns, pod))
 		return 0;
 	if (*first >= 0) {
-		r = sim_add_copy(in, (size_t)*first, pod);
+		r = dump_add_copy(in, (size_t)*first, pod);
 		return r < 0 ? r : mark_taken(pods, ns, pod) < 0 ? -ENOMEM : 1;
 	}
 	pspec = streq(kind, "StatefulSet") ?
@@ -246,8 +246,8 @@ static int add_replica(struct sim_input *in, const json_t *obj, int64_t ordinal,
 			json_incref((json_t *)tspec);
 	if (!pspec)
 		return in->err[0] ? -EINVAL : -ENOMEM;
-	if ((r = sim_append(in, pod_object(kind, name, ns, pod, json_object_get(tmpl, "metadata"), pspec),
-			    obj)) < 0 ||
+	if ((r = dump_append(in, pod_object(kind, name, ns, pod, json_object_get(tmpl, "metadata"), pspec),
+			     obj)) < 0 ||
 	    (r = mark_taken(pods, ns, pod)) < 0)
 		return r;
 	if (!streq(kind, "StatefulSet"))
@@ -255,7 +255,7 @@ static int add_replica(struct sim_input *in, const json_t *obj, int64_t ordinal,
 	return 1;
 }
 
-static int expand(struct sim_input *in, const json_t *obj, struct hashmap *pods,
+static int expand(struct dump_input *in, const json_t *obj, struct hashmap *pods,
 		  struct hashmap *claims, const char *default_class)
 {
 	const json_t *spec = json_object_get(obj, "spec"), *tmpl = json_object_get(spec, "template");
@@ -264,27 +264,27 @@ static int expand(struct sim_input *in, const json_t *obj, struct hashmap *pods,
 	ssize_t first = -1;
 	int r;
 
-	if (streq(sim_kind(obj), "ReplicaSet") &&
+	if (streq(dump_kind(obj), "ReplicaSet") &&
 	    json_object_get(json_object_get(obj, "metadata"), "ownerReferences"))
 		return 0; /* its Deployment (in the same dump) accounts for it */
 	if (replicas_node && !json_is_null(replicas_node)) {
 		if (!json_is_integer(replicas_node) || json_integer_value(replicas_node) < 0 ||
-		    json_integer_value(replicas_node) > SIMULATE_MAX_REPLICAS)
-			return sim_error(in, replicas_node, obj, "replicas must be between 0 and %d",
-					 SIMULATE_MAX_REPLICAS);
+		    json_integer_value(replicas_node) > DUMP_MAX_REPLICAS)
+			return dump_error(in, replicas_node, obj, "replicas must be between 0 and %d",
+					  DUMP_MAX_REPLICAS);
 		replicas = json_integer_value(replicas_node);
 	}
 	if (!json_is_object(tmpl) || !json_is_object(json_object_get(tmpl, "spec")))
-		return sim_error(in, tmpl, obj, "expected spec.template with a pod spec");
+		return dump_error(in, tmpl, obj, "expected spec.template with a pod spec");
 	/* A StatefulSet's replicas are its ordinals 0 … replicas-1. */
-	if (streq(sim_kind(obj), "StatefulSet")) {
+	if (streq(dump_kind(obj), "StatefulSet")) {
 		for (int64_t ordinal = 0; ordinal < replicas; ordinal++)
 			if ((r = add_replica(in, obj, ordinal, pods, claims, default_class, &first)) < 0)
 				return r;
 		return 0;
 	}
 	/* Others fill up to replicas, under names no pod of the dump has. */
-	made = existing_replicas(in, sim_namespace(obj), sim_name(obj));
+	made = existing_replicas(in, dump_namespace(obj), dump_name(obj));
 	for (int64_t ordinal = made; made < replicas; ordinal++) {
 		if ((r = add_replica(in, obj, ordinal, pods, claims, default_class, &first)) < 0)
 			return r;
@@ -293,7 +293,7 @@ static int expand(struct sim_input *in, const json_t *obj, struct hashmap *pods,
 	return 0;
 }
 
-int sim_expand_workloads(struct sim_input *in)
+int dump_expand_workloads(struct dump_input *in)
 {
 	const char *default_class = default_storage_class(in);
 	struct hashmap pods = { 0 }, claims = { 0 };
@@ -304,7 +304,7 @@ int sim_expand_workloads(struct sim_input *in)
 		r = index_kind(in, "PersistentVolumeClaim", &claims);
 	for (size_t i = 0; i < n && r >= 0; i++) {
 		const json_t *obj = json_array_get(in->objects, i);
-		const char *kind = sim_kind(obj);
+		const char *kind = dump_kind(obj);
 		if (streq(kind, "Deployment") || streq(kind, "ReplicaSet") || streq(kind, "StatefulSet"))
 			r = expand(in, obj, &pods, &claims, default_class);
 	}

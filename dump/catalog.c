@@ -1,5 +1,5 @@
 /*
- * The instance-type catalog of a --simulate run: the input's own
+ * The instance-type catalog of a cluster dump (dump.h): the input's own
  * kanna.dev/v1alpha1 InstanceType objects when it has any (spec {cpu,
  * memory, pods, arch, gpuCount, gpuName, labels, offerings: [{zone,
  * capacityType, price, available}]}), else Karpenter's fake catalog when
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "common/quantity.h"
-#include "scheduler/simulate-internal.h"
+#include "dump/dump-internal.h"
 
 /* Labels an InstanceType may add to the well-known ones it gets. */
 #define INSTANCE_TYPE_MAX_LABELS 50
@@ -26,7 +26,7 @@ static uint32_t intern(struct catalog *cat, const char *s)
 }
 
 /* A quantity written as a string or a plain number. */
-static int quantity(struct sim_input *in, const json_t *v, const json_t *obj, bool milli,
+static int quantity(struct dump_input *in, const json_t *v, const json_t *obj, bool milli,
 		    int64_t *ret)
 {
 	char buf[32];
@@ -39,33 +39,33 @@ static int quantity(struct sim_input *in, const json_t *v, const json_t *obj, bo
 		s = buf;
 	}
 	if (!s || quantity_parse(s, milli, ret) < 0)
-		return sim_error(in, v, obj, "invalid quantity \"%s\"", s ? s : "(not a string)");
+		return dump_error(in, v, obj, "invalid quantity \"%s\"", s ? s : "(not a string)");
 	return 0;
 }
 
-static int integer(struct sim_input *in, const json_t *v, const json_t *obj, int64_t *ret)
+static int integer(struct dump_input *in, const json_t *v, const json_t *obj, int64_t *ret)
 {
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_integer(v))
-		return sim_error(in, v, obj, "expected an integer");
+		return dump_error(in, v, obj, "expected an integer");
 	*ret = json_integer_value(v);
 	return 0;
 }
 
-static int string(struct sim_input *in, const json_t *v, const json_t *obj, const char **ret)
+static int string(struct dump_input *in, const json_t *v, const json_t *obj, const char **ret)
 {
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_string(v))
-		return sim_error(in, v, obj, "expected a string");
+		return dump_error(in, v, obj, "expected a string");
 	*ret = json_string_value(v);
 	return 0;
 }
 
 /* Every key of o must be one of known (NULL-terminated): an unknown one is
  * refused, never ignored (it would change the answer without a word). */
-static int known_fields(struct sim_input *in, const json_t *o, const json_t *obj, const char *what,
+static int known_fields(struct dump_input *in, const json_t *o, const json_t *obj, const char *what,
 			const char *const *known)
 {
 	const char *k;
@@ -84,15 +84,15 @@ static int known_fields(struct sim_input *in, const json_t *o, const json_t *obj
 			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "", known[i]);
 		/* true, false and null are shared values without a position of
 		 * their own: point at the map that holds them. */
-		return sim_error(in, json_is_boolean(v) || json_is_null(v) ? o : v, obj,
-				 "unknown field \"%s\" in %s (known: %s)", k, what, list);
+		return dump_error(in, json_is_boolean(v) || json_is_null(v) ? o : v, obj,
+				  "unknown field \"%s\" in %s (known: %s)", k, what, list);
 	}
 	return 0;
 }
 
 /* A map field: 0 when absent, 1 when given as a map (whose keys are all in
  * known, unless known is NULL), else an error saying what it should be. */
-static int map_given(struct sim_input *in, const json_t *m, const json_t *obj, const char *what,
+static int map_given(struct dump_input *in, const json_t *m, const json_t *obj, const char *what,
 		     const char *expected, const char *const *known)
 {
 	int r;
@@ -100,13 +100,13 @@ static int map_given(struct sim_input *in, const json_t *m, const json_t *obj, c
 	if (!m || json_is_null(m))
 		return 0;
 	if (!json_is_object(m))
-		return sim_error(in, m, obj, "%s: expected %s", what, expected);
+		return dump_error(in, m, obj, "%s: expected %s", what, expected);
 	if (known && (r = known_fields(in, m, obj, what, known)) < 0)
 		return r;
 	return 1;
 }
 
-static int offering(struct sim_input *in, struct catalog *cat, const json_t *o, const json_t *obj,
+static int offering(struct dump_input *in, struct catalog *cat, const json_t *o, const json_t *obj,
 		    struct offering *ret)
 {
 	static const char *const fields[] = { "zone", "capacityType", "price", "available", NULL };
@@ -116,14 +116,14 @@ static int offering(struct sim_input *in, struct catalog *cat, const json_t *o, 
 	int r, z;
 
 	if (!json_is_object(o))
-		return sim_error(in, o, obj, "expected an offering");
+		return dump_error(in, o, obj, "expected an offering");
 	if ((r = known_fields(in, o, obj, "an InstanceType offering", fields)) < 0)
 		return r;
 	if ((r = string(in, json_object_get(o, "zone"), obj, &zone)) < 0 ||
 	    (r = string(in, json_object_get(o, "capacityType"), obj, &ct)) < 0)
 		return r;
 	if (!zone || !ct || !price || (!streq(ct, "spot") && !streq(ct, "on-demand")))
-		return sim_error(in, o, obj, "an offering needs zone, capacityType (spot or on-demand) and price");
+		return dump_error(in, o, obj, "an offering needs zone, capacityType (spot or on-demand) and price");
 	if (json_is_string(price)) {
 		char *end;
 		pr = strtod(json_string_value(price), &end);
@@ -132,12 +132,12 @@ static int offering(struct sim_input *in, struct catalog *cat, const json_t *o, 
 	} else
 		pr = json_is_number(price) ? json_number_value(price) : -1;
 	if (pr < 0)
-		return sim_error(in, price, obj, "invalid price");
+		return dump_error(in, price, obj, "invalid price");
 	if (avail && !json_is_null(avail) && !json_is_boolean(avail))
-		return sim_error(in, avail, obj, "available: expected true or false");
+		return dump_error(in, avail, obj, "available: expected true or false");
 	z = catalog_zone(cat, intern(cat, zone), STR_NONE);
 	if (z < 0)
-		return sim_error(in, o, obj, "too many zones");
+		return dump_error(in, o, obj, "too many zones");
 	*ret = (struct offering){ (uint8_t)z, streq(ct, "spot") ? CT_SPOT : CT_ON_DEMAND,
 				  !json_is_false(avail), pr };
 	return 0;
@@ -147,7 +147,7 @@ static int offering(struct sim_input *in, struct catalog *cat, const json_t *o, 
  * kubeReserved / systemReserved (cpu, memory, ephemeral-storage; pid is
  * accepted and reserves nothing schedulable) subtracted from allocatable.
  */
-static int reserved(struct sim_input *in, const json_t *m, const json_t *obj, const char *what,
+static int reserved(struct dump_input *in, const json_t *m, const json_t *obj, const char *what,
 		    struct resources *alloc)
 {
 	static const char *const names[] = { "cpu", "memory", "ephemeral-storage", "pid", NULL };
@@ -165,7 +165,7 @@ static int reserved(struct sim_input *in, const json_t *m, const json_t *obj, co
 		if ((r = quantity(in, v, obj, slot == RES_CPU, &q)) < 0)
 			return r;
 		if (q < 0)
-			return sim_error(in, v, obj, "%s.%s: a negative reservation", what, k);
+			return dump_error(in, v, obj, "%s.%s: a negative reservation", what, k);
 		if (slot >= 0)
 			alloc->v[slot] -= q;
 	}
@@ -175,7 +175,7 @@ static int reserved(struct sim_input *in, const json_t *m, const json_t *obj, co
 /* evictionHard: memory.available and nodefs.available (an amount or a share
  * of capacity) hold back allocatable; the other signals are accepted and
  * hold back nothing schedulable. */
-static int eviction(struct sim_input *in, const json_t *m, const json_t *obj,
+static int eviction(struct dump_input *in, const json_t *m, const json_t *obj,
 		    const struct resources *cap, struct resources *alloc)
 {
 	static const char *const signals[] = { "memory.available", "nodefs.available", "nodefs.inodesFree",
@@ -194,7 +194,7 @@ static int eviction(struct sim_input *in, const json_t *m, const json_t *obj,
 		double pct = -1;
 
 		if (!json_is_string(v) || quantity_or_percent_parse(json_string_value(v), &q, &pct) < 0)
-			return sim_error(in, v, obj, "evictionHard.%s: expected a quantity or a percentage", k);
+			return dump_error(in, v, obj, "evictionHard.%s: expected a quantity or a percentage", k);
 		if (slot >= 0)
 			alloc->v[slot] -= pct >= 0 ? (int64_t)((double)cap->v[slot] * pct / 100.0) : q;
 	}
@@ -207,7 +207,7 @@ static int eviction(struct sim_input *in, const json_t *m, const json_t *obj,
  * part it leaves out zero. Sets *given when it gives any of them (else
  * Karpenter's AWS defaults apply, as the shipped catalog's).
  */
-static int given_overhead(struct sim_input *in, const json_t *spec, const json_t *obj, int64_t cpu,
+static int given_overhead(struct dump_input *in, const json_t *spec, const json_t *obj, int64_t cpu,
 			  int64_t mem, int64_t pods, struct resources *cap, struct resources *alloc,
 			  bool *given)
 {
@@ -222,7 +222,7 @@ static int given_overhead(struct sim_input *in, const json_t *spec, const json_t
 		return 0;
 	if (vm) {
 		if (!json_is_number(vm) || json_number_value(vm) < 0 || json_number_value(vm) >= 100)
-			return sim_error(in, vm, obj, "vmMemoryOverheadPercent: expected a number from 0 to 100");
+			return dump_error(in, vm, obj, "vmMemoryOverheadPercent: expected a number from 0 to 100");
 		vm_pct = json_number_value(vm);
 	}
 	*cap = (struct resources){ { 0 } };
@@ -237,12 +237,12 @@ static int given_overhead(struct sim_input *in, const json_t *spec, const json_t
 		return r;
 	for (int i = 0; i <= RES_EPHEMERAL_STORAGE; i++)
 		if (alloc->v[i] < 0)
-			return sim_error(in, spec, obj, "the overhead is more than the instance type holds");
+			return dump_error(in, spec, obj, "the overhead is more than the instance type holds");
 	return 0;
 }
 
 /* resources: the extended resources the type offers, name → count. */
-static int extended_resources(struct sim_input *in, struct catalog *cat, const json_t *m,
+static int extended_resources(struct dump_input *in, struct catalog *cat, const json_t *m,
 			      const json_t *obj, int64_t gpus, struct resources *cap,
 			      struct resources *alloc)
 {
@@ -257,25 +257,25 @@ static int extended_resources(struct sim_input *in, struct catalog *cat, const j
 		int slot;
 
 		if (!strchr(k, '/'))
-			return sim_error(in, v, obj, "resources: \"%s\" is not an extended resource name "
-				      "(domain/name, e.g. nvidia.com/gpu); cpu, memory and pods have "
-				      "their own fields", k);
+			return dump_error(in, v, obj, "resources: \"%s\" is not an extended resource name "
+				       "(domain/name, e.g. nvidia.com/gpu); cpu, memory and pods have "
+				       "their own fields", k);
 		if ((r = quantity(in, v, obj, false, &n)) < 0)
 			return r;
 		if (n < 0)
-			return sim_error(in, v, obj, "resources.%s: a negative count", k);
+			return dump_error(in, v, obj, "resources.%s: a negative count", k);
 		if (streq(k, "nvidia.com/gpu") && gpus > 0 && n != gpus)
-			return sim_error(in, v, obj, "resources.nvidia.com/gpu (%lld) disagrees with gpuCount (%lld)",
-					 (long long)n, (long long)gpus);
+			return dump_error(in, v, obj, "resources.nvidia.com/gpu (%lld) disagrees with gpuCount (%lld)",
+					  (long long)n, (long long)gpus);
 		slot = catalog_resource(cat, k, true);
 		if (slot < 0)
-			return sim_error(in, v, obj, "resources: too many extended resources");
+			return dump_error(in, v, obj, "resources: too many extended resources");
 		cap->v[slot] = alloc->v[slot] = n;
 	}
 	return 0;
 }
 
-static int instance_type(struct sim_input *in, struct catalog *cat, const json_t *obj)
+static int instance_type(struct dump_input *in, struct catalog *cat, const json_t *obj)
 {
 	static const char *const fields[] = {
 		"cpu", "memory", "pods", "arch", "gpuCount", "gpuName", "labels", "offerings", "resources",
@@ -288,14 +288,14 @@ static int instance_type(struct sim_input *in, struct catalog *cat, const json_t
 	struct instance_type it = { 0 };
 	const char *arch = "amd64", *gpu_name = NULL, *k;
 	int64_t cpu = 0, mem = 0, pods = 110, gpus = 0;
-	const char *name = sim_name(obj);
+	const char *name = dump_name(obj);
 	const json_t *v;
 	uint32_t n = 0;
 	size_t i;
 	int r;
 
 	if (!json_is_object(spec))
-		return sim_error(in, spec, obj, "expected an InstanceType spec");
+		return dump_error(in, spec, obj, "expected an InstanceType spec");
 	if ((r = known_fields(in, spec, obj, "an InstanceType spec", fields)) < 0)
 		return r;
 	if ((r = quantity(in, json_object_get(spec, "cpu"), obj, true, &cpu)) < 0 ||
@@ -306,7 +306,7 @@ static int instance_type(struct sim_input *in, struct catalog *cat, const json_t
 	    (r = string(in, json_object_get(spec, "gpuName"), obj, &gpu_name)) < 0)
 		return r;
 	if (cpu <= 0 || mem <= 0 || pods <= 0 || gpus < 0)
-		return sim_error(in, spec, obj, "InstanceType \"%s\" needs positive cpu, memory and pods", name);
+		return dump_error(in, spec, obj, "InstanceType \"%s\" needs positive cpu, memory and pods", name);
 	it.name = intern(cat, name);
 	labels[n++] = (struct label){ K_INSTANCE_TYPE, it.name };
 	labels[n++] = (struct label){ K_ARCH, intern(cat, arch) };
@@ -320,12 +320,12 @@ static int instance_type(struct sim_input *in, struct catalog *cat, const json_t
 	}
 	extra = json_object_get(spec, "labels");
 	if (extra && !json_is_object(extra))
-		return sim_error(in, extra, obj, "labels: expected a map of strings");
+		return dump_error(in, extra, obj, "labels: expected a map of strings");
 	if (json_object_size(extra) > INSTANCE_TYPE_MAX_LABELS)
-		return sim_error(in, extra, obj, "too many labels");
+		return dump_error(in, extra, obj, "too many labels");
 	json_object_foreach((json_t *)extra, k, v) {
 		if (!json_is_string(v))
-			return sim_error(in, v, obj, "expected a string");
+			return dump_error(in, v, obj, "expected a string");
 		labels[n++] = (struct label){ intern(cat, k), intern(cat, json_string_value(v)) };
 	}
 	for (uint32_t l = 0; l < n; l++)
@@ -347,10 +347,10 @@ static int instance_type(struct sim_input *in, struct catalog *cat, const json_t
 		return r;
 	offs = json_object_get(spec, "offerings");
 	if (offs && !json_is_array(offs))
-		return sim_error(in, offs, obj, "expected a list of offerings");
+		return dump_error(in, offs, obj, "expected a list of offerings");
 	json_array_foreach(offs, i, o) {
 		if (it.n_offerings >= ARRAY_SIZE(off))
-			return sim_error(in, o, obj, "too many offerings");
+			return dump_error(in, o, obj, "too many offerings");
 		if ((r = offering(in, cat, o, obj, &off[it.n_offerings++])) < 0)
 			return r;
 	}
@@ -429,7 +429,7 @@ static void scan_zones(const json_t *v, struct zone_scan *zs)
 
 /* The shipped catalog, in the region the input talks about (us-east-1 if
  * it names no zone), zones a/b/c plus any other of that region it names. */
-static int shipped_catalog(struct sim_input *in, struct catalog *cat, char *err, size_t errlen)
+static int shipped_catalog(struct dump_input *in, struct catalog *cat, char *err, size_t errlen)
 {
 	struct zone_scan zs = { .n = 0 };
 	const char *zones[SCHED_MAX_ZONES];
@@ -458,9 +458,9 @@ static int shipped_catalog(struct sim_input *in, struct catalog *cat, char *err,
 	return r;
 }
 
-int sim_fill_catalog(struct catalog *cat, void *userdata, char *err, size_t errlen)
+int dump_fill_catalog(struct catalog *cat, void *userdata, char *err, size_t errlen)
 {
-	struct sim_input *in = userdata;
+	struct dump_input *in = userdata;
 	const json_t *obj;
 	bool own = false;
 	size_t i;
@@ -470,7 +470,7 @@ int sim_fill_catalog(struct catalog *cat, void *userdata, char *err, size_t errl
 		const char *api = json_string_value(json_object_get(obj, "apiVersion"));
 		if (i >= in->n_given || r < 0)
 			break;
-		if (streq(sim_kind(obj), "InstanceType") && api && strstr(api, "kanna.dev")) {
+		if (streq(dump_kind(obj), "InstanceType") && api && strstr(api, "kanna.dev")) {
 			own = true;
 			r = instance_type(in, cat, obj);
 		}

@@ -1,15 +1,18 @@
 /*
- * The --simulate loader: a YAML stream (documents, or kind: List) read by
- * common/yaml-json into JSON, admitted and expanded as the API server and
- * controllers would (simulate-workloads.c), decoded by the watcher's
- * decoders into the proto objects the daemon replicates, and modelled by
- * cluster_from_state() — the daemon's own path, so that what --simulate
- * answers and what the daemon plans cannot differ. Pods without nodeName
- * are the pending ones, except those planned for an in-flight NodeClaim
- * (counted on it, as the daemon does). EC2NodeClasses count for their
- * kubelet settings; PodDisruptionBudgets and kinds the scheduler never
- * reads are accepted and ignored. Called by simulate-main.c, the scenario
- * tests and the fuzz target.
+ * The cluster dump loader (dump.h): a YAML stream (documents, or kind:
+ * List) read by common/yaml-json into JSON, admitted and expanded as the
+ * API server and controllers would (workloads.c), decoded by the watcher's
+ * decoders into the proto objects the daemons replicate, and modelled by
+ * cluster_from_state() — the daemons' own path, so that what --simulate
+ * and --what-if answer and what the daemons decide cannot differ. Pods
+ * without nodeName are the pending ones, except those planned for an
+ * in-flight NodeClaim (counted on it, as the scheduler does).
+ * EC2NodeClasses count for their kubelet settings; PodDisruptionBudgets
+ * (decoded when asked, for --what-if) and kinds the model never reads are
+ * accepted and ignored.
+ * Called by kanna-scheduler --simulate (scheduler/simulate-main.c),
+ * kanna-reaper --what-if (reaper/what-if-main.c), the scenario tests and
+ * the fuzz targets.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -22,31 +25,32 @@
 #include "common/hashmap.h"
 #include "state/state-store.h"
 #include "model/from-state.h"
-#include "scheduler/simulate-internal.h"
+#include "dump/dump-internal.h"
 #include "decode/decode.h"
 
-/* Kinds the scheduler's model reads (from-state.c), by their decoders' names. */
+/* Kinds the model reads (from-state.c), by their decoders' names. */
 static const char *const modelled_kinds[] = {
 	"Pod", "Node", "NodePool", "Provisioner", "NodeClaim", "PersistentVolumeClaim",
 	"PersistentVolume", "StorageClass", "DaemonSet", "Namespace", "EC2NodeClass",
 };
 
-const char *sim_kind(const json_t *obj)
+const char *dump_kind(const json_t *obj)
 {
 	return json_string_value(json_object_get(obj, "kind"));
 }
 
-const char *sim_name(const json_t *obj)
+const char *dump_name(const json_t *obj)
 {
 	return json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
 }
 
-const char *sim_namespace(const json_t *obj)
+const char *dump_namespace(const json_t *obj)
 {
 	return json_string_value(json_object_get(json_object_get(obj, "metadata"), "namespace"));
 }
 
-int sim_error(struct sim_input *in, const json_t *at, const json_t *fallback, const char *fmt, ...)
+int dump_error(struct dump_input *in, const json_t *at, const json_t *fallback,
+	       const char *fmt, ...)
 {
 	unsigned line = 1, column = 1;
 	va_list ap;
@@ -68,7 +72,7 @@ int sim_error(struct sim_input *in, const json_t *at, const json_t *fallback, co
 /* Follows one field path of a decoder message ("spec.containers[0].ports")
  * from obj; returns the deepest node reached that the input has a position
  * for, and how deep that is. */
-static const json_t *follow_path(const struct sim_input *in, const json_t *obj, const char *path,
+static const json_t *follow_path(const struct dump_input *in, const json_t *obj, const char *path,
 				 size_t len, unsigned *depth)
 {
 	const json_t *node = obj, *best = NULL;
@@ -108,7 +112,7 @@ static const json_t *follow_path(const struct sim_input *in, const json_t *obj, 
  * "<kind> <ns>/<name>: <field path>: <what is wrong>", so the part without
  * spaces that leads deepest into obj is the field.
  */
-static const json_t *decode_error_node(const struct sim_input *in, const json_t *obj,
+static const json_t *decode_error_node(const struct dump_input *in, const json_t *obj,
 				       const char *msg)
 {
 	const json_t *best = NULL;
@@ -131,7 +135,7 @@ static const json_t *decode_error_node(const struct sim_input *in, const json_t 
 	return best;
 }
 
-int sim_append(struct sim_input *in, json_t *obj, const json_t *origin)
+int dump_append(struct dump_input *in, json_t *obj, const json_t *origin)
 {
 	if (!obj || json_array_append_new(in->objects, obj) < 0 ||
 	    json_array_append(in->origins, (json_t *)origin) < 0 ||
@@ -140,7 +144,7 @@ int sim_append(struct sim_input *in, json_t *obj, const json_t *origin)
 	return 0;
 }
 
-int sim_add_copy(struct sim_input *in, size_t i, const char *name)
+int dump_add_copy(struct dump_input *in, size_t i, const char *name)
 {
 	json_t *names = json_array_get(in->copies, i);
 
@@ -151,24 +155,24 @@ int sim_add_copy(struct sim_input *in, size_t i, const char *name)
 }
 
 /* The input's documents, List items flattened, into in->objects. */
-static int flatten(struct sim_input *in)
+static int flatten(struct dump_input *in)
 {
 	for (size_t d = 0; d < in->docs->n_docs; d++) {
 		json_t *doc = in->docs->docs[d], *items = json_object_get(doc, "items"), *item;
-		bool list = json_is_object(doc) && streq_ptr(sim_kind(doc), "List");
+		bool list = json_is_object(doc) && streq_ptr(dump_kind(doc), "List");
 		size_t i;
 
 		if (!json_is_object(doc))
-			return sim_error(in, doc, NULL, "expected a Kubernetes object (a mapping)");
+			return dump_error(in, doc, NULL, "expected a Kubernetes object (a mapping)");
 		if (!list) {
-			if (sim_append(in, json_incref(doc), doc) < 0)
+			if (dump_append(in, json_incref(doc), doc) < 0)
 				return -ENOMEM;
 			continue;
 		}
 		if (!json_is_array(items))
-			return sim_error(in, items, doc, "items: expected a list of objects");
+			return dump_error(in, items, doc, "items: expected a list of objects");
 		json_array_foreach(items, i, item)
-			if (sim_append(in, json_incref(item), item) < 0)
+			if (dump_append(in, json_incref(item), item) < 0)
 				return -ENOMEM;
 	}
 	in->n_given = json_array_size(in->objects);
@@ -176,19 +180,19 @@ static int flatten(struct sim_input *in)
 }
 
 /* What every object needs before anything reads it. */
-static int check_objects(struct sim_input *in)
+static int check_objects(struct dump_input *in)
 {
 	const json_t *obj;
 	size_t i;
 
 	json_array_foreach(in->objects, i, obj) {
-		const char *kind = sim_kind(obj), *name = sim_name(obj);
+		const char *kind = dump_kind(obj), *name = dump_name(obj);
 		if (!json_is_object(obj))
-			return sim_error(in, obj, NULL, "expected a Kubernetes object (a mapping)");
+			return dump_error(in, obj, NULL, "expected a Kubernetes object (a mapping)");
 		if (!kind || !*kind)
-			return sim_error(in, json_object_get(obj, "kind"), obj, "object without kind");
+			return dump_error(in, json_object_get(obj, "kind"), obj, "object without kind");
 		if (!name || !*name)
-			return sim_error(in, obj, NULL, "%s without metadata.name", kind);
+			return dump_error(in, obj, NULL, "%s without metadata.name", kind);
 	}
 	return 0;
 }
@@ -238,14 +242,14 @@ static int grow(void *v, size_t *n, size_t *cap)
 }
 
 /* A pod of the input that has not been seen yet (by namespace/name). */
-static int pending_key(struct sim_input *in, struct pending *p, const char *ns, const char *name,
+static int pending_key(struct dump_input *in, struct pending *p, const char *ns, const char *name,
 		       const json_t *obj, const json_t *origin)
 {
 	char key[STATE_KEY_MAX];
 
 	snprintf(key, sizeof(key), "%s/%s", ns, name);
 	if (hashmap_get(&p->keys, key))
-		return sim_error(in, obj, origin, "duplicate Pod \"%s\"", key);
+		return dump_error(in, obj, origin, "duplicate Pod \"%s\"", key);
 	return hashmap_put(&p->keys, key, (void *)obj, NULL);
 }
 
@@ -281,9 +285,9 @@ static int pending_add_replica(struct pending *p, const char *name)
 	return 0;
 }
 
-/* Semantic checks the decoders leave to the consumer: --simulate refuses
+/* Semantic checks the decoders leave to the consumer: a dump is refused for
  * what the daemon would only report and skip. */
-static int check_decoded(struct sim_input *in, const json_t *obj, const struct proto_object *o)
+static int check_decoded(struct dump_input *in, const json_t *obj, const struct proto_object *o)
 {
 	if (o->kind == PROTO_OBJECT_NODEPOOL && o->nodepool->status == PROTO_NODEPOOL_INVALID) {
 		const json_t *spec = json_object_get(obj, "spec"), *weight = json_object_get(spec, "weight");
@@ -291,22 +295,22 @@ static int check_decoded(struct sim_input *in, const json_t *obj, const struct p
 		bool bad_weight = o->nodepool->weight < 0 || o->nodepool->weight > 100;
 		/* A requirement's reason names its field: point there. */
 		const json_t *at = decode_error_node(in, obj, why);
-		return sim_error(in, at ? at : bad_weight ? weight : spec, obj, "%s \"%s\": %s",
-				 sim_kind(obj), o->nodepool->name, why);
+		return dump_error(in, at ? at : bad_weight ? weight : spec, obj, "%s \"%s\": %s",
+				  dump_kind(obj), o->nodepool->name, why);
 	}
 	if (o->kind == PROTO_OBJECT_NODE && !o->node->n_allocatable && !o->node->n_capacity)
-		return sim_error(in, obj, NULL, "Node \"%s\" has no status.allocatable or status.capacity",
-				 o->node->name);
+		return dump_error(in, obj, NULL, "Node \"%s\" has no status.allocatable or status.capacity",
+				  o->node->name);
 	return 0;
 }
 
 /* Decodes one object into the store (or, for a pending pod, the batch,
  * with the identical replicas it stands for). */
-static int decode_one(struct sim_input *in, struct decoder *dec, const json_t *obj,
+static int decode_one(struct dump_input *in, struct decoder *dec, const json_t *obj,
 		      const json_t *origin, const json_t *copies, struct state_store *store,
 		      struct pending *pending)
 {
-	const char *kind = sim_kind(obj), *ns, *name;
+	const char *kind = dump_kind(obj), *ns, *name;
 	const struct state_entry *prev;
 	struct proto_object o;
 	const json_t *copy;
@@ -316,7 +320,7 @@ static int decode_one(struct sim_input *in, struct decoder *dec, const json_t *o
 	dec->error[0] = '\0';
 	r = decode_object(dec, kind, obj, &o);
 	if (r == -EINVAL)
-		return sim_error(in, decode_error_node(in, obj, dec->error), origin, "%s", dec->error);
+		return dump_error(in, decode_error_node(in, obj, dec->error), origin, "%s", dec->error);
 	if (r < 0 || (r = check_decoded(in, obj, &o)) < 0)
 		return r;
 	state_object_name(&o, &ns, &name);
@@ -341,12 +345,12 @@ static int decode_one(struct sim_input *in, struct decoder *dec, const json_t *o
 	}
 	prev = state_store_get(store, o.kind, ns, name);
 	if (prev)
-		return sim_error(in, obj, origin, "duplicate %s \"%s%s%s\"", kind, ns, *ns ? "/" : "", name);
+		return dump_error(in, obj, origin, "duplicate %s \"%s%s%s\"", kind, ns, *ns ? "/" : "", name);
 	r = state_store_apply(store, PROTO_DELTA_ADD, &o, store->seq + 1);
 	return r < 0 ? r : 0;
 }
 
-static int decode_all(struct sim_input *in, struct state_store *store, struct pending *pending)
+static int decode_all(struct dump_input *in, struct state_store *store, struct pending *pending)
 {
 	struct arena arena = { 0 };
 	struct decoder dec = { .arena = &arena };
@@ -355,8 +359,8 @@ static int decode_all(struct sim_input *in, struct state_store *store, struct pe
 	int r = 0;
 
 	json_array_foreach(in->objects, i, obj) {
-		if (!modelled(sim_kind(obj)) &&
-		    !(in->opts->pdbs && streq(sim_kind(obj), "PodDisruptionBudget")))
+		if (!modelled(dump_kind(obj)) &&
+		    !(in->opts->pdbs && streq(dump_kind(obj), "PodDisruptionBudget")))
 			continue;
 		if ((r = decode_one(in, &dec, obj, json_array_get(in->origins, i),
 				    json_array_get(in->copies, i), store, pending)) < 0)
@@ -410,27 +414,26 @@ static int withhold_planned(struct state_store *store, struct pending *p, int64_
 	return r < 0 ? r : 0;
 }
 
-int simulate_load(const char *file, const char *data, size_t size,
-		  const struct simulate_options *opts, struct cluster **ret, char *err,
-		  size_t err_size)
+int dump_load(const char *file, const char *data, size_t size, const struct dump_options *opts,
+	      struct cluster **ret, char *err, size_t err_size)
 {
 	struct state_store store;
 	int r;
 
 	state_store_init(&store);
-	r = simulate_load_store(file, data, size, opts, &store, ret, err, err_size);
+	r = dump_load_store(file, data, size, opts, &store, ret, err, err_size);
 	state_store_done(&store);
 	return r;
 }
 
-int simulate_load_store(const char *file, const char *data, size_t size,
-			const struct simulate_options *opts, struct state_store *store,
-			struct cluster **ret, char *err, size_t err_size)
+int dump_load_store(const char *file, const char *data, size_t size,
+		    const struct dump_options *opts, struct state_store *store,
+		    struct cluster **ret, char *err, size_t err_size)
 {
-	static const struct simulate_options defaults = { 0 };
-	struct sim_input in = { .file = file, .opts = opts ?: &defaults, .err = err,
-				.err_size = err_size };
-	struct from_state_options fo = { .fill_catalog = sim_fill_catalog, .userdata = &in,
+	static const struct dump_options defaults = { 0 };
+	struct dump_input in = { .file = file, .opts = opts ?: &defaults, .err = err,
+				 .err_size = err_size };
+	struct from_state_options fo = { .fill_catalog = dump_fill_catalog, .userdata = &in,
 					 .now_ms = in.opts->now_ms ?: clock_realtime_ms() };
 	struct pending pending = { 0 };
 	int r;
@@ -445,9 +448,9 @@ int simulate_load_store(const char *file, const char *data, size_t size,
 	if (r >= 0)
 		r = check_objects(&in);
 	if (r >= 0)
-		r = sim_admit(&in);
+		r = dump_admit(&in);
 	if (r >= 0)
-		r = sim_expand_workloads(&in);
+		r = dump_expand_workloads(&in);
 	if (r >= 0)
 		r = decode_all(&in, store, &pending);
 	if (r >= 0)
