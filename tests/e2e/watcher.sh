@@ -17,7 +17,11 @@ PROBE="$BUILDDIR/tests/e2e/kanna-probe"
 e2e_init
 export KUBECACHEDIR="$tmp/kubecache" # discovery changes below: keep kubectl's cache fresh
 # A cluster without Provisioners (v1alpha5) and with EC2NodeClasses at v1beta1 only.
+# The comparisons below take the API at one moment and the replica later:
+# the sim's pod garbage collector (the churn leaves pods of deleted nodes)
+# would change the API in between, so it waits an hour here.
 cat >"$tmp/sim.yaml" <<'YAML'
+pod-gc-quarantine-ms: 3600000
 k8s-faults:
   unservedVersions: [karpenter.sh/v1alpha5, karpenter.k8s.aws/v1]
 YAML
