@@ -10,15 +10,20 @@
 #include "sim/aws-internal.h"
 
 /*
- * The request parameters each EC2 action takes, by their first segment
- * ("Filter" for Filter.N.Name), as the EC2 API Reference lists them under
- * Request Parameters for that action (AWSEC2/latest/APIReference/
- * API_<Action>.html). Any other is refused as EC2 refuses it: 400
- * UnknownParameter, "The parameter X is not recognized"; a wrong
- * capitalization is another parameter (APIReference errors-overview.html:
- * "An unknown or unrecognized parameter was supplied. Requests that could
- * cause this error include marking up a parameter with an incorrect
- * capitalization"). Every action also takes the Common Query Parameters
+ * The request parameters each EC2 action takes are those its input shape in
+ * the EC2 model serializes (sim/aws-shapes.c), down to every nested member,
+ * as the EC2 API Reference lists them under Request Parameters for that
+ * action (AWSEC2/latest/APIReference/API_<Action>.html). Any other is refused
+ * as EC2 refuses it: 400 UnknownParameter, "The parameter X is not
+ * recognized", X being the first segment EC2 does not take: EC2 names the
+ * nested member alone ("UnknownParameter: The parameter NetworkCardIndex is
+ * not recognized" for LaunchSpecification.NetworkInterface.1.NetworkCardIndex,
+ * hashicorp/terraform-provider-aws; "The parameter Item is not recognized"
+ * for Filter.1.Value.Item.1, aws/aws-sdk-js#403). A wrong capitalization is
+ * another parameter (APIReference errors-overview.html: "An unknown or
+ * unrecognized parameter was supplied. Requests that could cause this error
+ * include marking up a parameter with an incorrect capitalization"). Every
+ * action also takes the Common Query Parameters
  * (APIReference/CommonParameters.html).
  */
 static const char *const ec2_common_params[] = {
@@ -28,85 +33,18 @@ static const char *const ec2_common_params[] = {
 	"X-Amz-SignedHeaders", NULL,
 };
 
-static const struct {
-	const char *action;
-	const char *params; /* space-separated first segments */
-} ec2_params[] = {
-	{ "DescribeInstanceTypes", "Filter InstanceType MaxResults NextToken" },
-	{ "DescribeInstanceTypeOfferings", "Filter LocationType MaxResults NextToken" },
-	{ "DescribeAvailabilityZones", "AllAvailabilityZones Filter ZoneId ZoneName" },
-	{ "DescribeSubnets", "Filter MaxResults NextToken SubnetId" },
-	{ "DescribeSecurityGroups", "Filter GroupId GroupName MaxResults NextToken" },
-	{ "DescribeImages", "ExecutableBy Filter ImageId IncludeDeprecated IncludeDisabled "
-			    "MaxResults NextToken Owner" },
-	{ "DescribeSpotPriceHistory", "AvailabilityZone EndTime Filter InstanceType MaxResults "
-				      "NextToken ProductDescription StartTime" },
-	{ "CreateLaunchTemplate", "ClientToken LaunchTemplateData LaunchTemplateName Operator "
-				  "TagSpecification VersionDescription" },
-	{ "DescribeLaunchTemplates", "Filter LaunchTemplateId LaunchTemplateName MaxResults "
-				     "NextToken" },
-	{ "DeleteLaunchTemplate", "LaunchTemplateId LaunchTemplateName" },
-	{ "CreateFleet", "ClientToken Context ExcessCapacityTerminationPolicy "
-			 "LaunchTemplateConfigs OnDemandOptions ReplaceUnhealthyInstances "
-			 "SpotOptions TagSpecification TargetCapacitySpecification "
-			 "TerminateInstancesWithExpiration Type ValidFrom ValidUntil" },
-	{ "RunInstances", "AdditionalInfo BlockDeviceMapping CapacityReservationSpecification "
-			  "ClientToken CpuOptions CreditSpecification DisableApiStop "
-			  "DisableApiTermination EbsOptimized ElasticGpuSpecification "
-			  "ElasticInferenceAccelerator EnablePrimaryIpv6 EnclaveOptions "
-			  "HibernationOptions IamInstanceProfile ImageId "
-			  "InstanceInitiatedShutdownBehavior InstanceMarketOptions InstanceType "
-			  "Ipv6Address Ipv6AddressCount KernelId KeyName LaunchTemplate "
-			  "LicenseSpecification MaintenanceOptions MaxCount MetadataOptions "
-			  "MinCount Monitoring NetworkInterface NetworkPerformanceOptions Operator "
-			  "Placement PrivateDnsNameOptions PrivateIpAddress RamdiskId "
-			  "SecurityGroup SecurityGroupId SubnetId TagSpecification UserData" },
-	{ "DescribeInstances", "Filter InstanceId MaxResults NextToken" },
-	{ "TerminateInstances", "Force InstanceId SkipOsShutdown" },
-	{ "CreateTags", "ResourceId Tag" },
-};
-
-/* Whether the first segment of name (len bytes) is a word of list. */
-static bool listed(const char *list, const char *name, size_t len)
-{
-	for (const char *w = list; *w;) {
-		size_t n = strcspn(w, " ");
-
-		if (n == len && strncmp(w, name, len) == 0)
-			return true;
-		w += n;
-		w += strspn(w, " ");
-	}
-	return false;
-}
-
 /* 1 and an UnknownParameter answer when req carries a parameter its EC2
  * action does not take, else 0. */
-static int ec2_unknown_parameter(const struct aws_request *req, struct aws_response *resp)
+static int ec2_unknown_parameter(const struct sim_aws *aws, const struct aws_request *req,
+				 struct aws_response *resp)
 {
-	const char *params = NULL;
+	char bad[256];
+	int r;
 
-	for (size_t i = 0; i < ARRAY_SIZE(ec2_params); i++)
-		if (streq(ec2_params[i].action, req->action))
-			params = ec2_params[i].params;
-	if (!params || !req->params)
+	if (aws_shapes_unknown_param(aws, req, ec2_common_params, bad, sizeof(bad)) == 0)
 		return 0;
-	for (size_t i = 0; i < req->params->n; i++) {
-		const char *name = req->params->v[i].name;
-		size_t len = strcspn(name, ".");
-		bool ok = listed(params, name, len);
-
-		for (size_t k = 0; !ok && ec2_common_params[k]; k++)
-			ok = strlen(ec2_common_params[k]) == len &&
-			     strncmp(ec2_common_params[k], name, len) == 0;
-		if (!ok) {
-			int r = aws_error(resp, req, 400, "UnknownParameter",
-					  "The parameter %s is not recognized", name);
-
-			return r < 0 ? r : 1;
-		}
-	}
-	return 0;
+	r = aws_error(resp, req, 400, "UnknownParameter", "The parameter %s is not recognized", bad);
+	return r < 0 ? r : 1;
 }
 
 static const struct {
@@ -154,7 +92,8 @@ int aws_dispatch(struct sim_aws *aws, struct aws_request *req, struct aws_respon
 					"The request must contain the parameter Action");
 	for (size_t i = 0; i < ARRAY_SIZE(actions); i++)
 		if (actions[i].service == req->service && streq(actions[i].action, req->action)) {
-			int r = req->service == AWS_SERVICE_EC2 ? ec2_unknown_parameter(req, resp) : 0;
+			int r = req->service == AWS_SERVICE_EC2 ? ec2_unknown_parameter(aws, req, resp)
+							       : aws_shapes_check_json(aws, req, resp);
 
 			if (r != 0)
 				return r < 0 ? r : 0;

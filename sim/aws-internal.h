@@ -202,6 +202,19 @@ struct aws_response {
 };
 
 void aws_response_clear(struct aws_response *resp);
+
+/* ---- request shapes (aws-shapes.c) ---- */
+int aws_shapes_load(struct sim_aws *aws);
+void aws_shapes_clear(struct sim_aws *aws);
+/* 1 with the first segment its action's input shape does not take in bad
+ * (names in common pass whole), else 0. Query protocol; EC2 naming when
+ * req->service is EC2. */
+int aws_shapes_unknown_param(const struct sim_aws *aws, const struct aws_request *req,
+			     const char *const *common, char *bad, size_t badlen);
+/* JSON protocols: 1 with SerializationException (a member of the wrong JSON
+ * type) or ValidationException (a required member missing) in resp, else 0. */
+int aws_shapes_check_json(const struct sim_aws *aws, const struct aws_request *req,
+			  struct aws_response *resp);
 /* Renders a service error in the real shape; returns 0 (handled) or -ENOMEM. */
 int aws_error(struct aws_response *resp, const struct aws_request *req, unsigned status,
 	      const char *code, const char *fmt, ...) _printf_(5, 6);
@@ -378,6 +391,7 @@ struct sim_aws {
 	size_t n_queue, cap_queue;
 	struct aws_event *timeline;
 	size_t n_timeline, cap_timeline, timeline_dropped;
+	json_t *models[_AWS_SERVICE_MAX]; /* botocore models (aws-shapes.c) */
 	struct MHD_Daemon *mhd;
 	uint16_t port;
 	char endpoint[64];

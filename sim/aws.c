@@ -231,6 +231,9 @@ static int sim_aws_load(struct sim_aws *aws, const struct sim_aws_config *cfg)
 	r = aws_images_build(aws);
 	if (r < 0)
 		return r;
+	r = aws_shapes_load(aws);
+	if (r < 0)
+		return r;
 	if (cfg->faults_json) {
 		r = aws_faults_set_json(aws, cfg->faults_json, err, sizeof(err));
 		if (r < 0)
@@ -301,6 +304,7 @@ struct sim_aws *sim_aws_free(struct sim_aws *aws)
 	aws_server_stop(aws);
 	state_free(aws);
 	free(aws->images);
+	aws_shapes_clear(aws);
 	aws_catalog_free(aws->catalog);
 	free(aws->access_key_id);
 	free(aws->secret_access_key);

@@ -4,11 +4,17 @@ noinst_LIBRARIES += libkanna-simaws.a
 libkanna_simaws_a_SOURCES = \
 	sim/aws.h sim/aws-internal.h sim/aws.c sim/aws-server.c sim/aws-dispatch.c \
 	sim/aws-admin.c sim/aws-faults.c sim/aws-catalog.c sim/aws-images.c \
-	sim/aws-params.c sim/aws-xml.c sim/aws-ec2-types.c sim/aws-ec2-network.c \
+	sim/aws-params.c sim/aws-shapes.c sim/aws-xml.c sim/aws-ec2-types.c sim/aws-ec2-network.c \
 	sim/aws-launch-templates.c sim/aws-fleet.c sim/aws-instances.c \
 	sim/aws-run-instances.c \
 	sim/aws-ssm.c sim/aws-sts.c sim/aws-sqs.c sim/aws-pricing.c sim/aws-iam.c
 SIMAWS_LIBS = libkanna-simaws.a $(LDADD) -lpthread
+# The botocore models of the served operations (verbatim, botocore 1.43.11;
+# /work/shared/data/README.md): aws-shapes.c checks requests against them.
+simawsmodelsdir = $(pkgdatadir)/aws-models
+dist_simawsmodels_DATA = sim/aws-models/ec2-2016-11-15.json \
+	sim/aws-models/ssm-2014-11-06.json sim/aws-models/sts-2011-06-15.json \
+	sim/aws-models/sqs-2012-11-05.json
 
 # Over real HTTP: EC2, auth, faults/admin, SSM/STS/SQS/Pricing.
 SIMAWS_HTTP_TEST = tests/unit/test_sim_aws_http.h tests/unit/test_sim_aws_http.c

@@ -301,16 +301,17 @@ static int handle_delete(struct k8s_api *api, const struct k8s_request *req,
 	struct k8s_delete_options opts;
 	struct k8s_error err = {};
 	json_t *body = NULL, *obj = NULL;
+	bool gone = false;
 	int r;
 
 	r = delete_options(req, route->res, &body, &opts, &err);
 	if (r >= 0)
-		r = k8s_store_delete(api->store, route->res, route->ns, route->name, &opts,
-				     &obj, &err);
+		r = k8s_store_delete_gone(api->store, route->res, route->ns, route->name, &opts,
+					  &obj, &gone, &err);
 	json_decref(body);
 	if (r < 0)
 		return k8s_reply_error(resp, &err);
-	return k8s_reply_json(resp, 200, obj);
+	return k8s_reply_json(resp, 200, k8s_delete_answer(route->res, obj, gone));
 }
 
 static int handle_delete_collection(struct k8s_api *api, const struct k8s_request *req,
@@ -467,10 +468,11 @@ static int handle_object(struct k8s_api *api, const struct k8s_request *req,
 			r = k8s_pod_binding(api, route, body, &opts, resp);
 		else if (r >= 0 && post && streq(sub, "eviction"))
 			r = k8s_pod_eviction(api, route, body, &opts, resp);
-		else if (r >= 0 && put && !create_only)
+		else if (r >= 0 && put && !create_only) {
+			opts.require_resource_version = route->res->custom;
 			r = k8s_store_update_opts(api->store, route->res, route->ns, route->name,
 						  body, mode, &opts, &obj, &err);
-		else if (r >= 0) {
+		} else if (r >= 0) {
 			k8s_error_set(&err, 405, "MethodNotAllowed",
 				      "the server does not allow this method on the requested resource");
 			r = -EINVAL;

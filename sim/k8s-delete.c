@@ -4,7 +4,8 @@
  * bound pods (completed by k8s_store_sweep(), standing in for the kubelet),
  * namespace deletion (its contents go with it) and garbage collection of
  * dependents through ownerReferences (Background and Foreground delete
- * them, Orphan strips the reference). Never does I/O.
+ * them, Orphan strips the reference), and what a DELETE answers (the
+ * object or a Status, per registry). Never does I/O.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -245,10 +246,20 @@ static int mark_deleting(struct k8s_store *store, struct k8s_resource *res,
 	return 0;
 }
 
-int k8s_store_delete(struct k8s_store *store, const struct k8s_resource *cres,
+int k8s_store_delete(struct k8s_store *store, const struct k8s_resource *res,
 		     const char *ns, const char *name,
 		     const struct k8s_delete_options *opts, json_t **ret,
 		     struct k8s_error *err)
+{
+	bool gone;
+
+	return k8s_store_delete_gone(store, res, ns, name, opts, ret, &gone, err);
+}
+
+int k8s_store_delete_gone(struct k8s_store *store, const struct k8s_resource *cres,
+			  const char *ns, const char *name,
+			  const struct k8s_delete_options *opts, json_t **ret, bool *ret_gone,
+			  struct k8s_error *err)
 {
 	struct k8s_resource *res = (struct k8s_resource *)cres;
 	struct k8s_object *o;
@@ -256,6 +267,7 @@ int k8s_store_delete(struct k8s_store *store, const struct k8s_resource *cres,
 	long grace;
 	int r;
 
+	*ret_gone = false;
 	k8s_store_lock(store);
 	o = k8s_store_lookup(res, res->namespaced ? ns : "", name);
 	if (!o) {
@@ -273,6 +285,7 @@ int k8s_store_delete(struct k8s_store *store, const struct k8s_resource *cres,
 		goto out;
 	}
 	grace = pod_grace_seconds(res, o, obj, opts);
+	*ret_gone = o->n_finalizers == 0 && grace == 0;
 	if (opts->dry_run) {
 		/* Nothing changes; the answer is the object as the delete would
 		 * leave it: marked when finalizers or a grace period hold it,
@@ -304,6 +317,56 @@ out:
 	json_decref(obj);
 	k8s_store_unlock(store);
 	return r;
+}
+
+/*
+ * Whether a DELETE that removes the object at once answers with it: the
+ * registries that set ReturnDeletedObject (kubernetes pkg/registry/.../
+ * storage/storage.go: pods, namespaces, services, serviceaccounts,
+ * persistentvolumes, persistentvolumeclaims, storageclasses). Every other
+ * (nodes, events, configmaps, leases, apps, policy, and custom resources,
+ * apiextensions-apiserver registry/customresource/etcd.go) answers
+ * registry store.go finalizeDelete's Status: status Success and details
+ * name, group, kind (the resource's plural: "Yes we set Kind field to
+ * resource") and uid, no code. A delete that only marks the object
+ * (finalizers, grace) answers the object either way.
+ */
+static bool returns_deleted_object(const struct k8s_resource *res)
+{
+	static const char *const core[] = {
+		"pods", "namespaces", "services", "serviceaccounts", "persistentvolumes",
+		"persistentvolumeclaims",
+	};
+
+	if (res->custom)
+		return false;
+	if (streq(res->group, "storage.k8s.io"))
+		return streq(res->plural, "storageclasses");
+	for (size_t i = 0; *res->group == '\0' && i < ARRAY_SIZE(core); i++)
+		if (streq(res->plural, core[i]))
+			return true;
+	return false;
+}
+
+static json_t *deleted_status(const struct k8s_resource *res, const json_t *obj)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+
+	return json_pack("{s:s, s:s, s:{}, s:s, s:{s:O?, s:s*, s:s, s:O?}}", "kind", "Status",
+			 "apiVersion", "v1", "metadata", "status", "Success", "details", "name",
+			 json_object_get(meta, "name"), "group", *res->group ? res->group : NULL,
+			 "kind", res->plural, "uid", json_object_get(meta, "uid"));
+}
+
+json_t *k8s_delete_answer(const struct k8s_resource *res, json_t *obj, bool gone)
+{
+	json_t *st;
+
+	if (!obj || !gone || returns_deleted_object(res))
+		return obj;
+	st = deleted_status(res, obj);
+	json_decref(obj);
+	return st;
 }
 
 int k8s_store_sweep(struct k8s_store *store, uint64_t now_ms)

@@ -148,6 +148,12 @@ enum k8s_write_mode {
  */
 struct k8s_write_options {
 	bool dry_run;
+	/* An update through the API (PUT, PUT /status) of a resource whose
+	 * strategy allows no unconditional update: custom resources
+	 * (apiextensions-apiserver registry/customresource strategy.go,
+	 * AllowUnconditionalUpdate false). Without metadata.resourceVersion it
+	 * is refused (k8s-write.c). */
+	bool require_resource_version;
 };
 
 /* Every function below returns 0 or a negative errno; err says why. */
@@ -211,6 +217,15 @@ int k8s_store_delete(struct k8s_store *store, const struct k8s_resource *res,
 		     const char *ns, const char *name,
 		     const struct k8s_delete_options *opts, json_t **ret,
 		     struct k8s_error *err);
+/* As k8s_store_delete(); *ret_gone says whether the object went at once
+ * (no finalizer and no grace period held it; a dry run: would have). */
+int k8s_store_delete_gone(struct k8s_store *store, const struct k8s_resource *res,
+			  const char *ns, const char *name,
+			  const struct k8s_delete_options *opts, json_t **ret, bool *ret_gone,
+			  struct k8s_error *err);
+/* What a DELETE answers (takes obj): the object, or for one gone at once
+ * from a registry without ReturnDeletedObject, a Status (k8s-delete.c). */
+json_t *k8s_delete_answer(const struct k8s_resource *res, json_t *obj, bool gone);
 
 struct k8s_list_options {
 	const struct k8s_selector *labels;

@@ -59,6 +59,25 @@ json_t *k8s_pod_bind(const json_t *cur, void *userdata, struct k8s_error *err)
 	return out;
 }
 
+/*
+ * A Binding or Eviction names the pod it is for, and it must be the pod of
+ * the URL: upstream's BindingREST.Create and EvictionREST.Create (pkg/
+ * registry/core/pod/storage storage.go, eviction.go) answer 400 BadRequest
+ * "name in URL does not match name in <Kind> object" before anything else,
+ * a body without metadata.name included.
+ */
+static bool name_mismatch(const struct k8s_route *route, const json_t *body, const char *kind,
+			  struct k8s_error *err)
+{
+	const char *name = json_string_value(json_object_get(json_object_get(body, "metadata"),
+							      "name"));
+
+	if (streq(name ?: "", route->name))
+		return false;
+	k8s_error_set(err, 400, "BadRequest", "name in URL does not match name in %s object", kind);
+	return true;
+}
+
 int k8s_pod_binding(struct k8s_api *api, const struct k8s_route *route,
 		    json_t *body, const struct k8s_write_options *opts,
 		    struct k8s_response *resp)
@@ -69,6 +88,8 @@ int k8s_pod_binding(struct k8s_api *api, const struct k8s_route *route,
 	struct k8s_error err = {};
 	int r;
 
+	if (name_mismatch(route, body, "Binding", &err))
+		return k8s_reply_error(resp, &err);
 	if (!node || !*node || (kind && !streq(kind, "Node"))) {
 		k8s_error_set(&err, 422, "Invalid",
 			      "Binding.target.name: Required value: a Node name is required");
@@ -251,6 +272,8 @@ int k8s_pod_eviction(struct k8s_api *api, const struct k8s_route *route,
 	json_t *pod = NULL;
 	int r;
 
+	if (name_mismatch(route, body, "Eviction", &err))
+		return k8s_reply_error(resp, &err);
 	/* kanna-sim checks the Eviction's deleteOptions as a DELETE's, which
 	 * upstream's EvictionREST does not (stricter, never kinder). */
 	k8s_delete_options_init(&opts);

@@ -393,6 +393,30 @@ static json_t *build_update(const struct k8s_resource *res, const json_t *old,
 	return out;
 }
 
+/*
+ * An update without resourceVersion where the strategy allows none:
+ * upstream's registry store.go Update answers
+ * NewInvalid(GroupKind{Group, Kind: <resource>}, name,
+ * field.Invalid(metadata.resourceVersion, 0, "must be specified for an
+ * update")), the resource's plural standing for its kind.
+ */
+static int unconditional_update_refused(const struct k8s_resource *res, const char *name,
+					struct k8s_error *err)
+{
+	k8s_error_set(err, 422, "Invalid",
+		      "%s \"%s\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+		      k8s_resource_qualified(res), name);
+	if (err) {
+		json_decref(err->details);
+		err->details = json_pack("{s:s, s:s*, s:s, s:[{s:s, s:s, s:s}]}", "name", name,
+					 "group", *res->group ? res->group : NULL, "kind",
+					 res->plural, "causes", "reason", "FieldValueInvalid",
+					 "message", "Invalid value: 0x0: must be specified for an update",
+					 "field", "metadata.resourceVersion");
+	}
+	return -EINVAL;
+}
+
 /* Lock held; old is the current snapshot. */
 static int store_write(struct k8s_store *store, struct k8s_resource *res,
 		       struct k8s_object *old, json_t *body,
@@ -419,6 +443,8 @@ static int store_write(struct k8s_store *store, struct k8s_resource *res,
 		return -EINVAL;
 	}
 	snprintf(rvbuf, sizeof(rvbuf), "%" PRIu64, old->rv);
+	if ((!rv || !*rv) && opts && opts->require_resource_version)
+		return unconditional_update_refused(res, old->name, err);
 	if (rv && *rv && !streq(rv, rvbuf)) {
 		k8s_error_set(err, 409, "Conflict",
 			      "Operation cannot be fulfilled on %s \"%s\": the object has been modified; please apply your changes to the latest version and try again",

@@ -312,7 +312,7 @@ wait_for "a cordoned node takes no new pods" \
 	"kubectl get pod drained -o jsonpath='{.status.conditions[0].message}'" \
 	"0/1 nodes are available: 1 node(s) were unschedulable."
 post /api/v1/namespaces/default/pods/drained/binding \
-	'{"target":{"kind":"Node","name":"node-1"}}' >/dev/null
+	'{"metadata":{"name":"drained"},"target":{"kind":"Node","name":"node-1"}}' >/dev/null
 expect_match "kubectl drain evicts" \
 	"$(kubectl drain node-1 --ignore-daemonsets --delete-emptydir-data --force --timeout=20s 2>&1)" \
 	"node/node-1 drained"
@@ -340,12 +340,19 @@ expect_match "bookmarks arrive when asked" \
 	"$(c --max-time 10 "$server/api/v1/namespaces/default/pods?watch=1&resourceVersion=$rv&allowWatchBookmarks=true&timeoutSeconds=7")" \
 	'"type":"BOOKMARK"'
 
-# --- 410 Gone once the window has moved past rv
+# --- 410 Gone once the window has moved past rv: the creates, one curl
+# (one connection) for them all
+set --
 n=0
 while [ $n -lt $((WATCH_WINDOW + 5)) ]; do
-	post /api/v1/namespaces/default/configmaps "{\"metadata\":{\"name\":\"cm-$n\"}}" >/dev/null
+	[ $n -eq 0 ] || set -- "$@" --next
+	set -- "$@" -sS -o /dev/null --cacert "$tmp/state/ca.crt" -H "Authorization: Bearer $token" \
+		-H 'Content-Type: application/json' -X POST -d "{\"metadata\":{\"name\":\"cm-$n\"}}" \
+		"$server/api/v1/namespaces/default/configmaps"
 	n=$((n + 1))
 done
+curl "$@" || fail "creating $n ConfigMaps"
+set --
 expect_eq "watch from a compacted rv is 410" \
 	"$(code --max-time 10 "$server/api/v1/namespaces/default/pods?watch=1&resourceVersion=$rv")" 410
 expect_match "410 reason is Expired" "$(cat "$tmp/body")" '"reason":"Expired"'

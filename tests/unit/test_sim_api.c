@@ -495,3 +495,113 @@ Test(sim_api, resource_version_match_is_validated_and_exact_is_never_served_from
 	json_decref(call_query("GET", "/api/v1/namespaces", q, NULL, NULL, 200));
 	json_decref(list);
 }
+
+#define NODEPOOLS "/apis/karpenter.sh/v1/nodepools"
+#define POD_P "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}"
+
+static const char *metadata_str(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
+}
+
+/* Custom resources allow no unconditional update (apiextensions-apiserver
+ * customresource strategy AllowUnconditionalUpdate false; registry store.go
+ * Update): a PUT without resourceVersion is 422. Built-ins such as
+ * ConfigMaps allow it. */
+Test(sim_api, a_put_of_a_custom_resource_without_resource_version_is_invalid)
+{
+	json_t *np = call("POST", NODEPOOLS, NULL, "{\"metadata\":{\"name\":\"default\"},\"spec\":{}}", 201);
+	json_t *err, *cause;
+	char body[256];
+
+	err = call("PUT", NODEPOOLS "/default", NULL,
+		   "{\"metadata\":{\"name\":\"default\"},\"spec\":{\"weight\":1}}", 422);
+	cr_assert_str_eq(json_string_value(json_object_get(err, "message")),
+			 "nodepools.karpenter.sh \"default\" is invalid: metadata.resourceVersion: "
+			 "Invalid value: 0x0: must be specified for an update");
+	cr_assert_str_eq(json_string_value(json_object_get(err, "reason")), "Invalid");
+	cause = json_array_get(json_object_get(json_object_get(err, "details"), "causes"), 0);
+	cr_assert_str_eq(json_string_value(json_object_get(cause, "field")), "metadata.resourceVersion");
+	json_decref(err);
+	snprintf(body, sizeof(body),
+		 "{\"metadata\":{\"name\":\"default\",\"resourceVersion\":\"%s\"},\"spec\":{\"weight\":1}}",
+		 metadata_str(np, "resourceVersion"));
+	json_decref(call("PUT", NODEPOOLS "/default", NULL, body, 200));
+	json_decref(np);
+	json_decref(call("POST", "/api/v1/namespaces/default/configmaps", NULL,
+			 "{\"metadata\":{\"name\":\"c\"}}", 201));
+	json_decref(call("PUT", "/api/v1/namespaces/default/configmaps/c", NULL,
+			 "{\"metadata\":{\"name\":\"c\"},\"data\":{\"a\":\"b\"}}", 200));
+}
+
+/* BindingREST.Create and EvictionREST.Create: the body names the pod of the
+ * URL, or 400 BadRequest. */
+Test(sim_api, a_binding_or_eviction_for_another_pod_is_a_bad_request)
+{
+	static const char *const cases[][3] = {
+		{ "binding", "{\"metadata\":{\"name\":\"q\"},\"target\":{\"kind\":\"Node\",\"name\":\"n1\"}}",
+		  "name in URL does not match name in Binding object" },
+		{ "binding", "{\"target\":{\"kind\":\"Node\",\"name\":\"n1\"}}",
+		  "name in URL does not match name in Binding object" },
+		{ "eviction", "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"q\"}}",
+		  "name in URL does not match name in Eviction object" },
+		{ "eviction", "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\"}",
+		  "name in URL does not match name in Eviction object" },
+	};
+	char path[128];
+
+	json_decref(call("POST", "/api/v1/namespaces/default/pods", NULL, POD_P, 201));
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		json_t *err;
+
+		snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods/p/%s", cases[i][0]);
+		err = call("POST", path, NULL, cases[i][1], 400);
+		cr_assert_str_eq(json_string_value(json_object_get(err, "message")), cases[i][2]);
+		cr_assert_str_eq(json_string_value(json_object_get(err, "reason")), "BadRequest");
+		json_decref(err);
+	}
+	json_decref(call("GET", "/api/v1/namespaces/default/pods/p", NULL, NULL, 200));
+}
+
+/* A DELETE that removes the object at once answers what its registry
+ * answers: the object where ReturnDeletedObject is set (pods), else
+ * finalizeDelete's Status with name, group, kind (the plural) and uid
+ * (nodes, NodePools). Held by a finalizer, the object comes back marked. */
+Test(sim_api, an_immediate_delete_answers_the_object_or_a_status_as_the_registry_does)
+{
+	json_t *obj, *details;
+
+	json_decref(call("POST", "/api/v1/namespaces/default/pods", NULL, POD_P, 201));
+	obj = call("DELETE", "/api/v1/namespaces/default/pods/p", NULL, NULL, 200);
+	cr_assert_str_eq(json_string_value(json_object_get(obj, "kind")), "Pod");
+	cr_assert_str_eq(metadata_str(obj, "name"), "p");
+	json_decref(obj);
+
+	json_decref(call("POST", "/api/v1/nodes", NULL, "{\"metadata\":{\"name\":\"n1\"}}", 201));
+	obj = call("DELETE", "/api/v1/nodes/n1", NULL, NULL, 200);
+	cr_assert_str_eq(json_string_value(json_object_get(obj, "kind")), "Status");
+	cr_assert_str_eq(json_string_value(json_object_get(obj, "status")), "Success");
+	cr_assert_null(json_object_get(obj, "code"));
+	details = json_object_get(obj, "details");
+	cr_assert_str_eq(json_string_value(json_object_get(details, "name")), "n1");
+	cr_assert_str_eq(json_string_value(json_object_get(details, "kind")), "nodes");
+	cr_assert_null(json_object_get(details, "group"));
+	cr_assert_not_null(json_object_get(details, "uid"));
+	json_decref(obj);
+
+	json_decref(call("POST", NODEPOOLS, NULL, "{\"metadata\":{\"name\":\"a\"},\"spec\":{}}", 201));
+	obj = call("DELETE", NODEPOOLS "/a", NULL, NULL, 200);
+	details = json_object_get(obj, "details");
+	cr_assert_str_eq(json_string_value(json_object_get(obj, "kind")), "Status");
+	cr_assert_str_eq(json_string_value(json_object_get(details, "group")), "karpenter.sh");
+	cr_assert_str_eq(json_string_value(json_object_get(details, "kind")), "nodepools");
+	json_decref(obj);
+
+	json_decref(call("POST", NODEPOOLS, NULL,
+			 "{\"metadata\":{\"name\":\"held\",\"finalizers\":[\"example.com/x\"]},\"spec\":{}}",
+			 201));
+	obj = call("DELETE", NODEPOOLS "/held", NULL, NULL, 200);
+	cr_assert_str_eq(json_string_value(json_object_get(obj, "kind")), "NodePool");
+	cr_assert_not_null(metadata_str(obj, "deletionTimestamp"));
+	json_decref(obj);
+}

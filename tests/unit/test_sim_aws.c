@@ -420,11 +420,11 @@ Test(sim_aws, a_parameter_the_action_does_not_take_is_unknown)
 {
 	static const char *const requests[][2] = {
 		{ "Action=DescribeInstances&Filters.1.Name=instance-state-name&Filters.1.Value.1=running",
-		  "Filters.1.Name" },
-		{ "Action=DescribeInstances&instanceId.1=i-0123456789abcdef0", "instanceId.1" },
+		  "Filters" },
+		{ "Action=DescribeInstances&instanceId.1=i-0123456789abcdef0", "instanceId" },
 		{ "Action=DescribeAvailabilityZones&MaxResults=5", "MaxResults" },
 		{ "Action=TerminateInstances&InstanceId.1=i-0123456789abcdef0&MaxResults=5", "MaxResults" },
-		{ "Action=CreateLaunchTemplate&LaunchTemplateName=lt-x&DryRun=true&Tags.1.Key=a", "Tags.1.Key" },
+		{ "Action=CreateLaunchTemplate&LaunchTemplateName=lt-x&DryRun=true&Tags.1.Key=a", "Tags" },
 	};
 	char buf[256];
 
@@ -439,6 +439,87 @@ Test(sim_aws, a_parameter_the_action_does_not_take_is_unknown)
 		cr_assert_str_eq(xml_nth(r.body, "Message", 0, buf, sizeof(buf)), want);
 		free(r.body);
 	}
+}
+
+/* Nested members too: EC2 names the first segment it does not take, alone
+ * (aws/aws-sdk-js#403: "The parameter Item is not recognized" for
+ * Filter.1.Value.Item.1). Every action the sim serves. */
+Test(sim_aws, a_nested_member_the_shape_does_not_define_is_unknown)
+{
+	static const char *const requests[][2] = {
+		{ "Action=CreateFleet&Type=instant&TargetCapacitySpecification.TotalTargetCapacity=1"
+		  "&TargetCapacitySpecification.DefaultTargetCapacityType=on-demand"
+		  "&LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateName=lt-x"
+		  "&LaunchTemplateConfigs.1.LaunchTemplateSpecification.Version=$Latest"
+		  "&LaunchTemplateConfigs.1.Overrides.1.InstanceType=m5.large"
+		  "&LaunchTemplateConfigs.1.Overrides.1.Bogus=x", "Bogus" },
+		{ "Action=CreateFleet&Type=instant&TargetCapacitySpecification.TotalTargetCapacity=1"
+		  "&TargetCapacitySpecification.Bogus=1", "Bogus" },
+		{ "Action=CreateFleet&Type=instant&TagSpecification.1.ResourceType=instance"
+		  "&TagSpecification.1.Foo=bar", "Foo" },
+		{ "Action=CreateFleet&Type=instant&TagSpecification.1.Tag.1.key=k", "key" },
+		{ "Action=DescribeInstances&Filter.1.Name=instance-state-name&Filter.1.Bogus=x", "Bogus" },
+		{ "Action=DescribeInstances&Filter.1.Name=tag:a&Filter.1.Value.Item.1=x", "Item" },
+		{ "Action=DescribeInstances&InstanceId.1.Sub=i-0123456789abcdef0", "Sub" },
+		{ "Action=TerminateInstances&InstanceId.1=i-0123456789abcdef0&InstanceId.2.X=y", "X" },
+		{ "Action=CreateTags&ResourceId.1=i-0123456789abcdef0&Tag.1.Key=a&Tag.1.Colour=b",
+		  "Colour" },
+		{ "Action=DescribeSubnets&Filter.1.Name=vpc-id&Filter.1.Values.1=v", "Values" },
+		{ "Action=DescribeSecurityGroups&GroupId.1.Name=sg-1", "Name" },
+		{ "Action=DescribeImages&Owner.1=self&Filter.1.Name=name&Filter.1.Value.1=x"
+		  "&Filter.1.Value.1.X=y", "X" },
+		{ "Action=DescribeLaunchTemplates&LaunchTemplateName.1.Id=x", "Id" },
+		{ "Action=CreateLaunchTemplate&LaunchTemplateName=lt-x"
+		  "&LaunchTemplateData.ImageId=ami-1&LaunchTemplateData.MetadataOptions.HttpTokenz=x",
+		  "HttpTokenz" },
+		{ "Action=CreateLaunchTemplate&LaunchTemplateName=lt-x"
+		  "&LaunchTemplateData.BlockDeviceMapping.1.Ebs.VolumeSize=20"
+		  "&LaunchTemplateData.BlockDeviceMapping.1.Ebs.Size=20", "Size" },
+		{ "Action=DescribeInstanceTypes&InstanceType.1=m5.large&InstanceType.1.Arch=x", "Arch" },
+		{ "Action=DescribeInstanceTypeOfferings&LocationType=availability-zone"
+		  "&Filter.1.Name=location&Filter.1.Value.1=a&Filter.1.Value.1.b=c", "b" },
+		{ "Action=DescribeSpotPriceHistory&InstanceType.1=m5.large&ProductDescription.1.X=y",
+		  "X" },
+		{ "Action=DescribeAvailabilityZones&ZoneName.1.Y=z", "Y" },
+		{ "Action=RunInstances&MinCount=1&MaxCount=1&ImageId=ami-1&Placement.Zone=a", "Zone" },
+	};
+	char buf[256];
+
+	for (size_t i = 0; i < ARRAY_SIZE(requests); i++) {
+		struct reply r = ec2(requests[i][0]);
+		char want[128];
+
+		cr_assert_eq(r.status, 400, "%s: %s", requests[i][0], r.body);
+		cr_assert_str_eq(xml_nth(r.body, "Code", 0, buf, sizeof(buf)), "UnknownParameter",
+				 "%s: %s", requests[i][0], r.body);
+		snprintf(want, sizeof(want), "The parameter %s is not recognized", requests[i][1]);
+		cr_assert_str_eq(xml_nth(r.body, "Message", 0, buf, sizeof(buf)), want, "%s",
+				 requests[i][0]);
+		free(r.body);
+	}
+}
+
+/* The members a request may nest are taken: lists of filters and values, a
+ * launch template's nested data and tag specifications. */
+Test(sim_aws, nested_members_the_shape_defines_are_taken)
+{
+	struct reply r = ec2("Action=DescribeInstances&Filter.1.Name=tag:a&Filter.1.Value.1=x"
+			     "&Filter.2.Name=instance-state-name&Filter.2.Value.1=running"
+			     "&Filter.2.Value.2=pending&MaxResults=5");
+	char buf[256];
+
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	free(r.body);
+	r = ec2("Action=CreateLaunchTemplate&LaunchTemplateName=lt-nested"
+		"&LaunchTemplateData.ImageId=ami-1&LaunchTemplateData.MetadataOptions.HttpTokens=required"
+		"&LaunchTemplateData.BlockDeviceMapping.1.DeviceName=/dev/xvda"
+		"&LaunchTemplateData.BlockDeviceMapping.1.Ebs.VolumeSize=20"
+		"&LaunchTemplateData.IamInstanceProfile.Name=p"
+		"&LaunchTemplateData.SecurityGroupId.1=sg-1"
+		"&TagSpecification.1.ResourceType=launch-template&TagSpecification.1.Tag.1.Key=a"
+		"&TagSpecification.1.Tag.1.Value=b");
+	cr_assert_str_neq(xml_nth(r.body, "Code", 0, buf, sizeof(buf)), "UnknownParameter");
+	free(r.body);
 }
 
 /* DescribeSubnets and DescribeSecurityGroups: MaxResults 5 to 1000, pages

@@ -298,3 +298,39 @@ Test(sim_aws_services, pricing_refuses_what_get_products_does_not_take)
 		free(r.body);
 	}
 }
+
+/* awsJson: a member of the wrong JSON type is refused before the action runs,
+ * as Coral's deserializer refuses it ("SerializationException: STRING_VALUE
+ * cannot be converted to Integer", ECS in aws/aws-cdk-cli#973); a required
+ * member missing is SSM's ValidationException. */
+Test(sim_aws_services, json_members_of_the_wrong_type_or_missing_are_refused)
+{
+	static const char *const cases[][4] = {
+		{ "ssm", "AmazonSSM.GetParameter", "{\"Name\":5}", "SerializationException" },
+		{ "ssm", "AmazonSSM.GetParameter", "{\"Name\":[\"a\"]}", "SerializationException" },
+		{ "ssm", "AmazonSSM.GetParameter",
+		  "{\"Name\":\"/aws/service/bottlerocket/aws-k8s-1.30/x86_64/latest/image_id\","
+		  "\"WithDecryption\":\"true\"}", "SerializationException" },
+		{ "ssm", "AmazonSSM.GetParameter", "{\"WithDecryption\":true}", "ValidationException" },
+		{ "sqs", "AmazonSQS.ReceiveMessage",
+		  "{\"QueueUrl\":\"http://x/111122223333/q\",\"MaxNumberOfMessages\":\"5\"}",
+		  "SerializationException" },
+		{ "sqs", "AmazonSQS.ReceiveMessage",
+		  "{\"QueueUrl\":\"http://x/111122223333/q\",\"MessageAttributeNames\":\"All\"}",
+		  "SerializationException" },
+		{ "sqs", "AmazonSQS.DeleteMessage", "{\"QueueUrl\":7,\"ReceiptHandle\":\"r\"}",
+		  "SerializationException" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct reply r = call_full(&(struct call){ .service = cases[i][0], .target = cases[i][1] },
+					   "/", cases[i][2]);
+		json_t *j = json_loads(r.body, 0, NULL);
+
+		cr_assert_eq(r.status, 400, "%s: %s", cases[i][2], r.body);
+		cr_assert_str_eq(json_string_value(json_object_get(j, "__type")) ?: "", cases[i][3],
+				 "%s: %s", cases[i][2], r.body);
+		json_decref(j);
+		free(r.body);
+	}
+}
