@@ -28,7 +28,7 @@ void aws_credentials_free(struct aws_credentials *c)
 {
 	if (!c)
 		return;
-	free(c->access_key_id);
+	free_secret(c->access_key_id);
 	free_secret(c->secret_access_key);
 	free_secret(c->session_token);
 	free(c->source);
@@ -231,10 +231,37 @@ int aws_credentials_parse_json(const char *body, size_t len, struct aws_credenti
 typedef int (*source_fn)(const struct aws_credentials_options *opts,
 			 struct aws_credentials **ret, char **ret_why);
 
+/*
+ * Unsets name and zeroes its "NAME=value" text where it was: the initial
+ * environment, on the stack, is what /proc/<pid>/environ shows, and
+ * unsetenv() only unlinks it.
+ */
+static void env_take(const char *name)
+{
+	size_t len = strlen(name);
+
+	for (char **e = environ; e && *e; e++) {
+		char *entry = *e;
+
+		if (strncmp(entry, name, len) == 0 && entry[len] == '=') {
+			unsetenv(name);
+			OPENSSL_cleanse(entry, strlen(entry));
+			return;
+		}
+	}
+}
+
 static int source_env(const struct aws_credentials_options *opts, struct aws_credentials **ret,
 		      char **ret_why)
 {
-	return aws_credentials_from_env(ret, ret_why);
+	int r = aws_credentials_from_env(ret, ret_why);
+
+	if (r >= 0 && opts->take_env) {
+		env_take("AWS_ACCESS_KEY_ID");
+		env_take("AWS_SECRET_ACCESS_KEY");
+		env_take("AWS_SESSION_TOKEN");
+	}
+	return r;
 }
 
 static int source_shared_files(const struct aws_credentials_options *opts,

@@ -51,7 +51,7 @@ static void on_caller_identity(struct aws_client *c, const struct aws_response *
 
 static int aws_start_client(struct aws_start *s)
 {
-	struct aws_credentials_options co = { .region = s->ao.region };
+	struct aws_credentials_options co = { .region = s->ao.region, .take_env = true };
 	struct aws_credentials *creds = NULL;
 	char *error = NULL;
 	int r;

@@ -53,6 +53,14 @@ struct aws_credentials_options {
 	long local_timeout_ms;
 	long sts_timeout_ms;
 	const char *region; /* for the STS endpoint of web identity; may be NULL */
+	/*
+	 * Keys found in the environment are taken out of it (issue 19): the
+	 * three variables unset and their text zeroed where it was, so neither
+	 * a child nor /proc/<pid>/environ shows them again. For daemons; the
+	 * keys then live only in the client (and a resolve cannot find them
+	 * twice).
+	 */
+	bool take_env;
 };
 
 void aws_credentials_free(struct aws_credentials *c);

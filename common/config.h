@@ -112,6 +112,9 @@ struct config_common {
 	enum log_level log_level;
 	enum log_format log_format;
 	char *runtime_dir;
+	char *socket_group;
+	char *tap_group;
+	char **peer_identities;
 	uint64_t metrics_port;
 	uint64_t health_port;
 	char *config_file;
@@ -146,6 +149,22 @@ extern const struct config_enum_value config_log_format_values[];
 	  .default_env = "RUNTIME_DIRECTORY", .metavar = "DIR",                             \
 	  .help = "Directory of the ZeroMQ sockets between the daemons (default "           \
 		  "$RUNTIME_DIRECTORY when systemd sets it)." },                            \
+	{ .name = "socket-group", .type = CONFIG_STRING,                                    \
+	  .offset = offsetof(cfg_type, cfg_member.socket_group), .flags = CONFIG_SHARED,            \
+	  .default_value = NULL, .metavar = "GROUP",                                        \
+	  .help = "Group (name or number) given the message sockets, made 0660 (0600 "     \
+		  "without it); the runtime directory may be writable by this group only." }, \
+	{ .name = "tap-group", .type = CONFIG_STRING,                                       \
+	  .offset = offsetof(cfg_type, cfg_member.tap_group), .flags = CONFIG_SHARED,               \
+	  .default_value = NULL, .metavar = "GROUP",                                        \
+	  .help = "Operators' group given the <process>.tap socket, made 0660 (0600 "      \
+		  "without it); its members may attach kanna-tap." },                       \
+	{ .name = "peer-identities", .type = CONFIG_STRING_LIST,                            \
+	  .offset = offsetof(cfg_type, cfg_member.peer_identities), .flags = CONFIG_SHARED,         \
+	  .default_value = NULL, .metavar = "ROLE=USER[:GROUP],...",                         \
+	  .help = "Who the other daemons run as (roles watcher, scheduler, launcher, "     \
+		  "reaper): each bound socket admits the roles that belong on it, besides " \
+		  "this daemon's own user and root; any other peer is refused." },         \
 	{ .name = "metrics-port", .type = CONFIG_UINT,                                      \
 	  .offset = offsetof(cfg_type, cfg_member.metrics_port), .flags = CONFIG_SHARED,            \
 	  .default_value = (metrics_port_default), .min = 0, .max = 65535,                  \

@@ -113,6 +113,48 @@ static int run_for_lease(struct daemon_run *run)
 	return 0;
 }
 
+/*
+ * The sockets' context, once the runtime directory is one only this daemon
+ * (or root) controls: who may reach each socket is then up to the ZAP
+ * check of common/sock-guard.c, not to whoever can write the directory.
+ */
+static int open_sockets(struct daemon_run *run)
+{
+	const struct daemon_options *o = run->o;
+	struct daemon *d = &run->d;
+	const struct config_common *common = config_common(o->schema, o->cfg);
+	struct sock_access a = { .socket_group = SOCK_NO_GROUP, .tap_group = SOCK_NO_GROUP };
+	struct sock_identity *ids = NULL;
+	char *dir = NULL, err[CONFIG_ERROR_MAX];
+	int r;
+
+	if (common->socket_group && sock_lookup_group(common->socket_group, &a.socket_group) < 0)
+		return log_error_errno(ENOENT, "Failed to use socket-group %s: no such group",
+				       common->socket_group);
+	if (common->tap_group && sock_lookup_group(common->tap_group, &a.tap_group) < 0)
+		return log_error_errno(ENOENT, "Failed to use tap-group %s: no such group",
+				       common->tap_group);
+	r = sock_identities_parse(common->peer_identities, &ids, &a.n_identities, err, sizeof(err));
+	if (r < 0)
+		return log_error_errno(r, "Failed to use %s", err);
+	a.identities = ids;
+	r = sock_refused_metric_new(d->metrics, &a.refused);
+	if (r < 0) {
+		free(ids);
+		return log_error_errno(r, "Failed to register metrics: %m");
+	}
+	r = sock_runtime_dir(common->runtime_dir, &dir);
+	if (r < 0)
+		log_error_errno(r, "Failed to create the runtime directory %s: %m", common->runtime_dir);
+	else if ((r = sock_runtime_dir_check(dir, a.socket_group, err, sizeof(err))) < 0)
+		log_error_errno(r, "Refusing to start: %s", err);
+	else if ((r = sock_ctx_new_with_access(&d->socks, d->loop, o->process, dir, &a)) < 0)
+		log_error_errno(r, "Failed to open the message sockets' context in %s: %m", dir);
+	free(dir);
+	free(ids);
+	return r;
+}
+
 static int start(struct daemon_run *run)
 {
 	const struct daemon_options *o = run->o;
@@ -165,9 +207,8 @@ static int start(struct daemon_run *run)
 		return log_error_errno(r, "Failed to create the Kubernetes client: %m");
 	if ((r = kube_events_new(&d->events, d->kube, o->events_component, d->host)) < 0)
 		return log_error_errno(r, "Failed to create the Event recorder: %m");
-	if ((r = sock_ctx_new(&d->socks, d->loop, o->process, common->runtime_dir)) < 0)
-		return log_error_errno(r, "Failed to open the message sockets' context in %s: %m",
-				       common->runtime_dir);
+	if ((r = open_sockets(run)) < 0)
+		return r;
 	if (run->h->prepare && (r = run->h->prepare(d, run->userdata)) < 0)
 		return r;
 	if (!k->leader_elect)

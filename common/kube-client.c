@@ -124,6 +124,14 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
 	return n;
 }
 
+/* A request's headers hold the bearer token: zeroed before they go. */
+static void headers_free_erased(struct curl_slist *headers)
+{
+	for (struct curl_slist *h = headers; h; h = h->next)
+		explicit_bzero(h->data, strlen(h->data));
+	curl_slist_free_all(headers);
+}
+
 void kube_req_free(struct kube_req *req)
 {
 	struct kube_client *c = req->client;
@@ -135,7 +143,7 @@ void kube_req_free(struct kube_req *req)
 		sd_event_source_disable_unref(req->timer);
 	if (req->easy)
 		curl_easy_cleanup(req->easy);
-	curl_slist_free_all(req->headers);
+	headers_free_erased(req->headers);
 	curl_slist_free_all(req->connect_to);
 	if (req->prev)
 		req->prev->next = req->next;
@@ -249,7 +257,8 @@ static int req_token(struct kube_client *c, const char **ret, char *err, size_t 
 static int req_prepare(struct kube_req *req, char *err, size_t errlen)
 {
 	struct kube_client *c = req->client;
-	_cleanup_free_ char *url = NULL, *auth = NULL, *ctype = NULL, *connect_to = NULL;
+	_cleanup_free_ char *url = NULL, *ctype = NULL, *connect_to = NULL;
+	_cleanup_erased_ char *auth = NULL;
 	const char *token = NULL;
 	int r;
 
@@ -262,7 +271,7 @@ static int req_prepare(struct kube_req *req, char *err, size_t errlen)
 	if (!req->easy && !(req->easy = curl_easy_init()))
 		return -ENOMEM;
 	curl_easy_reset(req->easy);
-	curl_slist_free_all(req->headers);
+	headers_free_erased(req->headers);
 	req->headers = NULL;
 	req->body_len = 0;
 	if (asprintf(&ctype, "Content-Type: %s",

@@ -249,9 +249,9 @@ static int parse_credential(struct kube_exec *x, const char *out, char *err, siz
 		r = exec_fail(err, errlen, -EINVAL, "exec plugin %s: token contains a line break",
 			      x->command);
 	if (r >= 0) {
-		free(x->token);
+		free_erased(x->token);
 		free(x->client_cert_pem);
-		free(x->client_key_pem);
+		free_erased(x->client_key_pem);
 		x->token = token ? strdup(token) : NULL;
 		x->client_cert_pem = cert ? strdup(cert) : NULL;
 		x->client_key_pem = key ? strdup(key) : NULL;
@@ -279,6 +279,8 @@ static void run_free(struct kube_exec_run *run)
 	sd_event_source_disable_unref(run->deadline_src);
 	if (run->pidfd >= 0)
 		close(run->pidfd);
+	/* The ExecCredential it printed holds the token. */
+	explicit_bzero(run->out, run->out_len);
 	free(run->out);
 	if (run->x->run == run)
 		run->x->run = NULL;
@@ -548,9 +550,9 @@ struct kube_exec *kube_exec_free(struct kube_exec *x)
 	for (char **p = x->env; p && *p; p++)
 		free(*p);
 	free(x->env);
-	free(x->token);
+	free_erased(x->token);
 	free(x->client_cert_pem);
-	free(x->client_key_pem);
+	free_erased(x->client_key_pem);
 	free(x->last_error);
 	free(x);
 	return NULL;

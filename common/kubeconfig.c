@@ -344,10 +344,10 @@ struct kube_config *kube_config_free(struct kube_config *cfg)
 	free(cfg->ca_pem);
 	free(cfg->tls_server_name);
 	free(cfg->client_cert_pem);
-	free(cfg->client_key_pem);
-	free(cfg->token);
+	free_erased(cfg->client_key_pem);
+	free_erased(cfg->token);
 	free(cfg->token_file);
-	free(cfg->token_file_cache);
+	free_erased(cfg->token_file_cache);
 	kube_exec_free(cfg->exec);
 	free(cfg);
 	return NULL;
@@ -375,7 +375,7 @@ int kube_config_bearer_token(struct kube_config *cfg, const char **ret, char *er
 				return fail(err, errlen, r, "token file %s: %s", cfg->token_file,
 					    strerror(-r));
 			tok[strcspn(tok, "\r\n")] = '\0';
-			free(cfg->token_file_cache);
+			free_erased(cfg->token_file_cache);
 			cfg->token_file_cache = tok;
 			cfg->token_file_mtime = st.st_mtime;
 		}

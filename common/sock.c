@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/sock-guard.h"
 #include "common/sock.h"
 
 /* "recv " + socket name + " " + 20 digits: names are short identifiers. */
@@ -33,6 +34,8 @@ struct sock_ctx {
 	struct loop *loop;
 	void *zmq;
 	void *tap;
+	/* Socket modes and (daemons) the peer check: sock-guard.c. */
+	struct sock_guard *guard;
 	/* Distinct topics subscribed on the tap; > 0 means someone listens. */
 	unsigned tap_subscriptions;
 	uint64_t tap_copies;
@@ -145,21 +148,27 @@ static int on_tap_subscription(void *zsock, void *userdata)
 
 static int sock_tap_open(struct sock_ctx *ctx)
 {
-	_cleanup_free_ char *endpoint = NULL;
+	_cleanup_free_ char *endpoint = NULL, *domain = NULL;
 	int hwm = SOCK_TAP_HWM, linger = 0;
 	int r;
 
 	r = sock_ipc_endpoint(ctx->runtime_dir, ctx->process, ".tap", &endpoint);
 	if (r < 0)
 		return r;
+	/* Operators (the tap group) may read the tap; they may not talk. */
+	if (asprintf(&domain, "%s.tap", ctx->process) < 0)
+		return -ENOMEM;
+	if ((r = sock_guard_admit(ctx->guard, domain, SOCK_ROLE_OPERATORS)) < 0)
+		return r;
 	ctx->tap = zmq_socket(ctx->zmq, ZMQ_XPUB);
 	if (!ctx->tap)
 		return -errno;
 	/* Copies are disposable: never keep them past close, never queue many. */
 	if (zmq_setsockopt(ctx->tap, ZMQ_SNDHWM, &hwm, sizeof(hwm)) < 0 ||
-	    zmq_setsockopt(ctx->tap, ZMQ_LINGER, &linger, sizeof(linger)) < 0 ||
-	    zmq_bind(ctx->tap, endpoint) < 0)
+	    zmq_setsockopt(ctx->tap, ZMQ_LINGER, &linger, sizeof(linger)) < 0)
 		return -errno;
+	if ((r = sock_guard_bind(ctx->guard, ctx->tap, domain, endpoint, true)) < 0)
+		return r;
 	return loop_add_zsock(ctx->loop, ctx->tap, on_tap_subscription, ctx);
 }
 
@@ -187,6 +196,12 @@ static void sock_tap_copy(struct sock *s, const char *dir,
 int sock_ctx_new(struct sock_ctx **ret, struct loop *loop, const char *process,
 		 const char *runtime_dir)
 {
+	return sock_ctx_new_with_access(ret, loop, process, runtime_dir, NULL);
+}
+
+int sock_ctx_new_with_access(struct sock_ctx **ret, struct loop *loop, const char *process,
+			     const char *runtime_dir, const struct sock_access *access)
+{
 	_cleanup_(sock_ctx_freep) struct sock_ctx *ctx = NULL;
 	int r;
 
@@ -205,6 +220,10 @@ int sock_ctx_new(struct sock_ctx **ret, struct loop *loop, const char *process,
 	ctx->zmq = zmq_ctx_new();
 	if (!ctx->zmq)
 		return -errno;
+	/* Before any socket is bound: see sock_guard_new(). */
+	r = sock_guard_new(&ctx->guard, ctx->zmq, loop, access);
+	if (r < 0)
+		return r;
 	if (loop) {
 		r = sock_tap_open(ctx);
 		if (r < 0)
@@ -223,6 +242,7 @@ struct sock_ctx *sock_ctx_free(struct sock_ctx *ctx)
 			(void)loop_remove_zsock(ctx->loop, ctx->tap);
 		zmq_close(ctx->tap);
 	}
+	sock_guard_free(ctx->guard);
 	if (ctx->zmq)
 		zmq_ctx_term(ctx->zmq);
 	free(ctx->runtime_dir);
@@ -249,6 +269,11 @@ bool sock_ctx_tap_attached(const struct sock_ctx *ctx)
 uint64_t sock_ctx_tap_copies(const struct sock_ctx *ctx)
 {
 	return ctx->tap_copies;
+}
+
+uint64_t sock_ctx_peers_refused(const struct sock_ctx *ctx)
+{
+	return sock_guard_refused(ctx->guard);
 }
 
 /* ---- sockets --------------------------------------------------------------- */
@@ -328,7 +353,12 @@ int sock_bind(struct sock *s, const char *endpoint)
 	r = sock_endpoint(s->ctx->runtime_dir, endpoint, &url);
 	if (r < 0)
 		return r;
-	return zmq_bind(s->zsock, url) < 0 ? -errno : 0;
+	return sock_guard_bind(s->ctx->guard, s->zsock, s->name, url, false);
+}
+
+int sock_admit(struct sock *s, const char *roles)
+{
+	return sock_guard_admit(s->ctx->guard, s->name, roles);
 }
 
 int sock_connect(struct sock *s, const char *endpoint)

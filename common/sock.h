@@ -6,7 +6,8 @@
  *
  * Runtime directory: the caller's override, else $RUNTIME_DIRECTORY (first
  * entry, as systemd's RuntimeDirectory= sets it), else /run/kanna; created
- * with mode 0750 if missing. Endpoint of socket name N: ipc://<dir>/N.sock.
+ * with mode 0750 if missing; a daemon refuses one others may write
+ * (sock_runtime_dir_check()). Endpoint of socket name N: ipc://<dir>/N.sock.
  *
  * Tap wire format (kanna-tap reads this):
  *   every process binds one XPUB socket at ipc://<runtime_dir>/<process>.tap
@@ -38,6 +39,11 @@
 
 #include "common/loop.h"
 #include "common/util.h"
+
+#include <sys/types.h>
+
+struct metrics_counter;
+struct metrics_registry;
 
 #define SOCK_RUNTIME_DIR_DEFAULT "/run/kanna"
 /* Only the owning user and its group (the kanna daemons) reach the sockets. */
@@ -110,6 +116,68 @@ bool sock_ctx_tap_attached(const struct sock_ctx *ctx);
 /* Messages copied to the tap so far (a metric; 0 while nobody listened). */
 uint64_t sock_ctx_tap_copies(const struct sock_ctx *ctx);
 
+/*
+ * Who may reach the sockets a daemon binds (common/sock-guard.c; issue 19,
+ * "daemons trust no peer"). Files: ipc sockets are made with an explicit
+ * mode, not the umask: 0600, or 0660 with their group set to socket_group
+ * (the tap: tap_group). Peers: every socket bound on ipc runs libzmq's ZAP
+ * handshake (once per connection, nothing per message) against the peer's
+ * SO_PEERCRED uid/gid: root and this daemon's own uid are admitted on every
+ * socket; an identity (role, uid, gid) also on the sockets that name its role
+ * in sock_admit(); members of tap_group on the tap (and sockets admitting
+ * SOCK_ROLE_OPERATORS). Any other peer is refused, logged and counted.
+ */
+#define SOCK_MODE_OWNER 0600
+#define SOCK_MODE_GROUP 0660
+#define SOCK_NO_GROUP ((gid_t)-1)
+/* The sock_admit() role of operators: members of the tap group. */
+#define SOCK_ROLE_OPERATORS "operators"
+
+struct sock_identity {
+	char role[32];     /* "scheduler" */
+	uid_t uid;
+	gid_t gid;         /* SOCK_NO_GROUP: any */
+};
+
+struct sock_access {
+	gid_t socket_group; /* SOCK_NO_GROUP: sockets 0600 */
+	gid_t tap_group;    /* SOCK_NO_GROUP: the tap 0600 */
+	const struct sock_identity *identities;
+	size_t n_identities;
+	/* kanna_socket_peers_refused_total{socket,reason}; may be NULL. */
+	struct metrics_counter *refused;
+};
+
+/* Creates the counter a struct sock_access reports refusals to. */
+int sock_refused_metric_new(struct metrics_registry *reg, struct metrics_counter **ret);
+/* A user or group by name or number; -ENOENT if there is none. */
+int sock_lookup_group(const char *name, gid_t *ret);
+/*
+ * Parses "ROLE=USER[:GROUP]" entries (ROLE one of watcher, scheduler,
+ * launcher, reaper); on error -EINVAL or -ENOENT and err says which entry
+ * and why. *ret is malloc'ed.
+ */
+int sock_identities_parse(char *const *entries, struct sock_identity **ret, size_t *ret_n,
+			  char *err, size_t errlen);
+/*
+ * The runtime directory may hold only sockets this daemon trusts: owned by
+ * euid or root, not writable by others, writable by its group only when that
+ * group is socket_group. -EPERM with err saying path, mode, owner and what
+ * was expected.
+ */
+int sock_runtime_dir_check(const char *dir, gid_t socket_group, char *err, size_t errlen);
+
+/*
+ * As sock_ctx_new(), with the file modes and the peer check of `access`
+ * (copied; daemons). The check runs on the loop, so every peer's handshake
+ * waits for it: never block on a socket outside the loop. sock_ctx_new()
+ * makes sockets 0600 and checks no peer (tests and tools block).
+ */
+int sock_ctx_new_with_access(struct sock_ctx **ret, struct loop *loop, const char *process,
+			     const char *runtime_dir, const struct sock_access *access);
+/* Peers refused so far. */
+uint64_t sock_ctx_peers_refused(const struct sock_ctx *ctx);
+
 /* One ZeroMQ socket with kanna's options. `name` appears in logs and the tap. */
 struct sock;
 int sock_new(struct sock **ret, struct sock_ctx *ctx, int zmq_type,
@@ -122,6 +190,12 @@ const char *sock_name(const struct sock *s);
 
 /* `endpoint` is a socket name (-> ipc://<runtime_dir>/<name>.sock) or a URL. */
 int sock_bind(struct sock *s, const char *endpoint);
+/*
+ * The roles (comma-separated: "scheduler,reaper", SOCK_ROLE_OPERATORS)
+ * whose identities this socket admits besides root and its own uid. Call
+ * before sock_bind().
+ */
+int sock_admit(struct sock *s, const char *roles);
 int sock_connect(struct sock *s, const char *endpoint);
 /* SUB sockets: prefix filter ("" for everything). */
 int sock_subscribe(struct sock *s, const void *prefix, size_t size);

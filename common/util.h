@@ -43,6 +43,21 @@ static inline void closep(int *fd)
 			func(*p);                                             \
 	}
 
+/* Frees a string that held a secret (a token, a key), zeroed first in a way
+ * the compiler may not drop. */
+static inline void free_erased(char *s)
+{
+	if (s) {
+		explicit_bzero(s, strlen(s));
+		free(s);
+	}
+}
+static inline void free_erasedp(char **p)
+{
+	free_erased(*p);
+}
+#define _cleanup_erased_ _cleanup_(free_erasedp)
+
 /* Hand ownership out of a _cleanup_ variable. */
 #define TAKE_PTR(p)                                                           \
 	({                                                                    \

@@ -7,7 +7,10 @@
  * parallel scheduler shards can never overshoot a limit together.
  * Candidates that would exceed the limit are dropped (Karpenter does the
  * same); a claim with none left is refused with an Event and its pods are
- * handed back to the schedulers.
+ * handed back to the schedulers. Before the limits, every candidate
+ * offering is re-checked against the NodePool's requirements, its
+ * EC2NodeClass and the unavailable offerings (admit-requirements.c): a
+ * plan is a claim to check, never an order.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -21,6 +24,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "state/state-store.h"
+#include "launcher/admit-requirements.h"
 #include "launcher/catalog.h"
 #include "launcher/fleet.h"
 #include "launcher/launcher.h"
@@ -290,6 +294,72 @@ static void filter_candidates(struct launcher *l, struct proto_planned_nodeclaim
 	p->n_instance_types = keep;
 }
 
+/* ---- the requirements re-check (admit-requirements.c) ------------------------------------- */
+
+/* The callbacks' userdata: the launcher and the NodeClaim being checked. */
+struct drop_ctx {
+	struct launcher *l;
+	const struct proto_planned_nodeclaim *p;
+};
+
+static const struct proto_instance_type *find_type(const char *name, void *userdata)
+{
+	const struct drop_ctx *x = userdata;
+
+	return launcher_catalog_find(x->l->catalog, name);
+}
+
+static bool offering_unavailable(const char *type, const char *zone, uint8_t capacity_type,
+				 void *userdata)
+{
+	const struct drop_ctx *x = userdata;
+
+	return launcher_offering_unavailable(x->l, type, zone, capacity_type);
+}
+
+/* A plan naming what its NodePool forbids is logged as a warning; the
+ * schedulers know neither subnets, AMIs nor (until told) the capacity
+ * errors, so those drops are routine. */
+static void on_dropped(const struct admit_drop *d, void *userdata)
+{
+	const struct drop_ctx *x = userdata;
+	const struct log_kv kv[] = { { "nodeclaim", x->p->id }, { "nodepool", x->p->nodepool },
+				     { "instance-type", d->instance_type } };
+	bool routine = d->reason == ADMIT_DROP_NODECLASS || d->reason == ADMIT_DROP_UNAVAILABLE;
+	char what[256];
+
+	if (d->zone)
+		snprintf(what, sizeof(what), "offering %s/%s/%s", d->instance_type, d->zone,
+			 proto_capacity_type_name(d->capacity_type));
+	else
+		snprintf(what, sizeof(what), "instance type %s", d->instance_type);
+	metrics_counter_add(x->l->m.offerings_dropped, 1, x->p->nodepool, admit_drop_reason_name(d->reason),
+			    NULL);
+	log_at(routine ? LOG_LEVEL_DEBUG : LOG_LEVEL_WARN, 0, kv, ARRAY_SIZE(kv),
+	       "dropping %s from nodeclaim %s of nodepool %s: %s", what, x->p->id, x->p->nodepool, d->why);
+}
+
+/* 0 with la's candidates pruned, or -EPERM with why (refuse it). */
+static int recheck_requirements(struct launcher *l, const struct proto_nodepool *np, struct launch *la,
+				char *why, size_t size)
+{
+	const struct state_entry *ce = np->nodeclass_ref.name
+		? state_store_get(launcher_store(l), PROTO_OBJECT_NODECLASS, "", np->nodeclass_ref.name) : NULL;
+	struct drop_ctx x = { l, la->planned };
+	struct admit_requirements_input in = {
+		.nodepool = np, .nodeclass = ce ? ce->obj.nodeclass : NULL, .region = l->region,
+		.find_type = find_type, .unavailable = offering_unavailable, .dropped = on_dropped,
+		.userdata = &x,
+	};
+	struct admit_requirements_result res;
+	int r;
+
+	r = admit_requirements(&in, la->planned, &res, why, size);
+	if (r == -ENOMEM)
+		snprintf(why, size, "out of memory re-checking its requirements");
+	return r < 0 ? -EPERM : 0;
+}
+
 static void admit(struct launcher *l, const char *plan_id, const struct proto_planned_nodeclaim *p)
 {
 	const struct state_store *st = launcher_store(l);
@@ -320,6 +390,11 @@ static void admit(struct launcher *l, const char *plan_id, const struct proto_pl
 	la = launch_new(l, p->id, plan_id, p);
 	if (!la) {
 		log_error("Failed to admit nodeclaim %s: out of memory", p->id);
+		return;
+	}
+	if (recheck_requirements(l, pe->obj.nodepool, la, why, sizeof(why)) < 0) {
+		refuse(l, plan_id, p, PROTO_LAUNCH_FAILED, "NoCompatibleInstanceTypes", why);
+		launch_free(la);
 		return;
 	}
 	limits_of(pe->obj.nodepool, &lim);

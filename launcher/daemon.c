@@ -139,6 +139,7 @@ static void maybe_take_plans(struct launcher *l)
 	if (!l->working || !l->aws_ok || !l->replica || !replica_synced(l->replica) || l->plans_rx)
 		return;
 	if ((r = sock_new(&l->plans_rx, l->d->socks, ZMQ_PULL, ENDPOINT_PLANS)) < 0 ||
+	    (r = sock_admit(l->plans_rx, ENDPOINT_PLANS_PEERS)) < 0 ||
 	    (r = sock_bind(l->plans_rx, ENDPOINT_PLANS)) < 0 ||
 	    (r = sock_watch(l->plans_rx, on_plans, l)) < 0) {
 		log_error_errno(r, "Failed to bind %s in %s: %m", ENDPOINT_PLANS,
@@ -296,6 +297,10 @@ static int launcher_metrics(struct daemon *d, void *userdata)
 				     "kanna_launcher_offerings_unavailable_total",
 				     "Offerings marked unavailable after insufficient capacity.",
 				     "instance_type", "zone", "capacity_type", NULL)) < 0 ||
+	    (r = metrics_counter_new(d->metrics, &l->m.offerings_dropped,
+				     "kanna_launcher_planned_offerings_dropped_total",
+				     "Planned candidates or offerings the re-check at admission dropped.",
+				     "nodepool", "reason", NULL)) < 0 ||
 	    (r = metrics_gauge_new(d->metrics, &l->m.inflight, "kanna_launcher_launches_running",
 				   "Launches in progress.", NULL)) < 0 ||
 	    (r = metrics_gauge_new(d->metrics, &l->m.queued, "kanna_launcher_launches_queued",
@@ -341,6 +346,7 @@ static int prepare(struct daemon *d, void *userdata)
 	/* An XPUB, so that each scheduler that subscribes is greeted. */
 	if ((r = sock_new(&l->results_tx, l->d->socks, ZMQ_XPUB, ENDPOINT_RESULTS)) < 0 ||
 	    (r = msg_hello_on_connect(&l->io, l->results_tx, 0)) < 0 ||
+	    (r = sock_admit(l->results_tx, ENDPOINT_RESULTS_PEERS)) < 0 ||
 	    (r = sock_bind(l->results_tx, ENDPOINT_RESULTS)) < 0)
 		return log_error_errno(r, "Failed to bind the results socket in %s: %m",
 				       sock_ctx_runtime_dir(l->d->socks));

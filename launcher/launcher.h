@@ -131,7 +131,7 @@ struct launcher {
 	struct {
 		struct metrics_counter *plans, *nodeclaims_created, *nodes_created, *launched,
 			*launch_failures, *pods_bound, *binds_refused, *offerings_unavailable,
-			*messages_dropped;
+			*messages_dropped, *offerings_dropped;
 		struct metrics_gauge *inflight, *queued, *usage, *limit;
 		struct metrics_histogram *plan_to_fleet, *launch_seconds;
 	} m;
@@ -144,7 +144,7 @@ void launcher_publish_result(struct launcher *l, const struct launch *la,
 void launcher_publish_unavailable(struct launcher *l, const char *type, const char *zone,
 				  uint8_t capacity_type, int64_t until_ms, const char *reason);
 
-/* admit.c: plans in, limits re-checked, launches queued. */
+/* admit.c: plans in, requirements and limits re-checked, launches queued. */
 void launcher_handle_plan(struct launcher *l, const struct proto_launch_plan *plan);
 bool launcher_offering_unavailable(struct launcher *l, const char *type, const char *zone,
 				   uint8_t capacity_type);

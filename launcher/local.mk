@@ -122,6 +122,17 @@ bench_bench_launcher_SOURCES = bench/bench-launcher.c
 bench_bench_launcher_LDADD = $(STATE_LIBS)
 EXTRA_DIST += bench/launcher.sh
 
+# The re-check at admission: each planned candidate offering against its
+# NodePool's requirements (the scheduler's model), EC2NodeClass and the
+# unavailable offerings; a plan naming what the NodePool forbids launches nothing.
+libkanna_launcher_a_SOURCES += launcher/admit-requirements.h launcher/admit-requirements.c
+check_PROGRAMS += tests/unit/test_launcher_admit_requirements
+TESTS += tests/unit/test_launcher_admit_requirements
+tests_unit_test_launcher_admit_requirements_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_launcher_admit_requirements_LDADD = $(LAUNCHER_LIBS) $(LDADD) $(TEST_LIBS)
+TESTS += tests/e2e/launcher-forged-plan.sh
+EXTRA_DIST += tests/e2e/launcher-forged-plan.sh
+
 # The check before each bind: the planned pods against their Node as it is
 # now (the scheduler's own predicates), with the launcher's recent writes.
 libkanna_launcher_a_SOURCES += launcher/bind-check.h launcher/bind-check.c

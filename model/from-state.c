@@ -55,6 +55,36 @@ static int kv_requirements(struct builder *b, struct requirements *r, const stru
 	return 0;
 }
 
+int cluster_requirements_from_proto(struct cluster *c, struct requirements *r,
+				    const struct proto_requirement *q, uint32_t n)
+{
+	struct builder b = { .c = c };
+
+	return from_state_requirements(&b, r, q, n);
+}
+
+int nodepool_requirements(struct cluster *c, const struct proto_nodepool *p, struct requirements *ret)
+{
+	struct builder b = { .c = c };
+	uint32_t name = intern(&b, p->name), od = V_ON_DEMAND;
+	int r;
+
+	if (name == STR_NONE)
+		return -ENOMEM;
+	if ((r = from_state_requirements(&b, ret, p->requirements, p->n_requirements)) < 0 ||
+	    (r = kv_requirements(&b, ret, p->labels, p->n_labels)) < 0 ||
+	    (r = requirements_add(ret, &c->st, K_NODEPOOL, REQ_IN, &name, 1, 0)) < 0)
+		return r;
+	if (p->source_api == PROTO_API_V1ALPHA5 &&
+	    (r = requirements_add(ret, &c->st, K_PROVISIONER_NAME, REQ_IN, &name, 1, 0)) < 0)
+		return r;
+	/* Karpenter's AWS defaulting: on-demand unless capacity types are given. */
+	if (!requirements_get(ret, K_CAPACITY_TYPE) &&
+	    (r = requirements_add(ret, &c->st, K_CAPACITY_TYPE, REQ_IN, &od, 1, 0)) < 0)
+		return r;
+	return 0;
+}
+
 static int labels(struct builder *b, const struct proto_kv *kv, uint32_t n, struct label **ret,
 		  uint32_t *n_ret)
 {
@@ -148,19 +178,8 @@ static int add_nodepool(struct builder *b, const struct proto_nodepool *p)
 		return -ENOMEM;
 	np->name = intern(b, p->name);
 	np->weight = p->weight;
-	if ((r = from_state_requirements(b, &np->reqs, p->requirements, p->n_requirements)) < 0 ||
-	    (r = kv_requirements(b, &np->reqs, p->labels, p->n_labels)) < 0 ||
-	    (r = requirements_add(&np->reqs, &b->c->st, K_NODEPOOL, REQ_IN, &np->name, 1, 0)) < 0)
+	if ((r = nodepool_requirements(b->c, p, &np->reqs)) < 0)
 		return r;
-	if (p->source_api == PROTO_API_V1ALPHA5 &&
-	    (r = requirements_add(&np->reqs, &b->c->st, K_PROVISIONER_NAME, REQ_IN, &np->name, 1, 0)) < 0)
-		return r;
-	/* Karpenter's AWS defaulting: on-demand unless capacity types are given. */
-	if (!requirements_get(&np->reqs, K_CAPACITY_TYPE)) {
-		uint32_t od = V_ON_DEMAND;
-		if ((r = requirements_add(&np->reqs, &b->c->st, K_CAPACITY_TYPE, REQ_IN, &od, 1, 0)) < 0)
-			return r;
-	}
 	if ((r = taints(b, p->taints, p->n_taints, false, &np->taints, &np->n_taints)) < 0)
 		return r;
 	/* Kubelet settings (v1: its EC2NodeClass's) change what its nodes hold.

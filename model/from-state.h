@@ -53,6 +53,19 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 		       size_t n_pending, const struct from_state_options *opts,
 		       struct cluster **ret, char *err, size_t errlen);
 
+/*
+ * A NodePool's node requirements as the solver plans with them: its
+ * requirements, its template labels, karpenter.sh/nodepool (and, for a
+ * v1alpha5 Provisioner, karpenter.sh/provisioner-name) and Karpenter's AWS
+ * default of on-demand capacity, interned into c's string table and
+ * intersected into *ret (zeroed by the caller). The launcher re-checks
+ * plans with it (launcher/admit-requirements.c). 0 or a negative errno.
+ */
+int nodepool_requirements(struct cluster *c, const struct proto_nodepool *p, struct requirements *ret);
+/* Intersects the proto requirements q[0..n) into r, interned into c's table. */
+int cluster_requirements_from_proto(struct cluster *c, struct requirements *r,
+				    const struct proto_requirement *q, uint32_t n);
+
 /* Is t one of the taints a Node carries while it boots and joins, which
  * no pod is refused for (Karpenter's KnownEphemeralTaints, and the
  * launcher's NoSchedule hold: from-state.c)? A Node's model leaves them out. */

@@ -19,7 +19,8 @@ static const char *S(const struct cluster *c, uint32_t id)
 static int plan_requirements(struct arena *a, const struct cluster *c, const struct requirements *r,
 			     struct proto_requirement **ret, uint32_t *n_ret)
 {
-	struct proto_requirement *out = arena_calloc(a, r->n + 1, sizeof(*out));
+	/* Up to three a requirement: Gt, Lt and NotIn on one key. */
+	struct proto_requirement *out = arena_calloc(a, 3 * (size_t)r->n + 1, sizeof(*out));
 	uint32_t n = 0;
 
 	if (!out)
@@ -50,6 +51,25 @@ static int plan_requirements(struct arena *a, const struct cluster *c, const str
 				if (!lt->values || !(lt->values[0] = arena_strdup(a, buf)))
 					return -ENOMEM;
 				lt->n_values = 1;
+			}
+			/* NotIn values beside the bounds: the launcher's re-check
+			 * holds a plan to be within its NodePool, and a plan that
+			 * dropped them would be refused every time. */
+			if (q->complement && q->n_values && n < PROTO_MAX_REQUIREMENTS) {
+				struct proto_requirement *ni = &out[n];
+
+				if (q->n_values > PROTO_MAX_REQUIREMENT_VALUES)
+					return -E2BIG;
+				*ni = (struct proto_requirement){ .key = o->key, .op = PROTO_OP_NOT_IN,
+								  .min_values = q->min_values };
+				ni->values = arena_calloc(a, q->n_values + 1, sizeof(char *));
+				if (!ni->values)
+					return -ENOMEM;
+				for (uint32_t v = 0; v < q->n_values; v++)
+					if (!(ni->values[v] = arena_strdup(a, S(c, q->values[v]))))
+						return -ENOMEM;
+				ni->n_values = q->n_values;
+				n++;
 			}
 			continue;
 		}

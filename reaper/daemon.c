@@ -75,6 +75,7 @@ static int reaper_work_start(struct daemon *d, void *userdata)
 	/* An XPUB, so that each subscriber is greeted (kanna-tap needs none). */
 	if ((k = sock_new(&r->decisions_tx, r->d->socks, ZMQ_XPUB, ENDPOINT_DECISIONS)) < 0 ||
 	    (k = msg_hello_on_connect(&r->io, r->decisions_tx, 0)) < 0 ||
+	    (k = sock_admit(r->decisions_tx, ENDPOINT_DECISIONS_PEERS)) < 0 ||
 	    (k = sock_bind(r->decisions_tx, ENDPOINT_DECISIONS)) < 0)
 		return log_error_errno(k, "Failed to bind the disruption decisions socket in %s: %m",
 				       sock_ctx_runtime_dir(r->d->socks));

@@ -20,4 +20,15 @@
  * (disruption_decision), which kanna-tap shows from the reaper's tap. */
 #define ENDPOINT_DECISIONS "decisions"
 
+/*
+ * Who may connect to each (sock_admit(), issue 19): the roles whose
+ * peer-identities a bound socket admits, besides root and the binding
+ * daemon's own user. "operators" are the tap-group's members.
+ */
+#define ENDPOINT_STATE_PEERS "scheduler,launcher,reaper"
+#define ENDPOINT_PENDING_PEERS "scheduler"
+#define ENDPOINT_PLANS_PEERS "scheduler,reaper"
+#define ENDPOINT_RESULTS_PEERS "scheduler"
+#define ENDPOINT_DECISIONS_PEERS "operators"
+
 #endif

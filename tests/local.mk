@@ -9,3 +9,11 @@ EXTRA_DIST += tests/e2e/chaos.sh tests/e2e/chaos-check.py tests/e2e/chaos_invari
 # The include graph follows the layering (common → proto → state → daemons).
 TESTS += tests/layering.sh
 EXTRA_DIST += tests/layering.sh
+# Daemons trust no peer (issue 19): the runtime directory, socket modes,
+# the ZAP peer check and the launcher's secrets; peer-connect is the
+# stranger knocking.
+check_PROGRAMS += tests/e2e/peer-connect
+tests_e2e_peer_connect_SOURCES = tests/e2e/peer-connect.c
+tests_e2e_peer_connect_LDADD = $(STATE_LIBS)
+TESTS += tests/e2e/peer-trust.sh
+EXTRA_DIST += tests/e2e/peer-trust.sh

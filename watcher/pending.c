@@ -40,6 +40,7 @@ int pending_router_new(struct pending_router **ret, struct sock_ctx *ctx, struct
 		snprintf(name, sizeof(name), ENDPOINT_PENDING_PREFIX ".%u", i);
 		if ((r = sock_new(&pr->shards[i], ctx, ZMQ_PUSH, name)) < 0 ||
 		    (r = msg_hello_on_connect(io, pr->shards[i], pr->n_shards)) < 0 ||
+		    (r = sock_admit(pr->shards[i], ENDPOINT_PENDING_PEERS)) < 0 ||
 		    (r = sock_bind(pr->shards[i], name)) < 0) {
 			pending_router_free(pr);
 			return r;

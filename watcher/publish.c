@@ -311,7 +311,9 @@ int publisher_new(struct publisher **ret, struct sock_ctx *ctx, struct loop *loo
 	zmq_setsockopt(sock_zsock(p->sync), ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
 	/* Snapshot items wait in the store, not in this socket's queue. */
 	zmq_setsockopt(sock_zsock(p->sync), ZMQ_SNDHWM, &(int){ PUBLISH_SYNC_SNDHWM }, sizeof(int));
-	if ((r = sock_bind(p->pub, pub_endpoint)) < 0 || (r = sock_bind(p->sync, sync_endpoint)) < 0 ||
+	if ((r = sock_admit(p->pub, ENDPOINT_STATE_PEERS)) < 0 ||
+	    (r = sock_admit(p->sync, ENDPOINT_STATE_PEERS)) < 0 ||
+	    (r = sock_bind(p->pub, pub_endpoint)) < 0 || (r = sock_bind(p->sync, sync_endpoint)) < 0 ||
 	    (r = sock_watch(p->sync, on_sync_readable, p)) < 0 ||
 	    (r = loop_add_periodic(loop, "state-heartbeat", PUBLISH_HEARTBEAT_USEC, on_heartbeat, p)) < 0)
 		goto fail;

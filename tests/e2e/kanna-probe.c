@@ -10,6 +10,12 @@
  *       binds the launcher's "plans" socket, receives N launch plans (1) and
  *       prints a line per plan and per NodeClaim: nodepool, pods,
  *       candidates, cheapest.
+ *   kanna-probe send-plan --runtime-dir D --nodepool NP --types T1,T2 [--zones Z1,Z2]
+ *                         [--require KEY=OP=V1,V2]... [--timeout S]
+ *       stands in for a scheduler (hello as one) and sends the launcher one
+ *       launch plan of one NodeClaim, "NP-forged-PID", with these requirements
+ *       and candidates, each offered on-demand in each zone (us-west-2a):
+ *       what a process that may write to the plans socket could forge.
  *   kanna-probe notify --socket PATH [--timeout S]
  *       binds a datagram socket at PATH (give it to a daemon as
  *       NOTIFY_SOCKET), prints each sd_notify message on one line, exits 0
@@ -47,7 +53,9 @@
 #include <time.h>
 
 #include "state/endpoints.h"
+#include "state/msg.h"
 #include "common/log.h"
+#include "proto/schema.h"
 #include "state/replica.h"
 #include "tests/e2e/probe.h"
 
@@ -353,6 +361,86 @@ static int probe_plan(struct sock_ctx *ctx, unsigned timeout, unsigned count)
 	return 0;
 }
 
+/* Splits a comma list in place into v (at most max); returns how many. */
+static uint32_t split_list(char *s, char **v, uint32_t max)
+{
+	uint32_t n = 0;
+
+	for (char *tok = strtok(s, ","); tok && n < max; tok = strtok(NULL, ","))
+		v[n++] = tok;
+	return n;
+}
+
+#define SEND_PLAN_MAX 16
+static int probe_send_plan(struct sock_ctx *ctx, unsigned timeout, const char *nodepool, char *types,
+			   char *zones, char **requires, uint32_t n_requires)
+{
+	char *type_v[SEND_PLAN_MAX], *zone_v[SEND_PLAN_MAX], id[256];
+	char *values[SEND_PLAN_MAX][SEND_PLAN_MAX];
+	struct proto_requirement reqs[SEND_PLAN_MAX];
+	struct proto_candidate cands[SEND_PLAN_MAX];
+	struct proto_offering offs[SEND_PLAN_MAX];
+	uint32_t n_types = split_list(types, type_v, SEND_PLAN_MAX);
+	uint32_t n_zones = zones ? split_list(zones, zone_v, SEND_PLAN_MAX) : 0;
+	struct proto_planned_nodeclaim claim;
+	struct proto_msg m = { .env.type = PROTO_MSG_LAUNCH_PLAN };
+	struct msg_io io;
+	struct sock *s;
+	int k, ms = (int)timeout * 1000;
+
+	if (!n_zones)
+		zone_v[n_zones++] = "us-west-2a";
+	for (uint32_t z = 0; z < n_zones; z++)
+		offs[z] = (struct proto_offering){ .zone = zone_v[z], .capacity_type = PROTO_CAPACITY_ON_DEMAND,
+						   .price = 0.01, .available = true };
+	for (uint32_t t = 0; t < n_types; t++)
+		cands[t] = (struct proto_candidate){ .name = type_v[t], .offerings = offs,
+						     .n_offerings = n_zones };
+	for (uint32_t i = 0; i < n_requires && i < SEND_PLAN_MAX; i++) {
+		char *key = requires[i], *op = strchr(key, '='), *vals;
+		enum proto_requirement_op o = PROTO_OP_IN;
+
+		if (!op)
+			return log_error_errno(-EINVAL, "Failed to read --require %s: not KEY=OP[=V1,V2]", key);
+		*op++ = '\0';
+		vals = strchr(op, '=');
+		if (vals)
+			*vals++ = '\0';
+		for (o = 0; o <= PROTO_OP_LT && strcmp(proto_enum_name(&proto_enum_desc_requirement_op, o), op); o++)
+			;
+		if (o > PROTO_OP_LT)
+			return log_error_errno(-EINVAL, "Failed to read --require: no operator %s", op);
+		reqs[i] = (struct proto_requirement){
+			.key = key, .op = o, .values = values[i],
+			.n_values = vals ? split_list(vals, values[i], SEND_PLAN_MAX) : 0,
+		};
+	}
+	snprintf(id, sizeof(id), "%s-forged-%ld", nodepool, (long)getpid());
+	claim = (struct proto_planned_nodeclaim){ .id = id, .nodepool = (char *)nodepool,
+						  .requirements = reqs, .n_requirements = n_requires,
+						  .instance_types = cands, .n_instance_types = n_types };
+	m.body.launch_plan = (struct proto_launch_plan){ .plan_id = "plan-forged", .nodeclaims = &claim,
+							 .n_nodeclaims = 1 };
+	if ((k = msg_io_init(&io, PROTO_PROCESS_SCHEDULER, 0)) < 0)
+		return k;
+	if ((k = sock_new(&s, ctx, ZMQ_PUSH, ENDPOINT_PLANS)) < 0 ||
+	    (k = sock_connect(s, ENDPOINT_PLANS)) < 0) {
+		msg_io_done(&io);
+		return log_error_errno(k, "Failed to connect to %s: %m", ENDPOINT_PLANS);
+	}
+	zmq_setsockopt(sock_zsock(s), ZMQ_SNDTIMEO, &ms, sizeof(ms));
+	if ((k = msg_send_hello(&io, s, 0)) >= 0)
+		k = msg_send(&io, s, &m, 0);
+	if (k < 0)
+		log_error_errno(k, "Failed to send the plan: %m");
+	else
+		printf("sent plan plan-forged: nodeclaim %s of nodepool %s, %u candidate(s)\n", id, nodepool,
+		       n_types);
+	sock_free(s); /* lingers until the plan is out */
+	msg_io_done(&io);
+	return k < 0 ? k : 0;
+}
+
 static int probe_instances(void)
 {
 	json_error_t err;
@@ -430,9 +518,15 @@ int main(int argc, char **argv)
 		{ "api", required_argument, NULL, 'a' },
 		{ "prefix", required_argument, NULL, 'p' },
 		{ "socket", required_argument, NULL, 'S' },
+		{ "nodepool", required_argument, NULL, 'N' },
+		{ "types", required_argument, NULL, 'T' },
+		{ "zones", required_argument, NULL, 'Z' },
+		{ "require", required_argument, NULL, 'R' },
 		{ 0 },
 	};
-	const char *dir = NULL, *api = NULL, *prefix = "churn", *socket_path = NULL;
+	const char *dir = NULL, *api = NULL, *prefix = "churn", *socket_path = NULL, *nodepool = NULL;
+	char *types = NULL, *zones = NULL, *requires[SEND_PLAN_MAX];
+	uint32_t n_requires = 0;
 	unsigned shard = 0, timeout = 30, count = 1;
 	struct loop *loop;
 	struct sock_ctx *ctx;
@@ -454,6 +548,14 @@ int main(int argc, char **argv)
 			prefix = optarg;
 		else if (c == 'S')
 			socket_path = optarg;
+		else if (c == 'N')
+			nodepool = optarg;
+		else if (c == 'T')
+			types = optarg;
+		else if (c == 'Z')
+			zones = optarg;
+		else if (c == 'R' && n_requires < SEND_PLAN_MAX)
+			requires[n_requires++] = optarg;
 		else
 			return 2;
 	}
@@ -469,7 +571,7 @@ int main(int argc, char **argv)
 	if (optind < argc && strcmp(argv[optind], "notify") == 0 && socket_path)
 		return probe_notify(socket_path, timeout) < 0 ? 1 : 0;
 	if (optind >= argc || !dir) {
-		fprintf(stderr, "usage: kanna-probe replica|pending|plan|compare|follow|instances|churn "
+		fprintf(stderr, "usage: kanna-probe replica|pending|plan|send-plan|compare|follow|instances|churn "
 				"--runtime-dir DIR [--shard N] [--timeout S] [--api FILE] [--count N]\n"
 				"       kanna-probe notify --socket PATH [--timeout S]\n");
 		return 2;
@@ -493,6 +595,8 @@ int main(int argc, char **argv)
 		r = probe_pending(ctx, shard, timeout);
 	} else if (strcmp(argv[optind], "plan") == 0) {
 		r = probe_plan(ctx, timeout, count);
+	} else if (strcmp(argv[optind], "send-plan") == 0 && nodepool && types) {
+		r = probe_send_plan(ctx, timeout, nodepool, types, zones, requires, n_requires);
 	} else {
 		fprintf(stderr, "kanna-probe: unknown command %s\n", argv[optind]);
 		r = -EINVAL;

@@ -228,6 +228,29 @@ Test(aws_credentials, environment_comes_first_with_session_token)
 	aws_credentials_free(c);
 }
 
+/* A daemon takes the keys out of its environment once read (issue 19):
+ * unset, and their text zeroed where it was. */
+Test(aws_credentials, keys_taken_from_the_environment_are_gone_from_it)
+{
+	struct aws_credentials_options o = { .take_env = true };
+	struct aws_credentials *c = NULL;
+	char *err = NULL, *entry = NULL;
+	extern char **environ;
+
+	setenv("AWS_ACCESS_KEY_ID", "AKIDTAKEN", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "taken-secret", 1);
+	for (char **e = environ; *e; e++)
+		if (!strncmp(*e, "AWS_SECRET_ACCESS_KEY=", 22))
+			entry = *e;
+	cr_assert_not_null(entry);
+	cr_assert_eq(aws_credentials_resolve(&o, &c, &err), 0, "%s", err ? err : "");
+	cr_assert_str_eq(c->secret_access_key, "taken-secret");
+	cr_assert_null(getenv("AWS_ACCESS_KEY_ID"));
+	cr_assert_null(getenv("AWS_SECRET_ACCESS_KEY"));
+	cr_assert_eq(entry[0], '\0', "the secret's text is still where it was");
+	aws_credentials_free(c);
+}
+
 Test(aws_credentials, environment_key_without_secret_stops_the_chain)
 {
 	struct aws_credentials *c = NULL;

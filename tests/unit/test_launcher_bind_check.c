@@ -273,6 +273,42 @@ Test(bind_check, a_node_selector_the_node_does_not_match_refuses_the_pod)
 	cr_assert(strstr(why, "does not match the pod's node selector or affinity"), "%s", why);
 }
 
+Test(bind_check, a_required_node_affinity_no_term_of_which_the_node_matches_refuses_the_pod)
+{
+	static char *zone_b[] = { "us-west-2b" }, *zone_a[] = { "us-west-2a" }, *amd64[] = { "amd64" };
+	static struct proto_requirement in_b = { .key = ZONE, .op = PROTO_OP_IN, .values = zone_b,
+						 .n_values = 1 };
+	/* The second term: zone a AND an arch label n1 lacks. */
+	static struct proto_requirement in_a_amd64[] = {
+		{ .key = ZONE, .op = PROTO_OP_IN, .values = zone_a, .n_values = 1 },
+		{ .key = "kubernetes.io/arch", .op = PROTO_OP_IN, .values = amd64, .n_values = 1 },
+	};
+	struct proto_node_selector_term terms[] = { { .requirements = &in_b, .n_requirements = 1 },
+						    { .requirements = in_a_amd64, .n_requirements = 2 } };
+	struct proto_pod p = pod("p", "x", 100, NULL);
+	char why[SCHED_CHECK_REASON_MAX];
+
+	fx_template(&p)->node_affinity_required = terms;
+	fx_template(&p)->n_node_affinity_required = 2;
+	add_node("n1", "us-west-2a");
+	cr_assert_not(fits_alone(p, why, sizeof(why)), "neither term matches n1");
+	cr_assert(strstr(why, "does not match the pod's node selector or affinity"), "%s", why);
+	terms[1].n_requirements = 1; /* zone a alone: the second term matches */
+	cr_assert(fits_alone(p, why, sizeof(why)), "terms are ORed: %s", why);
+}
+
+Test(bind_check, a_node_selector_the_node_matches_accepts_the_pod)
+{
+	static struct proto_kv selector[] = { { ZONE, "us-west-2a" }, { HOSTNAME, "n1" } };
+	struct proto_pod p = pod("p", "x", 100, NULL);
+	char why[SCHED_CHECK_REASON_MAX];
+
+	fx_template(&p)->node_selector = selector;
+	fx_template(&p)->n_node_selector = 2;
+	add_node("n1", "us-west-2a");
+	cr_assert(fits_alone(p, why, sizeof(why)), "%s", why);
+}
+
 Test(bind_check, zone_spread_counts_the_pods_on_other_nodes_of_the_zone)
 {
 	static struct proto_kv web[] = { { "app", "web" } };

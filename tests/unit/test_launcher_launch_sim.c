@@ -606,8 +606,9 @@ struct plan_claim {
 	struct proto_planned_nodeclaim p;
 	struct proto_candidate cand[4];
 	struct proto_offering off[4][2 * ZONES];
-	struct proto_requirement req[1];
+	struct proto_requirement req[2];
 	char *ct_values[2];
+	char *nodepool_values[1];
 	struct proto_resource requests[2];
 	char *pods[2];
 };
@@ -627,6 +628,11 @@ static void plan_claim(struct plan_claim *c, const char *name, const char *capac
 	c->ct_values[1] = "spot";
 	c->req[0] = (struct proto_requirement){ .key = "karpenter.sh/capacity-type", .op = PROTO_OP_IN,
 						.values = c->ct_values, .n_values = spot ? 2 : 1 };
+	/* The scheduler's planned requirements hold the NodePool's: the
+	 * launcher refuses a claim whose requirements are not within them. */
+	c->nodepool_values[0] = "default";
+	c->req[1] = (struct proto_requirement){ .key = "karpenter.sh/nodepool", .op = PROTO_OP_IN,
+						.values = c->nodepool_values, .n_values = 1 };
 	c->requests[0] = (struct proto_resource){ "cpu", 500 * (int64_t)n_pods };
 	c->requests[1] = (struct proto_resource){ "memory", (256LL << 20) * n_pods };
 	for (unsigned t = 0; t < n_types; t++) {
@@ -647,7 +653,7 @@ static void plan_claim(struct plan_claim *c, const char *name, const char *capac
 	for (unsigned i = 0; i < n_pods; i++)
 		c->pods[i] = (char *)pods[i];
 	c->p = (struct proto_planned_nodeclaim){
-		.id = (char *)name, .nodepool = "default", .requirements = c->req, .n_requirements = 1,
+		.id = (char *)name, .nodepool = "default", .requirements = c->req, .n_requirements = 2,
 		.instance_types = c->cand, .n_instance_types = n_types, .requests = c->requests,
 		.n_requests = 2, .pods = c->pods, .n_pods = n_pods,
 	};

@@ -129,8 +129,8 @@ static void add(struct state_store *s, struct proto_object o)
 }
 
 /* Instance types the solver offers for one 500m pod, cheapest first. */
-static void plan_one_pod(const struct state_store *s, const struct proto_catalog *catalog,
-			 char names[][64], uint32_t *n)
+static void plan_one_pod_reqs(const struct state_store *s, const struct proto_catalog *catalog,
+			      char names[][64], uint32_t *n, char reqs[1024])
 {
 	struct proto_resource req[] = { { "cpu", 500 }, { "memory", 512LL << 20 } };
 	struct proto_pod_template t = { .requests = req, .n_requests = 2 };
@@ -153,9 +153,67 @@ static void plan_one_pod(const struct state_store *s, const struct proto_catalog
 	*n = plan.nodeclaims[0].n_instance_types;
 	for (uint32_t i = 0; i < *n; i++)
 		snprintf(names[i], 64, "%s", plan.nodeclaims[0].instance_types[i].name);
+	if (reqs) {
+		const struct proto_planned_nodeclaim *p0 = &plan.nodeclaims[0];
+
+		reqs[0] = '\0';
+		for (uint32_t i = 0; i < p0->n_requirements; i++) {
+			const struct proto_requirement *q = &p0->requirements[i];
+
+			snprintf(reqs + strlen(reqs), 1024 - strlen(reqs), "%s%s %d", i ? "; " : "", q->key,
+				 (int)q->op);
+			for (uint32_t v = 0; v < q->n_values; v++)
+				snprintf(reqs + strlen(reqs), 1024 - strlen(reqs), " %s", q->values[v]);
+		}
+	}
 	arena_done(&a);
 	sched_result_free(res);
 	cluster_free(c);
+}
+
+static void plan_one_pod(const struct state_store *s, const struct proto_catalog *catalog,
+			 char names[][64], uint32_t *n)
+{
+	plan_one_pod_reqs(s, catalog, names, n, NULL);
+}
+
+/* A NodePool bounding instance-cpu both ways and excluding a value, and
+ * bounding memory both ways: the plan carries every bound and the
+ * exclusion (the launcher re-checks that a plan is within its NodePool, and
+ * a plan that lost the NotIn beside Gt/Lt was refused every time), five
+ * requirements out of two (the plan once had room for one extra). */
+Test(catalog_proto, a_plan_keeps_gt_lt_and_notin_on_one_key)
+{
+	static char *gt[] = { "1" }, *lt[] = { "33" }, *not4[] = { "4" }, *mgt[] = { "1024" },
+		    *mlt[] = { "262144" };
+	struct proto_requirement r[] = {
+		{ .key = "karpenter.k8s.aws/instance-cpu", .op = PROTO_OP_GT, .values = gt, .n_values = 1 },
+		{ .key = "karpenter.k8s.aws/instance-cpu", .op = PROTO_OP_LT, .values = lt, .n_values = 1 },
+		{ .key = "karpenter.k8s.aws/instance-cpu", .op = PROTO_OP_NOT_IN, .values = not4, .n_values = 1 },
+		{ .key = "karpenter.k8s.aws/instance-memory", .op = PROTO_OP_GT, .values = mgt, .n_values = 1 },
+		{ .key = "karpenter.k8s.aws/instance-memory", .op = PROTO_OP_LT, .values = mlt, .n_values = 1 },
+	};
+	struct proto_nodepool pool = { .name = "default", .uid = "u1", .requirements = r, .n_requirements = 5 };
+	char names[PROTO_MAX_CANDIDATES][64], reqs[1024];
+	struct state_store st;
+	uint32_t n;
+	char want[256];
+
+	state_store_init(&st);
+	add(&st, (struct proto_object){ .kind = PROTO_OBJECT_NODEPOOL, .nodepool = &pool });
+	plan_one_pod_reqs(&st, NULL, names, &n, reqs);
+	cr_assert_gt(n, 0);
+	snprintf(want, sizeof(want), "karpenter.k8s.aws/instance-cpu %d 1", PROTO_OP_GT);
+	cr_assert(strstr(reqs, want), "%s", reqs);
+	snprintf(want, sizeof(want), "karpenter.k8s.aws/instance-cpu %d 33", PROTO_OP_LT);
+	cr_assert(strstr(reqs, want), "%s", reqs);
+	snprintf(want, sizeof(want), "karpenter.k8s.aws/instance-cpu %d 4", PROTO_OP_NOT_IN);
+	cr_assert(strstr(reqs, want), "%s", reqs);
+	snprintf(want, sizeof(want), "karpenter.k8s.aws/instance-memory %d 1024", PROTO_OP_GT);
+	cr_assert(strstr(reqs, want), "%s", reqs);
+	snprintf(want, sizeof(want), "karpenter.k8s.aws/instance-memory %d 262144", PROTO_OP_LT);
+	cr_assert(strstr(reqs, want), "%s", reqs);
+	state_store_done(&st);
 }
 
 Test(catalog_proto, a_catalog_message_decides_the_cheapest_choice)
