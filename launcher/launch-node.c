@@ -186,6 +186,11 @@ static void on_node_patched(struct kube_client *c, const struct kube_response *r
 		launch_retry_later(la, "label the existing Node", resp->error ?: "HTTP error");
 		return;
 	}
+	/* The counterpart of "created node …": tests and operators map
+	 * nodes to NodeClaims from one of the two lines. */
+	log_info_kv(LOG_KV({ "nodeclaim", la->name }, { "node", la->node_name }),
+		    "adopted node %s for nodeclaim %s: its kubelet registered it first", la->node_name,
+		    la->name);
 	la->step = STEP_BIND;
 	launch_advance(la);
 }

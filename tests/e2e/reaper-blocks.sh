@@ -252,7 +252,7 @@ k8s_status >"$tmp/k8s-status.json"
 python3 - "$tmp/k8s-status.json" "$tmp/launcher.log" window=0 pinned=1 spot=1 fewspot=1 <<'PY' || fail "a budget was exceeded"
 import json, re, sys
 tl = json.load(open(sys.argv[1]))["timeline"]
-made = re.findall(r"created node (\S+) for nodeclaim (\S+)-[a-z0-9]+ ", open(sys.argv[2]).read())
+made = re.findall(r"(?:created|adopted) node (\S+) for nodeclaim (\S+)-[a-z0-9]+[ :]", open(sys.argv[2]).read())
 bad = False
 for arg in sys.argv[3:]:
     pool, budget = arg.split("=")

@@ -240,7 +240,7 @@ launcher = open(sys.argv[2]).read()
 old_nodes, old = sys.argv[3].split(), sys.argv[4:]
 def first(event, name):
     return min((e["time"] for e in tl if e["event"] == event and e["detail"].split(" ")[0] == name), default=None)
-nodes = {n for n, c in re.findall(r"created node (\S+) for nodeclaim (expiring-\S+) ", launcher) if c not in old}
+nodes = {n for n, c in re.findall(r"(?:created|adopted) node (\S+) for nodeclaim (expiring-[^\s:]+)[ :]", launcher) if c not in old}
 ready = sorted(t for t in (first("node-ready", n) for n in nodes) if t)
 ok = True
 for k, (deleting, node) in enumerate(sorted((first("node-deleting", n) or "9999", n) for n in old_nodes), 1):

@@ -1,6 +1,6 @@
 #!/bin/sh
 # End-to-end: consolidation in kanna-reaper on kanna-sim (issue 18), with
-# the whole scale-up path; consolidateAfter 3s and a 2s validation delay.
+# the whole scale-up path; consolidateAfter 2s and a 1s validation delay.
 #  - replace: a 4-CPU node left with one small pod is replaced by a cheaper
 #    2-CPU node, whose Node is Ready before the old Node is deleted (the
 #    sim's timeline), "disrupting nodeclaim(s) via replace ... savings";
@@ -24,7 +24,7 @@ command -v kubectl >/dev/null 2>&1 || { echo "SKIP: no kubectl on PATH (./quicks
 command -v curl >/dev/null 2>&1 || { echo "SKIP: no curl on PATH"; exit 77; }
 
 # pool NAME CPUS [ANNOTATIONS]: a v1 NodePool of on-demand c/m types with
-# CPUS vCPUs (a JSON list), consolidating underutilized nodes after 3 s.
+# CPUS vCPUs (a JSON list), consolidating underutilized nodes after 2 s.
 pool() {
 	kubectl apply -f - >/dev/null <<YAML
 apiVersion: karpenter.sh/v1
@@ -42,7 +42,7 @@ spec:
       - {key: karpenter.k8s.aws/instance-cpu, operator: In, values: $2}
   disruption:
     consolidationPolicy: WhenEmptyOrUnderutilized
-    consolidateAfter: 3s
+    consolidateAfter: 2s
     budgets: [{nodes: "100%"}]
 YAML
 }
@@ -85,7 +85,7 @@ start_daemons
 metrics=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 start reaper "$BUILDDIR/reaper/kanna-reaper" --runtime-dir "$tmp/run" --metrics-port "$metrics" \
 	--health-port 0 --leader-elect=false --reconcile-period 500ms --log-level debug \
-	--consolidation-validation-delay 2s
+	--consolidation-validation-delay 1s
 wait_for "the launcher to take plans" 30 grep -q "taking launch plans" "$tmp/launcher.log"
 wait_for "the reaper" 30 grep -q "reaping for cluster" "$tmp/reaper.log"
 kubectl apply -f "$SRCDIR/examples/s5-inflate.yaml" >/dev/null
@@ -139,7 +139,7 @@ malformed() {
 }
 kubectl scale deployment thrift-anchor --replicas 0 >/dev/null
 wait_for "an Unconsolidatable Event naming the threshold" 30 held_back
-sleep 5 # consolidateAfter and a validation delay: nothing may move
+sleep 3 # consolidateAfter and a validation delay: nothing may move
 expect_eq "the thrift NodeClaim stays" "$(claims_of thrift)" "$old"
 kubectl annotate nodepool thrift --overwrite kanna.dev/consolidation-min-savings-percent=lots >/dev/null
 wait_for "a FailedValidation Event naming the malformed annotation" 30 malformed
@@ -188,7 +188,7 @@ wait_for "a DisruptionBlocked Event naming the do-not-disrupt pod" 30 sh -c \
 	"kubectl get events -o jsonpath='{range .items[*]}{.reason} {.message}{\"\\n\"}{end}' | grep -q '^DisruptionBlocked .*pod default/dnd-.* has the \"karpenter.sh/do-not-disrupt\" annotation'"
 wait_for "a DisruptionBlocked Event naming the PDB" 30 sh -c \
 	"kubectl get events -o jsonpath='{range .items[*]}{.reason} {.message}{\"\\n\"}{end}' | grep -q '^DisruptionBlocked .*pdb \"default/pinned\" prevents pod evictions'"
-sleep 5 # consolidateAfter and a validation delay: nothing may move
+sleep 3 # consolidateAfter and a validation delay: nothing may move
 expect_eq "both held NodeClaims stay" "$(claims_of hold | sort)" "$held"
 ok "blocks: $(events | grep -o 'pdb "default/pinned" prevents pod evictions.*' | head -n 1)"
 

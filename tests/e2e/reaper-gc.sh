@@ -72,8 +72,9 @@ run_instance() {
 
 e2e_init
 # The pods of a Node deleted undrained are left to the pod garbage
-# collector, as on a real cluster; its 40 s quarantine shortened.
-printf 'pod-gc-quarantine-ms: 1000\n' >"$tmp/sim.yaml"
+# collector, as on a real cluster; its 40 s quarantine shortened. Instances
+# boot into Ready Nodes in 2 s (the sim's pending time), not 3.
+printf 'pod-gc-quarantine-ms: 1000\nkubelet-boot-ms: 1000\n' >"$tmp/sim.yaml"
 start_sim --config "$tmp/sim.yaml"
 start_daemons
 start_reaper --gc-period 1s --gc-grace "${GRACE}s" --registration-ttl 15s
@@ -113,17 +114,9 @@ wait_for "a NodeClaim with an instance" 60 sh -c "[ -n \"\$(kubectl get nodeclai
 claim=$(claims_of stuck)
 instance=$(instance_of "$claim")
 aws_faults '{}'
-wait_for "NodeClaim $claim deleted after registration-ttl" 90 gone nodeclaim "$claim"
-grep -q "terminating due to timeout: nodeclaim $claim did not register" "$tmp/reaper.log" ||
-	fail "no 'terminating due to timeout' line for $claim"
-wait_for "instance $instance on its way out" 30 on_its_way_out "$instance"
-ok "a NodeClaim that never registered was deleted and its instance terminated"
-wait_for "the stuck pod running on a Ready node" 120 sh -c \
-	"n=\$(kubectl get pods -l app=stuck -o jsonpath='{.items[0].spec.nodeName}'); [ -n \"\$n\" ] && kubectl get node \"\$n\" -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
-ok "its pod runs on a node that joined"
-kubectl scale deployment stuck --replicas 0 >/dev/null
+stuck=$claim stuck_instance=$instance
 
-# --- orphaned instances -----------------------------------------------------------------------
+# --- orphaned instances (while the stuck NodeClaim's registration-ttl runs) -------------------
 orphan=$(run_instance "$cluster_tag=owned" karpenter.sh/nodepool=oob)
 foreign=$(run_instance "$cluster_tag=owned" eks:nodegroup-name=managed)
 [ -n "$orphan" ] && [ -n "$foreign" ] || fail "RunInstances launched nothing"
@@ -140,6 +133,17 @@ sys.exit(0 if age >= float(sys.argv[2]) else 1)' "$orphan" "$GRACE" || fail "the
 expect_eq "the instance of another node group still runs" "$(instance_state "$foreign")" running
 ok "an orphaned instance was terminated after gc-grace, another node group's left alone"
 ec2 "Action=TerminateInstances&InstanceId.1=$foreign" >/dev/null
+
+# --- the node that never registers, continued -----------------------------------------------
+wait_for "NodeClaim $stuck deleted after registration-ttl" 90 gone nodeclaim "$stuck"
+grep -q "terminating due to timeout: nodeclaim $stuck did not register" "$tmp/reaper.log" ||
+	fail "no 'terminating due to timeout' line for $stuck"
+wait_for "instance $stuck_instance on its way out" 30 on_its_way_out "$stuck_instance"
+ok "a NodeClaim that never registered was deleted and its instance terminated"
+wait_for "the stuck pod running on a Ready node" 120 sh -c \
+	"n=\$(kubectl get pods -l app=stuck -o jsonpath='{.items[0].spec.nodeName}'); [ -n \"\$n\" ] && kubectl get node \"\$n\" -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
+ok "its pod runs on a node that joined"
+kubectl scale deployment stuck --replicas 0 >/dev/null
 
 # --- no watcher, no judgement -------------------------------------------------------------------
 # With the watcher gone the reaper's replica still looks synced but ages: a
