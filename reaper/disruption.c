@@ -255,7 +255,10 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 	pods = disruption_movable_pods(r, node, &blocker);
 	if (w->disrupting) {
 		if (now_usec - w->disrupting_since_usec > r->cfg->replacement_timeout_usec) {
-			disruption_abandon(r, w, nc, node, "its replacements did not become Ready in time");
+			disruption_abandon(r, w, nc, node,
+					   w->n_replacements && !disruption_replacement_pending(r, w)
+						   ? "its pods found no place on Ready nodes in time"
+						   : "its replacements did not become Ready in time");
 			return;
 		}
 		termination_taint_node(r, w, node);
@@ -279,6 +282,7 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 		disruption_resume(r, w, nc, node, reason, now_usec);
 		return;
 	}
+	w->abandoned_usec = 0; /* a disruption given up: its untaint went through */
 	if (!reason || !pc || pc->invalid)
 		return;
 	if (nc->do_not_disrupt || node->do_not_disrupt || blocker) {

@@ -18,6 +18,10 @@
 #include "proto/proto.h"
 #include "reaper/reaper.h"
 
+/* A plan's NodeClaims reach the replica within a pass or two; one that has
+ * not shown in this long failed and never will: stop waiting for it. */
+#define REPLACEMENT_VISIBLE_WAIT_USEC (10ULL * 1000 * 1000)
+
 /* Karpenter's disruption reasons (v1 DisruptionReason; budget reasons). */
 extern const char REASON_EMPTY[], REASON_EXPIRED[], REASON_DRIFTED[], REASON_UNDERUTILIZED[];
 
@@ -45,6 +49,11 @@ void disruption_blocked_by_budget(struct reaper *r, const struct proto_nodeclaim
 const struct proto_nodepool *disruption_nodepool(struct reaper *r, const char *name);
 const struct proto_node *disruption_node_of(struct reaper *r, const struct proto_nodeclaim *nc);
 bool node_has_taint(const struct proto_node *n, const char *key);
+/* Is x's planned pod i (alive) bound to a node other than x's own (its
+ * name, else NULL)? It was planned onto x as the pod of a node x was
+ * launched to replace. */
+const char *disruption_planned_pod_elsewhere(struct reaper *r, const struct proto_nodeclaim *x,
+					    uint32_t i);
 /* Being deleted, tainted karpenter.sh/disrupted, or chosen by this reaper. */
 bool claim_disrupting(struct reaper *r, const struct proto_nodeclaim *nc);
 /* Are pods still coming to it (its Node held by the launcher, or a pod
@@ -71,6 +80,9 @@ int disruption_send_plan(struct reaper *r, struct arena *a, const struct cluster
  * now); 0: not yet (replacements planned or coming up); < 0 an error. */
 int disruption_replace(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
 		       const struct proto_node *node, uint64_t now_usec);
+/* The first of w's replacements that is not a Ready Node yet, NULL when
+ * every one is (or it has none). */
+const char *disruption_replacement_pending(struct reaper *r, const struct claim_work *w);
 /* Removes the karpenter.sh/disrupted taint (once asked). */
 void disruption_untaint(struct reaper *r, const struct proto_node *n);
 /* Takes up the disruption of a node tainted karpenter.sh/disrupted by a

@@ -91,7 +91,8 @@ EXTRA_DIST += tests/e2e/s1-provisioner.sh tests/e2e/reaper-budget.sh
 # search on a worker thread (consolidation-search.c is pure and unit-tested),
 # validation after consolidation-validation-delay, execution through the
 # shared replacement path (replace.c, disruption.h).
-libkanna_reaper_a_SOURCES += reaper/disruption.h reaper/replace.c reaper/consolidation.h \
+libkanna_reaper_a_SOURCES += reaper/disruption.h reaper/replace.c reaper/disruption-resume.c \
+	reaper/consolidation.h \
 	reaper/consolidation-search.c reaper/consolidation.c reaper/consolidation-execute.c \
 	reaper/candidate.h reaper/candidate.c \
 	reaper/consolidation-state.h reaper/consolidation-state.c
@@ -122,6 +123,11 @@ EXTRA_DIST += tests/e2e/reaper-consolidation.sh
 # (delete, replace, WhenEmpty) and 1→N behind ConsolidationSplit.
 TESTS += tests/e2e/reaper-replace.sh tests/e2e/reaper-s3.sh
 EXTRA_DIST += tests/e2e/reaper-replace.sh tests/e2e/reaper-s3.sh
+# End-to-end: a replace whose command no longer holds once its replacement
+# is Ready (a pod took the replacement's room) is given up — a log line at
+# once, DisruptionBlocked, the node untainted — not waited on in silence.
+TESTS += tests/e2e/reaper-replace-invalid.sh
+EXTRA_DIST += tests/e2e/reaper-replace-invalid.sh
 # End-to-end, one sim for all: a budget nodes "0" in an open schedule
 # window, a pod that fits nowhere else, spot → spot only with
 # SpotToSpotConsolidation and 15 cheaper types (the gate flipped by

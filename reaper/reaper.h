@@ -61,6 +61,11 @@ struct claim_work {
 	bool plan_sent;
 	uint64_t taint_seen_usec;    /* first seen tainted by a reaper before this one */
 	struct held_plan *held_plan; /* replace.c: its replacements' plan, sent once tainted */
+	/* replace.c: since when every replacement is Ready and the what-if
+	 * still finds no place for the pods (0: not so); disruption-resume.c:
+	 * when this reaper last gave the disruption up (its untaint on its
+	 * way; 0: not since). */
+	uint64_t ready_unplaced_usec, abandoned_usec;
 	/* Consolidation (consolidation.c): the pods on the node when last
 	 * looked at (a hash), since when (Karpenter's lastPodEventTime), and
 	 * the last Unconsolidatable reason told (a hash: once per change). */

@@ -6,10 +6,11 @@
  * nodes and on new NodeClaims, those go to the launcher as one plan once
  * the taint shows, and the NodeClaim is deleted only once the what-if
  * places every pod of the node on Nodes that are Ready. A disruption whose
- * replacements do not come in replacement-timeout is abandoned: untainted,
- * DisruptionBlocked. A reaper restarted mid-disruption takes it up again
- * from the taint and the replacements' planned pods. Deleting starts
- * termination (termination.c). Also the replica lookups the methods share.
+ * replacements do not come in replacement-timeout, or whose pods have no
+ * place once they are Ready (its command no longer valid), is abandoned:
+ * untainted, DisruptionBlocked (disruption-resume.c, which also takes up again the
+ * disruption of a reaper restarted mid-way). Deleting starts termination
+ * (termination.c). Also the replica lookups the methods share.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -28,9 +29,12 @@
 
 /* A replacement is planned for at most this many new NodeClaims. */
 #define REPLACEMENT_MAX_NODECLAIMS 10
-/* A plan's NodeClaims reach the replica within a pass or two; one that has
- * not shown in this long failed and never will: stop waiting for it. */
-#define REPLACEMENT_VISIBLE_WAIT_USEC (10ULL * 1000 * 1000)
+/* Every replacement Ready, and still the what-if finds no place for the
+ * pods this long: the cluster changed since the decision (a pod took the
+ * replacement's room, another node went) and the command no longer holds.
+ * Longer than a sibling's drain takes to settle (an evicted pod counts
+ * twice while it terminates and its successor is placed). */
+#define REPLACEMENT_READY_GRACE_USEC (30ULL * 1000 * 1000)
 
 const char REASON_EMPTY[] = "Empty";
 const char REASON_EXPIRED[] = "Expired";
@@ -101,10 +105,8 @@ static const struct proto_pod *planned_pod(struct reaper *r, const struct proto_
 	return e ? e->obj.pod : NULL;
 }
 
-/* Is x's planned pod i (alive) bound to a node other than x's own? It
- * was planned onto x as the pod of a node x was launched to replace. */
-static const char *planned_pod_elsewhere(struct reaper *r, const struct proto_nodeclaim *x,
-					 uint32_t i)
+const char *disruption_planned_pod_elsewhere(struct reaper *r, const struct proto_nodeclaim *x,
+					    uint32_t i)
 {
 	const struct proto_pod *p = planned_pod(r, x, i);
 
@@ -119,7 +121,7 @@ static const char *planned_pod_elsewhere(struct reaper *r, const struct proto_no
 static bool replacing(struct reaper *r, const struct proto_nodeclaim *x)
 {
 	for (uint32_t i = 0; i < x->n_planned_pods; i++) {
-		const char *name = planned_pod_elsewhere(r, x, i);
+		const char *name = disruption_planned_pod_elsewhere(r, x, i);
 		const struct state_entry *e = name ? state_store_get(reaper_store(r), PROTO_OBJECT_NODE,
 								     "", name)
 						   : NULL;
@@ -190,11 +192,21 @@ void disruption_delete(struct reaper *r, struct claim_work *w, const struct prot
 
 	if (w->claim_delete_sent)
 		return;
-	log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "nodepool", nc->nodepool ?: "" },
-			   { "reason", reason }),
-		    "disrupting nodeclaim(s) via delete, terminating 1 nodes (%u pods) %s/%s/%s, reason %s",
-		    pods, nc->node_name ?: nc->name, nc->instance_type ?: "?",
-		    proto_capacity_type_name(nc->capacity_type), reason);
+	/* The decision's line, unless a consolidation command logged it
+	 * already ("via delete/replace, terminating N nodes", consolidation-
+	 * execute.c: mark() sets plan_sent): it was there twice, the second
+	 * time as a delete of one node. An expiry or drift logs it here. */
+	if (!w->plan_sent || reason != REASON_UNDERUTILIZED)
+		log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "nodepool", nc->nodepool ?: "" },
+				   { "reason", reason }),
+			    "disrupting nodeclaim(s) via delete, terminating 1 nodes (%u pods) %s/%s/%s, "
+			    "reason %s", pods, nc->node_name ?: nc->name, nc->instance_type ?: "?",
+			    proto_capacity_type_name(nc->capacity_type), reason);
+	else
+		log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "nodepool", nc->nodepool ?: "" },
+				   { "reason", reason }),
+			    "deleting nodeclaim %s (%s), as decided: its %u pod(s) have a place on "
+			    "Ready nodes", nc->name, reason, pods);
 	kube_event_record(r->d->events, &ref, KUBE_EVENT_NORMAL, "DisruptionTerminating",
 			  "Disrupting NodeClaim: %s", reason);
 	if (!w->plan_sent) /* counted as "replace" when its replacements went out */
@@ -398,6 +410,72 @@ static void covered_by_plan(struct reaper *r, const struct cluster *c, const uin
 	}
 }
 
+const char *disruption_replacement_pending(struct reaper *r, const struct claim_work *w)
+{
+	for (uint32_t i = 0; i < w->n_replacements; i++) {
+		const struct state_entry *e = state_store_get(reaper_store(r), PROTO_OBJECT_NODECLAIM, "",
+							      w->replacements[i]);
+		const struct proto_node *n = e ? disruption_node_of(r, e->obj.nodeclaim) : NULL;
+
+		if (!n || n->ready != PROTO_COND_TRUE)
+			return w->replacements[i];
+	}
+	return NULL;
+}
+
+/*
+ * The what-if found no place for some pod of the nodes being disrupted.
+ * While a replacement is still coming that is the plan (a NodeClaim not
+ * launched yet takes no pod); once every one is a Ready Node it is not:
+ * the cluster changed since the decision (a pod took the replacement's
+ * room, the nodes the plan counted on are no longer what they were).
+ * Karpenter does not look again: its queue deletes the candidates once
+ * the replacements are initialized, and gives a command up — the
+ * candidates untainted, the replacements left to be consolidated like any
+ * node — when a replacement fails or the command times out (kubernetes-
+ * sigs/karpenter pkg/controllers/disruption/queue.go, Reconcile and
+ * waitOrTerminate). kanna looks again so that a replace leaves no pod
+ * pending; a command that no longer fits is given up the same way: said
+ * at once, done after REPLACEMENT_READY_GRACE_USEC (before, it waited
+ * replacement-timeout without a word, and then blamed the replacements).
+ */
+static void no_place(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
+		     const struct proto_node *node, const char *reason, uint64_t now_usec)
+{
+	char why[512], what[64 + PROTO_MAX_NAME_LEN];
+
+	/* A consolidation delete has no replacement to wait for (its command
+	 * is all candidates, mark() in consolidation-execute.c); a node whose
+	 * pods another's plan covers (covered_by_plan()) waits for that one's. */
+	if (!w->plan_sent || disruption_replacement_pending(r, w) ||
+	    (!w->n_replacements && w->disrupting != REASON_UNDERUTILIZED)) {
+		w->ready_unplaced_usec = 0;
+		if (now_usec - w->disrupting_since_usec > REPLACEMENT_VISIBLE_WAIT_USEC && reason)
+			log_debug("replacing %s: not every pod has a place yet: %s", nc->name, reason);
+		return;
+	}
+	if (!w->ready_unplaced_usec) {
+		w->ready_unplaced_usec = now_usec;
+		log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "reason", w->disrupting }),
+			    "%s nodeclaim %s %s, but not every pod has a place: %s; giving the "
+			    "disruption up in %.0f s unless one frees",
+			    w->n_replacements ? "the replacement(s) of" : "deleting", nc->name,
+			    w->n_replacements ? "are Ready" : "was decided", reason ?: "-",
+			    (double)REPLACEMENT_READY_GRACE_USEC / 1e6);
+		return;
+	}
+	if (now_usec - w->ready_unplaced_usec < REPLACEMENT_READY_GRACE_USEC)
+		return;
+	if (w->n_replacements)
+		snprintf(what, sizeof(what), "its replacement nodeclaim(s) %s%s are Ready, but ",
+			 w->replacements[0], w->n_replacements > 1 ? " and others" : "");
+	else
+		what[0] = '\0';
+	snprintf(why, sizeof(why), "command is no longer valid: %snot every pod has a place: %s",
+		 what, reason ?: "-");
+	disruption_abandon(r, w, nc, node, why);
+}
+
 int disruption_replace(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
 		       const struct proto_node *node, uint64_t now_usec)
 {
@@ -437,6 +515,8 @@ int disruption_replace(struct reaper *r, struct claim_work *w, const struct prot
 	k = what_if_solve(c, &wi, &res);
 	if (k >= 0 && res.fits) {
 		bool ready = true;
+
+		w->ready_unplaced_usec = 0;
 		/* On a replacement still coming up (a NodeClaim, or a Node the
 		 * launcher made that is not Ready yet): wait for it. The other
 		 * disrupted nodes' pods only need a place, Ready or not. */
@@ -467,8 +547,17 @@ int disruption_replace(struct reaper *r, struct claim_work *w, const struct prot
 			arena_done(&a);
 		}
 	} else if (k >= 0) {
-		if (now_usec - w->disrupting_since_usec > 10ULL * 1000 * 1000 && res.reason)
-			log_debug("replacing %s: not every pod has a place yet: %s", nc->name, res.reason);
+		const struct pod *p = res.unplaced_pod >= 0 && (uint64_t)res.unplaced_pod < c->n_pods
+					      ? &c->pods[res.unplaced_pod]
+					      : NULL;
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s%s%s%s%s", p ? "pod " : "",
+			 p ? strtab_str(&c->st, p->ns) : "", p ? "/" : "",
+			 p ? strtab_str(&c->st, p->name) : "", p ? ": " : "");
+		snprintf(why + strlen(why), sizeof(why) - strlen(why), "%s",
+			 res.reason ?: "no place found");
+		no_place(r, w, nc, node, why, now_usec);
 		k = 0;
 	}
 	what_if_result_done(&res);
@@ -477,126 +566,4 @@ out:
 	free(mine);
 	cluster_free(c);
 	return k;
-}
-
-void disruption_untaint(struct reaper *r, const struct proto_node *n)
-{
-	char path[512], body[512];
-
-	for (uint32_t i = 0; i < n->n_taints; i++) {
-		if (!streq(n->taints[i].key, KARPENTER_DISRUPTED_TAINT_KEY))
-			continue;
-		snprintf(path, sizeof(path), KUBE_NODES_PATH "/%s", n->name);
-		snprintf(body, sizeof(body),
-			 "[{\"op\":\"test\",\"path\":\"/spec/taints/%u/key\",\"value\":\"%s\"},"
-			 "{\"op\":\"remove\",\"path\":\"/spec/taints/%u\"}]", i,
-			 KARPENTER_DISRUPTED_TAINT_KEY, i);
-		(void)kube_request(r->d->kube, "PATCH", path, KUBE_JSON_PATCH, body, NULL, NULL);
-		return;
-	}
-}
-
-/* Gives a disruption up: the node takes pods again and is tried later. */
-void disruption_abandon(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
-			const struct proto_node *node, const char *why)
-{
-	struct kube_object_ref ref = { "karpenter.sh/v1", "NodeClaim", NULL, nc->name, nc->uid };
-
-	log_warn_kv(LOG_KV({ "nodeclaim", nc->name }), "abandoning the disruption of %s (%s): %s",
-		    nc->name, w->disrupting, why);
-	kube_event_record(r->d->events, &ref, KUBE_EVENT_WARNING, "DisruptionBlocked",
-			  "Cannot disrupt NodeClaim: %s", why);
-	if (node)
-		disruption_untaint(r, node);
-	w->disrupting = NULL;
-	w->plan_sent = false;
-	w->taint_sent = false;
-	held_plan_free(w->held_plan); /* never sent: nothing was launched */
-	w->held_plan = NULL;
-}
-
-/* Launched, or on its way (not failed: Launched=False). */
-static bool claim_launch_failed(const struct proto_nodeclaim *x)
-{
-	for (uint32_t i = 0; i < x->n_conditions; i++)
-		if (streq_ptr(x->conditions[i].type, "Launched"))
-			return x->conditions[i].status == PROTO_COND_FALSE;
-	return false;
-}
-
-/* w->replacements := the live NodeClaims that hold a pod of node as
- * planned (DESIGN §2 rule 4); returns how many. */
-static uint32_t find_replacements(struct reaper *r, struct claim_work *w,
-				  const struct proto_nodeclaim *nc, const struct proto_node *node)
-{
-	const struct state_entry *e;
-	size_t it = 0;
-
-	for (uint32_t i = 0; i < w->n_replacements; i++)
-		free(w->replacements[i]);
-	w->n_replacements = 0;
-	while ((e = state_store_next(reaper_store(r), &it))) {
-		const struct proto_nodeclaim *x = e->obj.nodeclaim;
-		bool holds = false;
-		char **v;
-
-		if (e->obj.kind != PROTO_OBJECT_NODECLAIM || streq(x->name, nc->name) ||
-		    x->deletion_time || claim_launch_failed(x))
-			continue;
-		for (uint32_t i = 0; i < x->n_planned_pods && !holds; i++)
-			holds = streq_ptr(planned_pod_elsewhere(r, x, i), node->name);
-		if (!holds || !(v = realloc(w->replacements, (w->n_replacements + 1) * sizeof(*v))))
-			continue;
-		w->replacements = v;
-		if ((v[w->n_replacements] = strdup(x->name)))
-			w->n_replacements++;
-	}
-	return w->n_replacements;
-}
-
-/*
- * A node tainted karpenter.sh/disrupted that this reaper did not choose:
- * one before it was killed mid-disruption. Karpenter removes such taints
- * ("If Karpenter restarts or fails with an error during a disruption
- * action, some nodes can be left tainted. Idempotently remove this taint
- * from candidates that are not in the orchestration queue", kubernetes-
- * sigs/karpenter pkg/controllers/disruption/controller.go); the
- * replacements it launched come up empty, are removed as empty, and the
- * node is replaced again. kanna reads the disruption back instead: the
- * replacements are the NodeClaims that hold the node's pods as planned;
- * the reason is the one still visible (expired, drifted) or else
- * consolidation's (its command lived in the killed reaper's memory). With
- * replacements it waits for them and plans nothing more (one not launched
- * yet takes no pods in a what-if, and would be launched twice); without,
- * a candidate still is replaced afresh, another untainted — after
- * REPLACEMENT_VISIBLE_WAIT_USEC: a plan sent just before the kill reaches
- * the replica as a NodeClaim a moment later.
- */
-void disruption_resume(struct reaper *r, struct claim_work *w, const struct proto_nodeclaim *nc,
-		       const struct proto_node *node, const char *reason, uint64_t now_usec)
-{
-	uint32_t n = find_replacements(r, w, nc, node);
-	char names[256] = "";
-
-	if (!n && !reason) {
-		if (!w->taint_seen_usec)
-			w->taint_seen_usec = now_usec;
-		if (now_usec - w->taint_seen_usec < REPLACEMENT_VISIBLE_WAIT_USEC)
-			return;
-		log_info_kv(LOG_KV({ "nodeclaim", nc->name }),
-			    "nodeclaim %s is tainted for disruption but no longer a candidate: "
-			    "untainting its node", nc->name);
-		disruption_untaint(r, node);
-		return;
-	}
-	w->disrupting = reason ?: REASON_UNDERUTILIZED;
-	w->disrupting_since_usec = now_usec;
-	w->plan_sent = n > 0;
-	for (uint32_t i = 0, at = 0; i < n && at < sizeof(names); i++)
-		at += (uint32_t)snprintf(names + at, sizeof(names) - at, "%s%s", i ? ", " : "",
-					 w->replacements[i]);
-	log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "reason", w->disrupting }),
-		    "resuming the disruption of nodeclaim %s (%s): %s%s", nc->name, w->disrupting,
-		    n ? "waiting for its replacement(s) " : "its pods need a place first",
-		    names);
 }
