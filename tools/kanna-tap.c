@@ -58,6 +58,7 @@ struct tap {
 	char **processes; /* --process filters */
 	size_t n_processes;
 	uint64_t count; /* --count; 0 = unlimited */
+	unsigned format_flags; /* enum tap_format_flags: --show-user-data */
 	uint64_t printed;
 	struct tap_peer *peers[TAP_MAX_PEERS];
 	size_t n_peers;
@@ -136,7 +137,8 @@ static int on_tap_readable(void *zsock, void *userdata)
 		json_t *line = NULL;
 		for (size_t i = 0; i < n; i++)
 			views[i] = (struct tap_frame){ zmq_msg_data(&frames[i]), zmq_msg_size(&frames[i]) };
-		r = tap_message_to_json(peer->tap->decoder, peer->process, views, n, clock_realtime_usec(), &line);
+		r = tap_message_to_json(peer->tap->decoder, peer->process, views, n, clock_realtime_usec(),
+					peer->tap->format_flags, &line);
 		if (r >= 0)
 			r = tap_print(peer->tap, line);
 		json_decref(line);
@@ -306,6 +308,8 @@ static void help(void)
 	       "                         selects messages that failed to decode)\n"
 	       "  -p, --process=NAME     only this process (repeatable), e.g. kanna-watcher\n"
 	       "  -n, --count=N          exit after printing N messages\n"
+	       "      --show-user-data   print EC2NodeClass user data in clear (default:\n"
+	       "                         its length and SHA-256 prefix only)\n"
 	       "  -h, --help             show this help\n",
 	       SOCK_RUNTIME_DIR_DEFAULT, TAP_TYPE_UNDECODABLE);
 }
@@ -338,11 +342,13 @@ static int default_runtime_dir(char **ret)
 /* Returns 1 to run, 0 to exit successfully (--help), negative on error. */
 static int parse_argv(struct tap *tap, int argc, char **argv)
 {
+	enum { ARG_SHOW_USER_DATA = 0x100 };
 	static const struct option options[] = {
 		{ "runtime-dir", required_argument, NULL, 'd' },
 		{ "type", required_argument, NULL, 't' },
 		{ "process", required_argument, NULL, 'p' },
 		{ "count", required_argument, NULL, 'n' },
+		{ "show-user-data", no_argument, NULL, ARG_SHOW_USER_DATA },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -369,6 +375,9 @@ static int parse_argv(struct tap *tap, int argc, char **argv)
 			if (errno || end == optarg || *end || optarg[0] == '-' || tap->count == 0)
 				return log_error_errno(EINVAL, "Failed to parse --count '%s': expected a positive integer",
 						       optarg);
+			break;
+		case ARG_SHOW_USER_DATA:
+			tap->format_flags |= TAP_SHOW_USER_DATA;
 			break;
 		case 'h':
 			help();

@@ -4,18 +4,22 @@
  * Called by kanna-tap for every message and by tests and the fuzz target;
  * it reads outside bytes, so it checks every length, never trusts a NUL
  * and never fails on bad input (that becomes an "undecodable" line).
+ * It also owns the redaction of EC2NodeClass user data (TAP_SHOW_USER_DATA).
  * Cleanup style: _cleanup_ attributes.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <openssl/evp.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/util.h"
 #include "proto/proto.h"
+#include "proto/schema.h"
 #include "tools/tap-format.h"
 
 /* "18446744073709551615" is 20 digits. */
@@ -119,9 +123,70 @@ static int set_undecodable(json_t *obj, const char *error, const struct tap_fram
 	return 0;
 }
 
+/* Sets key of parent to "<redacted: N bytes, sha256 XXXXXXXXXXXX>" for text:
+ * its length and digest from the decoded bytes, not from the JSON string
+ * (where bytes that are not UTF-8 became '?'). */
+static int set_redacted(json_t *parent, const char *key, const char *text)
+{
+	static const char digits[] = "0123456789abcdef";
+	char hex[TAP_USER_DATA_DIGEST_HEX + 1], line[96];
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned md_len = 0;
+	size_t len = strlen(text);
+
+	if (EVP_Digest(text, len, md, &md_len, EVP_sha256(), NULL) != 1 ||
+	    md_len * 2 < TAP_USER_DATA_DIGEST_HEX)
+		return -EIO;
+	for (size_t i = 0; i < TAP_USER_DATA_DIGEST_HEX; i++)
+		hex[i] = digits[i % 2 ? md[i / 2] & 0xf : md[i / 2] >> 4];
+	hex[TAP_USER_DATA_DIGEST_HEX] = '\0';
+	snprintf(line, sizeof(line), "<redacted: %zu bytes, sha256 %s>", len, hex);
+	return set_string(parent, key, line);
+}
+
+/*
+ * Redacts the user data of every EC2NodeClass in json, the rendering of s
+ * (a struct described by sd) that proto_to_json() made. The walk follows
+ * the schema, not a list of messages, so a nodeclass is found wherever a
+ * message carries one: today the object of state_delta and snapshot_item.
+ */
+static int redact_struct(const struct proto_struct_desc *sd, const void *s, json_t *json)
+{
+	if (!json_is_object(json))
+		return 0;
+	for (uint32_t i = 0; i < sd->n_fields; i++) {
+		const struct proto_field_desc *f = &sd->fields[i];
+		const void *p = proto_field_ptr(f, s);
+		json_t *child = json_object_get(json, f->name);
+		int r = 0;
+
+		if (!child) /* a default, left out */
+			continue;
+		if (f->kind == PROTO_KIND_STR && sd == &proto_desc_nodeclass &&
+		    f->offset == offsetof(struct proto_nodeclass, user_data) && *(char *const *)p)
+			r = set_redacted(json, f->name, *(char *const *)p);
+		else if (f->kind == PROTO_KIND_OBJ)
+			r = redact_struct(f->sub, p, child);
+		else if (f->kind == PROTO_KIND_OBJS) {
+			const char *v = *(char *const *)p;
+			uint32_t n = *proto_field_count(f, s);
+			for (uint32_t k = 0; r >= 0 && k < n; k++)
+				r = redact_struct(f->sub, v + (size_t)k * f->sub->size, json_array_get(child, k));
+		} else if (f->kind == PROTO_KIND_OBJECT) {
+			const struct proto_object *o = p;
+			if (o->ptr && o->kind < proto_n_object_kinds)
+				r = redact_struct(proto_object_descs[o->kind], o->ptr,
+						  json_object_get(child, "object"));
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* Decodes the payload with the proto codec into "type" and "fields". */
 static int set_decoded(json_t *obj, struct proto_decoder *decoder,
-		       const struct tap_frame *payload)
+		       const struct tap_frame *payload, unsigned flags)
 {
 	struct proto_error err = { 0 };
 	const struct proto_msg *msg;
@@ -138,9 +203,12 @@ static int set_decoded(json_t *obj, struct proto_decoder *decoder,
 	json_t *fields = proto_to_json(msg);
 	if (!fields)
 		return -ENOMEM;
-	if (set_string(obj, "type", proto_type_name(msg->env.type)) < 0) {
+	/* proto_to_json() vouched for env.type. */
+	r = flags & TAP_SHOW_USER_DATA ? 0 : redact_struct(proto_msg_descs[msg->env.type], &msg->body,
+							   json_object_get(fields, "body"));
+	if (r < 0 || set_string(obj, "type", proto_type_name(msg->env.type)) < 0) {
 		json_decref(fields);
-		return -ENOMEM;
+		return r < 0 ? r : -ENOMEM;
 	}
 	/* json_object_set_new() takes the reference even when it fails. */
 	return json_object_set_new(obj, "fields", fields) < 0 ? -ENOMEM : 0;
@@ -148,7 +216,7 @@ static int set_decoded(json_t *obj, struct proto_decoder *decoder,
 
 int tap_message_to_json(struct proto_decoder *decoder, const char *process,
 			const struct tap_frame *frames, size_t n_frames, uint64_t now_usec,
-			json_t **ret)
+			unsigned flags, json_t **ret)
 {
 	json_auto_t *obj = json_object();
 	struct tap_header header;
@@ -176,7 +244,7 @@ int tap_message_to_json(struct proto_decoder *decoder, const char *process,
 
 	/* The payload is the last frame; routing frames (ROUTER/DEALER) precede it. */
 	const struct tap_frame *payload = n_frames >= 2 ? &frames[n_frames - 1] : NULL;
-	r = header_ok ? set_decoded(obj, decoder, payload) : set_undecodable(obj, error, payload);
+	r = header_ok ? set_decoded(obj, decoder, payload, flags) : set_undecodable(obj, error, payload);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(obj);

@@ -30,6 +30,20 @@
 #define TAP_TIME_LEN 28
 /* The type name kanna-tap gives messages it cannot decode; --type accepts it. */
 #define TAP_TYPE_UNDECODABLE "undecodable"
+/* Hex digits of SHA-256 shown for redacted user data: enough to tell two
+ * versions apart and to match `sha256sum` of the EC2NodeClass's userData. */
+#define TAP_USER_DATA_DIGEST_HEX 12
+
+/* What tap_message_to_json() shows in clear; 0 is the safe default. */
+enum tap_format_flags {
+	/*
+	 * EC2NodeClass (and converted AWSNodeTemplate) spec.userData, which
+	 * often holds bootstrap secrets: without this flag it is printed as
+	 * "<redacted: N bytes, sha256 XXXXXXXXXXXX>" (its length in bytes and
+	 * the first TAP_USER_DATA_DIGEST_HEX hex digits of its SHA-256).
+	 */
+	TAP_SHOW_USER_DATA = 1u << 0,
+};
 
 struct tap_frame {
 	const void *data;
@@ -55,12 +69,14 @@ int tap_format_time(uint64_t usec, char *buf, size_t size);
 /*
  * Builds the JSON object for one tap message received from `process`,
  * decoding the payload with `decoder` (its previous message is released).
- * "fields" is proto_to_json() of the message: envelope and body. now_usec
- * stands in for the time when the header is malformed. Returns 0 or
- * -ENOMEM; every malformed input still yields an object (undecodable).
+ * "fields" is proto_to_json() of the message: envelope and body, with user
+ * data redacted unless flags (enum tap_format_flags) say otherwise. now_usec
+ * stands in for the time when the header is malformed. Returns 0, -ENOMEM or
+ * -EIO (no digest for redaction: nothing to print rather than the secret);
+ * every malformed input still yields an object (undecodable).
  */
 int tap_message_to_json(struct proto_decoder *decoder, const char *process,
 			const struct tap_frame *frames, size_t n_frames, uint64_t now_usec,
-			json_t **ret);
+			unsigned flags, json_t **ret);
 
 #endif

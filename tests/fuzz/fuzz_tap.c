@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void format(struct proto_decoder *decoder, const struct tap_frame *frames, size_t n)
 {
 	json_t *obj = NULL;
-	if (tap_message_to_json(decoder, "fuzz", frames, n, 0, &obj) == 0) {
+	if (tap_message_to_json(decoder, "fuzz", frames, n, 0, 0, &obj) == 0) {
 		char *s = json_dumps(obj, JSON_COMPACT);
 		if (!s || !json_object_get(obj, "type"))
 			abort(); /* every message, however broken, gets a line with a type */

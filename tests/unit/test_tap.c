@@ -53,6 +53,49 @@ static int tap_test_payload(int which, uint8_t **ret, size_t *ret_size, const ch
 	return 0;
 }
 
+/* A watcher's message of `type` (state_delta or snapshot_item) carrying an
+ * EC2NodeClass whose spec.userData is user_data. */
+static int nodeclass_payload(enum proto_msg_type type, const char *user_data, uint8_t **ret,
+			     size_t *ret_size)
+{
+	struct proto_nodeclass nc = { .name = "default", .uid = "nc-1", .role = "KarpenterNodeRole",
+				      .user_data = (char *)user_data };
+	struct proto_object obj = { .kind = PROTO_OBJECT_NODECLASS, .nodeclass = &nc };
+	struct proto_msg msg = { .env = { .sender = PROTO_PROCESS_WATCHER, .seq = 7, .type = type } };
+	msgpack_sbuffer buf;
+
+	if (type == PROTO_MSG_STATE_DELTA)
+		msg.body.state_delta = (struct proto_state_delta){ .seq = 7, .op = PROTO_DELTA_ADD, .object = obj };
+	else
+		msg.body.snapshot_item = (struct proto_snapshot_item){ .seq = 7, .object = obj };
+	msgpack_sbuffer_init(&buf);
+	int r = proto_encode(&msg, &buf, NULL);
+	if (r < 0) {
+		msgpack_sbuffer_destroy(&buf);
+		return r;
+	}
+	*ret_size = buf.size;
+	*ret = (uint8_t *)msgpack_sbuffer_release(&buf);
+	return 0;
+}
+
+/* A bootstrap script with a secret, its length and its SHA-256 (sha256sum). */
+#define SECRET_USER_DATA "#!/bin/bash\necho \"token=s3cr3t-bootstrap\"\n"
+#define SECRET_USER_DATA_REDACTED "<redacted: 42 bytes, sha256 9737796e7ae6>"
+
+static const char *str_or_missing(const char *s)
+{
+	return s ? s : "(missing)";
+}
+
+/* The user data of the nodeclass in a formatted line, or NULL. */
+static const char *user_data_of(json_t *line)
+{
+	json_t *body = json_object_get(json_object_get(line, "fields"), "body");
+	json_t *nc = json_object_get(json_object_get(body, "object"), "object");
+	return json_string_value(json_object_get(nc, "user_data"));
+}
+
 static struct proto_decoder *decoder;
 
 static void format_setup(void)
@@ -119,7 +162,7 @@ Test(tap_format, formats_time_as_rfc3339_utc_with_microseconds)
 static char *to_json(const char *process, const struct tap_frame *frames, size_t n)
 {
 	json_t *obj;
-	cr_assert_eq(tap_message_to_json(decoder, process, frames, n, 1763850123000000ULL, &obj), 0);
+	cr_assert_eq(tap_message_to_json(decoder, process, frames, n, 1763850123000000ULL, 0, &obj), 0);
 	char *s = json_dumps(obj, JSON_COMPACT);
 	json_decref(obj);
 	return s;
@@ -134,7 +177,7 @@ Test(tap_format, garbage_payload_is_undecodable_with_bytes_and_hex_prefix)
 	struct tap_frame frames[] = { { header, strlen(header) }, { payload, sizeof(payload) } };
 
 	json_t *obj;
-	cr_assert_eq(tap_message_to_json(decoder, "kanna-scheduler", frames, 2, 0, &obj), 0);
+	cr_assert_eq(tap_message_to_json(decoder, "kanna-scheduler", frames, 2, 0, 0, &obj), 0);
 	cr_assert_str_eq(json_string_value(json_object_get(obj, "time")), "2025-11-22T22:22:03.456789Z");
 	cr_assert_str_eq(json_string_value(json_object_get(obj, "process")), "kanna-scheduler");
 	cr_assert_str_eq(json_string_value(json_object_get(obj, "direction")), "send");
@@ -197,7 +240,7 @@ Test(tap_format, decodes_a_proto_payload_into_type_and_fields)
 	cr_assert_eq(tap_test_payload(0, &payload, &size, &type), 0);
 	struct tap_frame frames[] = { { header, strlen(header) }, { payload, size } };
 	json_t *obj;
-	cr_assert_eq(tap_message_to_json(decoder, "kanna-watcher", frames, 2, 0, &obj), 0);
+	cr_assert_eq(tap_message_to_json(decoder, "kanna-watcher", frames, 2, 0, 0, &obj), 0);
 	cr_assert_str_eq(json_string_value(json_object_get(obj, "type")), type,
 			 "%s", json_dumps(obj, JSON_COMPACT));
 	cr_assert(json_is_object(json_object_get(obj, "fields")));
@@ -219,12 +262,62 @@ Test(tap_format, truncated_proto_payload_carries_the_decoders_message)
 	cr_assert_lt(proto_decode(decoder, payload, size - 1, &msg, &err), 0);
 	struct tap_frame frames[] = { { header, strlen(header) }, { payload, size - 1 } };
 	json_t *obj;
-	cr_assert_eq(tap_message_to_json(decoder, "kanna-scheduler", frames, 2, 0, &obj), 0);
+	cr_assert_eq(tap_message_to_json(decoder, "kanna-scheduler", frames, 2, 0, 0, &obj), 0);
 	cr_assert_str_eq(json_string_value(json_object_get(obj, "type")), "undecodable");
 	cr_assert_str_eq(json_string_value(json_object_get(obj, "error")), err.text);
 	cr_assert_eq(json_integer_value(json_object_get(obj, "bytes")), (json_int_t)(size - 1));
 	json_decref(obj);
 	free(payload);
+}
+
+static json_t *format_nodeclass(enum proto_msg_type type, const char *user_data, unsigned flags)
+{
+	static const char header[] = "send state.pub 1763850123456789";
+	uint8_t *payload;
+	size_t size;
+	json_t *obj;
+
+	cr_assert_eq(nodeclass_payload(type, user_data, &payload, &size), 0);
+	struct tap_frame frames[] = { { header, strlen(header) }, { payload, size } };
+	cr_assert_eq(tap_message_to_json(decoder, "kanna-watcher", frames, 2, 0, flags, &obj), 0);
+	free(payload);
+	return obj;
+}
+
+Test(tap_format, nodeclass_user_data_shows_only_length_and_digest_by_default)
+{
+	static const enum proto_msg_type types[] = { PROTO_MSG_STATE_DELTA, PROTO_MSG_SNAPSHOT_ITEM };
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		json_t *obj = format_nodeclass(types[i], SECRET_USER_DATA, 0);
+		char *s = json_dumps(obj, JSON_COMPACT);
+		cr_expect_str_eq(str_or_missing(user_data_of(obj)), SECRET_USER_DATA_REDACTED, "%s", s);
+		cr_expect_null(strstr(s, "s3cr3t"), "%s", s);
+		/* Only the user data: the rest of the nodeclass is as sent. */
+		cr_expect(strstr(s, "\"role\":\"KarpenterNodeRole\""), "%s", s);
+		free(s);
+		json_decref(obj);
+	}
+}
+
+Test(tap_format, show_user_data_flag_prints_nodeclass_user_data_in_clear)
+{
+	static const enum proto_msg_type types[] = { PROTO_MSG_STATE_DELTA, PROTO_MSG_SNAPSHOT_ITEM };
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		json_t *obj = format_nodeclass(types[i], SECRET_USER_DATA, TAP_SHOW_USER_DATA);
+		cr_expect_str_eq(str_or_missing(user_data_of(obj)), SECRET_USER_DATA, "type %zu", i);
+		json_decref(obj);
+	}
+}
+
+Test(tap_format, redacted_digest_is_of_the_bytes_not_of_their_json_rendering)
+{
+	/* Not UTF-8: proto_to_json() would render it "??"; the digest and the
+	 * length are those of the two bytes (printf '\xff\xfe' | sha256sum). */
+	json_t *obj = format_nodeclass(PROTO_MSG_STATE_DELTA, "\xff\xfe", 0);
+	cr_assert_str_eq(str_or_missing(user_data_of(obj)), "<redacted: 2 bytes, sha256 b3d510ef0427>");
+	json_decref(obj);
 }
 
 /* ---- kanna-tap as a subprocess ------------------------------------------ */
@@ -568,6 +661,34 @@ Test(tap_e2e, help_prints_usage_and_exits_zero)
 	t.buf[n] = '\0';
 	cr_assert(strstr(t.buf, "Usage: kanna-tap"));
 	cr_assert(strstr(t.buf, "--count=N"));
+	cr_assert(strstr(t.buf, "--show-user-data"));
+}
+
+Test(tap_e2e, redacts_nodeclass_user_data_unless_show_user_data_is_given)
+{
+	/* A tap per run: an XPUB passes a repeated subscription on only once. */
+	static const char *const runs[][6] = {
+		{ "--process", "kanna-watcher", "--count", "1", NULL },
+		{ "--process", "kanna-watcher-2", "--show-user-data", "--count", "1", NULL },
+	};
+	static const char *const want[] = { SECRET_USER_DATA_REDACTED, SECRET_USER_DATA };
+	uint8_t *payload;
+	size_t size;
+
+	cr_assert_eq(nodeclass_payload(PROTO_MSG_STATE_DELTA, SECRET_USER_DATA, &payload, &size), 0);
+	for (size_t i = 0; i < 2; i++) {
+		void *xpub = bind_tap(runs[i][1]);
+		spawn_tap((const char *const *)runs[i]);
+		cr_assert(subscribed(xpub, WAIT_MSEC), "run %zu: kanna-tap never subscribed", i);
+		send_tap(xpub, "send state.pub 1", payload, size);
+		json_t *l = next_line(WAIT_MSEC);
+		cr_assert(l, "run %zu: no line", i);
+		cr_expect_str_eq(str_or_missing(user_data_of(l)), want[i], "run %zu", i);
+		cr_assert_eq(wait_exit(), 0);
+		json_decref(l);
+		zmq_close(xpub);
+	}
+	free(payload);
 }
 
 /* A real daemon side: common/sock.h's tap, PUSH -> PULL through the loop. */
