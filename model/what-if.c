@@ -47,11 +47,60 @@ static bool *removed_names(const struct cluster *c)
 	return gone;
 }
 
+/* Why a pending pod sits out a what-if (pending_first): no room for it. */
+static const char pending_elsewhere[] = "pending: no room on the remaining capacity, the scheduler's to plan";
+
+/* w->pending_first: places the pending pods on what remains, nothing new,
+ * and pins them there (pinned[0..*n): their indexes, to undo). */
+static int pin_pending(struct cluster *c, const struct what_if *w, uint32_t *pinned, uint32_t *n,
+		       bool *stopped)
+{
+	struct sched_options o = { .deadline_usec = w->deadline_usec, .cancel = w->cancel,
+				   .limit_new_claims = true, .max_new_claims = 0 };
+	struct sched_result *pre = NULL;
+	bool any = false;
+	int r;
+
+	*n = 0;
+	for (uint32_t p = 0; p < c->n_pods && !any; p++)
+		any = c->pods[p].node == STR_NONE && !c->pods[p].invalid;
+	if (!any)
+		return 0;
+	r = sched_solve_with(c, &o, &pre);
+	if (r < 0)
+		return r;
+	*stopped = pre->stopped;
+	for (uint32_t p = 0; p < c->n_pods && !*stopped; p++) {
+		struct pod *pod = &c->pods[p];
+		int32_t b = pre->pod_bin[p];
+
+		if (pod->node != STR_NONE || (pod->invalid && pod->invalid != pending_elsewhere))
+			continue;
+		if (b >= 0 && (uint32_t)b < pre->n_nodes && (uint32_t)b < c->n_nodes)
+			pod->node = c->nodes[b].name;
+		else
+			pod->invalid = pending_elsewhere;
+		pinned[(*n)++] = p;
+	}
+	sched_result_free(pre);
+	return 0;
+}
+
+static void unpin_pending(struct cluster *c, const uint32_t *pinned, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		c->pods[pinned[i]].node = STR_NONE;
+		if (c->pods[pinned[i]].invalid == pending_elsewhere)
+			c->pods[pinned[i]].invalid = NULL;
+	}
+}
+
 int what_if_solve(struct cluster *c, const struct what_if *w, struct what_if_result *ret)
 {
 	struct sched_options o = { .deadline_usec = w->deadline_usec, .cancel = w->cancel,
 				   .limit_new_claims = true, .max_new_claims = w->max_new_claims };
 	struct what_if_result res = { .unplaced_pod = -1 };
+	uint32_t *pinned = NULL, n_pinned = 0;
 	bool *gone;
 	int r;
 
@@ -65,11 +114,19 @@ int what_if_solve(struct cluster *c, const struct what_if *w, struct what_if_res
 		n->removed = true;
 	}
 	res.moved = malloc((c->n_pods ? c->n_pods : 1) * sizeof(*res.moved));
+	pinned = w->pending_first ? malloc((c->n_pods ? c->n_pods : 1) * sizeof(*pinned)) : NULL;
 	gone = removed_names(c);
-	if (!res.moved || !gone) {
+	if (!res.moved || !gone || (w->pending_first && !pinned)) {
 		free(res.moved);
+		free(pinned);
 		free(gone);
 		return -ENOMEM;
+	}
+	if (w->pending_first && (r = pin_pending(c, w, pinned, &n_pinned, &res.stopped)) < 0) {
+		free(res.moved);
+		free(pinned);
+		free(gone);
+		return r;
 	}
 	for (uint32_t p = 0; p < c->n_pods; p++) {
 		struct pod *pod = &c->pods[p];
@@ -84,11 +141,13 @@ int what_if_solve(struct cluster *c, const struct what_if *w, struct what_if_res
 	else if ((o.max_new_price = w->max_new_price ? w->max_new_price : res.removed_price) <= 0)
 		o.max_new_claims = 0; /* nothing is cheaper than free */
 	r = sched_solve_with(c, &o, &res.placement);
+	unpin_pending(c, pinned, n_pinned);
+	free(pinned);
 	if (r < 0) {
 		what_if_result_done(&res);
 		return r;
 	}
-	res.stopped = res.placement->stopped;
+	res.stopped = res.stopped || res.placement->stopped;
 	for (uint32_t i = 0; i < res.placement->n_claims; i++)
 		res.added_price += res.placement->claims[i].price;
 	res.cost_delta = res.added_price - res.removed_price;

@@ -25,6 +25,18 @@ struct what_if {
 	double max_new_price;
 	uint64_t deadline_usec; /* CLOCK_MONOTONIC, 0: none (sched_options) */
 	const atomic_bool *cancel;
+	/*
+	 * The cluster's pending pods (without a node before the what-if) go
+	 * first, onto what remains and onto no new NodeClaim, and keep that
+	 * room (or, placed nowhere, stay out of the question) while the
+	 * removed nodes' pods look for theirs. Karpenter's SimulateScheduling
+	 * solves every pending pod beside the candidates' (kubernetes-sigs/
+	 * karpenter pkg/controllers/disruption/helpers.go), so that a
+	 * consolidation never counts on room a pending pod is about to take;
+	 * new capacity for them is the scheduler's to plan, so a replacement
+	 * never carries them. The model is as before when the call returns.
+	 */
+	bool pending_first;
 };
 
 struct what_if_result {

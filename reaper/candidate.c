@@ -130,3 +130,54 @@ const char *candidate_check(const struct state_store *store, const struct candid
 	*cost = sum * consolidation_lifetime_remaining((now_ms - nc->creation_time) / 1000, expire);
 	return NULL;
 }
+
+int candidate_pending_pods(const struct state_store *store, int64_t now_ms,
+			   const struct proto_pod ***ret, size_t *n_ret)
+{
+	struct hashmap planned = { 0 }; /* "ns/name" a NodeClaim speaks for */
+	const struct proto_pod **pods = NULL;
+	const struct state_entry *e;
+	char key[STATE_KEY_MAX];
+	size_t it = 0, n = 0, cap = 0;
+	int r = 0;
+
+	while (r >= 0 && (e = state_store_next(store, &it))) {
+		const struct proto_nodeclaim *nc = e->obj.nodeclaim;
+
+		if (e->obj.kind != PROTO_OBJECT_NODECLAIM || !nc->n_planned_pods ||
+		    !state_nodeclaim_holds_planned_pods(nc, now_ms))
+			continue;
+		for (uint32_t i = 0; i < nc->n_planned_pods && r >= 0; i++)
+			r = hashmap_put(&planned, nc->planned_pods[i], (void *)1, NULL);
+	}
+	it = 0;
+	while (r >= 0 && (e = state_store_next(store, &it))) {
+		const struct proto_pod *p = e->obj.pod;
+
+		if (e->obj.kind != PROTO_OBJECT_POD || !state_pod_is_unschedulable(p))
+			continue;
+		snprintf(key, sizeof(key), "%s/%s", p->ns, p->name);
+		if (hashmap_get(&planned, key))
+			continue;
+		if (n == cap) {
+			size_t c = cap ? 2 * cap : 16;
+			const struct proto_pod **bigger = realloc(pods, c * sizeof(*pods));
+
+			if (!bigger) {
+				r = -ENOMEM;
+				break;
+			}
+			pods = bigger;
+			cap = c;
+		}
+		pods[n++] = p;
+	}
+	hashmap_done(&planned);
+	if (r < 0) {
+		free(pods);
+		return r;
+	}
+	*ret = pods;
+	*n_ret = n;
+	return 0;
+}

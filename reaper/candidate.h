@@ -71,4 +71,18 @@ const char *candidate_check(const struct state_store *store, const struct candid
 			    const struct proto_nodepool *np, const struct proto_node *node,
 			    int64_t now_ms, const char **event, double *cost, char *buf, size_t len);
 
+/*
+ * The pending pods a what-if places first (what_if.pending_first): those
+ * kanna would find capacity for now (state_pod_is_unschedulable), less
+ * those a NodeClaim still speaks for (cluster_from_state counts them on
+ * it). Karpenter's SimulateScheduling adds every pending pod the same way
+ * (pkg/controllers/disruption/helpers.go, provisioner.GetPendingPods), so
+ * that consolidation never counts on room a pending pod is about to take:
+ * during a scale-out, or with the pods of an earlier command still
+ * pending. *ret: malloc'd, pointers into the store, valid until it
+ * changes; free() it.
+ */
+int candidate_pending_pods(const struct state_store *store, int64_t now_ms,
+			   const struct proto_pod ***ret, size_t *n_ret);
+
 #endif

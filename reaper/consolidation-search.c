@@ -118,7 +118,7 @@ static int simulate(struct cluster *c, const struct consolidation_candidate *v, 
 {
 	uint32_t n_remove = k + o->n_also_removed, *remove = malloc((n_remove + 1) * sizeof(*remove));
 	struct what_if w = { .max_new_claims = price > 0 ? n_new : 0, .max_new_price = price > 0 ? price : -1,
-			     .deadline_usec = o->deadline_usec, .cancel = o->cancel };
+			     .deadline_usec = o->deadline_usec, .cancel = o->cancel, .pending_first = true };
 	int r = -ENOMEM;
 
 	if (!remove || (r = snapshot(c, cmd)) < 0)

@@ -258,17 +258,24 @@ static int gather(struct reaper *r, struct hashmap *pools, char *const *only, ui
 					 .now_ms = clock_realtime_ms() };
 	struct hashmap node_index = { 0 };
 	struct candidate_pdbs pdbs = { 0 };
+	const struct proto_pod **pending = NULL;
 	const struct state_entry *e;
 	struct job *j = calloc(1, sizeof(*j));
+	size_t n_pending = 0;
 	char err[512], **pool_names = NULL;
 	size_t it = 0;
 	int k = -ENOMEM;
 
 	if (!j)
 		return -ENOMEM;
-	k = cluster_from_state(reaper_store(r), NULL, 0, &fo, &j->c, err, sizeof(err));
+	/* The pending pods too: every what-if places them first. */
+	k = candidate_pending_pods(reaper_store(r), fo.now_ms, &pending, &n_pending);
+	if (k >= 0)
+		k = cluster_from_state(reaper_store(r), pending, n_pending, &fo, &j->c, err, sizeof(err));
+	free(pending);
 	if (k < 0) {
-		log_error("Failed to model the cluster for consolidation: %s", err);
+		log_error("Failed to model the cluster for consolidation: %s",
+			  k == -ENOMEM ? "out of memory" : err);
 		goto fail;
 	}
 	k = -ENOMEM;

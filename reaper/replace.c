@@ -25,6 +25,7 @@
 #include "proto/schema.h"
 #include "model/plan.h"
 #include "model/what-if.h"
+#include "reaper/candidate.h"
 #include "reaper/disruption.h"
 
 /* A replacement is planned for at most this many new NodeClaims. */
@@ -483,8 +484,10 @@ int disruption_replace(struct reaper *r, struct claim_work *w, const struct prot
 					 .now_ms = clock_realtime_ms() };
 	struct cluster *c = NULL;
 	struct what_if wi = { .max_new_claims = w->plan_sent ? 0 : REPLACEMENT_MAX_NODECLAIMS,
-			      .max_new_price = -1 };
+			      .max_new_price = -1, .pending_first = true };
 	struct what_if_result res = { 0 };
+	const struct proto_pod **pending = NULL;
+	size_t n_pending = 0;
 	uint32_t idx = UINT32_MAX, *remove = NULL, n_remove;
 	bool *mine = NULL;
 	char err[512];
@@ -493,9 +496,15 @@ int disruption_replace(struct reaper *r, struct claim_work *w, const struct prot
 	/* Its plan, held until the taint shows: nothing to place before. */
 	if (send_held(r, w) <= 0)
 		return 0;
-	k = cluster_from_state(reaper_store(r), NULL, 0, &fo, &c, err, sizeof(err));
+	/* Pending pods first (candidate_pending_pods): room they are about
+	 * to take is not the candidate's pods' to count on. */
+	k = candidate_pending_pods(reaper_store(r), fo.now_ms, &pending, &n_pending);
+	if (k >= 0)
+		k = cluster_from_state(reaper_store(r), pending, n_pending, &fo, &c, err, sizeof(err));
+	free(pending);
 	if (k < 0) {
-		log_error("Failed to model the cluster to replace %s: %s", nc->name, err);
+		log_error("Failed to model the cluster to replace %s: %s", nc->name,
+			  k == -ENOMEM ? "out of memory" : err);
 		return k;
 	}
 	for (uint32_t i = 0; i < c->n_nodes; i++)

@@ -232,3 +232,57 @@ Test(solve_options, at_most_the_allowed_number_of_nodeclaims_is_opened)
 	cr_expect(strstr(res->unschedulable[0].reason, "no new nodeclaim allowed beyond 1"), "%s",
 		  res->unschedulable[0].reason);
 }
+
+/* pending_first: a pending pod takes its room on what remains before the
+ * removed node's pods look for theirs (Karpenter's SimulateScheduling
+ * solves pending pods beside the candidates'): with a pending pod that
+ * leaves node-b 250m, a-1 has no place; the model is as before after. */
+Test(what_if, pending_pods_take_their_room_first)
+{
+	_cleanup_(cluster_freep) struct cluster *c = two_half_empty_nodes();
+	int64_t room = c->nodes[1].allocatable.v[RES_CPU] - 500;
+	struct pod *pending = fx_pod(c, "pending", room - 250, 256);
+	uint32_t remove = 0, pending_idx = (uint32_t)(pending - c->pods);
+	struct what_if w = { .remove = &remove, .n_remove = 1, .pending_first = true };
+	struct what_if_result res;
+
+	cr_assert_eq(what_if_solve(c, &w, &res), 0);
+	cr_expect_not(res.fits, "the pending pod took node-b's room");
+	cr_expect_eq(res.placement->n_claims, 0);
+	cr_expect_eq(c->pods[pending_idx].node, STR_NONE, "the model is as before");
+	cr_expect_null(c->pods[pending_idx].invalid);
+	what_if_result_done(&res);
+}
+
+/* A pending pod with no room on what remains is out of the question: no
+ * NodeClaim is opened for it even where the what-if allows one (new
+ * capacity for pending pods is the scheduler's to plan, and a replacement
+ * that carried it would race the scheduler's own plan). Without
+ * pending_first it rides the one NodeClaim allowed. */
+Test(what_if, a_pending_pod_without_room_rides_no_replacement)
+{
+	_cleanup_(cluster_freep) struct cluster *c = two_half_empty_nodes();
+	int64_t room = c->nodes[1].allocatable.v[RES_CPU] - 500;
+	struct pod *pending = fx_pod(c, "pending", room + 100, 256);
+	uint32_t remove = 0, pending_idx = (uint32_t)(pending - c->pods);
+	struct what_if w = { .remove = &remove, .n_remove = 1, .max_new_claims = 1, .max_new_price = -1 };
+	struct what_if_result res;
+
+	cr_assert_eq(what_if_solve(c, &w, &res), 0);
+	cr_expect_eq(res.placement->n_claims, 1, "without pending_first a NodeClaim opens for it");
+	cr_expect_geq(res.placement->pod_bin[pending_idx], (int32_t)c->n_nodes);
+	what_if_result_done(&res);
+	for (uint32_t p = 0; p < c->n_pods; p++) /* put a-1 back */
+		if (c->pods[p].name == fx_s(c, "a-1"))
+			c->pods[p].node = fx_s(c, "node-a");
+	c->nodes[0].removed = false;
+
+	w.pending_first = true;
+	cr_assert_eq(what_if_solve(c, &w, &res), 0);
+	cr_expect(res.fits, "%s", res.reason ? res.reason : "?");
+	cr_expect_eq(res.placement->n_claims, 0, "no NodeClaim for the pending pod");
+	cr_expect_eq(res.placement->pod_bin[res.moved[0]], 1, "a-1 goes to node-b");
+	cr_expect_eq(c->pods[pending_idx].node, STR_NONE, "the model is as before");
+	cr_expect_null(c->pods[pending_idx].invalid);
+	what_if_result_done(&res);
+}
