@@ -150,8 +150,12 @@ Test(informer, a_nodepool_that_becomes_invalid_is_published_invalid_and_its_dele
 	sim("POST", "/apis/karpenter.sh/v1/nodepools", NODEPOOL("np", "In"));
 	RUN_UNTIL((e = get(PROTO_OBJECT_NODEPOOL, "", "np")), "the NodePool never arrived");
 	cr_assert_eq(e->obj.nodepool->status, PROTO_NODEPOOL_OK);
-	/* Updated to something that does not decode: no longer the valid one. */
-	sim("PUT", "/apis/karpenter.sh/v1/nodepools/np", NODEPOOL("np", "Near"));
+	/* Updated to something that does not decode: no longer the valid one.
+	 * (A merge patch: a PUT of a custom resource needs its resourceVersion,
+	 * as kube-apiserver's custom resource strategy has it.) */
+	sim("PATCH", "/apis/karpenter.sh/v1/nodepools/np",
+	    "{\"spec\":{\"template\":{\"spec\":{\"requirements\":[{\"key\":\"kubernetes.io/arch\","
+	    "\"operator\":\"Near\",\"values\":[\"amd64\"]}]}}}}");
 	RUN_UNTIL((e = get(PROTO_OBJECT_NODEPOOL, "", "np")) &&
 			  e->obj.nodepool->status == PROTO_NODEPOOL_INVALID,
 		  "the old valid NodePool is still published");
