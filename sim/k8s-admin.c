@@ -5,7 +5,8 @@
  * name, node, phase) — the Kubernetes side's timeline (time, event,
  * detail: the shape of the AWS port's) and the faults injected so far by
  * kind, for the demo's report and end-to-end assertions. Instances, their cost and the AWS timeline are on
- * the AWS port's /_sim/status. Read-only; called by k8s_faults_apply()'s
+ * the AWS port's /_sim/status; "requests", what each User-Agent asked for
+ * as RBAC sees it (k8s-requests.c). Read-only; called by k8s_faults_apply()'s
  * admin routing.
  */
 #include <string.h>
@@ -74,8 +75,9 @@ int k8s_admin_status(struct k8s_api *api, const struct k8s_request *req, struct 
 		k8s_store_foreach(api->store, pods, NULL, collect_one, &cp);
 	timeline = k8s_timeline_json(api->store, &dropped);
 	k8s_format_time_ms((uint64_t)clock_realtime_ms(), now);
-	out = json_pack("{s:s, s:o, s:o, s:o?, s:I, s:o?}", "time", now, "nodes", cn.list, "pods",
-			cp.list, "timeline", timeline, "timelineDropped", (json_int_t)dropped,
-			"faultsInjected", k8s_faults_injected_json(api));
+	out = json_pack("{s:s, s:o, s:o, s:o?, s:I, s:o?, s:o?}", "time", now, "nodes", cn.list,
+			"pods", cp.list, "timeline", timeline, "timelineDropped", (json_int_t)dropped,
+			"faultsInjected", k8s_faults_injected_json(api), "requests",
+			k8s_requests_json(api));
 	return k8s_reply_json(resp, 200, out);
 }

@@ -527,6 +527,7 @@ static int dispatch(struct k8s_api *api, const struct k8s_request *req,
 	int r;
 
 	memset(resp, 0, sizeof(*resp));
+	k8s_requests_record(api, req);
 	r = k8s_faults_apply(api, req, resp);
 	if (r != 0)
 		return r < 0 ? r : 0;

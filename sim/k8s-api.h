@@ -109,6 +109,9 @@ struct k8s_api {
 	struct k8s_fault_counts injected;
 	struct k8s_watch_cut watch_cut; /* faults.watch_cut_after, for open streams */
 	uint64_t fault_rng; /* xorshift64 state; fixed seed: runs repeat */
+	/* What each client asked for, as RBAC sees it (k8s-requests.c). */
+	pthread_mutex_t requests_lock;
+	struct k8s_request_counts *requests;
 };
 
 int k8s_faults_from_json(const json_t *j, struct k8s_faults *ret, char *err, size_t errlen);
@@ -130,6 +133,7 @@ struct k8s_request {
 	const char *path;
 	const char *content_type;
 	const char *accept; /* kubectl asks for meta.k8s.io Tables */
+	const char *user_agent; /* NULL when the client sent none */
 	const char *body;
 	size_t body_len;
 	/* The HTTP server streams LIST bodies (resp.list); tests take them whole. */
@@ -158,6 +162,17 @@ void k8s_response_clear(struct k8s_response *resp);
 
 /* Helpers shared by the handler files. */
 int k8s_reply_json(struct k8s_response *resp, int status, json_t *obj);
+/*
+ * Every API request counted by (User-Agent, verb, API group, resource,
+ * subresource, namespace), or (User-Agent, verb, non-resource path), with
+ * the verb and parts kube-apiserver's RequestInfoFactory gives the
+ * authorizer (k8s-requests.c); up to a few object names per tuple, for
+ * rules with resourceNames. k8s_requests_json() is /_sim/status's
+ * "requests"; k8s_requests_done() frees the table.
+ */
+void k8s_requests_record(struct k8s_api *api, const struct k8s_request *req);
+json_t *k8s_requests_json(struct k8s_api *api);
+void k8s_requests_done(struct k8s_api *api);
 /* GET /_sim/status: nodes and pods now (sim/k8s-admin.c). */
 int k8s_admin_status(struct k8s_api *api, const struct k8s_request *req,
 		     struct k8s_response *resp);

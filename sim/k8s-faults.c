@@ -33,11 +33,15 @@ void k8s_api_init(struct k8s_api *api, struct k8s_registry *reg, struct k8s_stor
 	api->store = store;
 	api->fault_rng = K8S_FAULT_SEED;
 	pthread_mutex_init(&api->faults_lock, NULL);
+	pthread_mutex_init(&api->requests_lock, NULL);
+	api->requests = NULL;
 }
 
 void k8s_api_done(struct k8s_api *api)
 {
 	pthread_mutex_destroy(&api->faults_lock);
+	k8s_requests_done(api);
+	pthread_mutex_destroy(&api->requests_lock);
 }
 
 static double rate_of(const json_t *v, bool *ok)

@@ -205,6 +205,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	req.content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 						       MHD_HTTP_HEADER_CONTENT_TYPE);
 	req.accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+	req.user_agent = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_USER_AGENT);
 	req.body = ctx->body;
 	req.body_len = ctx->len;
 	req.stream_lists = true;

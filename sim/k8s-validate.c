@@ -4,7 +4,8 @@
  * refuses: a pod's (or a workload's pod template's) resource quantities
  * must not be negative (ValidateResourceQuantityValue: "must be greater
  * than or equal to 0"), with upstream's 422 Invalid, its message and its
- * causes. Called by k8s-write.c on create and on every spec write.
+ * causes; and the RBAC kinds' structural checks (k8s-rbac.c). Called by
+ * k8s-write.c on create and on every spec write.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -74,7 +75,7 @@ static bool negative_quantity(const json_t *v, char *text, size_t size)
 
 struct field_errors {
 	json_t *causes;
-	char text[512]; /* "a, b" as errs.ToAggregate() joins them */
+	char text[2048]; /* "a, b" as errs.ToAggregate() joins them */
 };
 
 static void check_list(struct field_errors *fe, const json_t *list, const char *path)
@@ -120,11 +121,28 @@ static void check_pod_spec(struct field_errors *fe, const json_t *spec, const ch
 }
 
 int k8s_validate(const struct k8s_resource *res, const char *name, const json_t *obj,
-		 struct k8s_error *err)
+		 const json_t *old, struct k8s_error *err)
 {
 	struct field_errors fe = { 0 };
 	size_t n;
 
+	if (streq(res->group, "rbac.authorization.k8s.io")) {
+		const json_t *c;
+		size_t i;
+
+		fe.causes = json_array();
+		if (!fe.causes || k8s_rbac_validate(res, obj, old, fe.causes) < 0) {
+			json_decref(fe.causes);
+			return -ENOMEM;
+		}
+		json_array_foreach(fe.causes, i, c) {
+			size_t len = strlen(fe.text);
+
+			snprintf(fe.text + len, sizeof(fe.text) - len, "%s%s: %s", len ? ", " : "",
+				 json_string_value(json_object_get(c, "field")),
+				 json_string_value(json_object_get(c, "message")));
+		}
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(pod_specs); i++) {
 		if (!streq(res->group, pod_specs[i].group) || !streq(res->kind, pod_specs[i].kind))
 			continue;

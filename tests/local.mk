@@ -17,3 +17,7 @@ tests_e2e_peer_connect_SOURCES = tests/e2e/peer-connect.c
 tests_e2e_peer_connect_LDADD = $(STATE_LIBS)
 TESTS += tests/e2e/peer-trust.sh
 EXTRA_DIST += tests/e2e/peer-trust.sh
+# Per-daemon least privilege (issues 19, 20): deploy/rbac.yaml validated by
+# kanna-sim, and every request the four daemons make checked against it.
+TESTS += tests/e2e/rbac.sh
+EXTRA_DIST += tests/e2e/rbac.sh deploy/rbac.yaml
