@@ -16,6 +16,22 @@ static const char *S(const struct cluster *c, uint32_t id)
 	return strtab_str(&c->st, id);
 }
 
+/* o's values: q's, as strings. */
+static int plan_values(struct arena *a, const struct cluster *c, const struct requirement *q,
+		       struct proto_requirement *o)
+{
+	if (q->n_values > PROTO_MAX_REQUIREMENT_VALUES)
+		return -E2BIG;
+	o->values = arena_calloc(a, q->n_values + 1, sizeof(char *));
+	if (!o->values)
+		return -ENOMEM;
+	for (uint32_t v = 0; v < q->n_values; v++)
+		if (!(o->values[v] = arena_strdup(a, S(c, q->values[v]))))
+			return -ENOMEM;
+	o->n_values = q->n_values;
+	return 0;
+}
+
 static int plan_requirements(struct arena *a, const struct cluster *c, const struct requirements *r,
 			     struct proto_requirement **ret, uint32_t *n_ret)
 {
@@ -58,17 +74,12 @@ static int plan_requirements(struct arena *a, const struct cluster *c, const str
 			if (q->complement && q->n_values && n < PROTO_MAX_REQUIREMENTS) {
 				struct proto_requirement *ni = &out[n];
 
-				if (q->n_values > PROTO_MAX_REQUIREMENT_VALUES)
-					return -E2BIG;
+				int k;
+
 				*ni = (struct proto_requirement){ .key = o->key, .op = PROTO_OP_NOT_IN,
 								  .min_values = q->min_values };
-				ni->values = arena_calloc(a, q->n_values + 1, sizeof(char *));
-				if (!ni->values)
-					return -ENOMEM;
-				for (uint32_t v = 0; v < q->n_values; v++)
-					if (!(ni->values[v] = arena_strdup(a, S(c, q->values[v]))))
-						return -ENOMEM;
-				ni->n_values = q->n_values;
+				if ((k = plan_values(a, c, q, ni)) < 0)
+					return k;
 				n++;
 			}
 			continue;
@@ -80,15 +91,10 @@ static int plan_requirements(struct arena *a, const struct cluster *c, const str
 		if (q->complement && !q->n_values && q->absent_ok)
 			continue; /* no constraint at all */
 		o->min_values = q->min_values;
-		if (q->n_values > PROTO_MAX_REQUIREMENT_VALUES)
-			return -E2BIG;
-		o->values = arena_calloc(a, q->n_values + 1, sizeof(char *));
-		if (!o->values)
-			return -ENOMEM;
-		for (uint32_t v = 0; v < q->n_values; v++)
-			if (!(o->values[v] = arena_strdup(a, S(c, q->values[v]))))
-				return -ENOMEM;
-		o->n_values = q->n_values;
+		int k = plan_values(a, c, q, o);
+
+		if (k < 0)
+			return k;
 		n++;
 	}
 	*ret = out;
