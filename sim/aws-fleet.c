@@ -275,15 +275,21 @@ static void write_lt_and_override(struct xml *x, const struct aws_request *req,
 {
 	const char *lt_id = aws_params_getf(req->params, "LaunchTemplateConfigs.%zu.LaunchTemplateSpecification.LaunchTemplateId", c->cfg);
 	const char *lt_name = aws_params_getf(req->params, "LaunchTemplateConfigs.%zu.LaunchTemplateSpecification.LaunchTemplateName", c->cfg);
+	const char *lt_version = aws_params_getf(req->params, "LaunchTemplateConfigs.%zu.LaunchTemplateSpecification.Version", c->cfg);
 	const char *type = aws_params_getf(req->params, "LaunchTemplateConfigs.%zu.Overrides.%zu.InstanceType", c->cfg, c->ovr);
 
 	xml_open(x, "launchTemplateAndOverrides");
+	/* The launch template as the request named it, like the overrides
+	 * below: the reply's FleetLaunchTemplateSpecification has the
+	 * request's three members, and the sim adds no id, name or version
+	 * the request did not send (a client must not come to rely on one). */
 	xml_open(x, "launchTemplateSpecification");
-	if (c->lt || lt_id)
-		xml_leaf(x, "launchTemplateId", c->lt ? c->lt->id : lt_id);
-	if (c->lt || lt_name)
-		xml_leaf(x, "launchTemplateName", c->lt ? c->lt->name : lt_name);
-	xml_leaf(x, "version", aws_params_getf(req->params, "LaunchTemplateConfigs.%zu.LaunchTemplateSpecification.Version", c->cfg) ?: "1");
+	if (lt_id)
+		xml_leaf(x, "launchTemplateId", lt_id);
+	if (lt_name)
+		xml_leaf(x, "launchTemplateName", lt_name);
+	if (lt_version)
+		xml_leaf(x, "version", lt_version);
 	xml_close(x, "launchTemplateSpecification");
 	xml_open(x, "overrides");
 	if (type)

@@ -89,6 +89,12 @@ Test(sim_aws, create_fleet_echoes_the_overrides_as_sent_and_refuses_a_zone_its_s
 			 "us-west-2a", "%s", r.body);
 	cr_assert_str_eq(xml_nth(strstr(r.body, "<fleetInstanceSet>"), "subnetId", 0, buf, sizeof(buf)), a,
 			 "%s", r.body);
+	/* The launch template too: named by name, version $Latest, no id. */
+	cr_assert_str_eq(xml_nth(strstr(r.body, "<fleetInstanceSet>"), "launchTemplateName", 0, buf, sizeof(buf)),
+			 "lt-demo", "%s", r.body);
+	cr_assert_str_eq(xml_nth(strstr(r.body, "<fleetInstanceSet>"), "version", 0, buf, sizeof(buf)),
+			 "$Latest", "%s", r.body);
+	cr_assert_null(strstr(r.body, "launchTemplateId"), "%s", r.body);
 	free(r.body);
 }
 
