@@ -4,10 +4,14 @@
  * AWSNodeTemplate and the inline `provider` of a v1alpha5 Provisioner,
  * whose map selectors ({"karpenter.sh/discovery": "x"}, "aws-ids": "a,b")
  * become selector terms. Also what the launcher resolved (status).
+ * spec.userData leaves as its SHA-256 only (user_data_sha256): the launcher
+ * alone needs the text and GETs it (launcher/nodeclass-launch.c).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <openssl/evp.h>
 
 #include "common/quantity.h"
 #include "decode/decode.h"
@@ -221,6 +225,30 @@ static int nodeclass_common(struct decoder *d, const json_t *spec, struct proto_
 	return 0;
 }
 
+/* After nodeclass_hash (which covers the text): the state feed every
+ * replica subscribes to carries the hex SHA-256 of spec.userData, not the
+ * text; the arena's copy is wiped. */
+static int user_data_to_digest(struct decoder *d, struct proto_nodeclass *nc)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+	char *hex;
+
+	if (!nc->user_data)
+		return 0;
+	if (!EVP_Digest(nc->user_data, strlen(nc->user_data), md, &n, EVP_sha256(), NULL))
+		return decode_fail(d, "spec.userData: SHA-256 failed");
+	hex = arena_alloc_raw(d->arena, 2 * n + 1);
+	if (!hex)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	nc->user_data_sha256 = hex;
+	explicit_bzero(nc->user_data, strlen(nc->user_data));
+	nc->user_data = NULL;
+	return 0;
+}
+
 int decode_nodeclass(struct decoder *d, const json_t *obj, struct proto_nodeclass *nc)
 {
 	const char *api = json_string_value(json_object_get(obj, "apiVersion"));
@@ -296,7 +324,7 @@ int decode_nodeclass(struct decoder *d, const json_t *obj, struct proto_nodeclas
 			if ((r = decode_string(d, c, "message", "status.conditions", &nc->ready_reason)) < 0)
 				goto fail;
 		}
-	if ((r = decode_nodeclass_hash(d, nc)) < 0)
+	if ((r = decode_nodeclass_hash(d, nc)) < 0 || (r = user_data_to_digest(d, nc)) < 0)
 		goto fail;
 	return 0;
 fail:

@@ -58,6 +58,11 @@ struct nc_entry {
 	char *status_written;       /* last status sent (times left out), for change detection */
 	char profile_role[NC_NAME_MAX];
 	struct nc_waiter *waiters;
+	/* spec.userData, fetched by the launcher (not on the state feed):
+	 * the text whose SHA-256 is user_data_sha256, or why it is missing */
+	char *user_data;
+	char user_data_sha256[65];
+	char user_data_why[512];
 };
 
 enum nc_lt_state { NC_LT_CREATING, NC_LT_READY };
@@ -103,6 +108,8 @@ struct nc_call *nc_call_new(struct nodeclass_resolver *r, struct nc_entry *e, in
 /* Unlinks and frees c; true when its answer still matters. */
 bool nc_call_end(struct nc_call *c);
 void nc_waiter_free(struct nc_waiter *w);
+/* One call of e's resolution came back (nodeclass.c). */
+void nc_step_done(struct nodeclass_resolver *r, struct nc_entry *e);
 void nc_launch_config_clear(struct launch_config *cfg);
 
 /* nodeclass-launch.c: serve one waiter from e's result (consumes w). */
@@ -110,5 +117,12 @@ void nc_serve(struct nodeclass_resolver *r, struct nc_entry *e, struct nc_waiter
 /* Deletes kanna's templates unused for longer than the refresh period. */
 void nc_templates_gc(struct nodeclass_resolver *r);
 void nc_templates_free(struct nodeclass_resolver *r);
+/* Part of a resolution: GETs spec.userData when e->nc names a digest whose
+ * text is not cached (counted in e->pending; answers of an older generation
+ * are dropped). */
+void nc_user_data_fetch(struct nodeclass_resolver *r, struct nc_entry *e);
+/* The text to launch with in *ret (NULL: none); -EAGAIN while the text of
+ * e->nc's digest is not fetched (e->user_data_why says why). */
+int nc_user_data_of(const struct nc_entry *e, const char **ret);
 
 #endif

@@ -7,6 +7,8 @@
  * exists" is success: another launch or process won the race); requests for
  * a template being created wait for it. Each refresh deletes kanna's
  * templates no launch used for longer than the refresh period.
+ * The text of spec.userData is not on the state feed (only its SHA-256):
+ * it is fetched from the API server here and cached by digest.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,14 +16,18 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/evp.h>
+
 #include "common/clock.h"
+#include "common/kube-client.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "launcher/nodeclass-internal.h"
 #include "launcher/objects.h"
 #include "model/kubelet.h"
 
-enum { CALL_LT_DESCRIBE = 100, CALL_LT_CREATE, CALL_LT_LIST, CALL_LT_DELETE };
+enum { CALL_LT_DESCRIBE = 100, CALL_LT_CREATE, CALL_LT_LIST, CALL_LT_DELETE, CALL_USER_DATA,
+       CALL_USER_DATA_PROVISIONER };
 
 /* Templates per DescribeLaunchTemplates page of the garbage collector. */
 #define GC_PAGE 200
@@ -232,6 +238,133 @@ static void on_template(struct aws_client *client, const struct aws_response *re
 	template_remove(r, lt, -EIO, why);
 }
 
+/* ---- user data ------------------------------------------------------------------ */
+
+int nc_user_data_of(const struct nc_entry *e, const char **ret)
+{
+	const struct proto_nodeclass *nc = e->nc;
+
+	*ret = nc->user_data; /* a 2.3 watcher still sends the text */
+	if (!nc->user_data_sha256)
+		return 0;
+	if (!e->user_data || !streq(e->user_data_sha256, nc->user_data_sha256))
+		return -EAGAIN;
+	*ret = e->user_data;
+	return 0;
+}
+
+static void sha256_hex(const char *s, char out[65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+
+	*out = '\0';
+	if (EVP_Digest(s, strlen(s), md, &n, EVP_sha256(), NULL))
+		for (unsigned int i = 0; i < n && i < 32; i++)
+			snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+static int user_data_get(struct nodeclass_resolver *r, struct nc_entry *e, int kind);
+
+static void on_user_data(struct kube_client *kc, const struct kube_response *resp, void *userdata)
+{
+	struct nc_call *c = userdata;
+	struct nodeclass_resolver *r = c->r;
+	struct nc_entry *e = c->e;
+	const json_t *spec = json_object_get(resp->body, "spec");
+	const char *text;
+	char digest[65];
+	int kind = c->kind;
+
+	(void)kc;
+	if (!nc_call_end(c) || !e) {
+		free(c);
+		return;
+	}
+	free(c);
+	/* a v1alpha5 node class is an AWSNodeTemplate or a Provisioner's provider */
+	if (kind == CALL_USER_DATA && resp->status == 404 && e->nc->source_api == PROTO_API_V1ALPHA5 &&
+	    user_data_get(r, e, CALL_USER_DATA_PROVISIONER) >= 0)
+		return;
+	if (kind == CALL_USER_DATA_PROVISIONER)
+		spec = json_object_get(spec, "provider");
+	text = json_string_value(json_object_get(spec, "userData"));
+	if (text)
+		sha256_hex(text, digest);
+	if (resp->status != 200 || !text) {
+		snprintf(e->user_data_why, sizeof(e->user_data_why), "Failed to get the user data of EC2NodeClass %s: %s",
+			 e->nc->name, resp->status != 200 ? resp->error ?: "HTTP error" : "spec.userData is gone");
+		log_warn("%s", e->user_data_why);
+	} else if (!streq(digest, e->nc->user_data_sha256)) {
+		/* changed since the watcher saw it: its next delta brings the new digest */
+		snprintf(e->user_data_why, sizeof(e->user_data_why),
+			 "the user data of EC2NodeClass %s changed since it was observed; waiting for the update",
+			 e->nc->name);
+		log_debug("%s (SHA-256 %s, observed %s)", e->user_data_why, digest, e->nc->user_data_sha256);
+	} else {
+		free(e->user_data);
+		e->user_data = strdup(text);
+		if (e->user_data) {
+			snprintf(e->user_data_sha256, sizeof(e->user_data_sha256), "%s", digest);
+			*e->user_data_why = '\0';
+		} else {
+			snprintf(e->user_data_why, sizeof(e->user_data_why), "out of memory");
+		}
+	}
+	nc_step_done(r, e);
+}
+
+static int user_data_get(struct nodeclass_resolver *r, struct nc_entry *e, int kind)
+{
+	static const char *const paths[] = {
+		[PROTO_API_V1] = "/apis/karpenter.k8s.aws/v1/ec2nodeclasses",
+		[PROTO_API_V1BETA1] = "/apis/karpenter.k8s.aws/v1beta1/ec2nodeclasses",
+		[PROTO_API_V1ALPHA5] = "/apis/karpenter.k8s.aws/v1alpha1/awsnodetemplates",
+	};
+	_cleanup_free_ char *path = NULL;
+	uint8_t api = e->nc->source_api < ARRAY_SIZE(paths) ? e->nc->source_api : PROTO_API_V1;
+	struct nc_call *c;
+	int k;
+
+	if (asprintf(&path, "%s/%s",
+		     kind == CALL_USER_DATA_PROVISIONER ? "/apis/karpenter.sh/v1alpha5/provisioners" : paths[api],
+		     e->nc->name) < 0)
+		return -ENOMEM;
+	c = nc_call_new(r, e, kind);
+	if (!c)
+		return -ENOMEM;
+	snprintf(c->arg, sizeof(c->arg), "%s", e->nc->name);
+	k = kube_request(r->kube, "GET", path, NULL, NULL, on_user_data, c);
+	if (k < 0) {
+		nc_call_end(c);
+		free(c);
+	}
+	return k;
+}
+
+void nc_user_data_fetch(struct nodeclass_resolver *r, struct nc_entry *e)
+{
+	const char *text;
+	int k;
+
+	if (nc_user_data_of(e, &text) == 0)
+		return;
+	if (!r->kube) {
+		snprintf(e->user_data_why, sizeof(e->user_data_why),
+			 "EC2NodeClass %s has user data and no Kubernetes client to get it with", e->nc->name);
+		return;
+	}
+	k = user_data_get(r, e, CALL_USER_DATA);
+	if (k < 0) {
+		snprintf(e->user_data_why, sizeof(e->user_data_why), "Failed to get the user data of EC2NodeClass %s: %s",
+			 e->nc->name, strerror(-k));
+		return;
+	}
+	snprintf(e->user_data_why, sizeof(e->user_data_why), "the user data of EC2NodeClass %s is being fetched",
+		 e->nc->name);
+	e->pending++;
+}
+
 void nc_serve(struct nodeclass_resolver *r, struct nc_entry *e, struct nc_waiter *w)
 {
 	const struct proto_nodeclass *nc = e->nc;
@@ -244,11 +377,16 @@ void nc_serve(struct nodeclass_resolver *r, struct nc_entry *e, struct nc_waiter
 	struct aws_query *create = NULL, *describe = NULL;
 	struct userdata_options uo;
 	struct nc_template t;
+	const char *custom = NULL;
 	size_t n_labels, n_taints;
 	int k;
 
 	if (e->error) {
 		finish_waiter(w, e->error, e->why);
+		return;
+	}
+	if (nc_user_data_of(e, &custom) < 0) {
+		finish_waiter(w, -EAGAIN, e->user_data_why);
 		return;
 	}
 	for (size_t i = 0; i < e->res.n_images && !im; i++)
@@ -269,7 +407,7 @@ void nc_serve(struct nodeclass_resolver *r, struct nc_entry *e, struct nc_waiter
 		.cluster_endpoint = r->cluster_endpoint, .cluster_ca = r->cluster_ca,
 		.cluster_dns = r->cluster_dns, .service_cidr = r->service_cidr,
 		.labels = labels, .n_labels = n_labels, .taints = taints, .n_taints = n_taints,
-		.kubelet = kubelet_of(nc, w->nodepool), .custom = nc->user_data,
+		.kubelet = kubelet_of(nc, w->nodepool), .custom = custom,
 	};
 	k = userdata_render(&uo, &user_data, udwhy);
 	if (k < 0) {

@@ -107,7 +107,8 @@ static uint64_t spec_hash(const struct proto_nodeclass *nc)
 	h = mix_terms(h, nc->security_group_selector_terms, nc->n_security_group_selector_terms);
 	for (uint32_t i = 0; i < nc->n_tags; i++)
 		h = mix(mix(h, nc->tags[i].key), nc->tags[i].value);
-	h = mix(h, nc->user_data);
+	/* the digest stands for the text (fetched in nodeclass-launch.c) */
+	h = mix(mix(h, nc->user_data), nc->user_data_sha256);
 	for (uint32_t i = 0; i < nc->n_block_devices; i++) {
 		const struct proto_block_device *b = &nc->block_devices[i];
 
@@ -151,6 +152,7 @@ static void entry_free(struct nodeclass_resolver *r, struct nc_entry *e)
 	fail_waiters(e, -ENOENT, "the EC2NodeClass was deleted");
 	proto_nodeclass_free(e->nc);
 	free(e->status_written);
+	free(e->user_data);
 	free(e);
 }
 
@@ -290,7 +292,7 @@ static void record_not_ready(struct nodeclass_resolver *r, struct nc_entry *e)
 static void finish(struct nodeclass_resolver *r, struct nc_entry *e)
 {
 	char terms[400];
-	bool was_ok = e->resolved && e->error == 0;
+	bool was_ok = e->resolved && e->error == 0, user_data_missing = false;
 	int64_t now = clock_realtime_ms();
 	struct nc_waiter *w;
 
@@ -345,6 +347,14 @@ static void finish(struct nodeclass_resolver *r, struct nc_entry *e)
 				snprintf(e->why, sizeof(e->why), "%s", e->work_why[i]);
 			}
 		}
+		/* not ready for launches until the user data is here (logged
+		 * where the fetch failed: a digest the object no longer has is
+		 * the watcher's next delta on its way, not worth an Event) */
+		if (!e->error && nc_user_data_of(e, &(const char *){ NULL }) < 0) {
+			e->error = -EAGAIN;
+			snprintf(e->why, sizeof(e->why), "%s", e->user_data_why);
+			e->work_transient = user_data_missing = true;
+		}
 		if (!e->resolved || was_ok != (e->error == 0) || e->ready_since == 0)
 			e->ready_since = now;
 		e->res = e->work;
@@ -353,7 +363,7 @@ static void finish(struct nodeclass_resolver *r, struct nc_entry *e)
 		e->resolved_at = clock_monotonic_usec();
 		e->served_usec = e->error && e->work_transient ? MIN(NC_TRANSIENT_RETRY_USEC, r->refresh_usec)
 							       : r->refresh_usec;
-		if (e->error)
+		if (e->error && !user_data_missing)
 			record_not_ready(r, e);
 		else if (!was_ok)
 			log_info("EC2NodeClass %s resolved: %zu subnet(s), %zu security group(s), %zu AMI(s), instance profile %s",
@@ -372,6 +382,11 @@ static void step_done(struct nodeclass_resolver *r, struct nc_entry *e)
 {
 	if (--e->pending == 0)
 		finish(r, e);
+}
+
+void nc_step_done(struct nodeclass_resolver *r, struct nc_entry *e)
+{
+	step_done(r, e);
 }
 
 static void set_why(struct nc_entry *e, enum nc_condition c, bool transient, const char *fmt, ...)
@@ -772,6 +787,7 @@ static void start_resolve(struct nodeclass_resolver *r, struct nc_entry *e)
 	if (!*e->work_why[NC_COND_AMIS])
 		start_amis(r, e);
 	start_profile(r, e);
+	nc_user_data_fetch(r, e);
 	step_done(r, e);
 }
 
@@ -810,6 +826,7 @@ static void on_version(struct kube_client *kc, const struct kube_response *resp,
 			start_terms(r, e, true);
 			start_terms(r, e, false);
 			start_profile(r, e);
+			nc_user_data_fetch(r, e);
 			step_done(r, e);
 		}
 	}

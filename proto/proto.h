@@ -18,7 +18,7 @@
 /* Bump MINOR when adding optional fields or messages (old peers skip them);
  * bump MAJOR for anything an old peer would misread: it is refused. */
 #define PROTO_VERSION_MAJOR 2
-#define PROTO_VERSION_MINOR 3
+#define PROTO_VERSION_MINOR 4
 
 /* ------------------------------------------------------------------------
  * Enums: V(CONSTANT, "wire/JSON name"). Values are 0-based and contiguous;
@@ -514,7 +514,9 @@ struct proto_resource {
 /* EC2NodeClass (v1; v1beta1 EC2NodeClass and v1alpha1 AWSNodeTemplate
  * converted). status_*: what the launcher resolved. nodeclass_hash(_version):
  * computed by the watcher's decoder (decode/decode-hash.c), as is a
- * NodePool's nodepool_hash(_version). */
+ * NodePool's nodepool_hash(_version). user_data is not on the state feed:
+ * the watcher publishes user_data_sha256 (hex SHA-256 of spec.userData)
+ * instead and the launcher, the only reader, GETs the text (since 2.4). */
 #define proto_fields_nodeclass(F, S)                                          \
 	F(S, 1, name, STR, _, PROTO_MAX_NAME_LEN, REQ)                        \
 	F(S, 2, uid, STR, _, PROTO_MAX_NAME_LEN, REQ)                         \
@@ -539,7 +541,8 @@ struct proto_resource {
 	F(S, 21, ready_reason, STR, _, PROTO_MAX_TEXT_LEN, OPT)               \
 	F(S, 22, source_api, ENUM, api_version, 0, OPT) \
 	F(S, 23, nodeclass_hash, STR, _, PROTO_MAX_NAME_LEN, OPT)             \
-	F(S, 24, nodeclass_hash_version, STR, _, PROTO_MAX_NAME_LEN, OPT)
+	F(S, 24, nodeclass_hash_version, STR, _, PROTO_MAX_NAME_LEN, OPT)     \
+	F(S, 25, user_data_sha256, STR, _, PROTO_MAX_NAME_LEN, OPT)
 
 #define proto_fields_pdb(F, S)                                                \
 	F(S, 1, ns, STR, _, PROTO_MAX_NAME_LEN, REQ)                          \

@@ -83,6 +83,9 @@ wait_for "the launcher to take plans" 30 grep -q "taking launch plans" "$tmp/lau
 wait_for "the reaper" 30 grep -q "reaping for cluster" "$tmp/reaper.log"
 
 kubectl apply -f "$SRCDIR/examples/s5-inflate.yaml" >/dev/null
+# User data: the state feed carries its SHA-256, the launcher GETs the text.
+kubectl patch ec2nodeclass default --type merge \
+	-p '{"spec":{"userData":"#!/bin/sh\necho rbac-e2e\n"}}' >/dev/null
 # A tenant's pod no instance type fits: the scheduler's FailedScheduling
 # Event goes to the pod's namespace (Events are written cluster-wide).
 kubectl create namespace tenant >/dev/null
@@ -106,6 +109,13 @@ kubectl delete pod -n tenant too-big --wait=false >/dev/null
 wait_for "no inflate pods" 60 sh -c "[ -z \"\$(kubectl get pods -l app=inflate -o name)\" ]"
 sleep 2
 k8s_status >"$tmp/k8s-status.json"
+python3 - "$tmp/k8s-status.json" <<'PY' || fail "the launcher never got the EC2NodeClass for its user data"
+import json, sys
+counts = json.load(open(sys.argv[1]))["requests"]["counts"]
+sys.exit(not any(q.get("userAgent", "").startswith("kanna-launcher/") and q.get("verb") == "get" and
+                 q.get("resource") == "ec2nodeclasses" for q in counts))
+PY
+ok "the launcher got EC2NodeClass default for its user data"
 
 # --- every request against the daemon's roles --------------------------------------------
 cat >"$tmp/rbac-check.py" <<'PY'

@@ -1064,3 +1064,84 @@ Test(launcher_launch_sim, candidates_beyond_the_nodepool_limits_are_dropped_and_
 	cr_assert_not_null(result_of("default-l4", PROTO_LAUNCH_LIMIT_EXCEEDED));
 	cr_assert_eq(instances().all, 2);
 }
+
+/* ---- user data: the state feed carries its SHA-256, the launcher GETs the text ---------- */
+
+#define NODECLASS_USER_DATA                                                                        \
+	"{\"apiVersion\":\"karpenter.k8s.aws/v1\",\"kind\":\"EC2NodeClass\",\"metadata\":{\"name\":" \
+	"\"ud\"},\"spec\":{\"amiSelectorTerms\":[{\"alias\":\"al2023@latest\"}],\"role\":"          \
+	"\"KarpenterNodeRole-demo\",\"userData\":\"echo kanna\",\"subnetSelectorTerms\":[{\"tags\":" \
+	"{\"karpenter.sh/discovery\":\"demo\"}}],\"securityGroupSelectorTerms\":[{\"tags\":"          \
+	"{\"karpenter.sh/discovery\":\"demo\"}}]}}"
+/* printf 'echo kanna' | sha256sum */
+#define USER_DATA_SHA256 "60c65115b205635001d3cdea1011726b39db56a0c76c6b391d71527670ae0ab8"
+
+struct config_answer {
+	bool done;
+	int error;
+	char why[512];
+	char template[128];
+};
+
+static void on_config_answer(int error, const char *why, const struct launch_config *lc, void *userdata)
+{
+	struct config_answer *a = userdata;
+
+	a->done = true;
+	a->error = error;
+	snprintf(a->why, sizeof(a->why), "%s", why ?: "");
+	if (error == 0)
+		snprintf(a->template, sizeof(a->template), "%s", lc->launch_template_name);
+}
+
+static struct config_answer launch_config_of(const struct proto_nodeclass *nc)
+{
+	const struct state_entry *np = in_state(PROTO_OBJECT_NODEPOOL, "", "default");
+	struct config_answer a = { 0 };
+
+	cr_assert_not_null(np);
+	cr_assert_eq(nodeclass_launch_config(l.resolver,
+					     &(struct launch_config_request){ .nodeclass = nc,
+									      .nodepool = np->obj.nodepool,
+									      .arch = "amd64" },
+					     on_config_answer, &a),
+		     0);
+	RUN_UNTIL(a.done, "no launch config for EC2NodeClass %s", nc->name);
+	return a;
+}
+
+Test(launcher_launch_sim, user_data_is_fetched_by_its_digest_and_names_the_template_as_its_text_did)
+{
+	const struct state_entry *e;
+	struct proto_nodeclass text, other;
+	struct config_answer by_text, fetched, changed, stale;
+
+	k8s_ok("POST", "/apis/karpenter.k8s.aws/v1/ec2nodeclasses", NODECLASS_USER_DATA);
+	RUN_UNTIL((e = in_state(PROTO_OBJECT_NODECLASS, "", "ud")), "the EC2NodeClass never arrived");
+	/* the state feed has the digest, not the text */
+	cr_assert_null(e->obj.nodeclass->user_data);
+	cr_assert_str_eq(e->obj.nodeclass->user_data_sha256 ?: "", USER_DATA_SHA256);
+
+	/* a 2.3 watcher sent the text: the template it names is the reference */
+	text = *e->obj.nodeclass;
+	text.user_data = "echo kanna";
+	text.user_data_sha256 = NULL;
+	by_text = launch_config_of(&text);
+	cr_assert_eq(by_text.error, 0, "%s", by_text.why);
+	fetched = launch_config_of(e->obj.nodeclass);
+	cr_assert_eq(fetched.error, 0, "%s", fetched.why);
+	cr_assert_str_eq(fetched.template, by_text.template, "the fetched text must name the same template");
+	other = text;
+	other.user_data = "echo other";
+	changed = launch_config_of(&other);
+	cr_assert_eq(changed.error, 0, "%s", changed.why);
+	cr_assert_str_neq(changed.template, by_text.template);
+
+	/* a digest the object no longer has: not ready until the next delta */
+	other = *e->obj.nodeclass;
+	other.user_data_sha256 = "0000000000000000000000000000000000000000000000000000000000000000";
+	stale = launch_config_of(&other);
+	cr_assert_eq(stale.error, -EAGAIN);
+	cr_assert(strstr(stale.why, "the user data of EC2NodeClass ud changed since it was observed"), "%s",
+		  stale.why);
+}

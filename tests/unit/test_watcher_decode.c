@@ -382,6 +382,46 @@ Test(decode, ec2nodeclass_v1_and_awsnodetemplate_selectors)
 	json_decref(j);
 }
 
+Test(decode, ec2nodeclass_user_data_leaves_as_its_sha256_only)
+{
+	static const char *const forms[] = {
+		"{\"apiVersion\":\"karpenter.k8s.aws/v1\",\"kind\":\"EC2NodeClass\",\"metadata\":{\"name\":\"a\"},"
+		" \"spec\":{\"amiSelectorTerms\":[{\"alias\":\"al2023@latest\"}],\"userData\":\"echo hi\","
+		"  \"subnetSelectorTerms\":[{\"id\":\"subnet-1\"}],\"securityGroupSelectorTerms\":[{\"id\":\"sg-1\"}]}}",
+		"{\"apiVersion\":\"karpenter.k8s.aws/v1alpha1\",\"kind\":\"AWSNodeTemplate\",\"metadata\":{\"name\":\"b\"},"
+		" \"spec\":{\"userData\":\"echo hi\",\"subnetSelector\":{\"aws-ids\":\"subnet-1\"},"
+		"  \"securityGroupSelector\":{\"aws-ids\":\"sg-1\"}}}",
+	};
+	struct proto_nodeclass nc;
+	char hash_with_text[64];
+
+	for (size_t i = 0; i < 2; i++) {
+		json_t *j = parse(forms[i]);
+
+		cr_assert_eq(decode_nodeclass(&dec, j, &nc), 0, "%s", dec.error);
+		cr_expect_null(nc.user_data, "form %zu", i);
+		/* printf 'echo hi' | sha256sum */
+		cr_expect_str_eq(nc.user_data_sha256,
+				 "56a79f3b115448072387c2480044bfa2cf8f90e4f5fddd8c943b4e051b81f80b", "form %zu", i);
+		json_decref(j);
+	}
+	/* the drift hash still covers the text */
+	snprintf(hash_with_text, sizeof(hash_with_text), "%s", nc.nodeclass_hash);
+	json_t *j = parse("{\"apiVersion\":\"karpenter.k8s.aws/v1alpha1\",\"kind\":\"AWSNodeTemplate\",\"metadata\":{\"name\":\"b\"},"
+			  " \"spec\":{\"userData\":\"echo bye\",\"subnetSelector\":{\"aws-ids\":\"subnet-1\"},"
+			  "  \"securityGroupSelector\":{\"aws-ids\":\"sg-1\"}}}");
+	cr_assert_eq(decode_nodeclass(&dec, j, &nc), 0, "%s", dec.error);
+	cr_expect_str_neq(nc.nodeclass_hash, hash_with_text);
+	cr_expect_null(nc.user_data);
+	json_decref(j);
+	j = parse("{\"apiVersion\":\"karpenter.k8s.aws/v1\",\"kind\":\"EC2NodeClass\",\"metadata\":{\"name\":\"c\"},"
+		  " \"spec\":{\"amiSelectorTerms\":[{\"alias\":\"al2023@latest\"}],"
+		  "  \"subnetSelectorTerms\":[{\"id\":\"subnet-1\"}],\"securityGroupSelectorTerms\":[{\"id\":\"sg-1\"}]}}");
+	cr_assert_eq(decode_nodeclass(&dec, j, &nc), 0, "%s", dec.error);
+	cr_expect_null(nc.user_data_sha256, "no userData, no digest");
+	json_decref(j);
+}
+
 Test(decode, ec2nodeclass_v1_kubelet_settings_and_malformed_eviction_thresholds)
 {
 	json_t *j = parse(
