@@ -925,6 +925,7 @@ void nodeclass_resolver_free(struct nodeclass_resolver *r)
 		fail_waiters(e, -ECANCELED, "the launcher is stopping");
 		proto_nodeclass_free(e->nc);
 		free(e->status_written);
+		free(e->user_data);
 		free(e);
 	}
 	nc_templates_free(r);
