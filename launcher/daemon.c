@@ -419,6 +419,7 @@ static void teardown(struct daemon *d, void *userdata)
 	l->plans_rx = sock_free(l->plans_rx);
 	free_values(&l->launches, launch_free_value);
 	free_values(&l->registering, free);
+	launcher_registering_calls_free(l);
 	free_values(&l->releasing, free);
 	nodeclass_resolver_free(l->resolver);
 	l->resolver = NULL;

@@ -116,6 +116,7 @@ struct launcher {
 	struct nodeclass_resolver *resolver;
 	struct hashmap launches;      /* name → struct launch */
 	struct hashmap registering;   /* NodeClaim name → uint64_t µs of the Ready patch */
+	struct registering_call *registering_calls; /* reconcile.c: Ready patches in flight */
 	struct hashmap releasing;     /* Node name → uint64_t µs of the patch taking its hold off */
 	struct launch *queue_head, *queue_tail;
 	unsigned n_running;
@@ -143,6 +144,10 @@ void launcher_publish_result(struct launcher *l, const struct launch *la,
 			     enum proto_launch_outcome outcome, const char *error);
 void launcher_publish_unavailable(struct launcher *l, const char *type, const char *zone,
 				  uint8_t capacity_type, int64_t until_ms, const char *reason);
+
+/* reconcile.c: frees the Ready patches still unanswered at a stop (the
+ * Kubernetes client runs no callback once it is freed). */
+void launcher_registering_calls_free(struct launcher *l);
 
 /* admit.c: plans in, requirements and limits re-checked, launches queued. */
 void launcher_handle_plan(struct launcher *l, const struct proto_launch_plan *plan);

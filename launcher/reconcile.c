@@ -242,9 +242,31 @@ static bool claim_condition_true(const struct proto_nodeclaim *nc, const char *t
 	return false;
 }
 
+/* A Ready patch in flight, on l->registering_calls: a stop with it
+ * unanswered frees it (launcher_registering_calls_free). */
+struct registering_call {
+	struct registering_call *next, **pprev;
+	char name[];
+};
+
+static void registering_call_free(struct registering_call *rc)
+{
+	*rc->pprev = rc->next;
+	if (rc->next)
+		rc->next->pprev = rc->pprev;
+	free(rc);
+}
+
+void launcher_registering_calls_free(struct launcher *l)
+{
+	while (l->registering_calls)
+		registering_call_free(l->registering_calls);
+}
+
 static void on_registered(struct kube_client *c, const struct kube_response *resp, void *userdata)
 {
-	char *name = userdata;
+	struct registering_call *rc = userdata;
+	const char *name = rc->name;
 
 	(void)c;
 	if (resp->status >= 200 && resp->status < 300) {
@@ -254,7 +276,7 @@ static void on_registered(struct kube_client *c, const struct kube_response *res
 		log_warn_kv(LOG_KV({ "nodeclaim", name }), "Failed to mark nodeclaim %s registered: %s",
 			    name, resp->error ?: "HTTP error");
 	}
-	free(name);
+	registering_call_free(rc);
 }
 
 /* The Node joined and is Ready: so is the NodeClaim (Karpenter's
@@ -263,7 +285,9 @@ static void on_registered(struct kube_client *c, const struct kube_response *res
 static void mark_registered(struct launcher *l, const struct proto_nodeclaim *nc,
 			    const struct proto_node *node)
 {
-	char path[512], ts[32], *body = NULL, *name;
+	char path[512], ts[32], *body = NULL;
+	struct registering_call *rc;
+	size_t len = strlen(nc->name) + 1;
 	json_t *patch;
 
 	if (sent_recently(&l->registering, nc->name, REGISTER_RETRY_USEC))
@@ -278,12 +302,19 @@ static void mark_registered(struct launcher *l, const struct proto_nodeclaim *nc
 			  "type", "Ready", "status", "True", "reason", "Ready", "lastTransitionTime", ts);
 	body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
 	json_decref(patch);
-	name = strdup(nc->name);
+	rc = malloc(sizeof(*rc) + len);
+	if (rc) {
+		memcpy(rc->name, nc->name, len);
+		rc->next = l->registering_calls;
+		rc->pprev = &l->registering_calls;
+		if (rc->next)
+			rc->next->pprev = &rc->next;
+		l->registering_calls = rc;
+	}
 	snprintf(path, sizeof(path), "/apis/karpenter.sh/v1/nodeclaims/%s/status", nc->name);
-	if (!body || !name ||
-	    kube_request(l->d->kube, "PATCH", path, "application/merge-patch+json", body, on_registered,
-			 name) < 0)
-		free(name);
+	if (rc && (!body || kube_request(l->d->kube, "PATCH", path, "application/merge-patch+json", body,
+					 on_registered, rc) < 0))
+		registering_call_free(rc);
 	free(body);
 }
 
