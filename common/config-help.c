@@ -1,6 +1,6 @@
 /*
  * The user-facing side of a daemon's configuration table: --help generated
- * from the table, --check-config, and the start-up sequence every main()
+ * from the table, --version, --check-config, and the start-up sequence every main()
  * calls (load, report, set up logging). Calls common/config.c; prints to the
  * given stream or stdout/stderr and never exits itself.
  */
@@ -91,11 +91,18 @@ void config_print_help(const struct config_schema *schema, void *file)
 		CONFIG_DEFAULT_PATH, schema->section);
 	fprintf(f, "  -h, --help\n");
 	config_help_wrapped(f, "Print this help and exit.");
+	fprintf(f, "  --version\n");
+	config_help_wrapped(f, "Print the program's name and version and exit.");
 	fprintf(f, "  --check-config\n");
 	config_help_wrapped(f, "Load and check the configuration, print the values in effect, "
 			       "exit 0 when valid and 2 when not.");
 	for (size_t i = 0; i < schema->n_options; i++)
 		config_help_option(f, &schema->options[i]);
+}
+
+void config_print_version(const char *program, void *file)
+{
+	fprintf(file ? file : stdout, "%s (%s) %s\n", program, PACKAGE_NAME, PACKAGE_VERSION);
 }
 
 static void config_print_values(const struct config_schema *schema, const void *cfg,
@@ -134,6 +141,12 @@ bool config_handle_command_line(const struct config_schema *schema, void *cfg, i
 	}
 	if (res.action == CONFIG_ACTION_HELP) {
 		config_print_help(schema, stdout);
+		config_result_done(&res);
+		*ret_exit = 0;
+		return true;
+	}
+	if (res.action == CONFIG_ACTION_VERSION) {
+		config_print_version(schema->program, stdout);
 		config_result_done(&res);
 		*ret_exit = 0;
 		return true;

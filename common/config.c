@@ -18,6 +18,7 @@
 /* getopt_long values: options map to CONFIG_OPT_BASE + their table index. */
 #define CONFIG_OPT_HELP 'h'
 #define CONFIG_OPT_CHECK 1
+#define CONFIG_OPT_VERSION 2
 #define CONFIG_OPT_BASE 0x100
 /* Longest environment variable name we build from a key. */
 #define CONFIG_ENV_NAME_MAX 128
@@ -172,13 +173,14 @@ static int config_apply_environment(const struct config_schema *schema, void *cf
 
 static struct option *config_long_options(const struct config_schema *schema)
 {
-	struct option *o = calloc(schema->n_options + 3, sizeof(*o));
+	struct option *o = calloc(schema->n_options + 4, sizeof(*o));
 	size_t n = 0;
 
 	if (!o)
 		return NULL;
 	o[n++] = (struct option){ "help", no_argument, NULL, CONFIG_OPT_HELP };
 	o[n++] = (struct option){ "check-config", no_argument, NULL, CONFIG_OPT_CHECK };
+	o[n++] = (struct option){ "version", no_argument, NULL, CONFIG_OPT_VERSION };
 	for (size_t i = 0; i < schema->n_options; i++)
 		o[n++] = (struct option){ schema->options[i].name,
 					  schema->options[i].type == CONFIG_BOOL ? optional_argument
@@ -187,7 +189,8 @@ static struct option *config_long_options(const struct config_schema *schema)
 	return o;
 }
 
-/* Collects --name=value pairs in order; --help and --check-config set the action. */
+/* Collects --name=value pairs in order; --help, --version and --check-config
+ * set the action. */
 static int config_parse_flags(const struct config_schema *schema, const struct config_source *src,
 			      struct config_flag *flags, size_t *n_flags, struct config_result *res)
 {
@@ -207,6 +210,9 @@ static int config_parse_flags(const struct config_schema *schema, const struct c
 			break;
 		case CONFIG_OPT_CHECK:
 			res->action = CONFIG_ACTION_CHECK;
+			break;
+		case CONFIG_OPT_VERSION:
+			res->action = CONFIG_ACTION_VERSION;
 			break;
 		case ':':
 			return config_errorf(res, -EINVAL, "Failed to parse %s: a value is required", arg);
@@ -283,7 +289,8 @@ int config_load(const struct config_schema *schema, void *cfg, const struct conf
 	if (!flags)
 		return config_errorf(res, -ENOMEM, "Failed to load the configuration: out of memory");
 	r = config_parse_flags(schema, src, flags, &n_flags, res);
-	if (r < 0 || res->action == CONFIG_ACTION_HELP)
+	/* --help and --version answer even when the file is broken. */
+	if (r < 0 || res->action == CONFIG_ACTION_HELP || res->action == CONFIG_ACTION_VERSION)
 		return r;
 	r = config_load_layers(schema, cfg, src, envp, flags, n_flags, res);
 	if (r < 0) {
@@ -349,7 +356,7 @@ static int config_option_check(const struct config_schema *schema, const struct 
 						  strlen(opt->name))
 		return config_errorf(res, -EINVAL, "Failed to check %s's table: bad key name '%s'",
 				     schema->program, opt->name ? opt->name : "(null)");
-	if (streq(opt->name, "help") || streq(opt->name, "check-config"))
+	if (streq(opt->name, "help") || streq(opt->name, "check-config") || streq(opt->name, "version"))
 		return config_errorf(res, -EINVAL, "Failed to check %s's table: %s is reserved",
 				     schema->program, opt->name);
 	if (config_find_option(schema, opt->name) != opt)

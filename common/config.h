@@ -117,6 +117,7 @@ struct config_common {
 	char **peer_identities;
 	uint64_t metrics_port;
 	uint64_t health_port;
+	char *http_listen_address;
 	char *config_file;
 };
 
@@ -169,12 +170,17 @@ extern const struct config_enum_value config_log_format_values[];
 	  .offset = offsetof(cfg_type, cfg_member.metrics_port), .flags = CONFIG_SHARED,            \
 	  .default_value = (metrics_port_default), .min = 0, .max = 65535,                  \
 	  .env_alias = "METRICS_PORT", .metavar = "PORT",                                   \
-	  .help = "Loopback port serving Prometheus metrics; 0 disables it." },             \
+	  .help = "Port serving Prometheus metrics; 0 disables it." },                      \
 	{ .name = "health-port", .type = CONFIG_UINT,                                       \
 	  .offset = offsetof(cfg_type, cfg_member.health_port), .flags = CONFIG_SHARED,             \
 	  .default_value = (health_port_default), .min = 0, .max = 65535,                   \
 	  .env_alias = "HEALTH_PROBE_PORT", .metavar = "PORT",                              \
-	  .help = "Loopback port serving /healthz and /readyz; 0 disables it." },           \
+	  .help = "Port serving /healthz and /readyz; 0 disables it." },                    \
+	{ .name = "http-listen-address", .type = CONFIG_STRING,                             \
+	  .offset = offsetof(cfg_type, cfg_member.http_listen_address), .flags = CONFIG_SHARED, \
+	  .default_value = "127.0.0.1", .metavar = "ADDRESS",                               \
+	  .help = "IPv4 or IPv6 address the metrics and health ports listen on: "          \
+		  "loopback on a host, 0.0.0.0 in a pod (the kubelet probes the pod's IP)." }, \
 	{ .name = "config", .type = CONFIG_STRING,                                          \
 	  .offset = offsetof(cfg_type, cfg_member.config_file), .flags = CONFIG_NOT_IN_FILE,        \
 	  .default_value = NULL, .metavar = "FILE",                                         \
@@ -186,6 +192,7 @@ enum config_action {
 	CONFIG_ACTION_RUN,
 	CONFIG_ACTION_HELP,  /* --help: print config_print_help(), exit 0 */
 	CONFIG_ACTION_CHECK, /* --check-config: report, exit 0 or 2 */
+	CONFIG_ACTION_VERSION, /* --version: print config_print_version(), exit 0 */
 };
 
 /* Everything one load reads; kept by the daemon to reload on SIGHUP. */
@@ -251,6 +258,8 @@ struct config_common *config_common(const struct config_schema *schema, void *cf
 
 /* --help: usage, then every key with type, default, bounds and env names. */
 void config_print_help(const struct config_schema *schema, void *file);
+/* "kanna-watcher (kanna) 0.1.0": GNU's --version first line. */
+void config_print_version(const char *program, void *file);
 
 /* (Re)applies log-level and log-format to logging, after a load or a reload. */
 void config_setup_logging(const struct config_schema *schema, void *cfg);

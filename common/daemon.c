@@ -18,14 +18,15 @@ struct daemon_run {
 	const struct daemon_options *o;
 	const struct daemon_hooks *h;
 	void *userdata;
-	char identity[300];
 };
 
 static void on_started_leading(void *userdata)
 {
 	struct daemon_run *run = userdata;
 
-	log_info("acquired lease %s, starting work", run->o->lease_name);
+	log_info("acquired lease %s, starting work", DAEMON_LEASE_NAME);
+	/* Ready again once its work is (its replica synced, and so on). */
+	health_server_set_ready(run->d.health, false, "starting work as the leader");
 	if (run->h->start_work(&run->d, run->userdata) < 0)
 		loop_exit(run->d.loop, 1);
 }
@@ -83,33 +84,43 @@ static int on_shutdown(struct loop *loop, void *userdata)
 	return 0;
 }
 
-/* Work once the Lease is held; meanwhile a standby, started as far as
- * systemd is concerned (under Type=notify it would be killed at
- * TimeoutStartSec otherwise). client-go's proportions: renew deadline 2/3,
- * retry period 2/15 of the lease duration. */
+/* Work once the replica holds the Lease; meanwhile a standby, started as
+ * far as systemd is concerned (under Type=notify it would be killed at
+ * TimeoutStartSec otherwise) and ready as far as Kubernetes is: /readyz
+ * answers 200 "ok: standby ...", as a standby Karpenter's does
+ * (controller-runtime's readiness checks ignore leadership). A standby pod
+ * that was not Ready would count against the PodDisruptionBudget and hold
+ * every drain of its node, and a rollout would never finish. The identity
+ * is the replica's, not the process's: siblings lead together (lease.h). */
 static int run_for_lease(struct daemon_run *run)
 {
 	const struct kube_settings *k = run->o->kube;
+	const char *identity = k->leader_identity && *k->leader_identity ? k->leader_identity
+									 : run->d.host;
 	struct lease_options lo = {
-		.name = run->o->lease_name, .namespace = k->leader_namespace, .identity = run->identity,
-		.duration_sec = (unsigned)(k->lease_duration_usec / 1000000),
-		.renew_deadline_sec = (unsigned)(k->lease_duration_usec * 2 / 3 / 1000000),
-		.retry_period_sec = MAX(1u, (unsigned)(k->lease_duration_usec * 2 / 15 / 1000000)),
+		.name = DAEMON_LEASE_NAME, .namespace = k->leader_namespace, .identity = identity,
+		.duration_usec = k->lease_duration_usec,
+		.renew_deadline_usec = k->lease_renew_deadline_usec,
+		.retry_period_usec = k->lease_retry_period_usec,
 	};
 	struct lease_handlers lh = { on_started_leading, on_stopped_leading, run };
-	char status[512];
+	char status[512], err[128];
 	int r;
 
-	snprintf(run->identity, sizeof(run->identity), "%s_%d", run->d.host, (int)getpid());
-	health_server_set_ready(run->d.health, false, "waiting for leadership");
+	r = lease_options_check(&lo, err, sizeof(err));
+	if (r < 0)
+		return log_error_errno(r, "Refusing to start: %s", err);
+	snprintf(status, sizeof(status), "standby, waiting for leadership of %s/%s", k->leader_namespace,
+		 DAEMON_LEASE_NAME);
+	health_server_set_ready(run->d.health, true, status);
 	r = lease_new(&run->d.lease, run->d.kube, &lo, &lh);
 	if (r < 0)
 		return log_error_errno(r, "Failed to start leader election for lease %s/%s: %m",
-				       k->leader_namespace, run->o->lease_name);
+				       k->leader_namespace, DAEMON_LEASE_NAME);
 	snprintf(status, sizeof(status), "standby: waiting to acquire lease %s/%s", k->leader_namespace,
-		 run->o->lease_name);
+		 DAEMON_LEASE_NAME);
 	loop_notify_ready(run->d.loop, status);
-	log_info("%s as %s", status, run->identity);
+	log_info("%s as %s", status, identity);
 	return 0;
 }
 
@@ -143,16 +154,28 @@ static int open_sockets(struct daemon_run *run)
 		free(ids);
 		return log_error_errno(r, "Failed to register metrics: %m");
 	}
-	r = sock_runtime_dir(common->runtime_dir, &dir);
+	r = sock_runtime_dir_shared(common->runtime_dir, a.socket_group, &dir);
 	if (r < 0)
 		log_error_errno(r, "Failed to create the runtime directory %s: %m", common->runtime_dir);
-	else if ((r = sock_runtime_dir_check(dir, a.socket_group, err, sizeof(err))) < 0)
+	else if ((r = sock_runtime_dir_check(dir, &a, err, sizeof(err))) < 0)
 		log_error_errno(r, "Refusing to start: %s", err);
 	else if ((r = sock_ctx_new_with_access(&d->socks, d->loop, o->process, dir, &a)) < 0)
 		log_error_errno(r, "Failed to open the message sockets' context in %s: %m", dir);
 	free(dir);
 	free(ids);
 	return r;
+}
+
+/* As Karpenter's: a constant 1 labelled with the build's version. */
+static int register_build_info(struct metrics_registry *reg)
+{
+	struct metrics_gauge *g;
+	int r = metrics_gauge_new(reg, &g, "karpenter_build_info",
+				  "A metric with a constant '1' value labeled by version from which "
+				  "kanna was built.",
+				  "version", NULL);
+
+	return r < 0 ? r : metrics_gauge_set(g, 1, PACKAGE_VERSION, NULL);
 }
 
 static int start(struct daemon_run *run)
@@ -169,16 +192,21 @@ static int start(struct daemon_run *run)
 
 	if ((r = loop_new(&d->loop, o->process)) < 0)
 		return log_error_errno(r, "Failed to create the event loop: %m");
-	loop_set_hooks(d->loop, &(struct loop_hooks){ on_shutdown, on_reload, run });
+	loop_set_hooks(d->loop, &(struct loop_hooks){ .on_shutdown = on_shutdown,
+						       .on_reload = on_reload, .userdata = run });
 	if ((r = metrics_registry_new(&d->metrics)) < 0 ||
+	    (r = register_build_info(d->metrics)) < 0 ||
 	    (r = run->h->register_metrics(d, run->userdata)) < 0)
 		return log_error_errno(r, "Failed to register metrics: %m");
-	r = health_server_new(d->metrics, (int)common->metrics_port, (int)common->health_port, 0,
-			      &d->health);
+	r = health_server_new_at(common->http_listen_address, d->metrics, (int)common->metrics_port,
+				 (int)common->health_port, 0, &d->health);
 	if (r < 0)
-		return log_error_errno(r, "Failed to serve metrics on port %" PRIu64
-				       " and health on port %" PRIu64 ": %m",
-				       common->metrics_port, common->health_port);
+		return log_error_errno(r, "Failed to serve metrics on %s port %" PRIu64
+				       " and health on port %" PRIu64 ": %m%s",
+				       common->http_listen_address, common->metrics_port,
+				       common->health_port,
+				       r == -EINVAL ? " (http-listen-address must be an IPv4 or IPv6 address)"
+						    : "");
 	if ((r = health_server_attach_loop(d->health, d->loop)) < 0)
 		return log_error_errno(r, "Failed to attach health checks to the event loop: %m");
 	health_server_set_ready(d->health, false, "starting");
@@ -211,7 +239,7 @@ static int start(struct daemon_run *run)
 		return r;
 	if (run->h->prepare && (r = run->h->prepare(d, run->userdata)) < 0)
 		return r;
-	if (!k->leader_elect)
+	if (!k->leader_elect || !o->leader_election)
 		return run->h->start_work(d, run->userdata);
 	return run_for_lease(run);
 }

@@ -3,8 +3,9 @@
  * by config_handle_command_line()) → event loop → metrics registry (the
  * daemon registers its own) → /metrics, /healthz and /readyz → Kubernetes
  * client and Event recorder → ZeroMQ context → the daemon's own start-up →
- * work, at once or once its Lease is held (a standby reports itself started
- * to systemd with STATUS= saying what it waits for) → SIGHUP reloads the
+ * work, at once or once its replica holds the Lease (a standby reports
+ * itself started to systemd with STATUS= saying what it waits for, and is
+ * healthy but not ready) → SIGHUP reloads the
  * configuration all or nothing → SIGTERM runs the shutdown hook and the
  * loop ends → teardown in reverse order. A daemon's main is its hooks.
  *
@@ -14,6 +15,7 @@
 #ifndef KANNA_COMMON_DAEMON_H
 #define KANNA_COMMON_DAEMON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/config.h"
@@ -26,6 +28,10 @@
 #include "common/metrics.h"
 #include "common/sock.h"
 
+/* One Lease for the replica group: a replica is the daemons sharing a
+ * runtime directory (one pod, one host), and they lead together. */
+#define DAEMON_LEASE_NAME "kanna-leader-election"
+
 /* What the skeleton owns; valid from the hook that first sees it until
  * teardown returns. */
 struct daemon {
@@ -36,7 +42,7 @@ struct daemon {
 	struct kube_events *events;
 	struct sock_ctx *socks;
 	struct lease *lease; /* NULL without leader election */
-	char host[256];      /* gethostname(), for Events and the Lease identity */
+	char host[256];      /* gethostname(), for Events and the default Lease identity */
 };
 
 struct daemon_hooks {
@@ -60,7 +66,10 @@ struct daemon_hooks {
 struct daemon_options {
 	const char *program;    /* "kanna-launcher": user agent, loop name */
 	const char *process;    /* "launcher", "scheduler-0": sockets, logs */
-	const char *lease_name; /* "kanna-launcher-leader-election" */
+	/* Work only while the replica holds DAEMON_LEASE_NAME (watcher,
+	 * launcher, reaper; not the scheduler's shards), unless leader-elect
+	 * is false. */
+	bool leader_election;
 	const char *events_component; /* the Events' source.component */
 	/* The daemon's configuration, replaced in place by a reload; common
 	 * and kube point into it. */

@@ -54,6 +54,7 @@ struct health_server {
 	struct health_listener metrics_listener;
 	struct health_listener health_listener; /* unused when the ports are equal */
 	struct metrics_registry *metrics;       /* not owned */
+	const char *address;                    /* NULL: loopback; only during start */
 	uint16_t metrics_port;
 	uint16_t health_port;
 	uint64_t stall_usec;
@@ -136,7 +137,8 @@ static enum MHD_Result serve_readyz(struct health_server *s, struct MHD_Connecti
 	pthread_mutex_unlock(&s->lock);
 
 	if (ready)
-		return reply_text(c, MHD_HTTP_OK, "ok\n");
+		return *reason ? reply_text(c, MHD_HTTP_OK, "ok: %s\n", reason)
+			       : reply_text(c, MHD_HTTP_OK, "ok\n");
 	return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready: %s\n", reason);
 }
 
@@ -174,29 +176,43 @@ static void on_mhd_error(void *cls, const char *fmt, va_list ap)
 
 /* Binds 127.0.0.1:port ourselves so that errors keep their errno and the
  * ephemeral port can be read back. */
-static int listen_loopback(uint16_t port, int *ret_fd, uint16_t *ret_port)
+/* address: an IPv4 or IPv6 literal; NULL is loopback. */
+static int listen_on(const char *address, uint16_t port, int *ret_fd, uint16_t *ret_port)
 {
-	struct sockaddr_in addr = {
-		.sin_family = AF_INET,
-		.sin_port = htons(port),
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-	};
-	socklen_t len = sizeof(addr);
-	int one = 1;
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+	socklen_t len;
+	int one = 1, family;
 
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (!address || inet_pton(AF_INET, address, &in4->sin_addr) == 1) {
+		family = AF_INET;
+		in4->sin_family = AF_INET;
+		in4->sin_port = htons(port);
+		if (!address)
+			in4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		len = sizeof(*in4);
+	} else if (inet_pton(AF_INET6, address, &in6->sin6_addr) == 1) {
+		family = AF_INET6;
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons(port);
+		len = sizeof(*in6);
+	} else {
+		return -EINVAL;
+	}
+
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
-	    listen(fd, HEALTH_LISTEN_BACKLOG) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&addr, &len) < 0) {
+	    bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, HEALTH_LISTEN_BACKLOG) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
 		int r = -errno;
 		close(fd);
 		return r;
 	}
 	*ret_fd = fd;
-	*ret_port = ntohs(addr.sin_port);
+	*ret_port = ntohs(family == AF_INET ? in4->sin_port : in6->sin6_port);
 	return 0;
 }
 
@@ -207,7 +223,7 @@ static int listener_start(struct health_server *s, struct health_listener *l, in
 
 	if (port < HEALTH_PORT_EPHEMERAL || port > UINT16_MAX)
 		return -EINVAL;
-	r = listen_loopback(port == HEALTH_PORT_EPHEMERAL ? 0 : (uint16_t)port, &fd, &l->port);
+	r = listen_on(s->address, port == HEALTH_PORT_EPHEMERAL ? 0 : (uint16_t)port, &fd, &l->port);
 	if (r < 0)
 		return r;
 	l->server = s;
@@ -258,6 +274,12 @@ static int health_server_listen(struct health_server *s, int metrics_port, int h
 int health_server_new(struct metrics_registry *metrics, int metrics_port, int health_port,
 		      unsigned stall_seconds, struct health_server **ret)
 {
+	return health_server_new_at(NULL, metrics, metrics_port, health_port, stall_seconds, ret);
+}
+
+int health_server_new_at(const char *address, struct metrics_registry *metrics, int metrics_port,
+			 int health_port, unsigned stall_seconds, struct health_server **ret)
+{
 	int r;
 
 	if (!ret)
@@ -276,7 +298,9 @@ int health_server_new(struct metrics_registry *metrics, int metrics_port, int he
 	atomic_store(&s->heartbeat_usec, clock_monotonic_usec());
 	snprintf(s->reason, sizeof(s->reason), "starting");
 
+	s->address = address;
 	r = health_server_listen(s, metrics_port, health_port);
+	s->address = NULL;
 	if (r < 0) {
 		health_server_free(s);
 		return r;

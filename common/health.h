@@ -50,6 +50,11 @@ struct health_server;
  */
 int health_server_new(struct metrics_registry *metrics, int metrics_port, int health_port,
 		      unsigned stall_seconds, struct health_server **ret);
+/* The same on address, an IPv4 or IPv6 literal ("0.0.0.0" in a pod, where
+ * the kubelet probes the pod's IP); NULL is loopback. -EINVAL for anything
+ * else. */
+int health_server_new_at(const char *address, struct metrics_registry *metrics, int metrics_port,
+			 int health_port, unsigned stall_seconds, struct health_server **ret);
 /* Stops the HTTP threads and frees the server. NULL is allowed. */
 void health_server_free(struct health_server *s);
 
@@ -71,7 +76,8 @@ int health_server_attach_loop(struct health_server *s, struct loop *loop);
 
 /*
  * Declares the daemon ready or not. reason says why it is not ready
- * ("state replica not synced"); it is copied (cut at 255 bytes) and shown
+ * ("state replica not synced"), or, when ready, what it is ready as
+ * ("standby"; NULL: plain "ok"); it is copied (cut at 255 bytes) and shown
  * by /readyz.
  */
 void health_server_set_ready(struct health_server *s, bool ready, const char *reason);

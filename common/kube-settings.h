@@ -20,7 +20,8 @@ struct kube_settings {
 	bool allow_insecure_http;
 	bool leader_elect;
 	char *leader_namespace;
-	uint64_t lease_duration_usec;
+	char *leader_identity; /* NULL: the hostname */
+	uint64_t lease_duration_usec, lease_renew_deadline_usec, lease_retry_period_usec;
 };
 
 #define KUBE_SETTINGS_OPTIONS(cfg_type, member)                                              \
@@ -47,15 +48,31 @@ struct kube_settings {
 		  "server); no token or client certificate is ever sent to it." },           \
 	{ .name = "leader-elect", .type = CONFIG_BOOL,                                       \
 	  .offset = offsetof(cfg_type, member.leader_elect), .default_value = "true",        \
-	  .help = "Hold a Lease while working so a standby can take over; disable for "      \
-		  "local runs." },                                                           \
+	  .help = "Work only while this replica holds the Lease kanna-leader-election "      \
+		  "(watcher, launcher, reaper; the scheduler does not elect), so a standby " \
+		  "replica can take over; disable for local runs." },                       \
 	{ .name = "leader-election-namespace", .type = CONFIG_STRING,                        \
 	  .offset = offsetof(cfg_type, member.leader_namespace), .flags = CONFIG_SHARED,     \
 	  .default_value = "kube-system", .metavar = "NS",                                   \
-	  .help = "Namespace of the leader election Leases." },                              \
+	  .help = "Namespace of the leader election Lease." },                               \
+	{ .name = "leader-election-identity", .type = CONFIG_STRING,                         \
+	  .offset = offsetof(cfg_type, member.leader_identity), .flags = CONFIG_SHARED,      \
+	  .default_value = NULL, .metavar = "ID",                                            \
+	  .help = "The replica's holderIdentity, the same for its watcher, launcher and "    \
+		  "reaper (default: the hostname, in a pod the pod's name)." },             \
 	{ .name = "lease-duration", .type = CONFIG_DURATION,                                 \
 	  .offset = offsetof(cfg_type, member.lease_duration_usec), .flags = CONFIG_SHARED,  \
 	  .default_value = "15s", .min = 3000000, .max = 300000000,                          \
-	  .help = "How long a silent leader keeps its Lease before a standby takes over." }
+	  .help = "How long a silent leader keeps its Lease before a standby takes over." }, \
+	{ .name = "lease-renew-deadline", .type = CONFIG_DURATION,                           \
+	  .offset = offsetof(cfg_type, member.lease_renew_deadline_usec),                    \
+	  .flags = CONFIG_SHARED, .default_value = "10s", .min = 1000000, .max = 300000000,  \
+	  .help = "How long a leader goes on without renewing its Lease before it stops "    \
+		  "(exits); less than lease-duration." },                                    \
+	{ .name = "lease-retry-period", .type = CONFIG_DURATION,                             \
+	  .offset = offsetof(cfg_type, member.lease_retry_period_usec),                      \
+	  .flags = CONFIG_SHARED, .default_value = "2s", .min = 200000, .max = 60000000,     \
+	  .help = "How often the Lease is read and renewed or tried; lease-renew-deadline "  \
+		  "must exceed it by a fifth." }
 
 #endif

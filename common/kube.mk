@@ -41,6 +41,11 @@ tests_fuzz_fuzz_yaml_json_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/te
 tests_fuzz_fuzz_yaml_json_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/corpus/yaml_json
 
+check_PROGRAMS += tests/unit/test_lease
+TESTS += tests/unit/test_lease
+tests_unit_test_lease_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_lease_LDADD = $(LDADD) $(TEST_LIBS)
+
 check_PROGRAMS += tests/unit/test_common_bytes
 TESTS += tests/unit/test_common_bytes
 tests_unit_test_common_bytes_CFLAGS = $(TEST_CFLAGS)

@@ -63,6 +63,7 @@ struct loop {
 	bool exiting;   /* loop_exit() called: dispatch nothing more */
 	bool ready;     /* READY=1 sent */
 	bool shutdown_requested;
+	int shutdown_signal; /* the SIGTERM or SIGINT that asked, 0 before */
 	sd_event_source *signals[3];
 	sd_event_source *grace;
 	sd_event_source *watchdog;

@@ -33,6 +33,11 @@ bool loop_is_stopping(const struct loop *loop)
 	return loop->stopping;
 }
 
+int loop_shutdown_signal(const struct loop *loop)
+{
+	return loop->shutdown_signal;
+}
+
 struct loop_curl *loop_get_curl(const struct loop *loop)
 {
 	return loop->curl;
@@ -75,7 +80,8 @@ static int on_grace_expired(sd_event_source *s, uint64_t usec, void *userdata)
 	struct loop *loop = userdata;
 
 	log_warn("In-flight work not finished within %llu s of the stop request, exiting",
-		 (unsigned long long)(LOOP_SHUTDOWN_GRACE_USEC / 1000000));
+		 (unsigned long long)((loop->hooks.shutdown_grace_usec ?: LOOP_SHUTDOWN_GRACE_USEC) /
+				      1000000));
 	loop_exit(loop, 0);
 	return 0;
 }
@@ -90,6 +96,7 @@ static void loop_shutdown(struct loop *loop, int signo)
 		return;
 	}
 	loop->shutdown_requested = true;
+	loop->shutdown_signal = signo;
 	loop->stopping = true;
 	log_info("Received %s, stopping", strsignal(signo));
 	(void)sd_notify(0, "STOPPING=1");
@@ -104,8 +111,10 @@ static void loop_shutdown(struct loop *loop, int signo)
 		loop_exit(loop, 0);
 		return;
 	}
+	if (loop->hooks.shutdown_grace_usec == LOOP_SHUTDOWN_GRACE_NONE)
+		return;
 	r = sd_event_add_time_relative(loop->event, &loop->grace, CLOCK_MONOTONIC,
-				       LOOP_SHUTDOWN_GRACE_USEC,
+				       loop->hooks.shutdown_grace_usec ?: LOOP_SHUTDOWN_GRACE_USEC,
 				       LOOP_TIMER_ACCURACY_USEC, on_grace_expired,
 				       loop);
 	if (r < 0) {

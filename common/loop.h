@@ -53,7 +53,12 @@ struct loop_hooks {
 	/* SIGHUP: reload configuration (all of it or none). Failure is logged. */
 	int (*on_reload)(struct loop *loop, void *userdata);
 	void *userdata;
+	/* How long the loop waits after LOOP_SHUTDOWN_PENDING before it exits
+	 * by itself: 0 means LOOP_SHUTDOWN_GRACE_USEC, LOOP_SHUTDOWN_GRACE_NONE
+	 * never (kanna-init, whose own grace period ends in SIGKILL). */
+	uint64_t shutdown_grace_usec;
 };
+#define LOOP_SHUTDOWN_GRACE_NONE UINT64_MAX
 
 /*
  * Creates the loop for process `process` (used in logs): blocks SIGTERM,
@@ -81,6 +86,8 @@ int loop_run(struct loop *loop);
 void loop_exit(struct loop *loop, int code);
 /* True once SIGTERM/SIGINT arrived or loop_exit() was called. */
 bool loop_is_stopping(const struct loop *loop);
+/* The signal (SIGTERM, SIGINT) behind the stop request; 0 without one. */
+int loop_shutdown_signal(const struct loop *loop);
 sd_event *loop_event(struct loop *loop);
 const char *loop_process(const struct loop *loop);
 /* Hooks are copied. */

@@ -176,8 +176,9 @@ int sock_identities_parse(char *const *entries, struct sock_identity **ret, size
 	return 0;
 }
 
-int sock_runtime_dir_check(const char *dir, gid_t socket_group, char *err, size_t errlen)
+int sock_runtime_dir_check(const char *dir, const struct sock_access *a, char *err, size_t errlen)
 {
+	gid_t socket_group = a->socket_group;
 	uid_t self = geteuid();
 	struct stat st;
 	bool owner_ok, group_ok;
@@ -187,13 +188,16 @@ int sock_runtime_dir_check(const char *dir, gid_t socket_group, char *err, size_
 		return -errno;
 	}
 	owner_ok = st.st_uid == self || st.st_uid == 0;
+	for (size_t i = 0; i < a->n_identities && !owner_ok; i++)
+		owner_ok = st.st_uid == a->identities[i].uid;
 	group_ok = !(st.st_mode & S_IWGRP) ||
 		   (socket_group != SOCK_NO_GROUP && st.st_gid == socket_group);
 	if (owner_ok && group_ok && !(st.st_mode & S_IWOTH))
 		return 0;
 	snprintf(err, errlen,
 		 "runtime directory %s has mode %04o, owner uid %u gid %u: expected it owned by "
-		 "uid %u (this daemon) or root, writable by no other user, and by its group only "
+		 "uid %u (this daemon), root or a daemon of peer-identities, writable by no "
+		 "other user, and by its group only "
 		 "when that is the socket-group (%s); anyone who can write there can replace "
 		 "the sockets", dir, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid,
 		 (unsigned)st.st_gid, (unsigned)self,

@@ -59,6 +59,12 @@ struct sock {
 
 int sock_runtime_dir(const char *override, char **ret)
 {
+	return sock_runtime_dir_shared(override, SOCK_NO_GROUP, ret);
+}
+
+int sock_runtime_dir_shared(const char *override, gid_t group, char **ret)
+{
+	mode_t mode = group == SOCK_NO_GROUP ? SOCK_RUNTIME_DIR_MODE : 02770;
 	const char *env = getenv("RUNTIME_DIRECTORY");
 	_cleanup_free_ char *dir = NULL;
 	struct stat st;
@@ -71,9 +77,11 @@ int sock_runtime_dir(const char *override, char **ret)
 		dir = strdup(SOCK_RUNTIME_DIR_DEFAULT);
 	if (!dir)
 		return -ENOMEM;
-	if (mkdir(dir, SOCK_RUNTIME_DIR_MODE) == 0) {
-		/* mkdir() honours the umask; the mode is part of the contract. */
-		if (chmod(dir, SOCK_RUNTIME_DIR_MODE) < 0)
+	if (mkdir(dir, mode) == 0) {
+		/* mkdir() honours the umask; the mode is part of the contract
+		 * (set after the group: chown() may clear the setgid bit). */
+		if ((group != SOCK_NO_GROUP && chown(dir, (uid_t)-1, group) < 0) ||
+		    chmod(dir, mode) < 0)
 			return -errno;
 	} else if (errno != EEXIST) {
 		return -errno;

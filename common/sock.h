@@ -93,6 +93,12 @@ struct sock_ctx;
  * NULL, else $RUNTIME_DIRECTORY, else SOCK_RUNTIME_DIR_DEFAULT.
  */
 int sock_runtime_dir(const char *override, char **ret);
+/*
+ * The same, but a directory it creates is shared by the daemons' users:
+ * group `group`, mode 02770 (0750 with SOCK_NO_GROUP). The first daemon of
+ * a pod makes it inside the emptyDir the others share.
+ */
+int sock_runtime_dir_shared(const char *override, gid_t group, char **ret);
 /* "ipc://<runtime_dir>/<name>.sock"; a name containing "://" is returned as is. */
 int sock_endpoint(const char *runtime_dir, const char *name, char **ret);
 
@@ -161,11 +167,12 @@ int sock_identities_parse(char *const *entries, struct sock_identity **ret, size
 			  char *err, size_t errlen);
 /*
  * The runtime directory may hold only sockets this daemon trusts: owned by
- * euid or root, not writable by others, writable by its group only when that
- * group is socket_group. -EPERM with err saying path, mode, owner and what
- * was expected.
+ * euid, root or one of the daemons named in a->identities (whichever of a
+ * pod's daemons created it), not writable by others, writable by its group
+ * only when that group is a->socket_group. -EPERM with err saying path,
+ * mode, owner and what was expected.
  */
-int sock_runtime_dir_check(const char *dir, gid_t socket_group, char *err, size_t errlen);
+int sock_runtime_dir_check(const char *dir, const struct sock_access *a, char *err, size_t errlen);
 
 /*
  * As sock_ctx_new(), with the file modes and the peer check of `access`

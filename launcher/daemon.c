@@ -30,7 +30,6 @@
 #include "launcher/daemon.h"
 #include "launcher/launcher.h"
 
-#define LAUNCHER_LEASE_NAME "kanna-launcher-leader-election"
 /* Credentials refused or unreachable: try again this often. */
 /* A cluster CA bundle larger than this is not one. */
 #define CLUSTER_CA_MAX (1u << 20)
@@ -251,6 +250,8 @@ static int launcher_work(struct launcher *l)
 		return log_error_errno(r, "Failed to subscribe to cluster state in %s: %m",
 				       sock_ctx_runtime_dir(l->d->socks));
 	replica_count_drops(l->replica, l->m.messages_dropped);
+	if ((r = replica_lag_metric_new(l->replica, l->d->metrics)) < 0)
+		return log_error_errno(r, "Failed to register the replica's metrics: %m");
 	if ((r = loop_add_periodic(l->d->loop, "reconcile", l->cfg->reconcile_period_usec,
 				   launcher_reconcile, l)) < 0 ||
 	    (r = loop_add_periodic(l->d->loop, "catalog", CATALOG_REPUBLISH_USEC, on_republish_catalog,
@@ -315,6 +316,7 @@ static int launcher_metrics(struct daemon *d, void *userdata)
 				       "Our own processing time from plan received to CreateFleet sent, "
 				       "API latency excluded.", fast, ARRAY_SIZE(fast), NULL)) < 0 ||
 	    (r = msg_dropped_metric_new(d->metrics, &l->m.messages_dropped)) < 0 ||
+	    (r = msg_messages_metric_new(d->metrics)) < 0 ||
 	    (r = metrics_histogram_new(d->metrics, &l->m.launch_seconds,
 				       "kanna_launcher_launch_duration_seconds",
 				       "Plan received to pods bound.", slow, ARRAY_SIZE(slow), NULL)) < 0)
@@ -443,7 +445,7 @@ int launcher_run(struct launcher_config *cfg, int argc, char **argv)
 	int r;
 
 	r = daemon_run(&(struct daemon_options){ .program = "kanna-launcher", .process = "launcher",
-						 .lease_name = LAUNCHER_LEASE_NAME, .events_component = "karpenter",
+						 .leader_election = true, .events_component = "karpenter",
 						 .schema = &launcher_schema, .cfg = cfg,
 						 .cfg_size = sizeof(*cfg), .kube = &cfg->kube,
 						 .argc = argc, .argv = argv },

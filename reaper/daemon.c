@@ -72,6 +72,8 @@ static int reaper_work_start(struct daemon *d, void *userdata)
 		return log_error_errno(k, "Failed to subscribe to cluster state in %s: %m",
 				       sock_ctx_runtime_dir(r->d->socks));
 	replica_count_drops(r->replica, r->m.messages_dropped);
+	if ((k = replica_lag_metric_new(r->replica, r->d->metrics)) < 0)
+		return log_error_errno(k, "Failed to register the replica's metrics: %m");
 	/* An XPUB, so that each subscriber is greeted (kanna-tap needs none). */
 	if ((k = sock_new(&r->decisions_tx, r->d->socks, ZMQ_XPUB, ENDPOINT_DECISIONS)) < 0 ||
 	    (k = msg_hello_on_connect(&r->io, r->decisions_tx, 0)) < 0 ||
@@ -143,6 +145,7 @@ static int reaper_metrics(struct daemon *d, void *userdata)
 				   "Nodes a NodePool's budgets allow to disrupt now.", "nodepool",
 				   "reason", NULL)) < 0 ||
 	    (k = msg_dropped_metric_new(m, &r->m.messages_dropped)) < 0 ||
+	    (k = msg_messages_metric_new(m)) < 0 ||
 	    (k = interruption_new(r, m)) < 0)
 		return k;
 	return 0;
@@ -210,7 +213,7 @@ int reaper_run(struct reaper_config *cfg, int argc, char **argv)
 	int k;
 
 	k = daemon_run(&(struct daemon_options){ .program = "kanna-reaper", .process = "reaper",
-						 .lease_name = REAPER_LEASE_NAME, .events_component = "karpenter",
+						 .leader_election = true, .events_component = "karpenter",
 						 .schema = &reaper_schema, .cfg = cfg,
 						 .cfg_size = sizeof(*cfg), .kube = &cfg->kube,
 						 .argc = argc, .argv = argv },

@@ -28,8 +28,6 @@
 #include "state/replica.h"
 #include "reaper/config.h"
 
-#define REAPER_LEASE_NAME "kanna-reaper-leader-election"
-
 /* Eviction retries (a PodDisruptionBudget said no: 429): Karpenter's
  * eviction queue backs off exponentially from 100 ms to 10 s per pod. */
 #define EVICTION_BACKOFF_BASE_USEC (100ULL * 1000)

@@ -4,8 +4,9 @@
  * replica, solved, and sent to the launcher as a launch plan (PUSH to
  * "plans"). Launch results (SUB on "results") release pods whose launch
  * failed and mark offerings without capacity. Pods that cannot be placed
- * get a FailedScheduling Event naming the reason. One shard works only
- * while it holds its Lease.
+ * get a FailedScheduling Event naming the reason. A shard elects no
+ * leader: it works on what its replica's watcher announces, which only
+ * the leading replica's does.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -59,7 +60,7 @@ struct scheduler {
 	 * last generation refused, so that a republished bad one logs once. */
 	struct proto_msg *catalog;
 	uint64_t catalog_refused;
-	struct metrics_histogram *solve_seconds;
+	struct metrics_histogram *solve_seconds, *batch_size;
 	struct metrics_gauge *queue_depth, *unschedulable;
 	struct metrics_counter *plans_sent;
 };
@@ -197,6 +198,7 @@ static void on_solved(void *job, void *userdata)
 		goto out;
 	}
 	metrics_histogram_observe(s->solve_seconds, (double)j->solve_usec / 1e6, NULL);
+	metrics_histogram_observe(s->batch_size, (double)j->n_pods, NULL);
 	for (uint32_t i = 0; i < j->res->n_claims; i++)
 		placed += j->res->claims[i].n_pods;
 	log_info("computed new nodeclaim(s) to fit pod(s): %u "
@@ -436,8 +438,10 @@ static int scheduler_work(struct scheduler *s)
 	snprintf(name, sizeof(name), ENDPOINT_PENDING_PREFIX ".%u", s->shard);
 	r = replica_new(&s->replica, s->d->socks, s->d->loop, PROTO_PROCESS_SCHEDULER, ENDPOINT_STATE_PUB,
 			ENDPOINT_STATE_SYNC, NULL);
-	if (r >= 0)
+	if (r >= 0) {
 		replica_count_drops(s->replica, s->messages_dropped);
+		r = replica_lag_metric_new(s->replica, s->d->metrics);
+	}
 	if (r < 0 || (r = sock_new(&s->pending_rx, s->d->socks, ZMQ_PULL, name)) < 0 ||
 	    (r = sock_connect(s->pending_rx, name)) < 0 ||
 	    (r = sock_watch(s->pending_rx, on_pending, s)) < 0 ||
@@ -474,6 +478,7 @@ static int start_work(struct daemon *d, void *userdata)
 static int scheduler_metrics(struct daemon *d, void *userdata)
 {
 	static const double buckets[] = { 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60 };
+	static const double pods[] = { 1, 5, 10, 50, 100, 500, 1000, 5000, 10000, 50000 };
 	struct scheduler *s = userdata;
 	int r;
 
@@ -482,6 +487,8 @@ static int scheduler_metrics(struct daemon *d, void *userdata)
 				       "karpenter_scheduler_scheduling_duration_seconds",
 				       "Duration of one scheduling simulation (solve).", buckets,
 				       ARRAY_SIZE(buckets), NULL)) < 0 ||
+	    (r = metrics_histogram_new(d->metrics, &s->batch_size, "kanna_scheduler_batch_size",
+				       "Pods in each batch solved.", pods, ARRAY_SIZE(pods), NULL)) < 0 ||
 	    (r = metrics_gauge_new(d->metrics, &s->queue_depth, "karpenter_scheduler_queue_depth",
 				   "Pods waiting in the current batch.", NULL)) < 0 ||
 	    (r = metrics_gauge_new(d->metrics, &s->unschedulable,
@@ -489,7 +496,8 @@ static int scheduler_metrics(struct daemon *d, void *userdata)
 				   "Pods the last solve could not place.", NULL)) < 0 ||
 	    (r = metrics_counter_new(d->metrics, &s->plans_sent, "kanna_scheduler_plans_sent_total",
 				     "Launch plans sent to the launcher.", NULL)) < 0 ||
-	    (r = msg_dropped_metric_new(d->metrics, &s->messages_dropped)) < 0)
+	    (r = msg_dropped_metric_new(d->metrics, &s->messages_dropped)) < 0 ||
+	    (r = msg_messages_metric_new(d->metrics)) < 0)
 		return r;
 	return 0;
 }
@@ -534,7 +542,6 @@ int scheduler_run(struct scheduler_config *cfg, int argc, char **argv)
 		.reloaded = on_reloaded, .shutdown = on_shutdown, .teardown = teardown,
 	};
 	struct scheduler s = { .cfg = cfg };
-	char lease_name[96];
 	int r;
 
 	if (scheduler_parse_shard(cfg->shard, &s.shard, &s.n_shards) < 0) {
@@ -542,11 +549,12 @@ int scheduler_run(struct scheduler_config *cfg, int argc, char **argv)
 		return 2;
 	}
 	snprintf(s.process, sizeof(s.process), "scheduler-%u", s.shard);
-	snprintf(lease_name, sizeof(lease_name), "kanna-scheduler-%u-leader-election", s.shard);
 	batch_init(&s.batch, cfg->batch_idle_usec, cfg->batch_max_usec);
 	unschedulable_init(&s.unsched);
+	/* No leader election: a shard plans only what its replica's watcher
+	 * announces, and only the leading replica's watcher announces. */
 	r = daemon_run(&(struct daemon_options){ .program = "kanna-scheduler", .process = s.process,
-						 .lease_name = lease_name, .events_component = "karpenter",
+						 .events_component = "karpenter",
 						 .schema = &scheduler_schema, .cfg = cfg,
 						 .cfg_size = sizeof(*cfg), .kube = &cfg->kube,
 						 .argc = argc, .argv = argv },

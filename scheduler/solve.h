@@ -3,7 +3,7 @@
  * the cluster model and the batch's pods go over with it, the result comes
  * back with it, and nothing in between touches the loop thread's state —
  * the replica goes on taking deltas, the batch goes on taking pods, and
- * the Lease, the watchdog and the probes go on being answered.
+ * the watchdog and the probes go on being answered.
  */
 #ifndef KANNA_SCHEDULER_SOLVE_H
 #define KANNA_SCHEDULER_SOLVE_H

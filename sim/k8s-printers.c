@@ -427,6 +427,14 @@ static void configmap_cells(const json_t *cm, json_t *cells)
 	add_age(cells, cm);
 }
 
+static void secret_cells(const json_t *secret, json_t *cells)
+{
+	add_name(cells, secret);
+	add_str(cells, str(secret, "type", ""));
+	add_int(cells, (json_int_t)json_object_size(json_object_get(secret, "data")));
+	add_age(cells, secret);
+}
+
 static void serviceaccount_cells(const json_t *sa, json_t *cells)
 {
 	add_name(cells, sa);
@@ -555,6 +563,8 @@ COLUMNS(pdb_columns, NAME, { "Min Available", "string", 0 }, { "Max Unavailable"
 	{ "Allowed Disruptions", "integer", 0 }, AGE);
 COLUMNS(namespace_columns, NAME, { "Status", "string", 0 }, AGE);
 COLUMNS(configmap_columns, NAME, { "Data", "string", 0 }, AGE);
+/* printers.go printSecret. */
+COLUMNS(secret_columns, NAME, { "Type", "string", 0 }, { "Data", "string", 0 }, AGE);
 COLUMNS(serviceaccount_columns, NAME, { "Secrets", "string", 0 }, AGE);
 COLUMNS(service_columns, NAME, { "Type", "string", 0 }, { "Cluster-IP", "string", 0 },
 	{ "External-IP", "string", 0 }, { "Port(s)", "string", 0 }, AGE, WIDE("Selector"));
@@ -572,6 +582,7 @@ static const struct k8s_printer printers[] = {
 	PRINTER("", "Namespace", namespace),
 	PRINTER("", "Event", event),
 	PRINTER("", "ConfigMap", configmap),
+	PRINTER("", "Secret", secret),
 	PRINTER("", "Service", service),
 	PRINTER("", "ServiceAccount", serviceaccount),
 	PRINTER("", "PersistentVolumeClaim", pvc),

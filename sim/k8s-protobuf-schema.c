@@ -79,6 +79,10 @@ MESSAGE(config_map, "ConfigMap",
 	M(1, "metadata", object_meta), B_KEEP(4, "immutable"), MAP(2, "data", PB_MAP_STRING),
 	MAP(3, "binaryData", PB_MAP_BYTES));
 
+MESSAGE(secret, "Secret",
+	M(1, "metadata", object_meta), B_KEEP(5, "immutable"), MAP(2, "data", PB_MAP_BYTES),
+	MAP(4, "stringData", PB_MAP_STRING), S(3, "type"));
+
 MESSAGE(object_reference, "ObjectReference",
 	S(1, "kind"), S(2, "namespace"), S(3, "name"), S(4, "uid"), S(5, "apiVersion"),
 	S(6, "resourceVersion"), S(7, "fieldPath"));
@@ -213,6 +217,7 @@ static const struct {
 } kinds[] = {
 	{ "v1", "Namespace", &namespace },
 	{ "v1", "ConfigMap", &config_map },
+	{ "v1", "Secret", &secret },
 	{ "v1", "ServiceAccount", &service_account },
 	{ "v1", "Service", &service },
 	{ "v1", "Pod", &pod },

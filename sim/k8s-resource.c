@@ -31,6 +31,7 @@ static const struct builtin {
 	{ "", "v1", "PersistentVolume", "persistentvolumes", "persistentvolume",
 	  "pv", "", false, K8S_SUB_STATUS },
 	{ "", "v1", "ConfigMap", "configmaps", "configmap", "cm", "", true, 0 },
+	{ "", "v1", "Secret", "secrets", "secret", "", "", true, 0 },
 	{ "", "v1", "Service", "services", "service", "svc", "all", true, K8S_SUB_STATUS },
 	{ "", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", "sa", "", true, 0 },
 	{ "apps", "v1", "Deployment", "deployments", "deployment", "deploy", "all",

@@ -4,15 +4,21 @@
  * refuses: a pod's (or a workload's pod template's) resource quantities
  * must not be negative (ValidateResourceQuantityValue: "must be greater
  * than or equal to 0"), with upstream's 422 Invalid, its message and its
- * causes; and the RBAC kinds' structural checks (k8s-rbac.c). Called by
+ * causes; a container's volumeMounts must name a volume of the pod and
+ * mount at distinct paths (ValidateVolumeMounts); a workload's selector
+ * must select its own pod template (ValidatePodTemplateSpecForReplicaSet);
+ * a service-account-token Secret must name its ServiceAccount (ValidateSecret);
+ * and the RBAC kinds' structural checks (k8s-rbac.c). Called by
  * k8s-write.c on create and on every spec write.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/quantity.h"
 #include "common/util.h"
+#include "sim/k8s-selector.h"
 #include "sim/k8s-store-internal.h"
 
 /* Kinds that hold a pod spec, and where. */
@@ -78,6 +84,18 @@ struct field_errors {
 	char text[2048]; /* "a, b" as errs.ToAggregate() joins them */
 };
 
+/* One field.Error: its cause, and "field: message" in the aggregate text. */
+static void field_error(struct field_errors *fe, const char *reason, const char *field,
+			const char *message)
+{
+	size_t len = strlen(fe->text);
+
+	json_array_append_new(fe->causes, json_pack("{s:s, s:s, s:s}", "reason", reason,
+						    "message", message, "field", field));
+	snprintf(fe->text + len, sizeof(fe->text) - len, "%s%s: %s", len ? ", " : "", field,
+		 message);
+}
+
 static void check_list(struct field_errors *fe, const json_t *list, const char *path)
 {
 	const char *name;
@@ -85,18 +103,55 @@ static void check_list(struct field_errors *fe, const json_t *list, const char *
 
 	json_object_foreach((json_t *)list, name, v) {
 		char field[256], value[64], message[128];
-		size_t len = strlen(fe->text);
 
 		if (!negative_quantity(v, value, sizeof(value)))
 			continue;
 		snprintf(field, sizeof(field), "%s[%s]", path, name);
 		snprintf(message, sizeof(message), "Invalid value: \"%s\": must be greater than or equal to 0",
 			 value);
-		json_array_append_new(fe->causes, json_pack("{s:s, s:s, s:s}", "reason",
-							    "FieldValueInvalid", "message", message,
-							    "field", field));
-		snprintf(fe->text + len, sizeof(fe->text) - len, "%s%s: %s", len ? ", " : "", field,
-			 message);
+		field_error(fe, "FieldValueInvalid", field, message);
+	}
+}
+
+static bool has_volume(const json_t *spec, const char *name)
+{
+	const json_t *vol;
+	size_t i;
+
+	json_array_foreach(json_object_get(spec, "volumes"), i, vol)
+		if (streq(json_string_value(json_object_get(vol, "name")) ?: "", name))
+			return true;
+	return false;
+}
+
+/* ValidateVolumeMounts (pkg/apis/core/validation): a mount of a volume the
+ * pod does not declare is field.NotFound; two mounts at one path,
+ * field.Invalid "must be unique". */
+static void check_volume_mounts(struct field_errors *fe, const json_t *spec, const json_t *c,
+				const char *path)
+{
+	const json_t *mounts = json_object_get(c, "volumeMounts"), *m;
+	char field[300], message[600];
+	size_t i;
+
+	json_array_foreach(mounts, i, m) {
+		const char *name = json_string_value(json_object_get(m, "name")) ?: "";
+		const char *at = json_string_value(json_object_get(m, "mountPath")) ?: "";
+
+		if (*name && !has_volume(spec, name)) {
+			snprintf(field, sizeof(field), "%s[%zu].name", path, i);
+			snprintf(message, sizeof(message), "Not found: \"%.500s\"", name);
+			field_error(fe, "FieldValueNotFound", field, message);
+		}
+		for (size_t j = 0; *at && j < i; j++)
+			if (streq(json_string_value(json_object_get(json_array_get(mounts, j),
+								    "mountPath")) ?: "", at)) {
+				snprintf(field, sizeof(field), "%s[%zu].mountPath", path, i);
+				snprintf(message, sizeof(message),
+					 "Invalid value: \"%.500s\": must be unique", at);
+				field_error(fe, "FieldValueInvalid", field, message);
+				break;
+			}
 	}
 }
 
@@ -111,6 +166,8 @@ static void check_pod_spec(struct field_errors *fe, const json_t *spec, const ch
 		json_array_foreach(json_object_get(spec, lists[l]), i, c) {
 			const json_t *res = json_object_get(c, "resources");
 
+			snprintf(at, sizeof(at), "%s.%s[%zu].volumeMounts", path, lists[l], i);
+			check_volume_mounts(fe, spec, c, at);
 			snprintf(at, sizeof(at), "%s.%s[%zu].resources.limits", path, lists[l], i);
 			check_list(fe, json_object_get(res, "limits"), at);
 			snprintf(at, sizeof(at), "%s.%s[%zu].resources.requests", path, lists[l], i);
@@ -118,6 +175,84 @@ static void check_pod_spec(struct field_errors *fe, const json_t *spec, const ch
 		}
 	snprintf(at, sizeof(at), "%s.overhead", path);
 	check_list(fe, json_object_get(spec, "overhead"), at);
+}
+
+/* ValidateSecret (pkg/apis/core/validation): a kubernetes.io/service-account-token
+ * Secret names its ServiceAccount (the token controller fills in the
+ * token); without the annotation, field.Required. */
+static void check_secret(struct field_errors *fe, const json_t *obj)
+{
+	const json_t *annotations = at_path(obj, "metadata.annotations");
+	const char *sa = json_string_value(
+		json_object_get(annotations, "kubernetes.io/service-account.name"));
+
+	if (!streq(json_string_value(json_object_get(obj, "type")) ?: "",
+		   "kubernetes.io/service-account-token") || (sa && *sa))
+		return;
+	field_error(fe, "FieldValueRequired",
+		    "metadata.annotations[kubernetes.io/service-account.name]", "Required value");
+}
+
+static int compare_keys(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Go's %#v of a map[string]string, as field.Invalid prints the template's
+ * labels: keys sorted, `map[string]string{"a":"b", "c":"d"}`, or
+ * `map[string]string(nil)` for none. */
+static void format_labels(const json_t *labels, char *buf, size_t size)
+{
+	const char *keys[256], *key;
+	size_t n = 0, len;
+	const json_t *v;
+
+	if (!json_is_object(labels)) {
+		snprintf(buf, size, "map[string]string(nil)");
+		return;
+	}
+	json_object_foreach((json_t *)labels, key, v)
+		if (n < ARRAY_SIZE(keys))
+			keys[n++] = key;
+	qsort(keys, n, sizeof(keys[0]), compare_keys);
+	len = (size_t)snprintf(buf, size, "map[string]string{");
+	for (size_t i = 0; i < n && len < size; i++)
+		len += (size_t)snprintf(buf + len, size - len, "%s\"%s\":\"%s\"", i ? ", " : "",
+					keys[i],
+					json_string_value(json_object_get(labels, keys[i])) ?: "");
+	if (len < size)
+		snprintf(buf + len, size - len, "}");
+}
+
+/* ValidatePodTemplateSpecForReplicaSet (pkg/apis/apps/validation), which
+ * ValidateDeploymentSpec and ValidateReplicaSetSpec call, and the same
+ * check in ValidateStatefulSetSpec and ValidateDaemonSetSpec: a selector
+ * that is not empty must match the template's labels, else
+ * field.Invalid(spec.template.metadata.labels, labels, "`selector` does not
+ * match template `labels`"). An empty or malformed selector has its own
+ * errors upstream, not made here. */
+static void check_template_selected(struct field_errors *fe, const json_t *obj)
+{
+	const json_t *spec = json_object_get(obj, "spec");
+	const json_t *sel = json_object_get(spec, "selector");
+	const json_t *labels = at_path(spec, "template.metadata.labels");
+	struct k8s_selector *parsed = NULL;
+	char err[256], value[1500], message[1600];
+	bool matches;
+
+	if (json_object_size(json_object_get(sel, "matchLabels")) == 0 &&
+	    json_array_size(json_object_get(sel, "matchExpressions")) == 0)
+		return;
+	if (k8s_label_selector_from_json(sel, &parsed, err, sizeof(err)) < 0)
+		return;
+	matches = k8s_label_selector_matches(parsed, labels);
+	k8s_selector_free(parsed);
+	if (matches)
+		return;
+	format_labels(labels, value, sizeof(value));
+	snprintf(message, sizeof(message),
+		 "Invalid value: %s: `selector` does not match template `labels`", value);
+	field_error(fe, "FieldValueInvalid", "spec.template.metadata.labels", message);
 }
 
 int k8s_validate(const struct k8s_resource *res, const char *name, const json_t *obj,
@@ -143,12 +278,20 @@ int k8s_validate(const struct k8s_resource *res, const char *name, const json_t 
 				 json_string_value(json_object_get(c, "message")));
 		}
 	}
+	if (streq(res->group, "") && streq(res->kind, "Secret")) {
+		fe.causes = json_array();
+		if (!fe.causes)
+			return -ENOMEM;
+		check_secret(&fe, obj);
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(pod_specs); i++) {
 		if (!streq(res->group, pod_specs[i].group) || !streq(res->kind, pod_specs[i].kind))
 			continue;
 		fe.causes = json_array();
 		if (!fe.causes)
 			return -ENOMEM;
+		if (streq(res->group, "apps"))
+			check_template_selected(&fe, obj);
 		check_pod_spec(&fe, at_path(obj, pod_specs[i].path), pod_specs[i].path);
 		break;
 	}

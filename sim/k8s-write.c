@@ -165,6 +165,10 @@ static void apply_create_defaults(const struct k8s_resource *res, json_t *obj)
 					    json_pack("[{s:s, s:s, s:s}]", "type", "PodScheduled",
 						      "status", "True", "lastTransitionTime", now));
 		}
+	} else if (core && streq(res->kind, "Secret")) {
+		/* pkg/apis/core/v1/defaults.go SetDefaults_Secret. */
+		if (!json_string_length(json_object_get(obj, "type")))
+			json_object_set_new(obj, "type", json_string("Opaque"));
 	} else if (streq(res->group, "apps") &&
 		   (streq(res->kind, "Deployment") || streq(res->kind, "StatefulSet") ||
 		    streq(res->kind, "ReplicaSet"))) {

@@ -60,10 +60,17 @@ struct sim {
 
 static void usage(FILE *f)
 {
-	fputs("Usage: kanna-sim --state-dir DIR [--config FILE] [--insecure-http]\n"
-	      "                 [--port N] [--aws-port N] [--no-controllers]\n"
+	fputs("Usage: kanna-sim --state-dir DIR [OPTION]...\n"
 	      "Serves a Kubernetes API and the EC2/SSM/STS/SQS APIs on 127.0.0.1.\n"
-	      "Writes DIR/kubeconfig, DIR/aws.env and DIR/ready.\n", f);
+	      "Writes DIR/kubeconfig, DIR/aws.env and DIR/ready. See kanna-sim(1).\n\n"
+	      "  -d, --state-dir=DIR    where its state, certificates and files go\n"
+	      "  -c, --config=FILE      YAML: timings, cluster name, region, faults\n"
+	      "  -k, --insecure-http    plain HTTP instead of TLS for the Kubernetes API\n"
+	      "  -p, --port=N           Kubernetes API port (default: any free port)\n"
+	      "  -a, --aws-port=N       AWS endpoint port (default: any free port)\n"
+	      "  -n, --no-controllers   run no controllers (kubelet, deployments, ...)\n"
+	      "  -h, --help             print this help and exit\n"
+	      "      --version          print the version and exit\n", f);
 }
 
 static int parse_port(const char *s, uint16_t *ret)
@@ -134,6 +141,7 @@ static int parse_args(int argc, char **argv, struct sim_options *o)
 		{ "port", required_argument, NULL, 'p' },
 		{ "aws-port", required_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{}
 	};
 	int c;
@@ -153,6 +161,7 @@ static int parse_args(int argc, char **argv, struct sim_options *o)
 				return log_error_errno(-EINVAL, "Failed to parse --aws-port: %s", optarg);
 			break;
 		case 'h': usage(stdout); exit(EXIT_SUCCESS);
+		case 'V': printf("kanna-sim (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION); exit(EXIT_SUCCESS);
 		default: usage(stderr); return -EINVAL;
 		}
 	}

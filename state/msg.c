@@ -44,15 +44,36 @@ int msg_encode(struct msg_io *io, struct proto_msg *msg)
 	msg->env.send_time_ns = clock_realtime_ns();
 	msgpack_sbuffer_clear(&io->buf);
 	r = proto_encode(msg, &io->buf, &io->last_error);
+	io->encoded_type = msg->env.type;
 	return r;
+}
+
+/* kanna_messages_total: one family in a process, whichever io counts. */
+static struct metrics_counter *messages_total;
+
+int msg_messages_metric_new(struct metrics_registry *reg)
+{
+	return metrics_counter_new(reg, &messages_total, "kanna_messages_total",
+				   "Messages sent and received, by socket, type and direction "
+				   "(sent, received; hellos included, drops not).",
+				   "socket", "type", "direction", NULL);
+}
+
+static void count_message(const char *socket, enum proto_msg_type type, const char *direction)
+{
+	if (messages_total)
+		(void)metrics_counter_add(messages_total, 1, socket, proto_type_name(type), direction,
+					  NULL);
 }
 
 int msg_send_encoded(struct msg_io *io, struct sock *s, int flags)
 {
 	int r = sock_send(s, io->buf.data, io->buf.size, flags);
 
-	if (r >= 0)
+	if (r >= 0) {
 		io->sent++;
+		count_message(sock_name(s), io->encoded_type, "sent");
+	}
 	return r;
 }
 
@@ -77,8 +98,10 @@ int msg_send_routed(struct msg_io *io, struct sock *s, const struct iovec *route
 	memcpy(frames, route, n_route * sizeof(*route));
 	frames[n_route] = (struct iovec){ io->buf.data, io->buf.size };
 	r = sock_send_frames(s, frames, n_route + 1, flags);
-	if (r >= 0)
+	if (r >= 0) {
 		io->sent++;
+		count_message(sock_name(s), io->encoded_type, "sent");
+	}
 	return r;
 }
 
@@ -318,6 +341,7 @@ int msg_dispatch(struct msg_dispatch *d, struct sock *sk, void *userdata)
 		return 0;
 	}
 	d->msg = &msg;
+	count_message(d->socket, m->env.type, "received");
 	if (m->env.type == PROTO_MSG_HELLO) {
 		r = on_hello(d, m, userdata);
 		d->msg = NULL;

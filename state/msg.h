@@ -31,6 +31,7 @@ struct msg_io {
 	msgpack_sbuffer buf;
 	struct proto_decoder *decoder;
 	uint64_t sent, received, dropped;
+	enum proto_msg_type encoded_type; /* of what io->buf holds */
 	struct proto_error last_error;
 };
 
@@ -135,6 +136,14 @@ struct msg_dispatch {
 struct metrics_registry;
 /* Registers kanna_messages_dropped_total{socket,reason} in reg. */
 int msg_dropped_metric_new(struct metrics_registry *reg, struct metrics_counter **ret);
+/*
+ * Registers kanna_messages_total{socket,type,direction} in reg, the
+ * process's registry, once: from then on every message any msg_io of the
+ * process sends, and every message a msg_dispatch() takes, is counted;
+ * reg must outlive the process's sockets (the daemon skeleton frees it
+ * last).
+ */
+int msg_messages_metric_new(struct metrics_registry *reg);
 
 /* Receives one message from sk and hands it to its route. Returns the
  * handler's result, 0 when nothing was waiting or the message was dropped,

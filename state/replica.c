@@ -18,6 +18,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "state/replica.h"
 
 struct buffered_delta {
@@ -40,6 +41,7 @@ struct replica {
 	size_t n_buffered, cap_buffered;
 	sd_event_source *timeout;
 	struct replica_stats stats;
+	struct metrics_gauge *lag; /* kanna_replica_lag_seconds, may be NULL */
 };
 
 static int replica_request_snapshot(struct replica *r);
@@ -135,6 +137,16 @@ static int apply_live(struct replica *r, const struct proto_state_delta *d)
 	return k < 0 ? k : 0;
 }
 
+/* How far behind the watcher this replica runs: the age of a delta or an
+ * in-step heartbeat as it is applied (the two clocks are one host's). */
+static void measure_lag(struct replica *r, const struct proto_msg *m)
+{
+	int64_t now = clock_realtime_ns(), sent = (int64_t)m->env.send_time_ns;
+
+	if (r->lag && sent > 0 && now >= sent)
+		(void)metrics_gauge_set(r->lag, (double)(now - sent) / 1e9, NULL);
+}
+
 static int on_delta(struct replica *r, const struct proto_msg *m)
 {
 	const struct proto_state_delta *d = &m->body.state_delta;
@@ -166,6 +178,7 @@ static int on_delta(struct replica *r, const struct proto_msg *m)
 			 d->seq, r->store.seq);
 		return replica_request_snapshot(r);
 	}
+	measure_lag(r, m);
 	return apply_live(r, d);
 }
 
@@ -173,8 +186,10 @@ static int on_heartbeat(struct replica *r, const struct proto_msg *m)
 {
 	uint64_t seq = m->body.heartbeat.state_seq;
 
-	if (!r->syncing && r->live && seq == r->store.seq)
+	if (!r->syncing && r->live && seq == r->store.seq) {
 		r->current_usec = clock_monotonic_usec();
+		measure_lag(r, m);
+	}
 	if (r->syncing || seq <= r->store.seq)
 		return 0;
 	/* The watcher is ahead of us with no delta in between: we lost some. */
@@ -266,6 +281,14 @@ static int on_message(struct replica *r, struct sock *s)
 void replica_count_drops(struct replica *r, struct metrics_counter *dropped)
 {
 	r->dispatch.dropped = dropped;
+}
+
+int replica_lag_metric_new(struct replica *r, struct metrics_registry *reg)
+{
+	return metrics_gauge_new(reg, &r->lag, "kanna_replica_lag_seconds",
+				 "Age of the last state delta or in-step heartbeat of the watcher "
+				 "when this replica applied it.",
+				 NULL);
 }
 
 static int on_sub_readable(struct sock *s, void *userdata)

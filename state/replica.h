@@ -44,6 +44,9 @@ struct replica *replica_free(struct replica *r);
 /* Counts the messages on state.pub it drops in kanna_messages_dropped_total
  * (msg_dropped_metric_new()); without one they are logged only. */
 void replica_count_drops(struct replica *r, struct metrics_counter *dropped);
+/* Registers kanna_replica_lag_seconds in reg and keeps it: how old the
+ * watcher's last delta or in-step heartbeat was when applied here. */
+int replica_lag_metric_new(struct replica *r, struct metrics_registry *reg);
 
 bool replica_synced(const struct replica *r);
 /* Monotonic time the replica last knew itself current: a snapshot loaded,

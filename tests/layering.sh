@@ -48,6 +48,7 @@ for d in watcher scheduler launcher reaper; do
 	allowed "$d" common proto state decode model dump "$d"
 done
 allowed sim common sim
+allowed init common init
 allowed tools common proto state tools
 # The debt list only shrinks.
 printf '%s\n' "$KNOWN" | grep . | while read -r edge; do

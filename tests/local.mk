@@ -21,3 +21,17 @@ EXTRA_DIST += tests/e2e/peer-trust.sh
 # kanna-sim, and every request the four daemons make checked against it.
 TESTS += tests/e2e/rbac.sh
 EXTRA_DIST += tests/e2e/rbac.sh deploy/rbac.yaml
+# deploy/ (issue 20): the Containerfile checked against `make install`, the
+# manifests validated by kanna-sim (kubectl --dry-run=client and =server).
+TESTS += tests/e2e/deploy-manifests.sh
+EXTRA_DIST += tests/e2e/deploy-manifests.sh tests/e2e/deploy_containerfile.py deploy/Containerfile \
+	deploy/kanna.yaml deploy/kanna-single.yaml deploy/tokens.yaml deploy/kustomization.yaml \
+	deploy/README.md data/crds/kustomization.yaml
+# deploy/kanna.yaml's pod as its kubelet lays it out: a uid per container,
+# the emptyDir, the ConfigMap as it is; a pod gets a node.
+TESTS += tests/e2e/deploy-pod.sh
+EXTRA_DIST += tests/e2e/deploy-pod.sh
+# High availability (issue 20): two replicas on one Lease, the leaders
+# SIGKILLed mid-scale-up and mid-drain, the standby takes over.
+TESTS += tests/e2e/ha-takeover.sh
+EXTRA_DIST += tests/e2e/ha-takeover.sh

@@ -1,16 +1,18 @@
 /*
- * kanna-tap: prints the message flow of running kanna daemons as JSON
- * lines. It watches the runtime directory for tap sockets
- * (<runtime_dir>/<process>.tap, see common/sock.h), connects one SUB socket
- * to each (rescanning so that daemons started later are picked up), and
- * formats every copy with tools/tap-format.c. It only reads: it binds
+ * kanna-tap: prints the message flow of running kanna daemons, as JSON
+ * lines, readable lines (tools/tap-text.c) or counts and rates
+ * (tools/tap-summary.c), filtered by tools/tap-filter.c and configured
+ * like the daemons (tools/tap-config.c). It watches the runtime directory
+ * for tap sockets (<runtime_dir>/<process>.tap, see common/sock.h),
+ * connects one SUB socket to each (rescanning so that daemons started
+ * later are picked up), and formats every copy with tools/tap-format.c.
+ * It only reads: it binds
  * nothing and never creates the runtime directory, and it uses raw ZeroMQ
  * sockets rather than common/sock.h's wrapper, which would give kanna-tap a
  * tap of its own. Cleanup style: _cleanup_ attributes.
  */
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <signal.h>
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "common/clock.h"
@@ -27,7 +30,10 @@
 #include "common/sock.h"
 #include "common/util.h"
 #include "proto/proto.h"
+#include "tools/tap-config.h"
 #include "tools/tap-format.h"
+#include "tools/tap-summary.h"
+#include "tools/tap-text.h"
 
 /* How often the runtime directory is rescanned for new or vanished tap
  * sockets: a daemon that starts is followed within a second. */
@@ -52,47 +58,74 @@ struct tap {
 	struct loop *loop;
 	void *zctx;
 	struct proto_decoder *decoder;
-	char *runtime_dir;
-	char **types; /* --type filters (point into argv) */
-	size_t n_types;
-	char **processes; /* --process filters */
-	size_t n_processes;
-	uint64_t count; /* --count; 0 = unlimited */
-	unsigned format_flags; /* enum tap_format_flags: --show-user-data */
-	uint64_t printed;
+	struct tap_config cfg;
+	struct tap_options opts;
+	const char *runtime_dir; /* cfg.common.runtime_dir */
+	unsigned format_flags; /* enum tap_format_flags */
+	bool text;             /* --output=text, or auto on a terminal */
+	struct tap_summary summary; /* --summary */
+	uint64_t printed;      /* messages shown (or counted by --summary) */
+	bool warned_rows;      /* --summary ran out of rows once */
 	struct tap_peer *peers[TAP_MAX_PEERS];
 	size_t n_peers;
 	bool announced_empty;
 };
 
-static bool list_contains(char *const *list, size_t n, const char *s)
+/* A failed write to stdout ends kanna-tap: successfully when the reader
+ * went away (| head), with an error otherwise. */
+static void tap_write_failed(struct tap *tap)
 {
-	for (size_t i = 0; i < n; i++)
-		if (streq(list[i], s))
-			return true;
-	return false;
+	if (errno == EPIPE) {
+		loop_exit(tap->loop, 0);
+		return;
+	}
+	log_error_errno(errno ? errno : EIO, "Failed to write to stdout: %m");
+	loop_exit(tap->loop, EXIT_FAILURE);
 }
 
-static int tap_print(struct tap *tap, json_t *line)
+static int tap_write_line(struct tap *tap, json_t *line)
 {
-	const char *type = json_string_value(json_object_get(line, "type"));
+	_cleanup_free_ char *text = NULL;
 
-	if (tap->count > 0 && tap->printed >= tap->count)
+	if (!tap->text)
+		return json_dumpf(line, stdout, JSON_COMPACT) < 0 || fputc('\n', stdout) == EOF ? -EIO : 0;
+	int r = tap_format_text(line, &text);
+	if (r < 0)
+		return r;
+	return fputs(text, stdout) == EOF || fputc('\n', stdout) == EOF ? -EIO : 0;
+}
+
+/* Shows (or counts) one decoded message that passed the filters. */
+static int tap_print(struct tap *tap, const char *process, json_t *line, uint64_t bytes)
+{
+	int r;
+
+	if (tap->opts.count > 0 && tap->printed >= tap->opts.count)
 		return 0; /* messages drained after the last wanted one */
-	if (tap->n_types > 0 && !list_contains(tap->types, tap->n_types, type ? type : ""))
+	if (!tap_filter_match(&tap->opts.filter, process, line))
 		return 0;
-	if (json_dumpf(line, stdout, JSON_COMPACT) < 0 || fputc('\n', stdout) == EOF ||
-	    fflush(stdout) == EOF) {
-		if (errno == EPIPE) { /* the reader went away (| head): done */
-			loop_exit(tap->loop, 0);
+	if (tap->opts.summary) {
+		r = tap_summary_add(&tap->summary, process,
+				    json_string_value(json_object_get(line, "direction")),
+				    json_string_value(json_object_get(line, "socket")),
+				    json_string_value(json_object_get(line, "type")), bytes);
+		if (r == -E2BIG && !tap->warned_rows) {
+			tap->warned_rows = true; /* then only counted as dropped */
+			log_warn("Dropped a tap message from %s: more than %d distinct sockets and types",
+				 process, TAP_SUMMARY_MAX_ROWS);
+		} else if (r < 0 && r != -E2BIG)
+			return r;
+	} else {
+		r = tap_write_line(tap, line);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0 || fflush(stdout) == EOF) {
+			tap_write_failed(tap);
 			return 0;
 		}
-		log_error_errno(errno ? errno : EIO, "Failed to write to stdout: %m");
-		loop_exit(tap->loop, EXIT_FAILURE);
-		return 0;
 	}
 	tap->printed++;
-	if (tap->count > 0 && tap->printed >= tap->count)
+	if (tap->opts.count > 0 && tap->printed >= tap->opts.count)
 		loop_exit(tap->loop, 0);
 	return 0;
 }
@@ -130,17 +163,18 @@ static int on_tap_readable(void *zsock, void *userdata)
 		} else
 			n++;
 	}
-	if (too_many)
+	if (too_many) {
 		log_warn("Dropped a tap message from %s with more than %d frames", peer->process,
 			 TAP_MAX_FRAMES);
-	else {
+		tap_summary_add_dropped(&peer->tap->summary, 1);
+	} else {
 		json_t *line = NULL;
 		for (size_t i = 0; i < n; i++)
 			views[i] = (struct tap_frame){ zmq_msg_data(&frames[i]), zmq_msg_size(&frames[i]) };
 		r = tap_message_to_json(peer->tap->decoder, peer->process, views, n, clock_realtime_usec(),
 					peer->tap->format_flags, &line);
-		if (r >= 0)
-			r = tap_print(peer->tap, line);
+		if (r >= 0) /* the payload, the last frame, is the message's size */
+			r = tap_print(peer->tap, peer->process, line, n >= 2 ? views[n - 1].size : 0);
 		json_decref(line);
 	}
 	close_frames(frames, n);
@@ -229,7 +263,7 @@ static int tap_consider(struct tap *tap, int dirfd, const char *name)
 	process = strndup(name, len - suffix);
 	if (!process)
 		return -ENOMEM;
-	if (tap->n_processes > 0 && !list_contains(tap->processes, tap->n_processes, process))
+	if (!tap_patterns_match(&tap->opts.filter.processes, process))
 		return 0;
 	struct tap_peer *peer = tap_find_peer(tap, process);
 	if (peer) {
@@ -293,111 +327,24 @@ static void tap_free(struct tap *tap)
 		zmq_ctx_term(tap->zctx);
 	proto_decoder_free(tap->decoder);
 	loop_free(tap->loop);
-	free(tap->runtime_dir);
-	free(tap->types);
-	free(tap->processes);
+	tap_summary_done(&tap->summary);
+	tap_config_done(&tap->cfg, &tap->opts);
 }
 
-static void help(void)
+static int tap_print_summary(struct tap *tap, bool final)
 {
-	printf("Usage: kanna-tap [OPTIONS]\n"
-	       "Print the messages kanna daemons send and receive, one JSON object per line.\n\n"
-	       "  -d, --runtime-dir=DIR  where the daemons' tap sockets are (default:\n"
-	       "                         $KANNA_RUNTIME_DIR, $RUNTIME_DIRECTORY, else %s)\n"
-	       "  -t, --type=TYPE        only messages of this type (repeatable; \"%s\"\n"
-	       "                         selects messages that failed to decode)\n"
-	       "  -p, --process=NAME     only this process (repeatable), e.g. kanna-watcher\n"
-	       "  -n, --count=N          exit after printing N messages\n"
-	       "      --show-user-data   print EC2NodeClass user data in clear (default:\n"
-	       "                         its length and SHA-256 prefix only)\n"
-	       "  -h, --help             show this help\n",
-	       SOCK_RUNTIME_DIR_DEFAULT, TAP_TYPE_UNDECODABLE);
-}
-
-static int append(char ***list, size_t *n, char *value)
-{
-	char **a = realloc(*list, (*n + 1) * sizeof(char *));
-	if (!a)
-		return -ENOMEM;
-	a[(*n)++] = value;
-	*list = a;
+	int r = tap_summary_print(&tap->summary, clock_monotonic_usec(), clock_realtime_usec(), final,
+				  !tap->text, stdout);
+	if (r == -ENOMEM)
+		return log_error_errno(r, "Failed to print the summary: %m");
+	if (r < 0 && !final)
+		tap_write_failed(tap);
 	return 0;
 }
 
-/* As the daemons' runtime-dir key (doc/configuration.md): KANNA_RUNTIME_DIR,
- * else the first entry of $RUNTIME_DIRECTORY (systemd may list several,
- * colon-separated), else /run/kanna. Never created here. */
-static int default_runtime_dir(char **ret)
+static int on_summary(struct loop *loop, void *userdata)
 {
-	const char *env = getenv("KANNA_RUNTIME_DIR");
-	if (env && *env)
-		*ret = strdup(env);
-	else if ((env = getenv("RUNTIME_DIRECTORY")) && *env)
-		*ret = strndup(env, strcspn(env, ":"));
-	else
-		*ret = strdup(SOCK_RUNTIME_DIR_DEFAULT);
-	return *ret ? 0 : -ENOMEM;
-}
-
-/* Returns 1 to run, 0 to exit successfully (--help), negative on error. */
-static int parse_argv(struct tap *tap, int argc, char **argv)
-{
-	enum { ARG_SHOW_USER_DATA = 0x100 };
-	static const struct option options[] = {
-		{ "runtime-dir", required_argument, NULL, 'd' },
-		{ "type", required_argument, NULL, 't' },
-		{ "process", required_argument, NULL, 'p' },
-		{ "count", required_argument, NULL, 'n' },
-		{ "show-user-data", no_argument, NULL, ARG_SHOW_USER_DATA },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	char *end;
-	int c, r = 0;
-
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":d:t:p:n:h", options, NULL)) >= 0) {
-		switch (c) {
-		case 'd':
-			free(tap->runtime_dir);
-			if (!(tap->runtime_dir = strdup(optarg)))
-				return -ENOMEM;
-			break;
-		case 't':
-			r = append(&tap->types, &tap->n_types, optarg);
-			break;
-		case 'p':
-			r = append(&tap->processes, &tap->n_processes, optarg);
-			break;
-		case 'n':
-			errno = 0;
-			tap->count = strtoull(optarg, &end, 10);
-			if (errno || end == optarg || *end || optarg[0] == '-' || tap->count == 0)
-				return log_error_errno(EINVAL, "Failed to parse --count '%s': expected a positive integer",
-						       optarg);
-			break;
-		case ARG_SHOW_USER_DATA:
-			tap->format_flags |= TAP_SHOW_USER_DATA;
-			break;
-		case 'h':
-			help();
-			return 0;
-		case ':':
-			return log_error_errno(EINVAL, "Failed to parse arguments: %s needs a value",
-					       argv[optind - 1]);
-		default:
-			return log_error_errno(EINVAL, "Failed to parse arguments: unknown option %s (see --help)",
-					       argv[optind - 1]);
-		}
-		if (r < 0)
-			return r;
-	}
-	if (optind < argc)
-		return log_error_errno(EINVAL, "Failed to parse arguments: unexpected argument '%s' (see --help)",
-				       argv[optind]);
-	if (!tap->runtime_dir && default_runtime_dir(&tap->runtime_dir) < 0)
-		return -ENOMEM;
-	return 1;
+	return tap_print_summary(userdata, false);
 }
 
 static int run(struct tap *tap)
@@ -424,9 +371,19 @@ static int run(struct tap *tap)
 	r = loop_add_periodic(tap->loop, "rescan", TAP_RESCAN_USEC, on_rescan, tap);
 	if (r < 0)
 		return log_error_errno(r, "Failed to schedule rescans: %m");
+	if (tap->opts.summary) {
+		tap_summary_init(&tap->summary, clock_monotonic_usec());
+		r = loop_add_periodic(tap->loop, "summary", tap->cfg.summary_interval_usec, on_summary, tap);
+		if (r < 0)
+			return log_error_errno(r, "Failed to schedule summaries: %m");
+	}
 	r = loop_run(tap->loop);
 	if (r < 0)
 		return log_error_errno(r, "Failed to run the event loop: %m");
+	/* --count reached, SIGINT or SIGTERM: the totals (a closed stdout
+	 * stopped it, or the write fails quietly). */
+	if (tap->opts.summary && r == 0)
+		tap_print_summary(tap, true);
 	return r;
 }
 
@@ -435,12 +392,20 @@ int main(int argc, char **argv)
 	struct tap tap = {};
 	int r;
 
-	log_setup("kanna-tap", LOG_FORMAT_TEXT, LOG_LEVEL_INFO);
+	if (tap_config_handle_command_line(&tap.cfg, &tap.opts, argc, argv, &r)) {
+		tap_config_done(&tap.cfg, &tap.opts);
+		return r;
+	}
 	/* A closed stdout (| head) shows up as EPIPE from fflush(). */
 	signal(SIGPIPE, SIG_IGN);
-	r = parse_argv(&tap, argc, argv);
-	if (r > 0)
-		r = run(&tap);
+	tap.runtime_dir = tap.cfg.common.runtime_dir;
+	if (tap.cfg.show_user_data)
+		tap.format_flags |= TAP_SHOW_USER_DATA;
+	if (tap.opts.summary && !tap_filter_has_fields(&tap.opts.filter))
+		tap.format_flags |= TAP_TYPE_ONLY;
+	tap.text = tap.cfg.output == TAP_OUTPUT_TEXT ||
+		   (tap.cfg.output == TAP_OUTPUT_AUTO && isatty(STDOUT_FILENO));
+	r = run(&tap);
 	tap_free(&tap);
 	return r < 0 ? EXIT_FAILURE : r;
 }

@@ -200,6 +200,8 @@ static int set_decoded(json_t *obj, struct proto_decoder *decoder,
 		const char *error = err.text[0] ? err.text : code ? code : strerror(-r);
 		return set_undecodable(obj, error, payload);
 	}
+	if (flags & TAP_TYPE_ONLY) /* proto_decode() vouched for env.type */
+		return set_string(obj, "type", proto_type_name(msg->env.type));
 	json_t *fields = proto_to_json(msg);
 	if (!fields)
 		return -ENOMEM;

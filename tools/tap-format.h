@@ -43,6 +43,11 @@ enum tap_format_flags {
 	 * the first TAP_USER_DATA_DIGEST_HEX hex digits of its SHA-256).
 	 */
 	TAP_SHOW_USER_DATA = 1u << 0,
+	/*
+	 * Decode, but leave "fields" out: what kanna-tap --summary needs when
+	 * no field filter looks at them (a catalog is megabytes of JSON).
+	 */
+	TAP_TYPE_ONLY = 1u << 1,
 };
 
 struct tap_frame {

@@ -8,8 +8,6 @@
 #include "common/config.h"
 #include "common/kube-settings.h"
 
-#define WATCHER_LEASE_NAME "kanna-watcher-leader-election"
-
 struct watcher_config {
 	struct config_common common;
 	struct kube_settings kube;

@@ -204,7 +204,8 @@ static int watcher_metrics(struct daemon *d, void *userdata)
 	    (r = metrics_gauge_new(d->metrics, &w->pending_gauge,
 				   "karpenter_scheduler_unschedulable_pods_count",
 				   "Pods waiting for capacity as last announced.", NULL)) < 0 ||
-	    (r = msg_dropped_metric_new(d->metrics, &w->messages_dropped)) < 0)
+	    (r = msg_dropped_metric_new(d->metrics, &w->messages_dropped)) < 0 ||
+	    (r = msg_messages_metric_new(d->metrics)) < 0)
 		return r;
 	return 0;
 }
@@ -320,7 +321,7 @@ int main(int argc, char **argv)
 		return exit_code;
 	w.announce_interval_usec = w.cfg.announce_interval_usec;
 	exit_code = daemon_run(&(struct daemon_options){ .program = "kanna-watcher", .process = "watcher",
-							 .lease_name = WATCHER_LEASE_NAME,
+							 .leader_election = true,
 							 .events_component = "karpenter",
 							 .schema = &watcher_schema, .cfg = &w.cfg,
 							 .cfg_size = sizeof(w.cfg), .kube = &w.cfg.kube,

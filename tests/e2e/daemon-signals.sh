@@ -1,8 +1,9 @@
 #!/bin/sh
 # End-to-end: the daemons under their supervisor. With leader election on
-# and the Lease held by another instance, a standby watcher, scheduler and
-# launcher each report READY=1 with STATUS=standby… (systemd's Type=notify
-# kills a unit that never does) and do no work. kanna-scheduler applies a
+# and the Lease held by another replica (another leader-election-identity),
+# a standby watcher, launcher and reaper each report READY=1 with
+# STATUS=standby… (systemd's Type=notify kills a unit that never does) and
+# do no work; a scheduler shard does not elect and works beside another. kanna-scheduler applies a
 # changed batch window on SIGHUP, refuses a reload that changes a key
 # needing a restart (keeping its configuration), and stops cleanly on
 # SIGTERM. Every daemon, leader, standby or working alone with its metrics
@@ -29,13 +30,14 @@ leader_and_standby() {
 	shift 4
 	mkdir -p "$tmp/run-$who-leader" "$tmp/run-$who-standby"
 	start "${who}_leader" "$bin" --runtime-dir "$tmp/run-$who-leader" --metrics-port 0 \
-		--health-port 0 --leader-elect=true "$@"
+		--health-port 0 --leader-elect=true --leader-election-identity e2e-leader "$@"
 	wait_for "the $who leader to acquire its lease" 60 grep -q "$leading" "$tmp/${who}_leader.log"
 	"$PROBE" notify --socket "$tmp/notify-$who" --timeout 60 >"$tmp/notify-$who.txt" &
 	probe=$!
 	wait_for "the notify socket" 10 test -S "$tmp/notify-$who"
 	start "${who}_standby" env NOTIFY_SOCKET="$tmp/notify-$who" "$bin" \
-		--runtime-dir "$tmp/run-$who-standby" --metrics-port 0 --health-port 0 --leader-elect=true "$@"
+		--runtime-dir "$tmp/run-$who-standby" --metrics-port 0 --health-port 0 --leader-elect=true \
+		--leader-election-identity e2e-standby "$@"
 	wait "$probe" || fail "no READY=1 from the standby $who: $(cat "$tmp/notify-$who.txt")"
 	grep -q "READY=1.*STATUS=standby: waiting to acquire lease" "$tmp/notify-$who.txt" ||
 		fail "standby $who notified $(cat "$tmp/notify-$who.txt")"
@@ -48,12 +50,24 @@ leader_and_standby() {
 
 leader_and_standby watcher "$BUILDDIR/watcher/kanna-watcher" "cluster state synced" "watching " \
 	--announce-interval 1s
-leader_and_standby scheduler "$BUILDDIR/scheduler/kanna-scheduler" "scheduling shard 0 of 1" \
-	"scheduling shard"
-leader_and_standby launcher "$BUILDDIR/launcher/kanna-launcher" "acquired lease kanna-launcher" \
-	"acquired lease kanna-launcher"
-leader_and_standby reaper "$BUILDDIR/reaper/kanna-reaper" "acquired lease kanna-reaper" \
+leader_and_standby launcher "$BUILDDIR/launcher/kanna-launcher" "acquired lease kanna-leader-election" \
+	"acquired lease kanna-leader-election"
+leader_and_standby reaper "$BUILDDIR/reaper/kanna-reaper" "acquired lease kanna-leader-election" \
 	"reaping for cluster"
+# Two scheduler shards 0 with leader election on, each in its own runtime
+# directory: both work at once, neither touches a Lease.
+for role in leader standby; do
+	mkdir -p "$tmp/run-scheduler-$role"
+	start "scheduler_$role" "$BUILDDIR/scheduler/kanna-scheduler" --runtime-dir "$tmp/run-scheduler-$role" \
+		--metrics-port 0 --health-port 0 --leader-elect=true
+done
+for role in leader standby; do
+	wait_for "scheduler $role to work" 60 grep -q "scheduling shard 0 of 1" "$tmp/scheduler_$role.log"
+	if grep -qiw "lease" "$tmp/scheduler_$role.log"; then
+		fail "a scheduler shard elects: $(grep -iw lease "$tmp/scheduler_$role.log")"
+	fi
+done
+ok "scheduler shards do not elect: two shards 0 work side by side"
 
 # SIGHUP: the batch windows are reloadable.
 cat >"$tmp/kanna.yaml" <<'YAML'
@@ -148,7 +162,7 @@ for who in watcher scheduler launcher reaper; do
 	"$BUILDDIR/$who/kanna-$who" --runtime-dir "$tmp/run-alone" --metrics-port "$taken" --health-port 0 \
 		--leader-elect=false >"$tmp/$who-port.log" 2>&1 || rc=$?
 	expect_eq "kanna-$who with its metrics port taken exits" "$rc" 1
-	grep -q "Failed to serve metrics on port $taken and health on port 0: Address already in use" \
+	grep -q "Failed to serve metrics on 127.0.0.1 port $taken and health on port 0: Address already in use" \
 		"$tmp/$who-port.log" || fail "kanna-$who did not say why it stopped: $(cat "$tmp/$who-port.log")"
 	rc=0
 	"$BUILDDIR/$who/kanna-$who" --runtime-dir "$tmp/run-alone" --metrics-port 0 --health-port 0 \

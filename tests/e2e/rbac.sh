@@ -5,7 +5,8 @@
 #    by the server's RBAC validation with upstream's message, as are a
 #    changed roleRef and a ClusterRoleBinding's ServiceAccount without a
 #    namespace;
-#  - all four daemons, with leader election on (so the Lease calls happen),
+#  - all four daemons, with leader election on (so the watcher's,
+#    launcher's and reaper's Lease calls happen; the scheduler makes none),
 #    run an unschedulable pod in another namespace (FailedScheduling), a
 #    scale-up to 3 pods, a `kubectl delete nodeclaim` (taint, drain,
 #    evictions, finalizers) and a scale to 0; kanna-sim records every
@@ -71,13 +72,15 @@ set -a
 set +a
 start watcher "$BUILDDIR/watcher/kanna-watcher" --runtime-dir "$tmp/run" --metrics-port 0 \
 	--health-port 0 --leader-elect=true --announce-interval 500ms
+# The scheduler's shards do not elect: no Lease rule is theirs.
 start scheduler "$BUILDDIR/scheduler/kanna-scheduler" --runtime-dir "$tmp/run" \
 	--metrics-port 0 --health-port 0 --leader-elect=true --batch-idle-duration 500ms \
 	--plan-timeout 30s
 start_launcher --leader-elect=true
 start_reaper --leader-elect=true
-for d in watcher scheduler launcher reaper; do
-	wait_for "the $d to hold its Lease" 60 grep -q "acquired lease" "$tmp/$d.log"
+for d in watcher launcher reaper; do
+	wait_for "the $d to hold the replica's Lease" 60 grep -q "acquired lease kanna-leader-election" \
+		"$tmp/$d.log"
 done
 wait_for "the launcher to take plans" 30 grep -q "taking launch plans" "$tmp/launcher.log"
 wait_for "the reaper" 30 grep -q "reaping for cluster" "$tmp/reaper.log"

@@ -121,8 +121,11 @@ expect_eq "the service's ports are as generated" \
 	"$(kubectl get service web -n team-a -o jsonpath='{.spec.type} {.spec.ports[0].port}:{.spec.ports[0].targetPort}')" \
 	"NodePort 80:8080"
 expect_match "a kind kanna-sim does not serve is not found, not a decode error" \
-	"$(kubectl create secret generic s -n team-a --from-literal=a=b 2>&1 || true)" \
-	"failed to create secret the server could not find the requested resource"
+	"$(kubectl create quota q -n team-a --hard=pods=1 2>&1 || true)" \
+	"failed to create quota: the server could not find the requested resource"
+expect_eq "kubectl create secret (protobuf), defaulted to Opaque" \
+	"$(kubectl create secret generic s -n team-a --from-literal=a=b >/dev/null &&
+		kubectl get secret s -n team-a -o jsonpath='{.type} {.data.a}')" "Opaque Yg=="
 web_pods() { # count
 	i=0
 	while [ "$(kubectl get pods -n team-a -l app=web -o name | wc -l)" != "$1" ]; do
@@ -177,6 +180,31 @@ expect_match "kubectl apply creates" "$(kubectl apply -f "$tmp/app.yaml")" "depl
 expect_match "kubectl apply again is unchanged" "$(kubectl apply -f "$tmp/app.yaml")" "pod/web unchanged"
 expect_eq "kubectl get pod" "$(kubectl get pod web -o jsonpath='{.status.phase}')" Pending
 expect_match "kubectl describe deployment" "$(kubectl describe deployment inflate)" "Selector: *app=inflate"
+# kube-apiserver's ValidateVolumeMounts: two mounts at one path; and
+# ValidatePodTemplateSpecForReplicaSet with a matchExpressions selector.
+cat >"$tmp/invalid.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: twice}
+spec:
+  volumes: [{name: a, emptyDir: {}}, {name: b, emptyDir: {}}]
+  containers:
+  - {name: c, image: pause, volumeMounts: [{name: a, mountPath: /x}, {name: b, mountPath: /x}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: unselected}
+spec:
+  selector: {matchExpressions: [{key: tier, operator: In, values: [web]}]}
+  template:
+    metadata: {labels: {tier: db}}
+    spec: {containers: [{name: c, image: pause}]}
+EOF
+invalid=$(kubectl apply -f "$tmp/invalid.yaml" 2>&1 || true)
+expect_match "two volumeMounts at one path are refused" "$invalid" \
+	'Pod "twice" is invalid: spec.containers\[0\].volumeMounts\[1\].mountPath: Invalid value: "/x": must be unique'
+expect_match "a template a matchExpressions selector does not select is refused" "$invalid" \
+	'Deployment.apps "unselected" is invalid: spec.template.metadata.labels: Invalid value: map\[string\]string{"tier":"db"}: `selector` does not match template `labels`'
 kubectl scale deployment inflate --replicas=5 >/dev/null
 expect_eq "kubectl scale sets spec.replicas" \
 	"$(kubectl get deployment inflate -o jsonpath='{.spec.replicas}/{.metadata.generation}')" "5/2"

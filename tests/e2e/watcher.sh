@@ -32,8 +32,11 @@ sim_faults() { # JSON: replaces every Kubernetes-side fault
 		-H 'Content-Type: application/json' -X "${2:-POST}" "$server/_sim/faults" -d "$1"
 }
 watcher_flags="--runtime-dir $tmp/run --metrics-port 0 --health-port 0 --discovery-interval 1s"
+# A short Lease (client-go's rule: retry period * 1.2 < renew deadline <
+# duration); the kill -9 below hands it to another replica's watcher.
+lease_flags="--lease-duration 3s --lease-renew-deadline 2s --lease-retry-period 1s"
 start watcher "$BUILDDIR/watcher/kanna-watcher" $watcher_flags --announce-interval 500ms \
-	--lease-duration 3s
+	$lease_flags --leader-election-identity e2e-replica-1
 wait_for "the watcher's first sync" 30 grep -q "cluster state synced" "$tmp/watcher.log"
 ok "watcher lists every collection and reports synced"
 
@@ -254,12 +257,13 @@ churner=$!
 kubectl scale deployment inflate --replicas="$(scaled 400)" >/dev/null
 sleep 0.3
 kill -9 "$pid_watcher"
-start watcher2 "$BUILDDIR/watcher/kanna-watcher" $watcher_flags --lease-duration 3s
+start watcher2 "$BUILDDIR/watcher/kanna-watcher" $watcher_flags $lease_flags \
+	--leader-election-identity e2e-replica-2
 wait "$churner" || fail "churn during the restart: $(cat "$tmp/churn2.txt")"
 wait_for "the restarted watcher's sync" 30 grep -q "cluster state synced" "$tmp/watcher2.log"
 grep -q "is held by" "$tmp/watcher2.log" || fail "the new watcher did not wait for the dead one's lease"
 grep -q "successfully acquired lease" "$tmp/watcher2.log" || fail "the new watcher did not take the lease over"
-ok "a new watcher waits out the killed one's Lease, then takes over"
+ok "another replica's watcher waits out the killed one's Lease, then takes over"
 kubectl scale deployment inflate --replicas="$(scaled 250)" >/dev/null
 "$PROBE" churn --count "$(scaled 500)" --prefix c3 >"$tmp/churn3.txt" || fail "churn: $(cat "$tmp/churn3.txt")"
 left=$(sim_faults '' GET | sed -n 's/.*"watchGone": *\([0-9]*\).*/\1/p')

@@ -1,6 +1,7 @@
 /*
  * Fuzz target: any bytes as a tap message through kanna-tap's formatter
- * (header parser, proto decoder, JSON builder). The input up to the first
+ * (header parser, proto decoder, JSON builder), its readable line and its
+ * field filters (tools/tap-text.c, tools/tap-filter.c). The input up to the first
  * '\n' is frame 0 (the header) and the rest the payload; the same bytes
  * also go in as a one-frame message and with an empty routing frame.
  */
@@ -9,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/tap-filter.h"
 #include "tools/tap-format.h"
+#include "tools/tap-text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -17,9 +20,17 @@ static void format(struct proto_decoder *decoder, const struct tap_frame *frames
 {
 	json_t *obj = NULL;
 	if (tap_message_to_json(decoder, "fuzz", frames, n, 0, 0, &obj) == 0) {
-		char *s = json_dumps(obj, JSON_COMPACT);
+		char *s = json_dumps(obj, JSON_COMPACT), *text = NULL;
 		if (!s || !json_object_get(obj, "type"))
 			abort(); /* every message, however broken, gets a line with a type */
+		if (tap_format_text(obj, &text) < 0 || !text)
+			abort(); /* and a readable one */
+		struct tap_filter f = { 0 };
+		if (tap_patterns_add(&f.pods, "*/*") == 0 && tap_patterns_add(&f.nodeclaims, "*") == 0 &&
+		    tap_patterns_add(&f.nodepools, "d*") == 0)
+			(void)tap_filter_match(&f, "fuzz", obj);
+		tap_filter_done(&f);
+		free(text);
 		free(s);
 		json_decref(obj);
 	}

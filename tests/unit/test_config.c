@@ -426,6 +426,16 @@ Test(config, help_and_check_config_set_the_action)
 	cr_assert_eq(load_with("scheduler: {shards: 3}\n", no_env, FLAGS("--check-config")), 0);
 	cr_assert_eq(res.action, CONFIG_ACTION_CHECK);
 	cr_assert_eq(cfg.shards, 3, "--check-config loads everything");
+	cr_assert_eq(load_with(NULL, no_env, FLAGS("--version")), 0);
+	cr_assert_eq(res.action, CONFIG_ACTION_VERSION);
+}
+
+Test(config, version_answers_even_when_the_file_is_broken)
+{
+	cr_assert_eq(load_with("scheduler: {shards: [}\n", no_env, FLAGS("--version")), 0);
+	cr_assert_eq(res.action, CONFIG_ACTION_VERSION);
+	cr_assert_eq(load_with("scheduler: {shards: [}\n", no_env, (char *[]){ NULL }), -EINVAL,
+		     "the same file is refused without --version");
 }
 
 Test(config, help_lists_every_key_with_its_environment_names)

@@ -193,6 +193,25 @@ Test(health, equal_ports_share_one_listener_for_all_paths)
 	health_server_free(shared);
 }
 
+/* In a pod the kubelet probes the pod's IP: every address, the loopback
+ * included; anything but an address literal is refused. */
+Test(health, listens_on_the_address_given_and_refuses_a_name)
+{
+	struct health_server *any, *bad = NULL;
+
+	cr_assert_eq(health_server_new_at("0.0.0.0", reg, HEALTH_PORT_DISABLED, HEALTH_PORT_EPHEMERAL, 0,
+					  &any), 0);
+	struct reply r = http(health_server_health_port(any), "GET", "/healthz");
+	cr_assert_eq(r.status, 200);
+	reply_free(&r);
+	health_server_free(any);
+	cr_assert_eq(health_server_new_at("localhost", reg, HEALTH_PORT_DISABLED, HEALTH_PORT_EPHEMERAL,
+					  0, &bad), -EINVAL);
+	cr_assert_null(bad);
+	cr_assert_eq(health_server_new_at("127.0.0.1:80", reg, HEALTH_PORT_DISABLED,
+					  HEALTH_PORT_EPHEMERAL, 0, &bad), -EINVAL);
+}
+
 Test(health, disabled_ports_have_no_listener)
 {
 	struct health_server *none;

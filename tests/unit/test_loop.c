@@ -221,6 +221,26 @@ Test(loop, shutdown_waits_for_in_flight_work_the_hook_asks_time_for)
 	cr_assert(h.handed_back);
 }
 
+Test(loop, a_hook_sets_its_own_shutdown_grace_and_learns_the_signal)
+{
+	/* kanna-init's use: the work would be handed back only after 5 s;
+	 * the hook's 50 ms grace ends the loop long before. */
+	struct hooks_seen h = { .shutdown_result = LOOP_SHUTDOWN_PENDING,
+				.hand_back_after_usec = 5000 * USEC_PER_MSEC };
+	struct loop_hooks hooks = { .on_shutdown = on_shutdown, .on_reload = on_reload,
+				    .userdata = &h, .shutdown_grace_usec = 50 * USEC_PER_MSEC };
+
+	cr_assert_eq(loop_new(&loop, "test-loop"), 0);
+	loop_set_hooks(loop, &hooks);
+	exit_after(TEST_TIMEOUT_USEC, EXIT_TIMED_OUT);
+	cr_assert_eq(loop_shutdown_signal(loop), 0);
+	cr_assert_eq(loop_add_timer(loop, 10 * USEC_PER_MSEC, raise_signal, (void *)SIGINT, NULL), 0);
+	cr_assert_eq(loop_run(loop), 0);
+	cr_assert_eq(h.shutdowns, 1);
+	cr_assert_not(h.handed_back, "the loop waited past the hook's grace");
+	cr_assert_eq(loop_shutdown_signal(loop), SIGINT);
+}
+
 Test(loop, second_sigterm_exits_at_once)
 {
 	/* A second SIGTERM 10 ms into the shutdown; the work would be handed

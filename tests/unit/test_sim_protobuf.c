@@ -201,9 +201,9 @@ Test(sim_protobuf, kinds_it_does_not_decode_are_refused_and_custom_resources_as_
 	struct pbw obj = named("s"), body = {};
 	char msg[512];
 
-	envelope(&body, "v1", "Secret", &obj);
+	envelope(&body, "v1", "Endpoints", &obj);
 	decode(body.buf, body.n, "", "configmaps", -EPROTONOSUPPORT, 415, msg, sizeof(msg));
-	cr_assert(strstr(msg, "not Secret in version \"v1\""), "%s", msg);
+	cr_assert(strstr(msg, "not Endpoints in version \"v1\""), "%s", msg);
 	envelope(&body, "karpenter.sh/v1", "NodePool", &obj);
 	decode(body.buf, body.n, "karpenter.sh", "nodepools", -EPROTONOSUPPORT, 415, msg, sizeof(msg));
 	cr_assert_str_eq(msg, "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml");

@@ -48,8 +48,10 @@ TestSuite(sock_guard, .init = setup, .fini = teardown);
 
 static int check_mode(mode_t mode, gid_t socket_group, char *err, size_t errlen)
 {
+	struct sock_access a = { .socket_group = socket_group, .tap_group = SOCK_NO_GROUP };
+
 	cr_assert_eq(chmod(dir, mode), 0);
-	return sock_runtime_dir_check(dir, socket_group, err, errlen);
+	return sock_runtime_dir_check(dir, &a, err, errlen);
 }
 
 Test(sock_guard, runtime_directory_others_may_write_is_refused_with_path_mode_and_owner)
@@ -74,6 +76,47 @@ Test(sock_guard, runtime_directory_writable_by_its_group_only_when_that_is_the_s
 	cr_assert_eq(check_mode(0770, st.st_gid + 1, err, sizeof(err)), -EPERM);
 	cr_assert_eq(check_mode(0770, st.st_gid, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(check_mode(0772, st.st_gid, err, sizeof(err)), -EPERM);
+}
+
+/* In a pod, one container per daemon, each its own uid: the first daemon
+ * creates the directory, the others trust it because its owner is one of
+ * the peer identities. */
+Test(sock_guard, runtime_directory_owned_by_a_peer_daemon_is_trusted_by_the_others)
+{
+	struct sock_identity launcher = { .role = "launcher", .uid = 4242, .gid = SOCK_NO_GROUP };
+	struct sock_access a = { .socket_group = SOCK_NO_GROUP, .tap_group = SOCK_NO_GROUP };
+	char err[512];
+
+	if (geteuid() != 0)
+		cr_skip_test("chown to another uid needs root");
+	cr_assert_eq(chmod(dir, 0750), 0);
+	cr_assert_eq(chown(dir, 4242, (gid_t)-1), 0);
+	cr_assert_eq(sock_runtime_dir_check(dir, &a, err, sizeof(err)), -EPERM,
+		     "a stranger's directory is refused");
+	cr_assert(strstr(err, "owner uid 4242"), "%s", err);
+	a.identities = &launcher;
+	a.n_identities = 1;
+	cr_assert_eq(sock_runtime_dir_check(dir, &a, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(chmod(dir, 0757), 0);
+	cr_assert_eq(sock_runtime_dir_check(dir, &a, err, sizeof(err)), -EPERM,
+		     "a peer's directory others may write is still refused");
+}
+
+Test(sock_guard, runtime_directory_created_for_a_socket_group_is_shared_setgid_02770)
+{
+	char sub[512], *made = NULL, err[512];
+	struct stat st;
+	gid_t group = getegid();
+	struct sock_access a = { .socket_group = group, .tap_group = SOCK_NO_GROUP };
+
+	snprintf(sub, sizeof(sub), "%s/sockets", dir);
+	cr_assert_eq(sock_runtime_dir_shared(sub, group, &made), 0);
+	cr_assert_str_eq(made, sub);
+	cr_assert_eq(stat(sub, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 02770, "mode %04o", (unsigned)(st.st_mode & 07777));
+	cr_assert_eq(st.st_gid, group);
+	cr_assert_eq(sock_runtime_dir_check(sub, &a, err, sizeof(err)), 0, "%s", err);
+	free(made);
 }
 
 Test(sock_guard, peer_identities_name_a_known_role_and_an_existing_user)

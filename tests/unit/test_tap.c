@@ -691,6 +691,29 @@ Test(tap_e2e, redacts_nodeclass_user_data_unless_show_user_data_is_given)
 	free(payload);
 }
 
+Test(tap_e2e, summary_with_count_prints_the_totals_of_exactly_count_messages)
+{
+	static const uint8_t garbage[] = { 0xc1, 0x00 };
+	void *xpub = bind_tap("kanna-watcher");
+
+	spawn_tap((const char *[]){ "--summary=1h", "--count", "2", "-o", "json", NULL });
+	cr_assert(subscribed(xpub, WAIT_MSEC));
+	for (int i = 0; i < 3; i++) /* the third is beyond --count */
+		send_tap(xpub, "recv state.sync 1", garbage, sizeof(garbage));
+	json_t *l = next_line(WAIT_MSEC);
+	cr_assert(l, "no totals");
+	cr_expect(json_is_true(json_object_get(l, "final")));
+	cr_expect_eq(json_integer_value(json_object_get(l, "messages")), 2);
+	cr_expect_eq(json_integer_value(json_object_get(l, "undecodable")), 2);
+	json_t *row = json_array_get(json_object_get(l, "rows"), 0);
+	cr_expect_str_eq(str(row, "process"), "kanna-watcher");
+	cr_expect_str_eq(str(row, "socket"), "state.sync");
+	cr_expect_eq(json_integer_value(json_object_get(row, "bytes")), 4);
+	cr_assert_eq(wait_exit(), 0);
+	json_decref(l);
+	zmq_close(xpub);
+}
+
 /* A real daemon side: common/sock.h's tap, PUSH -> PULL through the loop. */
 struct daemon_side {
 	struct loop *loop;
