@@ -7,6 +7,10 @@
  * p99 of per-NodeClaim send → bound.
  *   bench-launcher --runtime-dir D --count N --nodepool P --type T
  *                  --zones a,b,c --pod-prefix default/bench- [--timeout S]
+ *                  [--requirement KEY=VALUE]...
+ * Each NodeClaim asks karpenter.sh/nodepool In [P] and KEY In [VALUE] for
+ * each --requirement (the NodePool's labels), as the solver's plans do: the
+ * launcher admits no plan whose requirements leave out the NodePool's.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -42,12 +46,17 @@ int main(int argc, char **argv)
 		{ "runtime-dir", required_argument, NULL, 'r' }, { "count", required_argument, NULL, 'n' },
 		{ "nodepool", required_argument, NULL, 'p' }, { "type", required_argument, NULL, 't' },
 		{ "zones", required_argument, NULL, 'z' }, { "pod-prefix", required_argument, NULL, 'P' },
-		{ "timeout", required_argument, NULL, 'T' }, { 0 },
+		{ "timeout", required_argument, NULL, 'T' }, { "requirement", required_argument, NULL, 'R' },
+		{ 0 },
 	};
 	const char *dir = NULL, *pool = "bench", *type = "m5.large", *prefix = "default/bench-";
 	char *zones_arg = strdup("us-west-2a,us-west-2b,us-west-2c"), *zones[8], *save = NULL;
 	unsigned count = 100, n_zones = 0, timeout = 60, bound = 0;
 	struct proto_offering offs[8];
+	/* karpenter.sh/nodepool first, then --requirement KEY=VALUE. */
+	struct proto_requirement reqs[9];
+	char *req_values[9];
+	unsigned n_reqs = 1;
 	struct proto_msg m;
 	struct msg_io io;
 	struct sock_ctx *ctx;
@@ -66,6 +75,18 @@ int main(int argc, char **argv)
 		case 'z': free(zones_arg); zones_arg = strdup(optarg); break;
 		case 'P': prefix = optarg; break;
 		case 'T': timeout = (unsigned)atoi(optarg); break;
+		case 'R': {
+			char *eq = strchr(optarg, '=');
+			if (!eq || n_reqs == 9)
+				return 2;
+			*eq = '\0';
+			req_values[n_reqs] = eq + 1;
+			reqs[n_reqs] = (struct proto_requirement){ .key = optarg, .op = PROTO_OP_IN,
+								   .values = &req_values[n_reqs],
+								   .n_values = 1 };
+			n_reqs++;
+			break;
+		}
 		default: return 2;
 		}
 	}
@@ -73,6 +94,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: bench-launcher --runtime-dir DIR [--count N] ...\n");
 		return 2;
 	}
+	req_values[0] = (char *)pool;
+	reqs[0] = (struct proto_requirement){ .key = "karpenter.sh/nodepool", .op = PROTO_OP_IN,
+					      .values = &req_values[0], .n_values = 1 };
 	for (char *z = strtok_r(zones_arg, ",", &save); z && n_zones < 8; z = strtok_r(NULL, ",", &save))
 		zones[n_zones++] = z;
 	for (unsigned i = 0; i < n_zones; i++)
@@ -96,6 +120,7 @@ int main(int argc, char **argv)
 			return 1;
 		*cand = (struct proto_candidate){ .name = (char *)type, .offerings = offs, .n_offerings = n_zones };
 		*p = (struct proto_planned_nodeclaim){ .id = names[i], .nodepool = (char *)pool,
+						       .requirements = reqs, .n_requirements = n_reqs,
 						       .instance_types = cand, .n_instance_types = 1,
 						       .pods = &pods[i], .n_pods = 1 };
 	}

@@ -1,1 +1,5 @@
-# bench/: (filled in by its area)
+# bench/: the shared row format (lib.sh), the collector of bench/results.json
+# (collect.py, its schema and the list of figures), and the pipeline's test.
+EXTRA_DIST += bench/lib.sh bench/collect.py bench/results.schema.json bench/figures.txt
+TESTS += tests/bench-results.sh
+EXTRA_DIST += tests/bench-results.sh

@@ -5,4 +5,6 @@
 set -euo pipefail
 bin="${KANNA_BUILDDIR:?KANNA_BUILDDIR must point at a build directory}/bench/bench-loop"
 [ -x "$bin" ] || make -C "$KANNA_BUILDDIR" -s bench/bench-loop
-"$bin"
+. "$(dirname "$0")/lib.sh"
+bench_header
+"$bin" | rows_from_tsv

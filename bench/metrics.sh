@@ -4,4 +4,6 @@
 set -euo pipefail
 bin="${KANNA_BUILDDIR:?KANNA_BUILDDIR must point at a build directory}/bench/bench-metrics"
 [ -x "$bin" ] || make -C "$KANNA_BUILDDIR" -s bench/bench-metrics
-exec "$bin"
+. "$(dirname "$0")/lib.sh"
+bench_header
+"$bin" | rows_from_tsv

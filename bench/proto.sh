@@ -5,7 +5,9 @@
 set -euo pipefail
 bin="${KANNA_BUILDDIR:?KANNA_BUILDDIR must point at a build directory}/bench/bench-proto"
 [ -x "$bin" ] || make -C "$KANNA_BUILDDIR" -s bench/bench-proto
-"$bin"
+. "$(dirname "$0")/lib.sh"
+bench_header
+"$bin" | rows_from_tsv
 
 command -v valgrind >/dev/null || { echo "(valgrind missing: no instruction counts)"; exit 0; }
 # Instructions of N round trips minus those of 0: the per-message cost.
@@ -15,10 +17,9 @@ refs() {
 }
 per_msg() {
 	local base n=$2
+	bench_quick && n=$((n / 100))
 	base=$(refs "$1" 0)
 	echo $(( ($(refs "$1" "$n") - base) / n ))
 }
-printf '%-44s %14s  %-10s %12s %7s\n' "pending-pod encode+decode (callgrind)" \
-	"$(per_msg count-pod 20000)" "instr/msg" - -
-printf '%-44s %14s  %-10s %12s %7s\n' "launch plan encode+decode (callgrind)" \
-	"$(per_msg count-plan 200)" "instr/msg" - -
+row "pending-pod encode+decode (callgrind)" "$(per_msg count-pod 20000)" instr/msg - "<"
+row "launch plan encode+decode (callgrind)" "$(per_msg count-plan 200)" instr/msg - "<"

@@ -6,4 +6,6 @@
 set -euo pipefail
 bin="${KANNA_BUILDDIR:?KANNA_BUILDDIR must point at a build directory}/bench/bench-sim"
 [ -x "$bin" ] || make -C "$KANNA_BUILDDIR" -s bench/bench-sim
-exec "$bin"
+. "$(dirname "$0")/lib.sh"
+bench_header "figure (100,000 pods, 5,000 nodes)"
+"$bin" | rows_from_tsv

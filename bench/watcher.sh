@@ -29,10 +29,8 @@ get() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
 sync_ms=$(get sync_ms "$tmp/sync.txt")
 deltas=$(get churn_deltas "$tmp/churn.txt")
 rate=$(awk -v d="${deltas:-0}" -v s="$CHURN_SECONDS" 'BEGIN { printf "%.0f", d / s }')
-row() { awk -v f="$1" -v v="$2" -v u="$3" -v t="$4" -v dir="$5" 'BEGIN {
-	r = (t == "-" || v == "") ? "-" : (dir == "<" ? sprintf("%.2f", t / v) : sprintf("%.2f", v / t));
-	printf "%-40s %12s %-6s %10s %8s\n", f, v, u, t, r }'; }
-printf "%-40s %12s %-6s %10s %8s\n" "figure ($NODES nodes, $PODS pods)" value unit target "ratio"
+. "$SRCDIR/bench/lib.sh"
+bench_header "figure ($NODES nodes, $PODS pods)"
 row "initial list to consistent replica" "$sync_ms" ms 2000 "<"
 row "watcher peak RSS" "$wrss" MB 60 "<"
 row "replica peak RSS" "$(get replica_rss_mb "$tmp/sync.txt")" MB 40 "<"
@@ -41,4 +39,4 @@ row "  of it, mapped files (libraries) at sync" "$(get replica_rss_file_mb "$tmp
 row "churn deltas replicated" "$rate" "/s" "-" ">"
 row "patch -> replica latency p50" "$(get latency_p50_ms "$tmp/churn.txt")" ms "-" "<"
 row "patch -> replica latency p99" "$(get latency_p99_ms "$tmp/churn.txt")" ms "-" "<"
-echo "(ratio > 1 is better than target; load took $(get load_s "$tmp/load.txt") s)"
+echo "(load took $(get load_s "$tmp/load.txt") s)"
