@@ -2,8 +2,9 @@
 # End-to-end (issue 18): a replace whose command no longer holds once its
 # replacement is Ready is given up, said, and not waited on for
 # replacement-timeout (10m) without a word. consolidateAfter 2s, a 2s
-# validation delay, instances boot into Ready Nodes in 8 s (16 s under the
-# sanitizers). A 4-CPU node left with one 500m pod is to be replaced by a
+# validation delay, instances boot into Ready Nodes in 15 s (30 s under the
+# sanitizers: 8 s was too short on a loaded CI machine to bind a pod to the
+# replacement before it was Ready). A 4-CPU node left with one 500m pod is to be replaced by a
 # 2-CPU node; while that replacement boots (its Node made by the launcher,
 # not Ready yet), a 1500m pod is bound to it and takes the room the 500m
 # pod counted on — as kanna's scheduler or kube-scheduler may place a
@@ -42,7 +43,7 @@ e2e_init
 slow=1
 [ "${KANNA_E2E_SCALE:-100}" -ge 100 ] || slow=2
 cat >"$tmp/sim.yaml" <<YAML
-kubelet-boot-ms: $((8000 * slow))
+kubelet-boot-ms: $((15000 * slow))
 YAML
 start_sim --config "$tmp/sim.yaml"
 start_daemons

@@ -75,7 +75,10 @@ other=$(kubectl get nodeclaims -o jsonpath='{range .items[*]}{.metadata.name} {.
 	sed -n 's/ other$//p' | head -n 1)
 [ -n "$claim" ] && [ -n "$other" ] || fail "no NodeClaim of each NodePool: '$claim' '$other'"
 wait_for "the Node of $claim in the text tap" 15 grep -q "state_delta seq [0-9]* [a-z]* node .*(nodeclaim $claim)" "$tmp/tap-text.txt"
-sleep 2 # one more summary interval
+# Three interval reports at least before SIGINT, however slow the tap is
+# (under the sanitizers on a loaded machine a catalog message takes it
+# seconds to decode).
+wait_for "3 summary reports" 60 sh -c "[ \$(grep -c '\"final\":false' '$tmp/tap-summary.jsonl') -ge 3 ]"
 kill -INT "$pid_text" "$pid_summary"
 wait_for "the taps to exit at SIGINT" 15 sh -c "! kill -0 $pid_text 2>/dev/null && ! kill -0 $pid_summary 2>/dev/null"
 wait "$pid_summary" || fail "kanna-tap --summary exited $? at SIGINT"

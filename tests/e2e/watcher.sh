@@ -33,8 +33,10 @@ sim_faults() { # JSON: replaces every Kubernetes-side fault
 }
 watcher_flags="--runtime-dir $tmp/run --metrics-port 0 --health-port 0 --discovery-interval 1s"
 # A short Lease (client-go's rule: retry period * 1.2 < renew deadline <
-# duration); the kill -9 below hands it to another replica's watcher.
-lease_flags="--lease-duration 3s --lease-renew-deadline 2s --lease-retry-period 1s"
+# duration); the kill -9 below hands it to another replica's watcher. The
+# renew deadline is generous: a 2 s one ran out on a loaded CI machine and
+# the watcher gave up its Lease mid-test.
+lease_flags="--lease-duration 6s --lease-renew-deadline 5s --lease-retry-period 1s"
 start watcher "$BUILDDIR/watcher/kanna-watcher" $watcher_flags --announce-interval 500ms \
 	$lease_flags --leader-election-identity e2e-replica-1
 wait_for "the watcher's first sync" 30 grep -q "cluster state synced" "$tmp/watcher.log"
