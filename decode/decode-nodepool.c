@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "decode/decode.h"
+#include "proto/schema.h"
 
 #define DEFAULT_EXPIRE_AFTER_S (720 * 3600)
 #define DEFAULT_BUDGET_NODES "10%"
@@ -71,9 +72,11 @@ static const char *requirements_problem(const struct proto_requirement *q, uint3
 			break;
 		case PROTO_OP_GT:
 		case PROTO_OP_LT:
+		case PROTO_OP_GTE:
+		case PROTO_OP_LTE:
 			if (q[i].n_values != 1 || !is_integer(q[i].values[0])) {
 				snprintf(buf, size, "%s[%u].values: requirement %s %s needs exactly one integer value",
-					 where, i, q[i].key, q[i].op == PROTO_OP_GT ? "Gt" : "Lt");
+					 where, i, q[i].key, proto_enum_name(&proto_enum_desc_requirement_op, q[i].op));
 				return buf;
 			}
 			break;
@@ -151,9 +154,11 @@ static int consolidation_policy(struct decoder *d, const char *s, uint8_t dflt, 
 		*ret = PROTO_CONSOLIDATE_WHEN_EMPTY;
 	else if (streq(s, "WhenUnderutilized"))
 		*ret = PROTO_CONSOLIDATE_WHEN_UNDERUTILIZED;
+	else if (streq(s, "Balanced")) /* v1 (core v1.14): reaper/consolidation-search.c */
+		*ret = PROTO_CONSOLIDATE_BALANCED;
 	else
 		return decode_fail(d, "spec.disruption.consolidationPolicy: '%s' is not "
-				   "WhenEmptyOrUnderutilized, WhenEmpty or WhenUnderutilized", s);
+				   "WhenEmptyOrUnderutilized, WhenEmpty, Balanced or WhenUnderutilized", s);
 	return 0;
 }
 
@@ -197,9 +202,9 @@ static int nodepool_v1(struct decoder *d, const json_t *spec, bool beta, struct 
 	    (r = decode_kv(d, json_path(tmpl, "metadata.annotations"),
 			   "spec.template.metadata.annotations", PROTO_MAX_LABELS, PROTO_MAX_ANNOTATION_LEN, &np->annotations,
 			   &np->n_annotations)) < 0 ||
-	    (r = decode_requirements(d, json_object_get(tspec, "requirements"),
-				     "spec.template.spec.requirements", &np->requirements,
-				     &np->n_requirements)) < 0 ||
+	    (r = (beta ? decode_requirements : decode_karpenter_requirements)(
+		     d, json_object_get(tspec, "requirements"), "spec.template.spec.requirements",
+		     &np->requirements, &np->n_requirements)) < 0 ||
 	    (r = decode_taints(d, json_object_get(tspec, "taints"), "spec.template.spec.taints",
 			       &np->taints, &np->n_taints)) < 0 ||
 	    (r = decode_taints(d, json_object_get(tspec, "startupTaints"),
@@ -375,8 +380,9 @@ int decode_nodeclaim(struct decoder *d, const json_t *obj, struct proto_nodeclai
 	nc->creation_time = m.creation_ms;
 	nc->deletion_time = m.deletion_ms;
 	if ((r = decode_kv(d, m.labels, "metadata.labels", PROTO_MAX_LABELS, PROTO_MAX_LABEL_VALUE_LEN, &nc->labels, &nc->n_labels)) < 0 ||
-	    (r = decode_requirements(d, json_object_get(spec, "requirements"), "spec.requirements",
-				     &nc->requirements, &nc->n_requirements)) < 0 ||
+	    (r = decode_karpenter_requirements(d, json_object_get(spec, "requirements"),
+					       "spec.requirements", &nc->requirements,
+					       &nc->n_requirements)) < 0 ||
 	    (r = decode_resources(d, json_path(spec, "resources.requests"), "spec.resources.requests",
 				  &nc->requests, &nc->n_requests)) < 0 ||
 	    (r = decode_taints(d, json_object_get(spec, "taints"), "spec.taints", &nc->taints,

@@ -604,6 +604,13 @@ int decode_daemonset(struct decoder *d, const json_t *obj, struct proto_daemonse
 		r = decode_tolerations(d, json_object_get(spec, "tolerations"),
 				       "spec.template.spec.tolerations", &ds->tolerations,
 				       &ds->n_tolerations);
+	if (r >= 0) {
+		/* Its host ports are taken on every node it runs on. */
+		struct proto_pod_template ports = { 0 };
+		r = pod_host_ports(d, spec, &ports);
+		ds->host_ports = ports.host_ports;
+		ds->n_host_ports = ports.n_host_ports;
+	}
 	if (r < 0)
 		return decode_prefix(d, "daemonset", m.ns, m.name, r);
 	ds->ns = m.ns;

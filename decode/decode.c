@@ -230,17 +230,25 @@ int decode_metadata(struct decoder *d, const json_t *obj, const char *kind, bool
 	return 0;
 }
 
-static int requirement_op(const char *s)
+/*
+ * karpenter: Karpenter's NodeSelectorRequirementWithMinValues (v1 NodePools,
+ * NodeClaims), whose operators add Gte and Lte to the core v1 six (the
+ * shipped CRDs' enum; kubernetes-sigs/karpenter pkg/apis/v1
+ * NodeSelectorOpGte/NodeSelectorOpLte). Pods' node selectors have the six.
+ */
+static int requirement_op(const char *s, bool karpenter)
 {
-	static const char *const ops[] = { "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt" };
+	static const char *const ops[] = { "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt",
+					   "Gte", "Lte" };
+	size_t n = karpenter ? ARRAY_SIZE(ops) : 6;
 
-	for (size_t i = 0; i < ARRAY_SIZE(ops); i++)
+	for (size_t i = 0; i < n; i++)
 		if (streq(s, ops[i]))
 			return (int)i; /* same order as enum proto_requirement_op */
 	return -1;
 }
 
-int decode_requirements(struct decoder *d, const json_t *arr, const char *where,
+static int requirements(struct decoder *d, const json_t *arr, const char *where, bool karpenter,
 			struct proto_requirement **ret, uint32_t *n)
 {
 	const json_t *e;
@@ -266,10 +274,11 @@ int decode_requirements(struct decoder *d, const json_t *arr, const char *where,
 			return r;
 		if (!q->key || !*q->key)
 			return decode_fail(d, "%s.key: is required", at);
-		o = op ? requirement_op(op) : -1;
+		o = op ? requirement_op(op, karpenter) : -1;
 		if (o < 0)
 			return decode_fail(d, "%s.operator: '%s' is not one of In, NotIn, Exists, "
-					   "DoesNotExist, Gt, Lt", at, op ? op : "");
+					   "DoesNotExist, Gt, Lt%s", at, op ? op : "",
+					   karpenter ? ", Gte, Lte" : "");
 		q->op = (uint8_t)o;
 		snprintf(at + strlen(at), sizeof(at) - strlen(at), ".values");
 		if ((r = decode_strings(d, json_object_get(e, "values"), at, &q->values,
@@ -285,6 +294,18 @@ int decode_requirements(struct decoder *d, const json_t *arr, const char *where,
 	}
 	*n = (uint32_t)json_array_size(arr);
 	return 0;
+}
+
+int decode_requirements(struct decoder *d, const json_t *arr, const char *where,
+			struct proto_requirement **ret, uint32_t *n)
+{
+	return requirements(d, arr, where, false, ret, n);
+}
+
+int decode_karpenter_requirements(struct decoder *d, const json_t *arr, const char *where,
+				  struct proto_requirement **ret, uint32_t *n)
+{
+	return requirements(d, arr, where, true, ret, n);
 }
 
 int decode_node_selector_terms(struct decoder *d, const json_t *arr, const char *where,

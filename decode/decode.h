@@ -128,6 +128,9 @@ int decode_metadata(struct decoder *d, const json_t *obj, const char *kind, bool
 		    struct decoded_meta *ret);
 int decode_requirements(struct decoder *d, const json_t *arr, const char *where,
 			struct proto_requirement **ret, uint32_t *n);
+/* The same with Karpenter's Gte and Lte (v1 NodePools and NodeClaims). */
+int decode_karpenter_requirements(struct decoder *d, const json_t *arr, const char *where,
+				  struct proto_requirement **ret, uint32_t *n);
 int decode_node_selector_terms(struct decoder *d, const json_t *arr, const char *where,
 			       struct proto_node_selector_term **ret, uint32_t *n);
 int decode_label_selector(struct decoder *d, const json_t *sel, const char *where,

@@ -14,32 +14,6 @@
 #include "model/from-state.h"
 #include "model/solver.h"
 
-/* Is model taint t one of list (same key and effect; same value when the
- * list's has one)? */
-static bool taint_listed(struct cluster *c, const struct taint *t, const struct proto_taint *list,
-			 uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++) {
-		bool any_value = !list[i].value || !*list[i].value;
-
-		/* proto: NoSchedule 1, PreferNoSchedule 2, NoExecute 3; model: 0, 1, 2. */
-		if (t->key == strtab_lookup(&c->st, list[i].key) && t->effect + 1 == list[i].effect &&
-		    (any_value || t->value == strtab_lookup(&c->st, list[i].value)))
-			return true;
-	}
-	return false;
-}
-
-static void drop_ignored_taints(const struct bind_check_input *in, struct cluster *c, struct node *n)
-{
-	uint32_t k = 0;
-
-	for (uint32_t i = 0; i < n->n_taints; i++)
-		if (!taint_listed(c, &n->taints[i], in->startup_taints, in->n_startup_taints))
-			n->taints[k++] = n->taints[i];
-	n->n_taints = k;
-}
-
 /* The Node's index in the model (a Node, not an in-flight NodeClaim), or -1. */
 static int32_t node_index(const struct cluster *c, const char *name)
 {
@@ -56,7 +30,7 @@ int bind_check(const struct bind_check_input *in, const struct proto_pod *const 
 {
 	struct from_state_options fo = { .region = in->region, .catalog = in->catalog,
 					 .now_ms = in->now_ms, .overlay = in->recent,
-					 .scope_node = in->node };
+					 .scope_node = in->node, .startup_taints_block = true };
 	struct cluster *c = NULL;
 	uint32_t *idx = NULL;
 	int32_t node;
@@ -78,7 +52,6 @@ int bind_check(const struct bind_check_input *in, const struct proto_pod *const 
 	} else if (!idx) {
 		r = -ENOMEM;
 	} else {
-		drop_ignored_taints(in, c, &c->nodes[node]);
 		/* cluster_from_state() puts the pending pods first, in order. */
 		for (size_t i = 0; i < n; i++)
 			idx[i] = (uint32_t)i;

@@ -35,10 +35,6 @@ struct bind_check_input {
 	const char *region;
 	const struct proto_catalog *catalog; /* the launcher's live catalog; NULL: the shipped one */
 	const char *node;                    /* the Node's name */
-	/* The NodeClaim's startupTaints: its own pods were planned past them
-	 * (cluster.h: they never block), so they do not refuse a bind. */
-	const struct proto_taint *startup_taints;
-	uint32_t n_startup_taints;
 	int64_t now_ms; /* wall clock, for planned-pod nominations */
 };
 
@@ -47,8 +43,11 @@ struct bind_check_input {
  * pod bound there (replica and recent) and every pod accepted before it
  * count; so do the pods planned for the Node's NodeClaim that are not
  * among these. Taints a booting Node carries for a while (Karpenter's
- * ephemeral taints: not-ready, unreachable, uninitialized, unregistered)
- * and the startup taints are not held against the pods. Fills ret[0..n).
+ * ephemeral taints: not-ready, unreachable, uninitialized, unregistered —
+ * the launcher's own hold among them) are not held against the pods; its
+ * startup taints are, as the kube-scheduler holds them: Karpenter binds
+ * nothing, it nominates, and a pod lands on the Node only once every
+ * NoSchedule/NoExecute taint it does not tolerate is gone. Fills ret[0..n).
  * Returns 0; -ENOENT when neither store has the Node; another negative
  * errno with err filled when the model cannot be built.
  */

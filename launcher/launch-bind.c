@@ -2,9 +2,11 @@
  * The last step of a launch, and of the reconcile pass's retries of it
  * (launch.c drives the chain): the planned pods still waiting are checked
  * against the Node as it is now (bind-check.h), each counting the ones
- * before it, and those that fit are bound (pods/binding). One that no
- * longer fits — the default scheduler filled the Node meanwhile, or its
- * binding failed and this is the retry — is not bound: a FailedScheduling
+ * before it, and those that fit are bound (pods/binding). One that does
+ * not fit — it does not tolerate a taint the Node has (a startup taint:
+ * Karpenter only nominates, and the kube-scheduler binds once the taint is
+ * gone), the default scheduler filled the Node meanwhile, or its binding
+ * failed and this is the retry — is not bound: a FailedScheduling
  * Event on the pod and a log line say why, and it leaves the NodeClaim's
  * planned-pods annotation so that the schedulers plan it again (DESIGN §2
  * rule 4) instead of after the NodeClaim's nomination lapses.
@@ -148,12 +150,13 @@ static void refuse_bind(struct launch *la, const struct proto_pod *p, const char
 	struct launcher *l = la->l;
 
 	log_warn_kv(LOG_KV({ "nodeclaim", la->name }, { "node", la->node_name }, { "pod", key }),
-		    "Failed to bind pod %s to node %s: it no longer fits (%s); it stays pending to be "
-		    "planned again", key, la->node_name, reason);
+		    "Failed to bind pod %s to node %s: %s; it stays pending, for the kube-scheduler "
+		    "once the node takes it, or to be planned again", key, la->node_name, reason);
 	kube_event_record(l->d->events, &(struct kube_object_ref){ "v1", "Pod", p->ns, p->name, p->uid },
 			  KUBE_EVENT_WARNING, "FailedScheduling",
-			  "Failed to bind pod to node %s of nodeclaim %s: %s; the pod stays pending to be "
-			  "planned again", la->node_name, la->name, reason);
+			  "Failed to bind pod to node %s of nodeclaim %s: %s; the pod stays pending, for "
+			  "the kube-scheduler once the node takes it, or to be planned again",
+			  la->node_name, la->name, reason);
 	metrics_counter_add(l->m.binds_refused, 1, la->planned->nodepool, NULL);
 }
 
@@ -194,22 +197,6 @@ static void release_refused(struct launch *la, char *const *refused, size_t n)
 	free(text);
 }
 
-/* The NodeClaim's startup taints (its NodePool's while the replica does
- * not show it). */
-static void startup_taints_of(struct launch *la, struct bind_check_input *in)
-{
-	const struct state_store *st = launcher_store(la->l);
-	const struct state_entry *e = state_store_get(st, PROTO_OBJECT_NODECLAIM, "", la->name);
-
-	if (e) {
-		in->startup_taints = e->obj.nodeclaim->startup_taints;
-		in->n_startup_taints = e->obj.nodeclaim->n_startup_taints;
-	} else if ((e = state_store_get(st, PROTO_OBJECT_NODEPOOL, "", la->planned->nodepool))) {
-		in->startup_taints = e->obj.nodepool->startup_taints;
-		in->n_startup_taints = e->obj.nodepool->n_startup_taints;
-	}
-}
-
 /*
  * Checks the waiting pods against the Node and binds those that fit;
  * fills refused with the keys of the others. Returns how many it looked
@@ -236,7 +223,6 @@ static int check_and_bind(struct launch *la, const struct proto_pod **pods, char
 	/* Just created or labelled: the replica may show no Node yet, or the
 	 * kubelet's registration without our labels (launch_note_node()). */
 	(void)launch_note_node(la);
-	startup_taints_of(la, &in);
 	if (l->catalog) {
 		proto_msg_init(&catalog, PROTO_MSG_CATALOG, PROTO_PROCESS_LAUNCHER, 0, 0);
 		launcher_catalog_msg(l->catalog, &catalog);

@@ -259,15 +259,17 @@ void launch_create_node(struct launch *la)
 	}
 }
 
-/* The Node as the replica will show it: the labels, NodePool taints and
- * resources launch_node_json() gives it (startup taints left out: they
- * refuse none of its planned pods, see bind-check.h). Noted only while
+/* The Node as the replica will show it: the labels, NodePool taints,
+ * startup taints and resources launch_node_json() gives it (the hold left
+ * out: it refuses no pod, see bind-check.h). Noted only while
  * the replica does not show those labels (bind_recent_note_node()). */
 int launch_note_node(struct launch *la)
 {
 	const struct state_entry *pe = state_store_get(launcher_store(la->l), PROTO_OBJECT_NODEPOOL, "",
 						       la->planned->nodepool);
 	struct proto_resource cap[PROTO_MAX_RESOURCES], alloc[PROTO_MAX_RESOURCES];
+	struct proto_taint taints[PROTO_MAX_TAINTS];
+	uint32_t n_taints = 0;
 	node_label labels[LAUNCH_MAX_LABELS];
 	struct proto_kv kv[LAUNCH_MAX_LABELS];
 	struct launched_instance li;
@@ -295,8 +297,14 @@ int launch_note_node(struct launch *la)
 		node.n_allocatable = n_alloc;
 	}
 	if (pe) {
-		node.taints = pe->obj.nodepool->taints;
-		node.n_taints = pe->obj.nodepool->n_taints;
+		const struct proto_nodepool *np = pe->obj.nodepool;
+
+		for (uint32_t i = 0; i < np->n_taints && n_taints < PROTO_MAX_TAINTS; i++)
+			taints[n_taints++] = np->taints[i];
+		for (uint32_t i = 0; i < np->n_startup_taints && n_taints < PROTO_MAX_TAINTS; i++)
+			taints[n_taints++] = np->startup_taints[i];
+		node.taints = taints;
+		node.n_taints = n_taints;
 	}
 	r = bind_recent_note_node(&la->l->recent, launcher_store(la->l), &node, clock_monotonic_usec() / 1000);
 	return r < 0 ? r : 0;

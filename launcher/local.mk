@@ -108,6 +108,10 @@ dist_man_MANS += launcher/kanna-launcher.1
 TESTS += tests/e2e/launcher.sh tests/e2e/launcher-recovery.sh tests/e2e/launcher-bind.sh
 EXTRA_DIST += tests/e2e/launcher.sh tests/e2e/launcher-recovery.sh tests/e2e/demo-launch.sh \
 	tests/e2e/launcher-bind.sh
+# startupTaints: only the pods that tolerate them are bound early; the
+# others wait for the default scheduler until the taint is removed.
+TESTS += tests/e2e/launcher-startup-taints.sh
+EXTRA_DIST += tests/e2e/launcher-startup-taints.sh
 # Spot runs out: every capacity error read, no empty launch template, a
 # NodeClaim left without candidates fails at once and its pods are re-planned.
 TESTS += tests/e2e/launcher-capacity.sh

@@ -266,6 +266,29 @@ static bool daemonset_runs_on(const struct cluster *c, const struct pod *ds,
 	return true;
 }
 
+bool cluster_daemonset_runs_on(const struct cluster *c, const struct pod *ds,
+			       const struct nodepool *np)
+{
+	return daemonset_runs_on(c, ds, np);
+}
+
+uint16_t cluster_daemon_port_conflict(const struct cluster *c, const struct nodepool *np,
+				      const struct pod *p, const struct pod **ret_ds)
+{
+	for (uint32_t d = 0; p->n_host_ports && d < c->n_daemonsets; d++) {
+		const struct pod *ds = &c->daemonsets[d];
+		for (uint32_t i = 0; i < ds->n_host_ports; i++)
+			for (uint32_t j = 0; j < p->n_host_ports; j++)
+				if (ds->host_ports[i] == p->host_ports[j] &&
+				    daemonset_runs_on(c, ds, np)) {
+					if (ret_ds)
+						*ret_ds = ds;
+					return p->host_ports[j];
+				}
+	}
+	return 0;
+}
+
 void cluster_compute_daemon_overhead(struct cluster *c)
 {
 	for (uint32_t n = 0; n < c->n_nodepools; n++) {

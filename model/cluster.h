@@ -216,5 +216,18 @@ static inline const struct resources *pool_type_prefix_max(const struct cluster 
 void cluster_assign_nodepools(struct cluster *c);
 /* Sum of DaemonSet requests that would run on nodes of this NodePool. */
 void cluster_compute_daemon_overhead(struct cluster *c);
+/* Would the DaemonSet (its pod template) run on nodes of this NodePool? */
+bool cluster_daemonset_runs_on(const struct cluster *c, const struct pod *ds,
+			       const struct nodepool *np);
+/*
+ * The first host port of p that a DaemonSet running on nodes of np takes
+ * there (and *ret_ds that DaemonSet), or 0: a new node of np has it taken
+ * before any pod is placed, as Karpenter's NewNodeClaim starts from the
+ * template's daemon HostPortUsage (kubernetes-sigs/karpenter
+ * pkg/controllers/provisioning/scheduling/scheduler.go
+ * getDaemonHostPortUsage).
+ */
+uint16_t cluster_daemon_port_conflict(const struct cluster *c, const struct nodepool *np,
+				      const struct pod *p, const struct pod **ret_ds);
 
 #endif

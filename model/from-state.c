@@ -128,9 +128,21 @@ bool from_state_taint_is_ephemeral(const struct proto_taint *t)
 	return false;
 }
 
-/* A Node's taints leave out the ephemeral ones (skip_ephemeral). */
+/* Is t one of list[0..n) (same key and effect; same value when the list's
+ * has one)? */
+static bool taint_listed(const struct proto_taint *t, const struct proto_taint *list, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (streq(t->key, list[i].key) && t->effect == list[i].effect &&
+		    (!list[i].value || !*list[i].value || streq_ptr(t->value, list[i].value)))
+			return true;
+	return false;
+}
+
+/* A Node's taints leave out the ephemeral ones (skip_ephemeral) and
+ * skip[0..n_skip) (its startup taints, from_state_options). */
 static int taints(struct builder *b, const struct proto_taint *t, uint32_t n, bool skip_ephemeral,
-		  struct taint **ret, uint32_t *n_ret)
+		  const struct proto_taint *skip, uint32_t n_skip, struct taint **ret, uint32_t *n_ret)
 {
 	struct taint *o = arena_alloc(&b->c->arena, (n + 1) * sizeof(*o));
 	uint32_t k = 0;
@@ -138,7 +150,8 @@ static int taints(struct builder *b, const struct proto_taint *t, uint32_t n, bo
 	if (!o)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
-		if (t[i].effect == PROTO_EFFECT_ANY || (skip_ephemeral && from_state_taint_is_ephemeral(&t[i])))
+		if (t[i].effect == PROTO_EFFECT_ANY || (skip_ephemeral && from_state_taint_is_ephemeral(&t[i])) ||
+		    taint_listed(&t[i], skip, n_skip))
 			continue;
 		/* proto: NoSchedule 1, PreferNoSchedule 2, NoExecute 3; solver: 0, 1, 2. */
 		o[k++] = (struct taint){ intern(b, t[i].key), t[i].value ? intern(b, t[i].value) : STR_NONE,
@@ -180,7 +193,7 @@ static int add_nodepool(struct builder *b, const struct proto_nodepool *p)
 	np->weight = p->weight;
 	if ((r = nodepool_requirements(b->c, p, &np->reqs)) < 0)
 		return r;
-	if ((r = taints(b, p->taints, p->n_taints, false, &np->taints, &np->n_taints)) < 0)
+	if ((r = taints(b, p->taints, p->n_taints, false, NULL, 0, &np->taints, &np->n_taints)) < 0)
 		return r;
 	/* Kubelet settings (v1: its EC2NodeClass's) change what its nodes hold.
 	 * The watcher refuses malformed evictionHard values, so a failure here
@@ -204,14 +217,25 @@ static int add_nodepool(struct builder *b, const struct proto_nodepool *p)
 
 static int add_node(struct builder *b, const struct proto_node *p)
 {
+	const struct state_entry *nc = NULL;
+	const struct proto_taint *startup = NULL;
+	uint32_t n_startup = 0;
 	struct node *n = cluster_add_node(b->c);
 	int r;
 
 	if (!n)
 		return -ENOMEM;
 	n->name = intern(b, p->name);
+	/* Its NodeClaim's startup taints, unless they count (see
+	 * from_state_options.startup_taints_block). */
+	if (!b->startup_taints_block && p->nodeclaim && *p->nodeclaim)
+		nc = from_state_get(b, PROTO_OBJECT_NODECLAIM, "", p->nodeclaim);
+	if (nc) {
+		startup = nc->obj.nodeclaim->startup_taints;
+		n_startup = nc->obj.nodeclaim->n_startup_taints;
+	}
 	if ((r = labels(b, p->labels, p->n_labels, &n->labels, &n->n_labels)) < 0 ||
-	    (r = taints(b, p->taints, p->n_taints, true, &n->taints, &n->n_taints)) < 0 ||
+	    (r = taints(b, p->taints, p->n_taints, true, startup, n_startup, &n->taints, &n->n_taints)) < 0 ||
 	    (r = resources(b, p->allocatable, p->n_allocatable, &n->allocatable)) < 0 ||
 	    (r = resources(b, p->capacity, p->n_capacity, &n->capacity)) < 0)
 		return r;
@@ -241,7 +265,7 @@ static int add_nodeclaim(struct builder *b, const struct proto_nodeclaim *p)
 				   p->node_name ? intern(b, p->node_name) : STR_NONE);
 	if (!nd)
 		goto out;
-	if ((r = taints(b, p->taints, p->n_taints, false, &nd->taints, &nd->n_taints)) < 0 ||
+	if ((r = taints(b, p->taints, p->n_taints, false, NULL, 0, &nd->taints, &nd->n_taints)) < 0 ||
 	    (r = resources(b, p->allocatable, p->n_allocatable, &nd->allocatable)) < 0 ||
 	    (r = resources(b, p->capacity, p->n_capacity, &nd->capacity)) < 0)
 		goto out;
@@ -503,6 +527,7 @@ static int add_daemonset(struct builder *b, const struct proto_daemonset *ds)
 		.node_affinity_required = ds->node_affinity_required,
 		.n_node_affinity_required = ds->n_node_affinity_required,
 		.tolerations = ds->tolerations, .n_tolerations = ds->n_tolerations,
+		.host_ports = ds->host_ports, .n_host_ports = ds->n_host_ports,
 	};
 	struct proto_pod tmpl = {
 		.ns = ds->ns, .name = ds->name, .template = &c, .n_template = 1,
@@ -573,7 +598,8 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 		       size_t n_pending, const struct from_state_options *opts,
 		       struct cluster **ret, char *err, size_t errlen)
 {
-	struct builder b = { .s = s, .err = err, .errlen = errlen };
+	struct builder b = { .s = s, .err = err, .errlen = errlen,
+			     .startup_taints_block = opts->startup_taints_block };
 	const struct proto_object *o;
 	struct from_state_iter it = { 0 };
 	int r;

@@ -41,6 +41,15 @@ struct from_state_options {
 	 * NULL: the whole cluster (sched_solve()).
 	 */
 	const char *scope_node;
+	/*
+	 * A Node's startup taints (its NodeClaim's spec.startupTaints that it
+	 * still carries) count against pods like any taint: the launcher's
+	 * bind check, standing in for the kube-scheduler. Otherwise they are
+	 * left out, as Karpenter's scheduler leaves them out of a Node not yet
+	 * initialized (StateNode.Taints(), pkg/controllers/state/statenode.go):
+	 * the pods waiting for the taint to go are not planned another node.
+	 */
+	bool startup_taints_block;
 };
 
 /*

@@ -81,8 +81,15 @@ bool requirements_allow(const struct proto_requirement *reqs, uint32_t n, const 
 			return false;
 		case PROTO_OP_GT:
 		case PROTO_OP_LT:
+		case PROTO_OP_GTE:
+		case PROTO_OP_LTE:
+			/* Gte and Lte are inclusive (Karpenter's withinBounds,
+			 * pkg/scheduling/requirement.go). */
 			if (q->n_values != 1 || !integer(value, &have) || !integer(q->values[0], &bound) ||
-			    (q->op == PROTO_OP_GT ? have <= bound : have >= bound))
+			    (q->op == PROTO_OP_GT && have <= bound) ||
+			    (q->op == PROTO_OP_LT && have >= bound) ||
+			    (q->op == PROTO_OP_GTE && have < bound) ||
+			    (q->op == PROTO_OP_LTE && have > bound))
 				return false;
 			break;
 		default:

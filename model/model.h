@@ -127,6 +127,8 @@ enum req_op {
 	REQ_DOES_NOT_EXIST,
 	REQ_GT,
 	REQ_LT,
+	REQ_GTE, /* Karpenter's inclusive bounds (NodePools, NodeClaims only) */
+	REQ_LTE,
 };
 
 struct requirement {

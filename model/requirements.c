@@ -1,6 +1,6 @@
 /*
- * The requirement algebra (In, NotIn, Exists, DoesNotExist, Gt, Lt,
- * minValues) over interned label ids: intersection, compatibility and
+ * The requirement algebra (In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte,
+ * Lte, minValues) over interned label ids: intersection, compatibility and
  * matching against label sets, as Karpenter's scheduling.Requirements does.
  * Called by the catalog index, the solver and the loaders; allocates only
  * the value arrays of the requirements it builds.
@@ -18,6 +18,7 @@ int req_op_from_string(const char *s, enum req_op *ret)
 	static const char *const names[] = {
 		[REQ_IN] = "In", [REQ_NOT_IN] = "NotIn", [REQ_EXISTS] = "Exists",
 		[REQ_DOES_NOT_EXIST] = "DoesNotExist", [REQ_GT] = "Gt", [REQ_LT] = "Lt",
+		[REQ_GTE] = "Gte", [REQ_LTE] = "Lte",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
 		if (streq(s, names[i])) {
@@ -299,13 +300,27 @@ int requirements_add(struct requirements *r, const struct strtab *st, uint32_t k
 		break;
 	case REQ_GT:
 	case REQ_LT:
+	case REQ_GTE:
+	case REQ_LTE:
 		if (n_values != 1 || !strtab_int(st, values[0], &bound))
 			return -EINVAL;
 		req.complement = true;
+		/*
+		 * Bounds are kept exclusive: Gte n is Gt n-1 and Lte n is Lt n+1
+		 * over the integers. Karpenter does the converse, canonicalizing
+		 * Gt n to Gte n+1 and Lt n to Lte n-1 (kubernetes-sigs/karpenter
+		 * pkg/scheduling/requirement.go, NewRequirementWithFlexibility:
+		 * gte/lte "inclusive lower/upper bound"); both say the same.
+		 * Lte INT64_MAX is no bound at all, as INT64_MAX is "none".
+		 */
 		if (op == REQ_GT)
 			req.gt = bound;
-		else
+		else if (op == REQ_GTE)
+			req.gt = bound == INT64_MIN ? INT64_MIN : bound - 1;
+		else if (op == REQ_LT)
 			req.lt = bound;
+		else
+			req.lt = bound == INT64_MAX ? INT64_MAX : bound + 1;
 		break;
 	default:
 		return -EINVAL;

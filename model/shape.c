@@ -134,6 +134,14 @@ static int shape_nodepools(struct solver *s, struct shape *sh, const struct pod 
 			np_reason(s, sh, i, why);
 			continue;
 		}
+		const struct pod *ds = NULL;
+		uint16_t port = cluster_daemon_port_conflict(s->c, np, p, &ds);
+		if (port) {
+			snprintf(why, sizeof(why), "host port %u is taken by daemonset %s/%s",
+				 port, strtab_str(s->st, ds->ns), strtab_str(s->st, ds->name));
+			np_reason(s, sh, i, why);
+			continue;
+		}
 		if (!requirements_compatible(&np->reqs, &sh->reqs, s->st, K_N_WELL_KNOWN, &key)) {
 			const struct requirement *q = requirements_get(&np->reqs, key);
 			if (!q)

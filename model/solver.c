@@ -67,6 +67,36 @@ static void bin_max_alloc(struct solver *s, struct bin *b)
 		}
 }
 
+static int bin_take_port(struct bin *b, uint16_t port)
+{
+	if (b->n_ports == b->cap_ports) {
+		uint32_t cap = b->cap_ports ? b->cap_ports * 2 : 8;
+		uint16_t *v = realloc(b->ports, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		b->ports = v;
+		b->cap_ports = cap;
+	}
+	b->ports[b->n_ports++] = port;
+	return 0;
+}
+
+/* A new node of pool has its DaemonSets' host ports taken from the start
+ * (see cluster_daemon_port_conflict()). */
+static int bin_take_daemon_ports(const struct solver *s, struct bin *b,
+				 const struct nodepool *pool)
+{
+	for (uint32_t d = 0; d < s->c->n_daemonsets; d++) {
+		const struct pod *ds = &s->c->daemonsets[d];
+		if (!ds->n_host_ports || !cluster_daemonset_runs_on(s->c, ds, pool))
+			continue;
+		for (uint32_t i = 0; i < ds->n_host_ports; i++)
+			if (bin_take_port(b, ds->host_ports[i]) < 0)
+				return -ENOMEM;
+	}
+	return 0;
+}
+
 static bool ports_conflict(const struct bin *b, const struct pod *p)
 {
 	for (uint32_t i = 0; i < p->n_host_ports; i++)
@@ -286,17 +316,9 @@ static int bin_add_pod(struct bin *b, const struct pod *p, uint32_t pi)
 		b->cap_pods = cap;
 	}
 	b->pods[b->n_pods++] = pi;
-	for (uint32_t i = 0; i < p->n_host_ports; i++) {
-		if (b->n_ports == b->cap_ports) {
-			uint32_t cap = b->cap_ports ? b->cap_ports * 2 : 8;
-			uint16_t *v = realloc(b->ports, cap * sizeof(*v));
-			if (!v)
-				return -ENOMEM;
-			b->ports = v;
-			b->cap_ports = cap;
-		}
-		b->ports[b->n_ports++] = p->host_ports[i];
-	}
+	for (uint32_t i = 0; i < p->n_host_ports; i++)
+		if (bin_take_port(b, p->host_ports[i]) < 0)
+			return -ENOMEM;
 	return 0;
 }
 
@@ -597,6 +619,8 @@ static int try_new_claim(struct solver *s, uint32_t pi, struct shape *sh,
 		for (uint32_t q = 0; q < b->reqs.n; q++)
 			b->min_values |= b->reqs.v[q].min_values > 0;
 		b->used = pool->daemon_overhead;
+		if (bin_take_daemon_ports(s, b, pool) < 0)
+			return -ENOMEM;
 		bin_max_alloc(s, b);
 		for (uint32_t w = 0; w < s->words; w++)
 			for (uint64_t x = b->cands[w]; x; x &= x - 1) {

@@ -18,7 +18,7 @@
 /* Bump MINOR when adding optional fields or messages (old peers skip them);
  * bump MAJOR for anything an old peer would misread: it is refused. */
 #define PROTO_VERSION_MAJOR 2
-#define PROTO_VERSION_MINOR 4
+#define PROTO_VERSION_MINOR 5
 
 /* ------------------------------------------------------------------------
  * Enums: V(CONSTANT, "wire/JSON name"). Values are 0-based and contiguous;
@@ -79,7 +79,9 @@
 	V(PROTO_OP_EXISTS, "Exists")                                          \
 	V(PROTO_OP_DOES_NOT_EXIST, "DoesNotExist")                            \
 	V(PROTO_OP_GT, "Gt")                                                  \
-	V(PROTO_OP_LT, "Lt")
+	V(PROTO_OP_LT, "Lt")                                                  \
+	V(PROTO_OP_GTE, "Gte")                                                \
+	V(PROTO_OP_LTE, "Lte")
 
 #define proto_values_toleration_op(V)                                         \
 	V(PROTO_TOLERATION_EQUAL, "Equal")                                    \
@@ -126,7 +128,8 @@
 #define proto_values_consolidation_policy(V)                                  \
 	V(PROTO_CONSOLIDATE_WHEN_EMPTY_OR_UNDERUTILIZED, "WhenEmptyOrUnderutilized") \
 	V(PROTO_CONSOLIDATE_WHEN_EMPTY, "WhenEmpty")                          \
-	V(PROTO_CONSOLIDATE_WHEN_UNDERUTILIZED, "WhenUnderutilized")
+	V(PROTO_CONSOLIDATE_WHEN_UNDERUTILIZED, "WhenUnderutilized")         \
+	V(PROTO_CONSOLIDATE_BALANCED, "Balanced")
 
 /* The API version an object was read as (converted on read, DESIGN §3). */
 #define proto_values_api_version(V)                                           \
@@ -597,7 +600,8 @@ struct proto_resource {
 	F(S, 6, node_selector, KV, PROTO_MAX_LABEL_VALUE_LEN, PROTO_MAX_LABELS, OPT) \
 	F(S, 7, node_affinity_required, OBJS, node_selector_term, PROTO_MAX_TERMS, OPT) \
 	F(S, 8, tolerations, OBJS, toleration, PROTO_MAX_TOLERATIONS, OPT)    \
-	F(S, 9, priority, I32, _, 0, OPT)
+	F(S, 9, priority, I32, _, 0, OPT)                                     \
+	F(S, 10, host_ports, OBJS, host_port, PROTO_MAX_HOST_PORTS, OPT)
 
 /* Its labels are what pod (anti-)affinity namespaceSelectors match. */
 #define proto_fields_namespace(F, S)                                          \

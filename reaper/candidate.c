@@ -20,7 +20,10 @@ int64_t candidate_consolidate_after_s(const struct proto_nodepool *np)
 {
 	if (np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_UNDERUTILIZED)
 		return np->source_api == PROTO_API_V1 ? -1 : 0;
-	if (np->consolidation_policy != PROTO_CONSOLIDATE_WHEN_EMPTY_OR_UNDERUTILIZED ||
+	/* Balanced consolidates what WhenEmptyOrUnderutilized does, each
+	 * move scored first (consolidation-search.c). */
+	if ((np->consolidation_policy != PROTO_CONSOLIDATE_WHEN_EMPTY_OR_UNDERUTILIZED &&
+	     np->consolidation_policy != PROTO_CONSOLIDATE_BALANCED) ||
 	    np->consolidate_after_s < 0)
 		return -1;
 	return np->consolidate_after_s;
@@ -42,6 +45,17 @@ double candidate_eviction_cost(const struct proto_pod *p)
 		      (double)proto_pod_template_of(p)->priority / CANDIDATE_PRIORITY_COST_SCALE;
 
 	return fmax(-EVICTION_COST_CLAMP, fmin(EVICTION_COST_CLAMP, cost));
+}
+
+double candidate_reschedule_cost(const struct state_store *store, const char *node)
+{
+	const struct state_pod_set *set = state_store_pods_on(store, node);
+	double cost = 1.0; /* PerNodeBaseDisruptionCost */
+
+	for (uint32_t i = 0; set && i < set->n; i++)
+		if (!drain_pod_stays(set->pods[i]) && !set->pods[i]->deletion_time)
+			cost += fmax(0, candidate_eviction_cost(set->pods[i]));
+	return cost;
 }
 
 /* The PDB that forbids evicting p now (disruptions allowed 0), or NULL. */

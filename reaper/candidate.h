@@ -43,6 +43,11 @@ int candidate_node_index(const struct cluster *c, struct hashmap *index);
  * + its priority / 2^25, clamped to [-10, 10]. */
 double candidate_eviction_cost(const struct proto_pod *p);
 
+/* Karpenter's RescheduleDisruptionCost of a node, which the Balanced
+ * policy scores moves by: 1 + the positive eviction costs of the pods that
+ * would move (neither staying, as DaemonSet pods do, nor terminating). */
+double candidate_reschedule_cost(const struct state_store *store, const char *node);
+
 /*
  * The PDBs that allow no disruption now, collected once a pass: each
  * candidate's pods are checked against them, and walking the whole state

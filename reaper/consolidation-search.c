@@ -34,6 +34,57 @@ double consolidation_lifetime_remaining(int64_t age_s, int64_t expire_after_s)
 	return fmax(0.0, fmin(1.0, (double)(expire_after_s - age_s) / (double)expire_after_s));
 }
 
+double consolidation_balanced_score(double savings, double disruption,
+				    const struct consolidation_balanced *b)
+{
+	double savings_fraction, disruption_fraction;
+
+	if (b->total_cost <= 0 || b->total_disruption <= 0 || savings <= 0)
+		return 0;
+	savings_fraction = savings / b->total_cost;
+	disruption_fraction = disruption / b->total_disruption;
+	return disruption_fraction > 0 ? savings_fraction / disruption_fraction : INFINITY;
+}
+
+/*
+ * EvaluateBalancedMove: each Balanced pool among candidates idx[0..k)
+ * scores the move on its own (its share of the savings, by its share of
+ * the removed price, when several pools give nodes) and must approve it.
+ * "" in why when every one does.
+ */
+static void balanced_rule(const struct consolidation_candidate *v, const uint32_t *idx, uint32_t k,
+			  const struct consolidation_options *o, double removed, double savings,
+			  char *why, size_t len)
+{
+	for (uint32_t i = 0; o->balanced && i < k && !*why; i++) {
+		const struct consolidation_balanced *b = &o->balanced[v[idx[i]].pool];
+		double pool_price = 0, disruption = 0, share = savings, score;
+		bool seen = false, several = false;
+
+		for (uint32_t j = 0; j < i; j++)
+			seen = seen || v[idx[j]].pool == v[idx[i]].pool;
+		if (!b->on || seen)
+			continue;
+		for (uint32_t j = 0; j < k; j++) {
+			if (v[idx[j]].pool != v[idx[i]].pool) {
+				several = true;
+				continue;
+			}
+			pool_price += fmax(v[idx[j]].price, 0);
+			disruption += v[idx[j]].reschedule_cost;
+		}
+		if (several && removed > 0)
+			share = savings * pool_price / removed;
+		score = consolidation_balanced_score(share, disruption, b);
+		if (score < 1.0 / CONSOLIDATION_BALANCED_K)
+			snprintf(why, len, "consolidation score %.3f below the Balanced threshold %.3f "
+				 "(saving %.1f%% of its NodePool's cost for %.1f%% of its disruption cost)",
+				 score, 1.0 / CONSOLIDATION_BALANCED_K,
+				 b->total_cost > 0 ? 100 * share / b->total_cost : 0,
+				 b->total_disruption > 0 ? 100 * disruption / b->total_disruption : 0);
+	}
+}
+
 static int candidate_cmp(const void *a, const void *b)
 {
 	const struct consolidation_candidate *x = a, *y = b;
@@ -306,6 +357,13 @@ static int try_command(struct cluster *c, const struct consolidation_candidate *
 			price_rules(c, &res.placement->claims[0], v, idx, k, o, price, why, len);
 		else if (res.placement->n_claims > 1)
 			split_rules(c, res.placement, v, idx, o, price, why, len);
+		if (!*why) {
+			double added = 0;
+
+			for (uint32_t i = 0; i < res.placement->n_claims; i++)
+				added += res.placement->claims[i].price;
+			balanced_rule(v, idx, k, o, fmax(price, 0), fmax(price, 0) - added, why, len);
+		}
 		r = !*why;
 	}
 	if (r == 0) {

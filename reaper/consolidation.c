@@ -26,6 +26,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,7 @@ struct job {
 	struct candidate_info *info; /* by cluster node index */
 	uint32_t n, *also, n_also, *budget, n_pools;
 	struct min_savings *min_savings; /* per pool, as budget */
+	struct consolidation_balanced *balanced; /* per pool, as budget */
 	struct consolidation_options o;
 	atomic_bool cancel;
 	bool validating, want_replace;
@@ -100,6 +102,7 @@ static void job_free(struct job *j)
 	free(j->also);
 	free(j->budget);
 	free(j->min_savings);
+	free(j->balanced);
 	consolidation_command_done(&j->cmd);
 	cluster_free(j->c);
 	free(j);
@@ -159,12 +162,13 @@ static uint64_t pods_changed(struct reaper *r, struct claim_work *w, const struc
 }
 
 static int job_add(struct job *j, uint32_t node, uint32_t pool, const struct proto_nodeclaim *nc,
-		   unsigned pods, double cost)
+		   unsigned pods, double cost, double reschedule_cost)
 {
 	struct consolidation_candidate *x = &j->v[j->n++];
 
 	*x = (struct consolidation_candidate){ .node = node, .pool = pool, .n_pods = pods,
 					       .cost = cost, .price = cluster_node_price(j->c, node),
+					       .reschedule_cost = reschedule_cost,
 					       .spot = nc->capacity_type == PROTO_CAPACITY_SPOT };
 	j->info[node].claim = strdup(nc->name);
 	j->info[node].node = strdup(nc->node_name);
@@ -184,6 +188,7 @@ static uint32_t job_pool(struct job *j, char **names, const struct proto_nodepoo
 	names[j->n_pools] = np->name;
 	j->budget[j->n_pools] = allowed;
 	(void)min_savings_parse(np, &j->min_savings[j->n_pools], err, sizeof(err));
+	j->balanced[j->n_pools].on = np->consolidation_policy == PROTO_CONSOLIDATE_BALANCED;
 	return j->n_pools++;
 }
 
@@ -231,7 +236,33 @@ static int gather_one(struct reaper *r, struct job *j, struct hashmap *pools, ch
 	}
 	return job_add(j, (uint32_t)(uintptr_t)idx - 1,
 		       job_pool(j, pool_names, np, pc->allowed[ALLOW_UNDERUTILIZED]), nc,
-		       pods, cost);
+		       pods, cost, candidate_reschedule_cost(reaper_store(r), node->name));
+}
+
+/* The Balanced pools' totals, over all their launched nodes, candidates or
+ * not (computeNodePoolTotals: the pool's cost, ClusterCost's, and the sum
+ * of its nodes' reschedule costs). */
+static void balanced_totals(struct reaper *r, struct job *j, char **pool_names,
+			    const struct hashmap *node_index)
+{
+	const struct state_entry *e;
+	size_t it = 0;
+	void *idx;
+
+	while ((e = state_store_next(reaper_store(r), &it))) {
+		const struct proto_nodeclaim *nc = e->obj.nodeclaim;
+		if (e->obj.kind != PROTO_OBJECT_NODECLAIM || !nc->nodepool || !nc->node_name ||
+		    !(idx = hashmap_get(node_index, nc->node_name)))
+			continue;
+		for (uint32_t p = 0; p < j->n_pools; p++) {
+			double price = cluster_node_price(j->c, (uint32_t)(uintptr_t)idx - 1);
+			if (!j->balanced[p].on || !streq(pool_names[p], nc->nodepool))
+				continue;
+			j->balanced[p].total_cost += fmax(price, 0);
+			j->balanced[p].total_disruption +=
+				candidate_reschedule_cost(reaper_store(r), nc->node_name);
+		}
+	}
 }
 
 /* Nodes of the model whose NodeClaim is disrupting already. */
@@ -284,8 +315,10 @@ static int gather(struct reaper *r, struct hashmap *pools, char *const *only, ui
 	j->also = calloc(j->c->n_nodes + 1, sizeof(*j->also));
 	j->budget = calloc(j->c->n_nodes + 1, sizeof(*j->budget));
 	j->min_savings = calloc(j->c->n_nodes + 1, sizeof(*j->min_savings));
+	j->balanced = calloc(j->c->n_nodes + 1, sizeof(*j->balanced));
 	pool_names = calloc(j->c->n_nodes + 1, sizeof(*pool_names));
-	if (!j->v || !j->info || !j->also || !j->budget || !j->min_savings || !pool_names)
+	if (!j->v || !j->info || !j->also || !j->budget || !j->min_savings || !j->balanced ||
+	    !pool_names)
 		goto fail;
 	if (candidate_node_index(j->c, &node_index) < 0 ||
 	    candidate_pdbs_collect(reaper_store(r), &pdbs) < 0)
@@ -298,6 +331,7 @@ static int gather(struct reaper *r, struct hashmap *pools, char *const *only, ui
 				    now)) < 0)
 			goto fail;
 	}
+	balanced_totals(r, j, pool_names, &node_index);
 	k = gather_disrupting(r, j, &node_index);
 fail:
 	hashmap_done(&node_index);
@@ -318,6 +352,7 @@ static void job_run(void *data)
 	j->o = (struct consolidation_options){ .also_removed = j->also, .n_also_removed = j->n_also,
 					       .budget = j->budget, .n_pools = j->n_pools,
 					       .min_savings = j->min_savings,
+					       .balanced = j->balanced,
 					       .spot_to_spot = j->spot_to_spot,
 					       .max_split = j->split ? CONSOLIDATION_MAX_SPLIT : 1,
 					       .deadline_usec = clock_monotonic_usec() +

@@ -41,6 +41,19 @@
 #define CONSOLIDATION_MAX_SPLIT 4
 /* Room for why a candidate was not consolidated. */
 #define CONSOLIDATION_WHY_LEN 256
+/* consolidationPolicy Balanced (Karpenter core v1.14, kubernetes-sigs/
+ * karpenter pkg/controllers/disruption/balanced.go, pkg/apis/v1/nodepool.go
+ * BalancedK): a move of a Balanced pool's nodes goes only when
+ * (savings / the pool's cost) / (its disruption cost / the pool's)
+ * is at least 1/k — savings must justify the disruption. */
+#define CONSOLIDATION_BALANCED_K 2
+
+/* A pool's totals the Balanced score normalizes by (computeNodePoolTotals). */
+struct consolidation_balanced {
+	bool on;                 /* the pool's policy is Balanced */
+	double total_cost;       /* $/hour of its nodes */
+	double total_disruption; /* the sum of its nodes' reschedule costs */
+};
 
 struct consolidation_candidate {
 	uint32_t node;   /* index into the cluster's nodes */
@@ -48,6 +61,8 @@ struct consolidation_candidate {
 	uint32_t n_pods; /* pods that would move */
 	double cost;     /* disruption cost: sum of eviction costs × lifetime left */
 	double price;    /* $/hour (cluster_node_price()), <= 0 unknown */
+	/* Balanced: candidate_reschedule_cost() (no lifetime scaling). */
+	double reschedule_cost;
 	bool spot;
 };
 
@@ -61,6 +76,9 @@ struct consolidation_options {
 	/* Per pool (NULL: none): no replace saves less than this; a command
 	 * over several pools takes the highest of theirs. Deletes always go. */
 	const struct min_savings *min_savings;
+	/* Per pool (NULL: none Balanced): a command moving a Balanced pool's
+	 * nodes goes only when its score reaches 1/CONSOLIDATION_BALANCED_K. */
+	const struct consolidation_balanced *balanced;
 	bool spot_to_spot; /* the SpotToSpotConsolidation feature gate */
 	/* Single-node may replace one node by up to this many new NodeClaims
 	 * that together cost less (1→N, kanna's; 0 or 1: Karpenter's one). */
@@ -101,6 +119,11 @@ double consolidation_eviction_cost(int32_t priority);
 /* LifetimeRemaining: the fraction of expire_after_s left at age_s, in
  * [0, 1]; 1 when expire_after_s <= 0 (Never). */
 double consolidation_lifetime_remaining(int64_t age_s, int64_t expire_after_s);
+/* Karpenter's ScoreMove(): (savings / b->total_cost) / (disruption /
+ * b->total_disruption); 0 when savings or a total is not positive,
+ * infinite when the move disrupts nothing. */
+double consolidation_balanced_score(double savings, double disruption,
+				    const struct consolidation_balanced *b);
 /* Orders candidates by disruption cost, cheapest first (stable on node). */
 void consolidation_sort(struct consolidation_candidate *v, uint32_t n);
 

@@ -214,7 +214,8 @@ static const char *candidate_reason(struct reaper *r, struct claim_work *w,
 	 * empty nodes too, at once (they know no consolidateAfter for it). */
 	bool empties = np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_EMPTY ||
 		       (np->source_api == PROTO_API_V1 &&
-			np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_EMPTY_OR_UNDERUTILIZED);
+			(np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_EMPTY_OR_UNDERUTILIZED ||
+			 np->consolidation_policy == PROTO_CONSOLIDATE_BALANCED));
 	bool empties_now = np->source_api != PROTO_API_V1 &&
 			   np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_UNDERUTILIZED;
 

@@ -227,8 +227,9 @@ static enum wi_method per_node_reason(const struct wi *w, const struct wi_node *
 	int64_t expire_s = n->nc->expire_after_s ?: np->expire_after_s;
 	bool before_v1 = np->source_api != PROTO_API_V1;
 	bool empties = np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_EMPTY ||
-		       (!before_v1 && np->consolidation_policy ==
-					      PROTO_CONSOLIDATE_WHEN_EMPTY_OR_UNDERUTILIZED) ||
+		       (!before_v1 && (np->consolidation_policy ==
+					       PROTO_CONSOLIDATE_WHEN_EMPTY_OR_UNDERUTILIZED ||
+				       np->consolidation_policy == PROTO_CONSOLIDATE_BALANCED)) ||
 		       (before_v1 && np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_UNDERUTILIZED);
 
 	if (n->nc->do_not_disrupt || n->node->do_not_disrupt)

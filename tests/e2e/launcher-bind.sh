@@ -112,7 +112,7 @@ wait_for "four big pods bound to $node" 30 sh -c \
 	"[ \$(kubectl get pods -l app=big -o jsonpath='{range .items[?(@.spec.nodeName==\"$node\")]}{.metadata.name}{\"\\n\"}{end}' | grep -c .) = 4 ]"
 pending=$(kubectl get pods -l app=big -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.spec.nodeName}{"\n"}{end}' | awk 'NF == 1 {print $1}')
 expect_eq "one big pod left pending" "$(echo "$pending" | grep -c .)" 1
-refused="Failed to bind pod default/$pending to node $node: it no longer fits"
+refused="Failed to bind pod default/$pending to node $node: Insufficient cpu"
 wait_for "the launcher to refuse the fifth binding" 30 grep -q "$refused" "$tmp/launcher.log"
 sleep 3 # two more reconcile passes: none may bind it after all
 [ "$(kubectl get pod "$pending" -o jsonpath='{.spec.nodeName}')" != "$node" ] || fail "$pending was bound to the full node $node"

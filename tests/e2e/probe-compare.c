@@ -142,7 +142,8 @@ static void same_quantities(struct cmp *c, const char *field, const json_t *api,
 static const char *const phases[] = { "Pending", "Running", "Succeeded", "Failed", "Unknown" };
 static const char *const cond_status[] = { "Unknown", "True", "False" };
 static const char *const effects[] = { "", "NoSchedule", "PreferNoSchedule", "NoExecute" };
-static const char *const req_ops[] = { "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt" };
+static const char *const req_ops[] = { "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt",
+					"Gte", "Lte" };
 
 static void same_taints(struct cmp *c, const char *field, const json_t *api,
 			const struct proto_taint *t, uint32_t n)

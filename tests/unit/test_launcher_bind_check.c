@@ -238,26 +238,67 @@ Test(bind_check, a_taint_the_pod_does_not_tolerate_refuses_it)
 	cr_assert(fits_alone(tolerant, why, sizeof(why)), "%s", why);
 }
 
-Test(bind_check, a_booting_nodes_ephemeral_and_startup_taints_refuse_nothing)
+Test(bind_check, a_booting_nodes_ephemeral_taints_refuse_nothing)
 {
 	struct proto_taint taints[] = {
 		{ .key = "node.kubernetes.io/not-ready", .effect = PROTO_EFFECT_NO_SCHEDULE },
-		{ .key = "example.com/agent-not-ready", .value = "true", .effect = PROTO_EFFECT_NO_EXECUTE },
+		{ .key = "karpenter.sh/unregistered", .effect = PROTO_EFFECT_NO_SCHEDULE },
+		{ .key = "karpenter.sh/unregistered", .effect = PROTO_EFFECT_NO_EXECUTE },
 	};
-	const struct proto_pod *pods[1];
-	struct proto_pod p = pod("p", "x", 100, NULL);
-	struct bind_check_input in = { .replica = &replica, .region = "us-west-2", .node = "n1",
-				       .startup_taints = &taints[1], .n_startup_taints = 1 };
-	struct sched_node_fit fit;
-	char err[512];
+	char why[SCHED_CHECK_REASON_MAX];
 
-	add_tainted_node("n1", taints, 2);
-	pods[0] = &p;
-	cr_assert_eq(bind_check(&in, pods, 1, &fit, err, sizeof(err)), 0, "%s", err);
-	cr_assert(fit.fits, "%s", fit.reason);
-	in.n_startup_taints = 0;
-	cr_assert_eq(bind_check(&in, pods, 1, &fit, err, sizeof(err)), 0, "%s", err);
-	cr_assert_not(fit.fits, "a taint that is not the NodeClaim's startup taint still refuses");
+	add_tainted_node("n1", taints, 3);
+	cr_assert(fits_alone(pod("p", "x", 100, NULL), why, sizeof(why)), "%s", why);
+}
+
+/* Karpenter binds nothing: the kube-scheduler binds a pod to the Node once
+ * no taint it does not tolerate is left, startup taints included. */
+Test(bind_check, a_startup_taint_refuses_the_pods_that_do_not_tolerate_it)
+{
+	struct proto_taint startup = { .key = "example.com/init", .effect = PROTO_EFFECT_NO_SCHEDULE };
+	struct proto_toleration tol = { .key = "example.com/init", .op = PROTO_TOLERATION_EXISTS,
+					.effect = PROTO_EFFECT_NO_SCHEDULE };
+	struct proto_nodeclaim nc = { .name = "nc1", .uid = "nc1", .nodepool = "default",
+				      .node_name = "n1", .startup_taints = &startup, .n_startup_taints = 1 };
+	struct proto_pod tolerant = pod("tolerant", "x", 100, NULL);
+	struct proto_kv labels[2];
+	struct proto_node nd = node("n1", "us-west-2a", labels);
+	char why[SCHED_CHECK_REASON_MAX];
+
+	nd.taints = &startup;
+	nd.n_taints = 1;
+	nd.nodeclaim = "nc1";
+	add(&replica, (struct proto_object){ .kind = PROTO_OBJECT_NODECLAIM, .nodeclaim = &nc });
+	add(&replica, (struct proto_object){ .kind = PROTO_OBJECT_NODE, .node = &nd });
+	fx_template(&tolerant)->tolerations = &tol;
+	fx_template(&tolerant)->n_tolerations = 1;
+	cr_assert_not(fits_alone(pod("plain", "x", 100, NULL), why, sizeof(why)),
+		      "a pod bound past a startup taint it does not tolerate");
+	cr_assert(strstr(why, "node n1 has taint example.com/init:NoSchedule that the pod does not tolerate"),
+		  "%s", why);
+	cr_assert(fits_alone(tolerant, why, sizeof(why)), "%s", why);
+
+	/* The taint removed (the replica shows the Node without it): bound. */
+	nd.taints = NULL;
+	nd.n_taints = 0;
+	add(&replica, (struct proto_object){ .kind = PROTO_OBJECT_NODE, .node = &nd });
+	cr_assert(fits_alone(pod("plain2", "x", 100, NULL), why, sizeof(why)), "%s", why);
+}
+
+/* What the launcher notes of a Node it just created carries its startup
+ * taints: the replica's lag must not let a pod past them. */
+Test(bind_check, a_startup_taint_of_a_node_noted_moments_ago_refuses_too)
+{
+	struct proto_taint startup = { .key = "example.com/init", .effect = PROTO_EFFECT_NO_SCHEDULE };
+	struct proto_kv labels[2];
+	struct proto_node nd = node("n1", "us-west-2a", labels);
+	char why[SCHED_CHECK_REASON_MAX];
+
+	nd.taints = &startup;
+	nd.n_taints = 1;
+	cr_assert_geq(bind_recent_note_node(&recent, &replica, &nd, 1), 0);
+	cr_assert_not(fits_alone(pod("plain", "x", 100, NULL), why, sizeof(why)));
+	cr_assert(strstr(why, "example.com/init"), "%s", why);
 }
 
 Test(bind_check, a_node_selector_the_node_does_not_match_refuses_the_pod)

@@ -542,3 +542,71 @@ Test(consolidation_split, a_split_saving_less_than_the_minimum_is_not_done)
 	cr_expect(strstr(cmd.why[0], "not cheaper enough"), "%s", cmd.why[0]);
 	consolidation_command_done(&cmd);
 }
+
+/* consolidationPolicy Balanced (Karpenter core v1.14, kubernetes-sigs/
+ * karpenter pkg/controllers/disruption/balanced.go ScoreMove): a move goes
+ * when its share of the pool's cost saved over its share of the pool's
+ * disruption cost is at least 1/k, k = 2. */
+Test(consolidation_balanced, the_score_is_the_share_of_savings_over_the_share_of_disruption)
+{
+	struct consolidation_balanced b = { .on = true, .total_cost = 10, .total_disruption = 20 };
+
+	cr_expect_float_eq(consolidation_balanced_score(1, 2, &b), 1.0, 1e-9, "10%% saved for 10%%");
+	cr_expect_float_eq(consolidation_balanced_score(0.4, 4, &b), 0.2, 1e-9, "4%% saved for 20%%");
+	cr_expect_eq(consolidation_balanced_score(0, 2, &b), 0, "no savings: never");
+	cr_expect_eq(consolidation_balanced_score(-1, 2, &b), 0);
+	cr_expect(isinf(consolidation_balanced_score(1, 0, &b)), "disrupting nothing");
+	b.total_cost = 0;
+	cr_expect_eq(consolidation_balanced_score(1, 2, &b), 0, "a pool of no known cost: never");
+}
+
+/* The one big node replaced by a cheaper one, its pool's totals as given. */
+static int balanced_compute(struct cluster *c, struct consolidation_candidate *v,
+			    struct consolidation_balanced *b, double cost_factor, double disruption,
+			    struct consolidation_command *cmd)
+{
+	struct consolidation_options o = opts;
+	uint32_t n = candidates(c, v);
+
+	v[0].reschedule_cost = 2; /* 1 + one default pod */
+	b->total_cost = cost_factor * v[0].price;
+	b->total_disruption = disruption;
+	o.balanced = b;
+	return consolidation_compute(c, v, n, &o, cmd);
+}
+
+Test(consolidation_balanced, a_replace_saving_little_of_the_pool_for_all_its_disruption_is_not_done_and_says_why)
+{
+	_cleanup_(cluster_freep) struct cluster *c = one_big_node();
+	struct consolidation_balanced b = { .on = true };
+	struct consolidation_candidate v[1];
+	struct consolidation_command cmd;
+
+	/* The node is 1% of the pool's cost and all of its disruption. */
+	cr_assert_eq(balanced_compute(c, v, &b, 100, 2, &cmd), 0);
+	cr_expect_eq(cmd.method, CONSOLIDATION_NONE);
+	cr_expect(strstr(cmd.why[0], "below the Balanced threshold 0.500"), "%s", cmd.why[0]);
+	cr_expect(strstr(cmd.why[0], "of its disruption cost"), "%s", cmd.why[0]);
+	consolidation_command_done(&cmd);
+
+	b.on = false; /* WhenEmptyOrUnderutilized: any saving goes */
+	cr_assert_eq(balanced_compute(c, v, &b, 100, 2, &cmd), 0);
+	cr_expect_eq(cmd.method, CONSOLIDATION_SINGLE);
+	consolidation_command_done(&cmd);
+}
+
+Test(consolidation_balanced, a_replace_saving_much_of_the_pool_for_little_of_its_disruption_is_done)
+{
+	_cleanup_(cluster_freep) struct cluster *c = one_big_node();
+	struct consolidation_balanced b = { .on = true };
+	struct consolidation_candidate v[1];
+	struct consolidation_command cmd;
+	double saving = best_saving();
+
+	/* All of the pool's cost, a tenth of its disruption: score ≥ 10 × saving / price. */
+	cr_assert_eq(balanced_compute(c, v, &b, 1, 20, &cmd), 0);
+	cr_assert_geq(10 * saving / v[0].price, 0.5, "the fixture saves too little to test this");
+	cr_expect_eq(cmd.method, CONSOLIDATION_SINGLE, "%s", cmd.why[0]);
+	cr_expect_gt(cmd.savings, 0);
+	consolidation_command_done(&cmd);
+}

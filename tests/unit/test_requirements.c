@@ -1,4 +1,4 @@
-/* Requirement algebra and quantities: In/NotIn/Exists/DoesNotExist/Gt/Lt,
+/* Requirement algebra and quantities: In/NotIn/Exists/DoesNotExist/Gt/Lt/Gte/Lte,
  * intersection, compatibility (Karpenter's rules), label matching. */
 #include <criterion/criterion.h>
 #include <limits.h>
@@ -270,4 +270,63 @@ Test(match, label_selectors_and_requirements_on_proto_structs)
 	cr_assert(requirements_allow(&cpu_gt, 1, "cpu", "8"));
 	cr_assert_not(requirements_allow(&cpu_gt, 1, "cpu", "4"));
 	cr_assert_not(requirements_allow(&cpu_gt, 1, "cpu", "many"));
+}
+
+/* Karpenter's Gte/Lte are inclusive: Gte n is Gt n-1, Lte n is Lt n+1
+ * (kubernetes-sigs/karpenter pkg/scheduling/requirement.go). */
+Test(requirements, gte_and_lte_include_the_edge_value)
+{
+	struct requirements r = { 0 }, same = { 0 }, pod = { 0 };
+	char buf[128];
+
+	add(&r, "cpu", REQ_GTE, "4", NULL);
+	const struct requirement *q = requirements_get(&r, S("cpu"));
+	cr_assert(requirement_allows(q, &st, S("4")), "Gte 4 allows 4");
+	cr_assert(requirement_allows(q, &st, S("8")));
+	cr_assert_not(requirement_allows(q, &st, S("3")));
+	cr_assert_not(requirement_allows(q, &st, STR_NONE));
+	add(&same, "cpu", REQ_GT, "3", NULL);
+	cr_assert(requirements_equal(&r, &same), "Gte 4 is Gt 3");
+
+	add(&r, "cpu", REQ_LTE, "4", NULL);
+	q = requirements_get(&r, S("cpu"));
+	cr_assert_not(requirement_is_empty(q), "Gte 4 and Lte 4 leave 4");
+	cr_assert(requirement_allows(q, &st, S("4")));
+	cr_assert_not(requirement_allows(q, &st, S("5")));
+	cr_assert_not(requirement_allows(q, &st, S("8")), "Lte 4 excludes 8");
+	cr_assert_gt(requirement_format(q, &st, buf, sizeof(buf)), 0);
+	cr_assert_str_eq(buf, "cpu Gt 3 Lt 5");
+
+	/* Compatibility at the edge: a pod asking In [4] fits, In [5] or Gt 4 not. */
+	add(&pod, "cpu", REQ_IN, "4", NULL);
+	cr_assert(requirements_compatible(&r, &pod, &st, K_N_WELL_KNOWN, NULL));
+	requirements_free(&pod);
+	add(&pod, "cpu", REQ_IN, "5", NULL);
+	cr_assert_not(requirements_compatible(&r, &pod, &st, K_N_WELL_KNOWN, NULL));
+	requirements_free(&pod);
+	add(&pod, "cpu", REQ_GT, "4", NULL);
+	cr_assert_not(requirements_compatible(&r, &pod, &st, K_N_WELL_KNOWN, NULL));
+	requirements_free(&pod);
+
+	add(&r, "cpu", REQ_GTE, "5", NULL);
+	cr_assert(requirement_is_empty(requirements_get(&r, S("cpu"))), "Gte 5 and Lte 4 meet nowhere");
+	cr_assert_eq(requirements_add(&r, &st, S("c"), REQ_LTE, (uint32_t[]){ S("x") }, 1, 0), -EINVAL);
+	requirements_free(&r);
+	requirements_free(&same);
+}
+
+Test(match, gte_and_lte_on_proto_structs_are_inclusive)
+{
+	static char *four[] = { "4" };
+	struct proto_requirement q[] = {
+		{ .key = "cpu", .op = PROTO_OP_GTE, .values = four, .n_values = 1 },
+		{ .key = "gen", .op = PROTO_OP_LTE, .values = four, .n_values = 1 },
+	};
+
+	cr_assert(requirements_allow(q, 2, "cpu", "4"));
+	cr_assert(requirements_allow(q, 2, "cpu", "8"));
+	cr_assert_not(requirements_allow(q, 2, "cpu", "3"));
+	cr_assert(requirements_allow(q, 2, "gen", "4"));
+	cr_assert_not(requirements_allow(q, 2, "gen", "5"));
+	cr_assert_not(requirements_allow(q, 2, "gen", "many"));
 }

@@ -604,3 +604,53 @@ Test(from_state, a_node_joining_under_ephemeral_taints_still_takes_pods_and_a_re
 		.key = "node.cloudprovider.kubernetes.io/uninitialized", .value = "false",
 		.effect = PROTO_EFFECT_NO_SCHEDULE }));
 }
+
+/* Karpenter's StateNode.Taints(): a Node's startup taints (its NodeClaim's
+ * spec.startupTaints) are not held against pods while it initializes, so
+ * the pods waiting for the taint to go are not planned another node; the
+ * launcher's bind check counts them (startup_taints_block), as the
+ * kube-scheduler does. Another taint on the same Node still refuses. */
+Test(from_state, a_nodes_startup_taints_take_pods_in_the_plan_but_refuse_them_at_bind)
+{
+	static struct proto_kv host[] = { { HOSTNAME, "booting" } };
+	static struct proto_taint startup[] = {
+		{ .key = "example.com/init", .effect = PROTO_EFFECT_NO_SCHEDULE },
+	};
+	static struct proto_taint on_node[] = {
+		{ .key = "example.com/init", .effect = PROTO_EFFECT_NO_SCHEDULE },
+		{ .key = "dedicated", .value = "x", .effect = PROTO_EFFECT_NO_SCHEDULE },
+	};
+	struct proto_nodeclaim nc = { .name = "init-abcde", .uid = "nc", .nodepool = "default",
+				      .node_name = "booting", .startup_taints = startup,
+				      .n_startup_taints = 1 };
+	struct proto_node n = { .name = "booting", .uid = "n", .labels = host, .n_labels = 1,
+				.allocatable = node_size, .n_allocatable = 3, .taints = on_node,
+				.n_taints = 1, .nodeclaim = "init-abcde" };
+	struct proto_pod p = pod("default", "p", NULL);
+	const struct proto_pod *pending[] = { &p };
+	struct from_state_options block = { .region = "us-west-2", .startup_taints_block = true };
+	char err[512];
+
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODECLAIM, .nodeclaim = &nc });
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODE, .node = &n });
+	add_nodepool(NULL, 0);
+	solve(pending, 1);
+	cr_assert_str_eq(node_of(0), "booting", "the startup taint kept the pod off in the plan");
+
+	sched_result_free(result);
+	cluster_free(cluster);
+	result = NULL;
+	cluster = NULL;
+	cr_assert_eq(cluster_from_state(&store, pending, 1, &block, &cluster, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(sched_solve(cluster, &result), 0);
+	cr_assert_null(node_of(0), "counted as the kube-scheduler counts it, the startup taint refuses");
+
+	sched_result_free(result);
+	cluster_free(cluster);
+	result = NULL;
+	cluster = NULL;
+	n.n_taints = 2;
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODE, .node = &n });
+	solve(pending, 1);
+	cr_assert_null(node_of(0), "a taint that is not a startup taint still refuses");
+}

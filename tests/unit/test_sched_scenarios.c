@@ -100,6 +100,8 @@ static bool label_ok(const struct cluster *c, const char *type, const char *key,
 		return atoll(val) >= atoll(arg);
 	if (streq(op, "lt"))
 		return atoll(val) < atoll(arg);
+	if (streq(op, "le"))
+		return atoll(val) <= atoll(arg);
 	return false;
 }
 
@@ -173,6 +175,13 @@ static const char *check(const struct cluster *c, json_t *out, const char *e, ch
 					return why;
 				}
 		return json_array_size(claims) ? NULL : "no claims";
+	}
+	if (sscanf(e, "anyType.label %255s %255s %255s", a, b, d) == 3) {
+		json_array_foreach(claims, i, cl)
+			json_array_foreach(json_object_get(cl, "instanceTypes"), j, t)
+				if (label_ok(c, json_string_value(t), a, b, d))
+					return NULL;
+		return "no such type";
 	}
 	if (sscanf(e, "everyType.notContains %255s", a) == 1) {
 		json_array_foreach(claims, i, cl)

@@ -485,3 +485,102 @@ Test(solver, the_reason_leads_with_the_nodepool_that_got_furthest)
 	cr_assert_lt(strlen(why), 511, "cut off: %s", why);
 	cr_assert(strstr(why, "more nodepool(s)"), "%s", why);
 }
+
+/* Does every candidate type of claim k have an instance-cpu label in [lo, hi]? */
+static bool claim_cpus_within(uint32_t k, long lo, long hi, bool *edge)
+{
+	for (uint32_t i = 0; i < res->claims[k].n_types; i++) {
+		const struct instance_type *it = &c->cat.types[res->claims[k].types[i]];
+		long cpu = atol(fx_str(c, labels_get(it->labels, it->n_labels, K_INSTANCE_CPU)));
+		if (cpu < lo || cpu > hi)
+			return false;
+		*edge |= cpu == lo || cpu == hi;
+	}
+	return res->claims[k].n_types > 0;
+}
+
+Test(solver, nodepool_instance_cpu_gte_4_allows_4_vcpu_types)
+{
+	bool edge = false;
+
+	c = fx_cluster(20); /* fake-it-N has N+1 vCPU */
+	struct nodepool *np = fx_nodepool(c, "default", 0);
+	fx_req(c, &np->reqs, "karpenter.k8s.aws/instance-cpu", REQ_GTE, "4", NULL);
+	fx_pod(c, "p", 500, 256);
+	solve();
+	cr_assert_eq(res->n_claims, 1);
+	cr_assert_str_eq(claim_type(0), "fake-it-3", "the cheapest type of 4 vCPU");
+	cr_assert(claim_cpus_within(0, 4, 1000, &edge) && edge);
+}
+
+Test(solver, nodepool_instance_cpu_lte_4_excludes_8_vcpu_types)
+{
+	bool edge = false;
+
+	c = fx_cluster(20);
+	struct nodepool *np = fx_nodepool(c, "default", 0);
+	fx_req(c, &np->reqs, "karpenter.k8s.aws/instance-cpu", REQ_LTE, "4", NULL);
+	fx_pod(c, "fits", 3500, 256);  /* only a 4-vCPU type holds it */
+	fx_pod(c, "large", 7000, 256); /* needs 8 vCPU: refused */
+	solve();
+	cr_assert_eq(res->n_claims, 1);
+	cr_assert(claim_cpus_within(0, 0, 4, &edge) && edge, "every type has at most 4 vCPU, 4 among them");
+	cr_assert_eq(res->n_unschedulable, 1);
+	cr_assert(strstr(res->unschedulable[0].reason, "no instance type with 7 cpu"), "%s",
+		  res->unschedulable[0].reason);
+}
+
+/* Karpenter starts a new NodeClaim with its template's daemon host ports
+ * taken (scheduler.go getDaemonHostPortUsage → NewNodeClaim). */
+Test(solver, a_host_port_a_daemonset_takes_keeps_the_pod_off_new_nodes_of_that_pool)
+{
+	static uint16_t exporter = 9100, other = 9200;
+
+	c = fx_cluster(20);
+	fx_nodepool(c, "default", 0);
+	struct pod *ds = cluster_add_daemonset(c);
+	ds->ns = fx_s(c, "monitoring");
+	ds->name = fx_s(c, "node-exporter");
+	ds->req.v[RES_CPU] = 100;
+	ds->req.v[RES_PODS] = 1;
+	ds->host_ports = &exporter;
+	ds->n_host_ports = 1;
+	struct pod *p = fx_pod(c, "collides", 100, 100);
+	p->host_ports = &exporter;
+	p->n_host_ports = 1;
+	solve();
+	cr_assert_eq(res->n_claims, 0);
+	cr_assert_eq(res->n_unschedulable, 1);
+	cr_assert_str_eq(res->unschedulable[0].reason,
+			 "incompatible with nodepool default: host port 9100 is taken by daemonset monitoring/node-exporter");
+	sched_result_free(res);
+	res = NULL;
+
+	p->host_ports = &other;
+	solve();
+	cr_assert_eq(res->n_claims, 1);
+	cr_assert_eq(res->n_unschedulable, 0);
+}
+
+Test(solver, a_daemonset_that_does_not_run_on_the_pool_leaves_its_host_port_free)
+{
+	static uint16_t exporter = 9100;
+
+	c = fx_cluster(20);
+	struct nodepool *np = fx_nodepool(c, "gpu", 0);
+	np->taints = arena_alloc(&c->arena, sizeof(struct taint));
+	np->taints[0] = (struct taint){ fx_s(c, "nvidia.com/gpu"), STR_NONE, TAINT_NO_SCHEDULE };
+	np->n_taints = 1;
+	struct pod *ds = cluster_add_daemonset(c); /* tolerates nothing */
+	ds->host_ports = &exporter;
+	ds->n_host_ports = 1;
+	struct pod *p = fx_pod(c, "tolerant", 100, 100);
+	p->tols = arena_alloc(&c->arena, sizeof(struct toleration));
+	p->tols[0] = (struct toleration){ fx_s(c, "nvidia.com/gpu"), STR_NONE, true, -1 };
+	p->n_tols = 1;
+	p->host_ports = &exporter;
+	p->n_host_ports = 1;
+	solve();
+	cr_assert_eq(res->n_claims, 1);
+	cr_assert_eq(res->n_unschedulable, 0);
+}

@@ -324,7 +324,7 @@ Test(decode, impossible_requirements_mark_the_nodepool_invalid_with_a_reason)
 	j = parse("{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"bad\"},"
 		  "\"spec\":{\"template\":{\"spec\":{\"requirements\":[{\"key\":\"x\",\"operator\":\"Near\"}]}}}}");
 	cr_assert_eq(decode_nodepool(&dec, j, &np), -EINVAL);
-	cr_assert_str_eq(dec.error, "nodepool bad: spec.template.spec.requirements[0].operator: 'Near' is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt");
+	cr_assert_str_eq(dec.error, "nodepool bad: spec.template.spec.requirements[0].operator: 'Near' is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte");
 	json_decref(j);
 }
 
@@ -577,5 +577,87 @@ Test(decode, an_object_proto_would_refuse_is_invalid_with_the_field_named)
 	cr_assert_eq(decode_object(&dec, "Node", j, &o), -EINVAL);
 	cr_assert_str_eq(dec.error, "node n1: too large for kanna's wire format: provider_id: "
 				    "string of 129 bytes exceeds limit 128");
+	json_decref(j);
+}
+
+/* consolidationPolicy Balanced is in the v1 CRD's enum (core v1.14): read,
+ * not refused; the reaper scores its moves (reaper/consolidation.h). */
+Test(decode, v1_nodepool_reads_consolidation_policy_balanced)
+{
+	json_t *j = parse(
+		"{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"balanced\"},"
+		" \"spec\":{\"template\":{\"spec\":{\"nodeClassRef\":{\"group\":\"karpenter.k8s.aws\","
+		"  \"kind\":\"EC2NodeClass\",\"name\":\"default\"}}},"
+		"  \"disruption\":{\"consolidationPolicy\":\"Balanced\",\"consolidateAfter\":\"1m\"}}}");
+	struct proto_nodepool np;
+
+	cr_assert_eq(decode_nodepool(&dec, j, &np), 0, "%s", dec.error);
+	cr_assert_eq(np.consolidation_policy, PROTO_CONSOLIDATE_BALANCED);
+	cr_assert_eq(np.consolidate_after_s, 60);
+	json_decref(j);
+}
+
+/* Karpenter v1's inclusive operators (the shipped CRDs' enum): a NodePool
+ * using them is valid, a NodeClaim Karpenter wrote with them decodes, and
+ * a pod's node affinity (core v1: six operators) still refuses them. */
+Test(decode, v1_nodepool_and_nodeclaim_read_gte_and_lte)
+{
+	json_t *j = parse(
+		"{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"mid\"},"
+		" \"spec\":{\"template\":{\"spec\":{\"requirements\":["
+		"  {\"key\":\"karpenter.k8s.aws/instance-cpu\",\"operator\":\"Gte\",\"values\":[\"4\"]},"
+		"  {\"key\":\"karpenter.k8s.aws/instance-cpu\",\"operator\":\"Lte\",\"values\":[\"16\"]}]}}}}");
+	struct proto_nodepool np;
+	struct proto_nodeclaim nc;
+	struct proto_pod pod;
+
+	cr_assert_eq(decode_nodepool(&dec, j, &np), 0, "%s", dec.error);
+	cr_assert_eq(np.status, PROTO_NODEPOOL_OK, "%s", np.status_reason ? np.status_reason : "");
+	cr_assert_eq(np.requirements[0].op, PROTO_OP_GTE);
+	cr_assert_str_eq(np.requirements[0].values[0], "4");
+	cr_assert_eq(np.requirements[1].op, PROTO_OP_LTE);
+	json_decref(j);
+
+	j = parse("{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"bad\"},"
+		  "\"spec\":{\"template\":{\"spec\":{\"requirements\":[{\"key\":\"karpenter.k8s.aws/instance-cpu\","
+		  "\"operator\":\"Lte\",\"values\":[\"4\",\"8\"]}]}}}}");
+	cr_assert_eq(decode_nodepool(&dec, j, &np), 0, "%s", dec.error);
+	cr_assert_eq(np.status, PROTO_NODEPOOL_INVALID);
+	cr_assert_str_eq(np.status_reason, "spec.template.spec.requirements[0].values: requirement karpenter.k8s.aws/instance-cpu Lte needs exactly one integer value");
+	json_decref(j);
+
+	j = parse("{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodeClaim\",\"metadata\":{\"name\":\"mid-x1\","
+		  "  \"labels\":{\"karpenter.sh/nodepool\":\"mid\"}},"
+		  " \"spec\":{\"nodeClassRef\":{\"name\":\"default\"},\"requirements\":["
+		  "  {\"key\":\"karpenter.k8s.aws/instance-cpu\",\"operator\":\"Gte\",\"values\":[\"4\"]},"
+		  "  {\"key\":\"karpenter.k8s.aws/instance-memory\",\"operator\":\"Lte\",\"values\":[\"32768\"]}]}}");
+	cr_assert_eq(decode_nodeclaim(&dec, j, &nc), 0, "%s", dec.error);
+	cr_assert_eq(nc.n_requirements, 2);
+	cr_assert_eq(nc.requirements[0].op, PROTO_OP_GTE);
+	cr_assert_eq(nc.requirements[1].op, PROTO_OP_LTE);
+	cr_assert_str_eq(nc.requirements[1].values[0], "32768");
+	json_decref(j);
+
+	j = parse("{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\"},\"spec\":{\"containers\":[{}],"
+		  " \"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+		  "  {\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"karpenter.k8s.aws/instance-cpu\","
+		  "   \"operator\":\"Gte\",\"values\":[\"4\"]}]}]}}}}}");
+	cr_assert_eq(decode_pod(&dec, j, &pod), -EINVAL);
+	cr_assert(strstr(dec.error, "'Gte' is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt"), "%s",
+		  dec.error);
+	cr_assert_null(strstr(dec.error, "Lte"), "%s", dec.error);
+	json_decref(j);
+}
+
+Test(decode, daemonset_host_ports_are_carried)
+{
+	json_t *j = parse("{\"metadata\":{\"name\":\"node-exporter\",\"namespace\":\"monitoring\"},"
+			  "\"spec\":{\"template\":{\"spec\":{\"containers\":[{\"ports\":["
+			  "{\"containerPort\":9100,\"hostPort\":9100},{\"containerPort\":8080}]}]}}}}");
+	struct proto_daemonset ds;
+	cr_assert_eq(decode_daemonset(&dec, j, &ds), 0, "%s", dec.error);
+	cr_assert_eq(ds.n_host_ports, 1);
+	cr_assert_eq(ds.host_ports[0].port, 9100);
+	cr_assert_eq(ds.host_ports[0].protocol, PROTO_PROTOCOL_TCP);
 	json_decref(j);
 }
