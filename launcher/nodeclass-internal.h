@@ -57,6 +57,7 @@ struct nc_entry {
 	char why[NC_WHY_MAX];
 	char *status_written;       /* last status sent (times left out), for change detection */
 	char profile_role[NC_NAME_MAX];
+	bool profile_rechecked;     /* this pass read the profile again after LimitExceeded */
 	struct nc_waiter *waiters;
 	/* spec.userData, fetched by the launcher (not on the state feed):
 	 * the text whose SHA-256 is user_data_sha256, or why it is missing */

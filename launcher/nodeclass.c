@@ -467,6 +467,16 @@ static struct aws_query *iam_query(const char *action, const char *profile, cons
 	return q;
 }
 
+static void start_profile_get(struct nodeclass_resolver *r, struct nc_entry *e)
+{
+	struct aws_query *q = iam_query("GetInstanceProfile", e->work.instance_profile, NULL);
+
+	if (!q || call_query(r, e, CALL_PROFILE_GET, "iam", q, NULL) < 0) {
+		set_why(e, NC_COND_INSTANCE_PROFILE, true, "Failed to call IAM GetInstanceProfile");
+		*e->work.instance_profile = '\0';
+	}
+}
+
 static int profile_create_query(struct nodeclass_resolver *r, struct nc_entry *e, const char *name,
 				struct aws_query **ret)
 {
@@ -533,6 +543,17 @@ static void on_profile(struct nodeclass_resolver *r, struct nc_entry *e, int kin
 
 	if (kind == CALL_PROFILE_GET && resp->result == -EREMOTEIO && streq(code, "NoSuchEntity")) {
 		profile_next(r, e, CALL_PROFILE_CREATE);
+		return;
+	}
+	/* IAM's answer to a role added to a profile that already holds one
+	 * ("Roles in an instance profile: 1"): another resolution of this
+	 * EC2NodeClass attached it between our GetInstanceProfile and this
+	 * call. Read the profile again, once a pass: ours is fine, another
+	 * role is swapped, as after the first Get. */
+	if (kind == CALL_PROFILE_ADD_ROLE && resp->result == -EREMOTEIO && streq(code, "LimitExceeded") &&
+	    !e->profile_rechecked) {
+		e->profile_rechecked = true;
+		start_profile_get(r, e);
 		return;
 	}
 	if (resp->result < 0 && !(kind == CALL_PROFILE_CREATE && streq(code, "EntityAlreadyExists"))) {
@@ -732,8 +753,6 @@ static void start_terms(struct nodeclass_resolver *r, struct nc_entry *e, bool s
 
 static void start_profile(struct nodeclass_resolver *r, struct nc_entry *e)
 {
-	struct aws_query *q;
-
 	if (e->nc->instance_profile) {
 		snprintf(e->work.instance_profile, sizeof(e->work.instance_profile), "%s", e->nc->instance_profile);
 		return;
@@ -742,11 +761,8 @@ static void start_profile(struct nodeclass_resolver *r, struct nc_entry *e)
 		return; /* finish() says why */
 	nc_instance_profile_name(r->cluster_name, aws_client_region(r->aws), e->nc->name,
 				 e->work.instance_profile);
-	q = iam_query("GetInstanceProfile", e->work.instance_profile, NULL);
-	if (!q || call_query(r, e, CALL_PROFILE_GET, "iam", q, NULL) < 0) {
-		set_why(e, NC_COND_INSTANCE_PROFILE, true, "Failed to call IAM GetInstanceProfile");
-		*e->work.instance_profile = '\0';
-	}
+	e->profile_rechecked = false;
+	start_profile_get(r, e);
 }
 
 static bool needs_version(const struct proto_nodeclass *nc)

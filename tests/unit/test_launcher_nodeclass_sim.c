@@ -25,16 +25,16 @@ static struct sim_aws *sim;
 static struct loop *loop;
 static struct aws_client *client;
 static struct nodeclass_resolver *resolver;
+static const struct nodeclass_resolver_options nopts = {
+	.cluster_name = "demo", .cluster_endpoint = "https://127.0.0.1:6443",
+	.cluster_ca = "Q0E=", .kubernetes_version = "1.32",
+};
 
 static void setup(void)
 {
 	struct aws_credentials creds = { .access_key_id = TEST_AKID, .secret_access_key = TEST_SECRET,
 					 .source = "test" };
 	struct aws_client_options aopts = { .region = "us-west-2" };
-	struct nodeclass_resolver_options nopts = {
-		.cluster_name = "demo", .cluster_endpoint = "https://127.0.0.1:6443",
-		.cluster_ca = "Q0E=", .kubernetes_version = "1.32",
-	};
 	struct sim_aws_config cfg;
 	char url[64];
 
@@ -250,6 +250,27 @@ Test(nodeclass_sim, the_instance_profile_gets_the_role)
 	p = plain_call("iam", q);
 	cr_assert_eq(p.result, 0, "%s", p.code);
 	cr_assert_str_eq(p.text, "KarpenterNodeRole-demo");
+}
+
+/* Two launchers (or two passes of one) resolving the same EC2NodeClass at
+ * once: both read the profile without a role, both add it, and IAM answers
+ * the second LimitExceeded (one role per profile). The second reads the
+ * profile again and finds its role there: both Ready. (Seen in a loaded
+ * CI run: the EC2NodeClass stayed not Ready for good.) */
+Test(nodeclass_sim, two_resolutions_adding_the_role_at_once_both_end_ready)
+{
+	struct proto_nodeclass nc = nodeclass("race");
+	struct nodeclass_resolver *second = NULL;
+	struct launch_config_request req = { &nc, &nodepool, "amd64" };
+	struct run run = { .left = 2 };
+
+	cr_assert_eq(nodeclass_resolver_new(loop, client, NULL, NULL, NULL, &nopts, &second), 0);
+	cr_assert_eq(nodeclass_launch_config(resolver, &req, on_done, &run), 0);
+	cr_assert_eq(nodeclass_launch_config(second, &req, on_done, &run), 0);
+	spin(&run.left);
+	cr_assert_eq(run.results[0].error, 0, "%s", run.results[0].why);
+	cr_assert_eq(run.results[1].error, 0, "%s", run.results[1].why);
+	nodeclass_resolver_free(second);
 }
 
 /* A first resolution that fails for AWS's sake (here every answer arrives
