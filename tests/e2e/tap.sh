@@ -110,14 +110,16 @@ PY
 ok "kanna-tap --pod picks a pending batch naming that pod"
 
 # --summary: interval reports, then the totals at SIGINT.
-python3 - "$tmp/tap-summary.jsonl" "$claim" <<'PY' || fail "kanna-tap --summary's output: $(tail -n 3 "$tmp/tap-summary.jsonl")"
+python3 - "$tmp/tap-summary.jsonl" "$claim" <<'PY' || fail "kanna-tap --summary's output (the assertion above; its last line): $(tail -n 1 "$tmp/tap-summary.jsonl")"
 import json, sys
 reports = [json.loads(l) for l in open(sys.argv[1])]
 intervals, final = reports[:-1], reports[-1]
 assert final["final"] is True and not any(r["final"] for r in intervals), "the last report alone is final"
 assert len(intervals) >= 3, "one report a second: %d" % len(intervals)
 for r in intervals:
-    assert 0.5 < r["seconds"] < 30, r  # every 1s (late on a loaded machine or under ASan)
+    # Every 1s: late on a loaded machine or under ASan, and the next one
+    # then early (the timer keeps its phase), so only positive and bounded.
+    assert 0 < r["seconds"] < 30, r
 total = final["seconds"]
 assert total >= sum(r["seconds"] for r in intervals) - 0.01, (total, [r["seconds"] for r in intervals])
 rows = {(r["process"].split("-")[0], r["direction"], r["socket"], r["type"]): r for r in final["rows"]}
