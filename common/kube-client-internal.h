@@ -26,6 +26,11 @@ struct kube_client {
 	uint64_t rng;
 	bool plain_http; /* allowed http:// server: no credential ever goes there */
 	struct kube_req *requests; /* every live request, for kube_client_free() */
+	/* KUBE_CLIENT_MAX_IN_FLIGHT: requests running, those waiting (FIFO) and
+	 * the timer that starts the next from the loop. */
+	unsigned in_flight;
+	struct kube_req *waiting_head, *waiting_tail;
+	sd_event_source *waiting_timer;
 	struct json_arena pages;   /* the LIST item being delivered (kube-watch.c) */
 };
 
@@ -43,6 +48,9 @@ struct kube_req {
 	char curl_error[CURL_ERROR_SIZE]; /* why the transfer failed, in curl's words */
 	unsigned attempt;
 	bool running, limited, freeing;
+	bool in_flight; /* holds one of the client's KUBE_CLIENT_MAX_IN_FLIGHT */
+	bool waiting;	/* in the client's waiting queue */
+	struct kube_req *waiting_next;
 	bool awaiting_credential; /* parked until the exec plugin's run ends */
 	bool repeatable; /* a POST or PATCH safe to retry like a GET */
 	/* A LIST page: a 2xx body reaches done() as text (resp.text), which

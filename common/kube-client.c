@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "common/kube-client-internal.h"
+#include "common/log.h"
 
 uint64_t kube_backoff_usec(unsigned attempt, uint64_t random_value)
 {
@@ -71,6 +72,7 @@ struct kube_client *kube_client_free(struct kube_client *c)
 	/* Requests in flight hold no reference to c beyond this point. */
 	while (c->requests)
 		kube_req_free(c->requests);
+	sd_event_source_disable_unref(c->waiting_timer);
 	kube_config_free(c->cfg);
 	free(c->user_agent);
 	json_arena_done(&c->pages);
@@ -132,6 +134,43 @@ static void headers_free_erased(struct curl_slist *headers)
 	curl_slist_free_all(headers);
 }
 
+static int on_waiting_timer(struct loop *loop, void *userdata);
+
+/* req's place on the wire goes to the first waiting request, started from
+ * the loop (never from inside libcurl's callback). */
+static void req_release_in_flight(struct kube_req *req)
+{
+	struct kube_client *c = req->client;
+
+	if (!req->in_flight)
+		return;
+	req->in_flight = false;
+	c->in_flight--;
+	if (c->waiting_head && !c->waiting_timer &&
+	    loop_add_timer(c->loop, 0, on_waiting_timer, c, &c->waiting_timer) < 0)
+		log_warn("kube client: cannot start the next waiting request now; "
+			    "it starts when another request ends");
+}
+
+static void req_unwait(struct kube_req *req)
+{
+	struct kube_client *c = req->client;
+	struct kube_req **p;
+
+	if (!req->waiting)
+		return;
+	for (p = &c->waiting_head; *p != req; p = &(*p)->waiting_next)
+		;
+	*p = req->waiting_next;
+	if (c->waiting_tail == req) {
+		c->waiting_tail = NULL;
+		for (struct kube_req *w = c->waiting_head; w; w = w->waiting_next)
+			c->waiting_tail = w;
+	}
+	req->waiting = false;
+	req->waiting_next = NULL;
+}
+
 void kube_req_free(struct kube_req *req)
 {
 	struct kube_client *c = req->client;
@@ -139,6 +178,8 @@ void kube_req_free(struct kube_req *req)
 	req->freeing = true;
 	if (req->easy && req->running)
 		loop_http_cancel(c->loop, req->easy); /* runs on_done, which sees req->freeing */
+	req_release_in_flight(req);
+	req_unwait(req);
 	if (req->timer)
 		sd_event_source_disable_unref(req->timer);
 	if (req->easy)
@@ -311,6 +352,9 @@ static int req_prepare(struct kube_req *req, char *err, size_t errlen)
 	curl_easy_setopt(req->easy, CURLOPT_USERAGENT, c->user_agent);
 	curl_easy_setopt(req->easy, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(req->easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+	/* A burst waits for the connection being set up to say whether it
+	 * multiplexes (HTTP/2: one connection, as client-go) before another. */
+	curl_easy_setopt(req->easy, CURLOPT_PIPEWAIT, 1L);
 	curl_easy_setopt(req->easy, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(req->easy, CURLOPT_CONNECTTIMEOUT, (long)KUBE_CONNECT_TIMEOUT_SEC);
 	curl_easy_setopt(req->easy, CURLOPT_TIMEOUT,
@@ -400,6 +444,7 @@ static void on_done(CURL *easy, CURLcode result, void *userdata)
 	uint64_t delay;
 
 	req->running = false;
+	req_release_in_flight(req);
 	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
 	if (req->freeing)
 		return;
@@ -430,6 +475,7 @@ const char *kube_req_transport_error(const struct kube_req *req, CURLcode result
 
 static int req_send(struct kube_req *req)
 {
+	struct kube_client *c = req->client;
 	char err[512] = "";
 	uint64_t wait;
 	int r;
@@ -442,6 +488,17 @@ static int req_send(struct kube_req *req)
 		req->limited = true;
 		return loop_add_timer(req->client->loop, wait, on_retry_timer, req, &req->timer);
 	}
+	if (!req->on_chunk && c->in_flight >= KUBE_CLIENT_MAX_IN_FLIGHT) {
+		/* Its turn comes when one running ends (req_release_in_flight),
+		 * still past the rate limiter: req->limited stays true. */
+		if (c->waiting_tail)
+			c->waiting_tail->waiting_next = req;
+		else
+			c->waiting_head = req;
+		c->waiting_tail = req;
+		req->waiting = true;
+		return 0;
+	}
 	req->limited = false;
 	r = req_prepare(req, err, sizeof(err));
 	if (r == -EINPROGRESS) {
@@ -452,6 +509,10 @@ static int req_send(struct kube_req *req)
 		r = loop_http_start(req->client->loop, req->easy, on_done, req);
 		if (r >= 0) {
 			req->running = true;
+			if (!req->on_chunk) {
+				req->in_flight = true;
+				c->in_flight++;
+			}
 			return 0;
 		}
 		snprintf(err, sizeof(err), "failed to start transfer: %s", strerror(-r));
@@ -464,6 +525,21 @@ static int req_send(struct kube_req *req)
 	}
 	req_finish(req, 0, err[0] ? err : strerror(-r));
 	kube_req_free(req);
+	return 0;
+}
+
+static int on_waiting_timer(struct loop *loop, void *userdata)
+{
+	struct kube_client *c = userdata;
+	struct kube_req *req;
+
+	(void)loop;
+	c->waiting_timer = sd_event_source_disable_unref(c->waiting_timer);
+	while (c->waiting_head && c->in_flight < KUBE_CLIENT_MAX_IN_FLIGHT) {
+		req = c->waiting_head;
+		req_unwait(req);
+		req_send(req); /* a failure to start ends req through its done() */
+	}
 	return 0;
 }
 

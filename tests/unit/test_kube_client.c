@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/kube-client.h"
+#include "common/kube-client-internal.h"
 #include "common/loop.h"
 #include "sim/tls.h"
 
@@ -568,4 +568,86 @@ Test(kube_client, backoff_is_full_jitter_capped)
 	cr_assert_leq(kube_backoff_usec(3, UINT64_MAX), KUBE_BACKOFF_BASE_USEC * 8);
 	cr_assert_leq(kube_backoff_usec(60, UINT64_MAX), KUBE_BACKOFF_CAP_USEC);
 	cr_assert_eq(kube_backoff_usec(60, KUBE_BACKOFF_CAP_USEC), KUBE_BACKOFF_CAP_USEC);
+}
+
+/* ---- requests on the wire at once ---------------------------------------------- */
+
+static struct {
+	pthread_mutex_t lock;
+	int now, most, served;
+} wire = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static enum MHD_Result slow_handler(void *cls, struct MHD_Connection *conn, const char *url,
+				    const char *method, const char *version, const char *upload,
+				    size_t *upload_size, void **state)
+{
+	(void)cls; (void)url; (void)method; (void)version; (void)upload; (void)upload_size;
+	if (*state == NULL) {
+		*state = (void *)1;
+		return MHD_YES;
+	}
+	pthread_mutex_lock(&wire.lock);
+	if (++wire.now > wire.most)
+		wire.most = wire.now;
+	pthread_mutex_unlock(&wire.lock);
+	usleep(20 * 1000);
+	pthread_mutex_lock(&wire.lock);
+	wire.now--;
+	wire.served++;
+	pthread_mutex_unlock(&wire.lock);
+	return reply(conn, 200, "{\"kind\":\"Pod\"}", NULL, NULL);
+}
+
+struct wire_count {
+	struct loop *loop;
+	int done, ok, want;
+};
+
+static void on_wire_done(struct kube_client *c, const struct kube_response *resp, void *userdata)
+{
+	struct wire_count *w = userdata;
+
+	(void)c;
+	w->done++;
+	if (resp->status == 200)
+		w->ok++;
+	if (w->done == w->want)
+		loop_exit(w->loop, 0);
+}
+
+Test(kube_client, a_burst_keeps_at_most_max_in_flight_on_the_wire_and_all_complete, .timeout = 60)
+{
+	struct MHD_Daemon *d;
+	struct loop *loop;
+	struct kube_client *c = NULL;
+	struct kube_req *cancelled = NULL;
+	struct wire_count w = { .want = 3 * KUBE_CLIENT_MAX_IN_FLIGHT };
+	const union MHD_DaemonInfo *info;
+
+	d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+				     MHD_USE_ERROR_LOG,
+			     0, NULL, NULL, slow_handler, NULL, MHD_OPTION_END);
+	cr_assert_not_null(d);
+	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	cr_assert_eq(loop_new(&loop, "test"), 0);
+	w.loop = loop;
+	cr_assert_eq(kube_client_new(&c, loop, config_for("http", info->port),
+				     &(struct kube_client_options){ .allow_insecure_http = true,
+								    .qps = 10000, .burst = 1000 }), 0);
+	for (int i = 0; i < w.want; i++)
+		cr_assert_eq(kube_request(c, "GET", "/api/v1/namespaces/default/pods/p", NULL, NULL,
+					  on_wire_done, &w), 0);
+	/* One more, then taken back while it waits its turn: it never runs
+	 * and the queue goes on past it. */
+	cr_assert_eq(kube_request_event(c, "GET", "/api/v1/namespaces/default/pods/q", NULL, NULL,
+					on_wire_done, &w, &cancelled), 0);
+	kube_req_free(cancelled);
+	cr_assert_geq(loop_run(loop), 0);
+	cr_assert_eq(w.ok, w.want, "%d of %d requests answered 200", w.ok, w.want);
+	cr_assert_eq(wire.served, w.want, "the server answered %d", wire.served);
+	cr_assert_leq(wire.most, KUBE_CLIENT_MAX_IN_FLIGHT, "%d requests on the wire at once", wire.most);
+	cr_assert_gt(wire.most, 1, "requests ran one at a time");
+	kube_client_free(c);
+	loop_free(loop);
+	MHD_stop_daemon(d);
 }
