@@ -3,3 +3,7 @@
 EXTRA_DIST += bench/lib.sh bench/collect.py bench/results.schema.json bench/figures.txt
 TESTS += tests/bench-results.sh
 EXTRA_DIST += tests/bench-results.sh
+# The scheduler's regression guard: callgrind's count of a 1,000-pod solve
+# against bench/baseline.json (the gcc build only).
+TESTS += tests/bench-callgrind.sh
+EXTRA_DIST += tests/bench-callgrind.sh bench/baseline.json

@@ -165,6 +165,53 @@ rss_kb() { # PID FIELD (VmRSS, VmHWM)
 	awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"
 }
 p95() { sort -n | awk '{ v[NR] = $1 } END { i = int(NR * 0.95 + 0.999); if (i < 1) i = 1; print v[i] + 0 }'; }
+daemons="watcher scheduler launcher reaper"
+pid_of() { eval "echo \$pid_$1"; }
+# One sample of every daemon: its RSS (kB) to rss-NAME.txt, and the sum of
+# their PSS to pss-sum.txt (the four share their libraries' pages: PSS
+# counts each shared page once in all, RSS once per process).
+sample_daemons() {
+	local d pss=0 v
+	for d in $daemons; do
+		rss_kb "$(pid_of "$d")" VmRSS >>"$tmp/rss-$d.txt"
+		v=$(awk '$1 == "Pss:" { print $2 }' "/proc/$(pid_of "$d")/smaps_rollup")
+		pss=$((pss + v))
+	done
+	echo "$pss" >>"$tmp/pss-sum.txt"
+}
+cpu_all() { # the four daemons' CPU seconds so far
+	local d t=0
+	for d in $daemons; do t=$(sum "$t" "$(cpu_s "$(pid_of "$d")")"); done
+	echo "$t"
+}
+# "CPU MEMORY": Karpenter's reserved utilisation (test/pkg/environment/common
+# monitor.go AvgUtilization): per node, its pods' requests over its
+# allocatable; the mean over the nodes, in percent.
+utilisation() {
+	kubectl get nodes,pods -A -o json | python3 -c '
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from chaos_invariants import quantity
+items = json.load(sys.stdin)["items"]
+req = {}
+for p in items:
+    if p["kind"] != "Pod" or not p["spec"].get("nodeName"):
+        continue
+    r = req.setdefault(p["spec"]["nodeName"], [0.0, 0.0])
+    for c in p["spec"]["containers"]:
+        q = c.get("resources", {}).get("requests", {})
+        r[0] += quantity(q.get("cpu", "0"))
+        r[1] += quantity(q.get("memory", "0"))
+cpu, mem = [], []
+for n in items:
+    if n["kind"] != "Node":
+        continue
+    a = n["status"]["allocatable"]
+    r = req.get(n["metadata"]["name"], [0.0, 0.0])
+    cpu.append(r[0] / quantity(a["cpu"]))
+    mem.append(r[1] / quantity(a["memory"]))
+print("%.1f %.1f" % (100 * sum(cpu) / len(cpu), 100 * sum(mem) / len(mem)))' "$SRCDIR/tests/e2e"
+}
 
 part_sim() {
 	. "$SRCDIR/tests/e2e/lib.sh"
@@ -184,17 +231,22 @@ part_sim() {
 	wait_for "the reaper" 30 grep -q "reaping for cluster" "$tmp/reaper.log"
 	local t0 t1 scale_out n_out d_out fresh_out n_pre d_pre last prev now claims cpu0 cpu1 settled=""
 	: >"$tmp/rss.txt"
+	local cpu_start util_cpu util_mem
+	cpu_start=$(cpu_all)
 
 	t0=$(date +%s)
+	t_start=$t0
 	perf_objects 500 | kubectl apply -f - >/dev/null
 	until [ "$(bound_count)" = 1000 ]; do
 		[ $(($(date +%s) - t0)) -lt $SCALE_OUT_TIMEOUT_S ] || fail "scale-out: $(bound_count) of 1000 pods bound after ${SCALE_OUT_TIMEOUT_S}s"
 		rss_kb "$pid_reaper" VmRSS >>"$tmp/rss.txt"
+		sample_daemons
 		sleep "$POLL_S"
 	done
 	t1=$(date +%s)
 	scale_out=$((t1 - t0))
 	read -r n_out d_out <<<"$(fleet)"
+	read -r util_cpu util_mem <<<"$(utilisation)"
 	fresh_out=$(fresh_solve 1000)
 
 	# Scale down; the nodes as they are then are the "before".
@@ -208,6 +260,7 @@ part_sim() {
 		sleep "$POLL_S"
 		now=$(date +%s)
 		rss_kb "$pid_reaper" VmRSS >>"$tmp/rss.txt"
+		sample_daemons
 		claims=$(claims_now)
 		if [ "$claims" != "$prev" ]; then
 			last=$now prev=$claims
@@ -219,6 +272,9 @@ part_sim() {
 		[ $((now - t0)) -lt $SETTLE_TIMEOUT_S ] || break
 	done
 	cpu1=$(cpu_s "$pid_reaper")
+	local cpu_all_s wall_all
+	cpu_all_s=$(awk -v a="$(cpu_all)" -v b="$cpu_start" 'BEGIN { printf "%.1f", a - b }')
+	wall_all=$(($(date +%s) - t_start))
 	local n_post d_post n_fresh d_fresh wall rss_p95 hwm cores
 	read -r n_post d_post <<<"$(fleet)"
 	read -r n_fresh d_fresh <<<"$(fresh_solve 700)"
@@ -243,6 +299,20 @@ part_sim() {
 	# issue 18's target: within 10% of a fresh solve's \$/h.
 	row "suite consolidation: \$/h after" "$d_post" "\$/h" "$(awk -v f="$d_fresh" 'BEGIN { printf "%.4f", f * 1.10 }')" "<"
 	row "suite consolidation: \$/h of a fresh solve" "$d_fresh" "\$/h" - "<"
+	row "suite scale-out: reserved CPU utilisation, mean per node" "$util_cpu" % 53 ">" 53 "$karpenter_suite"
+	row "suite scale-out: reserved memory utilisation, mean per node" "$util_mem" % 65 ">" 65 "$karpenter_suite"
+	local d peak_sum=0
+	for d in $daemons; do
+		[ "$d" = reaper ] || row "suite: $d RSS P95" "$(($(p95 <"$tmp/rss-$d.txt") / 1024))" MB - "<"
+		[ "$d" = reaper ] || row "suite: $d peak RSS" "$(($(rss_kb "$(pid_of "$d")" VmHWM) / 1024))" MB - "<"
+		peak_sum=$((peak_sum + $(rss_kb "$(pid_of "$d")" VmHWM)))
+	done
+	# issue 22's target: the four together under 50 MB (Karpenter's suite: its
+	# one process's P95 under 260 MB).
+	row "suite: all four daemons, peak of their summed PSS" "$(($(sort -n "$tmp/pss-sum.txt" | tail -n 1) / 1024))" MB 50 "<" 260 "$karpenter_suite"
+	row "suite: all four daemons, summed peak RSS (shared pages counted 4 times)" "$((peak_sum / 1024))" MB - "<"
+	row "suite: all four daemons cores, mean over scale-out and scale-down" \
+		"$(awk -v c="$cpu_all_s" -v w="$wall_all" 'BEGIN { printf "%.3f", c / w }')" cores 0.5 "<" 0.5 "$karpenter_suite"
 	row "suite: reaper RSS P95" "$((rss_p95 / 1024))" MB 260 "<" 260 "$karpenter_suite"
 	row "suite: reaper peak RSS" "$((hwm / 1024))" MB - "<"
 	row "suite: reaper CPU over the scale-down" "$(awk -v a="$cpu1" -v b="$cpu0" 'BEGIN { printf "%.1f", a - b }')" s - "<"

@@ -1,7 +1,10 @@
 #!/bin/bash
-# ./quickstart bench scheduler: the solver on Karpenter's own benchmark shape
-# (scheduling_benchmark_test.go: 400 fake types, diverse pod mix) and on the
+# ./quickstart bench scheduler: the solver on Karpenter's own benchmark
+# (scheduling_benchmark_test.go: 400 fake types, makeDiversePods at each of
+# its sizes, its two preference benchmarks), on our six-way mix, on the
 # real catalog, plus callgrind instruction counts (stable on shared CPUs).
+# A shape on the fake catalog that leaves a pod unscheduled fails the run,
+# as Karpenter's benchmark does (bench-scheduler exits 1).
 # Needs KANNA_BUILDDIR (set by quickstart) holding a built bench/bench-scheduler.
 set -euo pipefail
 bin="${KANNA_BUILDDIR:?KANNA_BUILDDIR must point at a build directory}/bench/bench-scheduler"
@@ -12,35 +15,57 @@ bin="${KANNA_BUILDDIR:?KANNA_BUILDDIR must point at a build directory}/bench/ben
 # hundredth of its size, once; the figures then measure nothing.
 size() { if bench_quick; then echo $(($1 / 100 > 0 ? $1 / 100 : 1)); else echo "$1"; fi; }
 bench_quick && export BENCH_REPEATS=1
+# solve SHAPE PODS: bench-scheduler's line into $line; a failed run (a pod
+# left unscheduled on the fake catalog) stops the bench here.
+solve() {
+	line=$("$bin" "$1" "$2") || { echo "bench-scheduler $1 $2 failed" >&2; exit 1; }
+}
 # Karpenter's published figures for its scheduling benchmark
 # (scheduling_benchmark_test.go, makeDiversePods), per solve.
 karpenter_src="kubernetes-sigs/karpenter PR 2486 (Apple M3 Pro, November 2025)"
 
 bench_header
-for n in 1 100 1000 5000 10000 20000; do
-	read -r _ _ ms pps claims unsched _ < <("$bin" diverse "$(size "$n")")
+# BenchmarkScheduling1 ... BenchmarkScheduling20000.
+for n in 1 50 100 500 1000 2000 5000 10000 20000; do
+	solve karpenter "$(size "$n")"
+	read -r _ _ ms pps claims unsched _ <<<"$line"
 	case $n in
-	10000) row "karpenter diverse $n pods: solve" "$ms" ms 50 "<" 8100 "$karpenter_src" ;;
-	20000) row "karpenter diverse $n pods: solve" "$ms" ms 150 "<" 20200 "$karpenter_src" ;;
-	*) row "karpenter diverse $n pods: solve" "$ms" ms - "<" ;;
+	10000) row "karpenter $n pods: solve" "$ms" ms 50 "<" 8100 "$karpenter_src" ;;
+	20000) row "karpenter $n pods: solve" "$ms" ms 150 "<" 20200 "$karpenter_src" ;;
+	*) row "karpenter $n pods: solve" "$ms" ms - "<" ;;
 	esac
-	row "karpenter diverse $n pods: throughput" "$pps" pods/s - ">"
-	row "karpenter diverse $n pods: nodeclaims" "$claims" count - -
-	row "karpenter diverse $n pods: unschedulable pods" "$unsched" pods - "<"
+	row "karpenter $n pods: throughput" "$pps" pods/s - ">"
+	row "karpenter $n pods: nodeclaims" "$claims" count - -
+	row "karpenter $n pods: unschedulable pods" "$unsched" pods - "<"
 done
-for n in 10000 20000; do
-	read -r _ _ ms pps claims unsched _ < <("$bin" diverse5 "$(size "$n")")
-	row "diverse5 (no hostname affinity) $n pods: solve" "$ms" ms - "<"
-	row "diverse5 $n pods: nodeclaims" "$claims" count - -
-	row "diverse5 $n pods: unschedulable pods" "$unsched" pods - "<"
+# BenchmarkRespectPreferences, BenchmarkIgnorePreferences.
+for policy in Respect Ignore; do
+	shape=preference-$(echo "$policy" | tr '[:upper:]' '[:lower:]')
+	solve "$shape" "$(size 4000)"
+	read -r _ _ ms pps claims unsched _ <<<"$line"
+	row "karpenter preferences $policy 4000 pods: solve" "$ms" ms - "<"
+	row "karpenter preferences $policy 4000 pods: throughput" "$pps" pods/s - ">"
+	row "karpenter preferences $policy 4000 pods: nodeclaims" "$claims" count - -
+	row "karpenter preferences $policy 4000 pods: unschedulable pods" "$unsched" pods - "<"
+done
+# Our six-way mix: Karpenter's five kinds plus hostname self-affinity.
+for n in 1 100 1000 5000 10000 20000; do
+	solve diverse "$(size "$n")"
+	read -r _ _ ms pps claims unsched _ <<<"$line"
+	row "six-way diverse $n pods: solve" "$ms" ms - "<"
+	row "six-way diverse $n pods: throughput" "$pps" pods/s - ">"
+	row "six-way diverse $n pods: nodeclaims" "$claims" count - -
+	row "six-way diverse $n pods: unschedulable pods" "$unsched" pods - "<"
 done
 for n in 20000 100000; do
-	read -r _ _ ms pps claims _ _ < <("$bin" generic "$(size "$n")")
+	solve generic "$(size "$n")"
+	read -r _ _ ms pps claims _ _ <<<"$line"
 	row "karpenter generic $n pods: throughput" "$pps" pods/s 2000000 ">"
 	row "karpenter generic $n pods: solve" "$ms" ms - "<"
 done
 for kind in pref-sat pref-unsat; do
-	read -r _ _ ms pps claims unsched _ < <("$bin" "$kind" "$(size 4000)")
+	solve "$kind" "$(size 4000)"
+	read -r _ _ ms pps claims unsched _ <<<"$line"
 	row "$kind 4000 pods (preferred node affinity): solve" "$ms" ms - "<"
 	row "$kind 4000 pods: throughput" "$pps" pods/s - ">"
 done
@@ -60,19 +85,16 @@ for kind in real real-selector real-spread real-anti real-gpu; do
 done
 
 command -v valgrind >/dev/null || { echo "(valgrind missing: no instruction counts)"; exit 0; }
-# Instructions of two solves minus one: exactly one solve, setup excluded.
-refs() {
-	BENCH_REPEATS=$3 valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$1" "$2" 2>&1 |
-		sed -n 's/.*refs: *//p' | tr -d ,
-}
+# Instructions of one solve (sched_solve and below: setup excluded).
 per_pod() {
-	local one two n
+	local n ir
 	n=$(size "$2")
-	one=$(refs "$1" "$n" 1)
-	two=$(refs "$1" "$n" 2)
-	echo $(( (two - one) / n ))
+	ir=$(BENCH_REPEATS=1 valgrind --tool=callgrind --toggle-collect=sched_solve \
+		--callgrind-out-file=/dev/null "$bin" "$1" "$n" 2>&1 | sed -n 's/.*refs: *//p' | tr -d ,)
+	echo $((ir / n))
 }
-row "karpenter diverse 10000 pods (callgrind)" "$(per_pod diverse 10000)" instr/pod - "<"
-row "karpenter diverse 20000 pods (callgrind)" "$(per_pod diverse 20000)" instr/pod - "<"
+row "karpenter 10000 pods (callgrind)" "$(per_pod karpenter 10000)" instr/pod - "<"
+row "karpenter 20000 pods (callgrind)" "$(per_pod karpenter 20000)" instr/pod - "<"
+row "six-way diverse 20000 pods (callgrind)" "$(per_pod diverse 20000)" instr/pod - "<"
 row "karpenter generic 100000 pods (callgrind)" "$(per_pod generic 100000)" instr/pod - "<"
 row "real catalog 50000 plain pods (callgrind)" "$(per_pod real 50000)" instr/pod - "<"

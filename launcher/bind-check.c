@@ -65,6 +65,19 @@ int bind_check(const struct bind_check_input *in, const struct proto_pod *const 
 	return r;
 }
 
+bool bind_pod_has_unbound_claim(const struct state_store *replica, const struct proto_pod *p)
+{
+	const struct proto_pod_template *t = proto_pod_template_of(p);
+
+	for (uint32_t i = 0; t && i < t->n_pvc_names; i++) {
+		const struct state_entry *e = state_store_get(replica, PROTO_OBJECT_PVC, p->ns, t->pvc_names[i]);
+
+		if (!e || !e->obj.pvc->volume_name || !*e->obj.pvc->volume_name)
+			return true;
+	}
+	return false;
+}
+
 bool bind_claim_has_waiting_pods(const struct state_store *replica, const struct state_store *recent,
 				 const struct proto_nodeclaim *nc, int64_t now_ms)
 {
@@ -80,7 +93,8 @@ bool bind_claim_has_waiting_pods(const struct state_store *replica, const struct
 		memcpy(ns, key, (size_t)(slash - key));
 		ns[slash - key] = 0;
 		e = state_store_get(replica, PROTO_OBJECT_POD, ns, slash + 1);
-		if (e && state_pod_is_unschedulable(e->obj.pod) && !bind_recent_has_pod(recent, ns, slash + 1))
+		if (e && state_pod_is_unschedulable(e->obj.pod) && !bind_recent_has_pod(recent, ns, slash + 1) &&
+		    !bind_pod_has_unbound_claim(replica, e->obj.pod))
 			return true;
 	}
 	return false;

@@ -55,7 +55,20 @@ int bind_check(const struct bind_check_input *in, const struct proto_pod *const 
 	       struct sched_node_fit *ret, char *err, size_t errlen);
 
 /*
+ * Has the pod a claim not bound to a volume yet (or not there)? Binding
+ * such a pod is kube-scheduler's: its VolumeBinding binds the claim (for a
+ * WaitForFirstConsumer class: has it provisioned in the chosen node's
+ * zone) before the pod, and a pods/binding from the launcher would skip
+ * that and leave the pod waiting for its volume for ever. Karpenter binds
+ * no pod at all (it nominates): the launcher leaves such a pod nominated to
+ * its NodeClaim, does not hold the Node for it, and the kube-scheduler
+ * places it once the Node is Ready.
+ */
+bool bind_pod_has_unbound_claim(const struct state_store *replica, const struct proto_pod *p);
+
+/*
  * Has the NodeClaim planned pods still to bind: pending and Unschedulable,
+ * none of its claims unbound (bind_pod_has_unbound_claim()),
  * not bound by us moments ago — while it speaks for them (DESIGN §2 rule
  * 4, state_nodeclaim_holds_planned_pods() at now_ms)? Once its nomination
  * lapses they are the schedulers' to plan again, and binding them here too

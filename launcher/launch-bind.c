@@ -104,7 +104,8 @@ static const struct proto_pod *pod_bindable(struct launcher *l, const char *key)
 	ns[slash - key] = 0;
 	e = state_store_get(launcher_store(l), PROTO_OBJECT_POD, ns, slash + 1);
 	if (!e || (e->obj.pod->node_name && *e->obj.pod->node_name) || e->obj.pod->deletion_time ||
-	    bind_recent_has_pod(&l->recent, ns, slash + 1))
+	    bind_recent_has_pod(&l->recent, ns, slash + 1) ||
+	    bind_pod_has_unbound_claim(launcher_store(l), e->obj.pod))
 		return NULL;
 	return e->obj.pod;
 }

@@ -41,6 +41,28 @@ static void pod_done(struct pod *p)
 	free(p->prefs);
 }
 
+/* Karpenter's --preference-policy=Ignore (pkg/controllers/provisioning/
+ * scheduling: NewStrictPodRequirements, newForTopologies/newForAffinities
+ * skip ScheduleAnyway spread and preferred pod (anti-)affinity, and the
+ * inverse anti-affinity counts required terms only): every pod loses its
+ * preferred node affinity and its soft topology terms. */
+void cluster_ignore_preferences(struct cluster *c)
+{
+	for (uint32_t i = 0; i < c->n_pods; i++) {
+		struct pod *p = &c->pods[i];
+		uint32_t hard = 0;
+		for (uint32_t j = 0; j < p->n_prefs; j++)
+			requirements_free(&p->prefs[j].reqs);
+		free(p->prefs);
+		p->prefs = NULL;
+		p->n_prefs = 0;
+		for (uint32_t j = 0; j < p->n_topo; j++) /* the required terms, in order */
+			if (!p->topo[j].soft)
+				p->topo[hard++] = p->topo[j];
+		p->n_topo = hard;
+	}
+}
+
 void cluster_free(struct cluster *c)
 {
 	if (!c)

@@ -38,6 +38,7 @@ struct nodepool {
 	uint32_t n_taints;
 	struct resources limits;  /* INT64_MAX: no limit */
 	int64_t node_limit;       /* INT64_MAX: no limit */
+	const char *not_ready;    /* why no NodeClaim may be opened (its node class), or NULL */
 	struct resources daemon_overhead; /* requests of DaemonSets that run there */
 	struct resources in_use;  /* capacity of existing nodes of this pool */
 	int64_t nodes_in_use;
@@ -212,6 +213,10 @@ static inline const struct resources *pool_type_prefix_max(const struct cluster 
 	return np >= 0 && c->nodepools[np].type_prefix_max ? &c->nodepools[np].type_prefix_max[t]
 							    : &c->cat.prefix_max[t];
 }
+/* --preference-policy=Ignore: drops every pod's preferred node affinity,
+ * preferred pod (anti-)affinity and ScheduleAnyway spread (after the
+ * pods are in; before a solve). */
+void cluster_ignore_preferences(struct cluster *c);
 /* Sets node->nodepool from its labels and adds up each pool's usage. */
 void cluster_assign_nodepools(struct cluster *c);
 /* Sum of DaemonSet requests that would run on nodes of this NodePool. */

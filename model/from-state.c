@@ -202,6 +202,19 @@ static int add_nodepool(struct builder *b, const struct proto_nodepool *p)
 						      p->nodeclass_ref.name) : NULL;
 	if (kubelet_settings_from_proto(kubelet_of(nc ? nc->obj.nodeclass : NULL, p), &np->kubelet) < 0)
 		np->kubelet = (struct kubelet_settings){ 0 };
+	/* Karpenter v1's provisioner plans into Ready NodePools only, and one
+	 * whose EC2NodeClass is not Ready is not (NodeClassReady): a NodeClaim
+	 * there could only fail to launch. Its nodes stay the pool's. */
+	if (nc && nc->obj.nodeclass->ready == PROTO_COND_FALSE) {
+		char why[PROTO_MAX_TEXT_LEN + PROTO_MAX_NAME_LEN + 40];
+
+		snprintf(why, sizeof(why), "EC2NodeClass %s is not ready%s%s", p->nodeclass_ref.name,
+			 nc->obj.nodeclass->ready_reason ? ": " : "",
+			 nc->obj.nodeclass->ready_reason ? nc->obj.nodeclass->ready_reason : "");
+		np->not_ready = arena_strdup(&b->c->arena, why);
+		if (!np->not_ready)
+			return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < p->n_limits; i++) {
 		int slot;
 		if (streq(p->limits[i].name, "nodes")) {
@@ -655,6 +668,8 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 	if (r >= 0) {
 		cluster_assign_nodepools(b.c);
 		cluster_compute_daemon_overhead(b.c);
+		if (opts->ignore_preferences)
+			cluster_ignore_preferences(b.c);
 	}
 	if (r < 0) {
 		if (!err[0])

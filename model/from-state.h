@@ -50,6 +50,10 @@ struct from_state_options {
 	 * the pods waiting for the taint to go are not planned another node.
 	 */
 	bool startup_taints_block;
+	/* --preference-policy=Ignore: every pod's preferred node affinity,
+	 * preferred pod (anti-)affinity and ScheduleAnyway spread are left
+	 * out (cluster_ignore_preferences()). */
+	bool ignore_preferences;
 };
 
 /*

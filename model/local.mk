@@ -14,7 +14,8 @@ libkanna_model_a_SOURCES = \
 	model/solver.h model/solver-internal.h model/solver.c \
 	model/what-if.h model/what-if.c model/plan.h model/plan.c \
 	model/budget.h model/budget.c \
-	model/shape.c model/topology.c model/solve.c model/finish.c model/node-check.c \
+	model/shape.c model/topology.c model/host-group.c model/solve.c model/finish.c \
+	model/node-check.c \
 	model/from-state.h model/from-state-internal.h model/from-state.c \
 	model/from-state-view.c model/from-state-volumes.c
 MODEL_LIBS = libkanna-model.a

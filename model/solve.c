@@ -452,6 +452,10 @@ int sched_solve_with(struct cluster *c, const struct sched_options *o, struct sc
 			keys[n++] = (struct pod_key){ c->pods[i].req.v[RES_CPU], c->pods[i].req.v[RES_MEMORY], i };
 	r = pod_keys_sort(keys, n, order);
 	free(keys);
+	/* Pods a hostname self-affinity binds together go at their largest's
+	 * turn, one after the other (host-group.c). */
+	if (r >= 0)
+		r = host_groups_order(&s, order, n);
 	if (r < 0)
 		goto out;
 	/* Pass after pass, as Karpenter's queue does: a pod that failed may fit

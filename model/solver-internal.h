@@ -42,6 +42,10 @@ struct group_state {
 	uint32_t n_static;
 	bool static_done;
 	uint64_t total;
+	/* Hostname pod affinity (host-group.c): requests of the pending pods
+	 * the term binds not yet placed, and whether they select one another. */
+	struct resources host_pending;
+	bool host_self;
 };
 
 /* The relaxation state of a pod (Karpenter's preferences.go order). */
@@ -187,6 +191,18 @@ uint32_t topology_pick(struct solver *s, uint32_t pi, uint32_t key, const uint32
 int topology_record(struct solver *s, uint32_t pi, uint32_t b);
 /* The domain of bin b for key (STR_NONE when not yet decided). */
 uint32_t bin_domain(const struct solver *s, uint32_t b, uint32_t key);
+
+/* host-group.c: a self-selecting hostname pod-affinity group kept whole.
+ * Moves each such group's pending pods in order[0..n) to its first's turn
+ * (and counts their requests). */
+int host_groups_order(struct solver *s, uint32_t *order, uint32_t n);
+/* Pod pi would start its group (none of it placed yet): the requests of
+ * the group's pods still pending, it included; else NULL. */
+const struct resources *host_group_demand(const struct solver *s, uint32_t pi);
+/* Could bin bi hold demand besides what it holds (its largest type)? */
+bool host_group_room(const struct solver *s, uint32_t bi, const struct resources *demand);
+/* Pod pi was placed: no longer pending in its group. */
+void host_group_placed(struct solver *s, uint32_t pi);
 
 /* finish.c */
 int finish_result(struct solver *s, struct sched_result **ret);

@@ -2,7 +2,9 @@
  * First-fit-decreasing placement. Pending pods are sorted by cpu then
  * memory, descending; each goes to the first bin that takes it (existing
  * nodes, then NodeClaims opened in this solve), else to a new NodeClaim of
- * the heaviest compatible NodePool within its limits. A NodeClaim keeps the
+ * the heaviest compatible NodePool within its limits (the pods of a
+ * hostname self-affinity group go together, at their largest's turn, to a
+ * bin with room for all of them: host-group.c). A NodeClaim keeps the
  * bitset of types that can still hold all its pods and narrows it as pods
  * join. Per-shape cursors skip bins that rejected that shape for good
  * (rejection is monotonic for everything but pod affinity), so a batch
@@ -395,6 +397,7 @@ int solver_commit(struct solver *s, uint32_t bi, uint32_t pi, const struct shape
 	if (r < 0)
 		return r;
 	s->pod_bin[pi] = (int32_t)bi;
+	host_group_placed(s, pi);
 	return topology_record(s, pi, bi);
 }
 
@@ -451,6 +454,14 @@ static int try_bins(struct solver *s, uint32_t pi, struct shape *sh, const struc
 				return solver_commit(s, hits[i], pi, sh, eff, &pl) < 0 ? -ENOMEM : 1;
 		if (hits)
 			return 0;
+		/* The group's first pod: a bin that can hold all of it, else a
+		 * new NodeClaim (host-group.c). */
+		const struct resources *demand = host_group_demand(s, pi);
+		for (uint32_t b = 0; demand && b < s->n_bins; b++)
+			if (host_group_room(s, b, demand) && bin_accepts(s, b, pi, sh, eff, zones, cts, -1, &pl))
+				return solver_commit(s, b, pi, sh, eff, &pl) < 0 ? -ENOMEM : 1;
+		if (demand)
+			return 0;
 	}
 	for (uint32_t b = 0; b < s->n_bins; b++)
 		if (bin_accepts(s, b, pi, sh, eff, zones, cts, -1, &pl))
@@ -493,6 +504,11 @@ static int open_claim_types(struct solver *s, uint32_t np, const struct shape *s
 		remaining.v[r] = pool->limits.v[r] == INT64_MAX
 					 ? INT64_MAX
 					 : pool->limits.v[r] - pool->in_use.v[r] - s->np_reserved[np].v[r];
+	if (pool->not_ready) {
+		snprintf(why, size, "incompatible with nodepool %s: %s", strtab_str(s->st, pool->name),
+			 pool->not_ready);
+		return 0;
+	}
 	if (pool->node_limit != INT64_MAX &&
 	    pool->nodes_in_use + s->np_claims[np] >= pool->node_limit) {
 		snprintf(why, size, "incompatible with nodepool %s: node limit %lld reached",

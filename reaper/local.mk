@@ -86,6 +86,12 @@ EXTRA_DIST += tests/e2e/reaper-drift.sh
 TESTS += tests/e2e/s1-provisioner.sh tests/e2e/reaper-budget.sh
 EXTRA_DIST += tests/e2e/s1-provisioner.sh tests/e2e/reaper-budget.sh
 
+# End-to-end: seed scenarios S2 (scheduling constraints, a v1alpha5
+# Provisioner in eu-west-1), S4 (how it works inside), S5 (the workshop's
+# inflate, its log lines), and bad input mid-run.
+TESTS += tests/e2e/s2-constraints.sh tests/e2e/s4-inside.sh tests/e2e/s5-inflate.sh tests/e2e/bad-input.sh
+EXTRA_DIST += tests/e2e/s2-constraints.sh tests/e2e/s4-inside.sh tests/e2e/s5-inflate.sh tests/e2e/bad-input.sh
+
 # Consolidation (issue 18): underutilized nodes deleted or replaced by a
 # cheaper one, multi-node then single-node (Karpenter v1's methods), the
 # search on a worker thread (consolidation-search.c is pure and unit-tested),

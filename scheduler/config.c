@@ -9,6 +9,12 @@
 
 #include "scheduler/config.h"
 
+static const struct config_enum_value preference_policy_values[] = {
+	{ "Respect", PREFERENCE_POLICY_RESPECT },
+	{ "Ignore", PREFERENCE_POLICY_IGNORE },
+	{ NULL, 0 },
+};
+
 static const struct config_option scheduler_options[] = {
 	CONFIG_COMMON_OPTIONS(struct scheduler_config, common, CONFIG_SCHEDULER_METRICS_PORT,
 			      CONFIG_SCHEDULER_HEALTH_PORT),
@@ -42,6 +48,12 @@ static const struct config_option scheduler_options[] = {
 	  .flags = CONFIG_ABSOLUTE_PATH, .metavar = "FILE",
 	  .help = "Instance-type catalog (default: the shipped instance-types.tsv; the launcher's "
 		  "live catalog replaces it when it publishes one)." },
+	{ .name = "preference-policy", .type = CONFIG_ENUM,
+	  .offset = offsetof(struct scheduler_config, preference_policy), .default_value = "Respect",
+	  .values = preference_policy_values, .env_alias = "PREFERENCE_POLICY",
+	  .help = "Respect: preferred node and pod (anti-)affinity and ScheduleAnyway topology "
+		  "spread are tried, relaxed one at a time when they cannot be met. Ignore: they "
+		  "are left out of every solve (Karpenter's --preference-policy)." },
 };
 
 const struct config_schema scheduler_schema = {

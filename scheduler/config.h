@@ -18,6 +18,13 @@ struct scheduler_config {
 	uint64_t solve_deadline_usec;
 	char *region;
 	char *catalog;
+	int preference_policy;    /* enum preference_policy */
+};
+
+/* Karpenter's --preference-policy (pkg/operator/options/options.go). */
+enum preference_policy {
+	PREFERENCE_POLICY_RESPECT,
+	PREFERENCE_POLICY_IGNORE,
 };
 
 extern const struct config_schema scheduler_schema;

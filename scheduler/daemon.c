@@ -223,7 +223,9 @@ static int solve_batch(struct scheduler *s)
 					 .unavailable = s->unavailable.v,
 					 .n_unavailable = s->unavailable.n,
 					 .now_ms = clock_realtime_ms(),
-					 .catalog = s->catalog ? &s->catalog->body.catalog : NULL };
+					 .catalog = s->catalog ? &s->catalog->body.catalog : NULL,
+					 .ignore_preferences = s->cfg->preference_policy ==
+							       PREFERENCE_POLICY_IGNORE };
 	char err[512];
 	size_t n = 0, k = 0;
 	int r;
@@ -288,10 +290,16 @@ static int on_tick(struct loop *loop, void *userdata)
 static int on_pending_pods(const struct proto_msg *m, void *userdata)
 {
 	struct scheduler *s = userdata;
+	bool was_empty = s->batch.pods.n == 0;
 	int r = 0;
 
 	for (uint32_t i = 0; i < m->body.pending_pods.n_pods && r >= 0; i++)
 		r = batch_add(&s->batch, &m->body.pending_pods.pods[i], clock_monotonic_usec());
+	/* The documents' 0.6-era "Waiting to batch additional pods": a batch
+	 * opens, and is solved once no new pod came for the idle window. */
+	if (was_empty && s->batch.pods.n > 0)
+		log_info_kv(LOG_KV({ "shard", s->process }), "waiting to batch additional pods (%zu so far)",
+			    s->batch.pods.n);
 	metrics_gauge_set(s->queue_depth, (double)s->batch.pods.n, NULL);
 	return r < 0 ? r : 0;
 }

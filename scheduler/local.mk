@@ -143,6 +143,12 @@ EXTRA_DIST += tests/e2e/scheduler.sh
 TESTS += tests/e2e/scheduler-slow-solve.sh
 EXTRA_DIST += tests/e2e/scheduler-slow-solve.sh
 
+check_PROGRAMS += tests/unit/test_sched_preference_policy
+TESTS += tests/unit/test_sched_preference_policy
+tests_unit_test_sched_preference_policy_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sched_preference_policy_SOURCES = tests/unit/test_sched_preference_policy.c \
+	tests/unit/sched-fixture.h scheduler/config.c
+tests_unit_test_sched_preference_policy_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
 check_PROGRAMS += tests/unit/test_sched_daemon
 TESTS += tests/unit/test_sched_daemon
 tests_unit_test_sched_daemon_CFLAGS = $(TEST_CFLAGS)

@@ -113,7 +113,11 @@ static void check_list(struct field_errors *fe, const json_t *list, const char *
 	}
 }
 
-static bool has_volume(const json_t *spec, const char *name)
+/* claim_templates: a StatefulSet's spec.volumeClaimTemplates, whose names
+ * its controller adds to each pod's volumes (upstream's
+ * ValidatePodTemplateSpecForStatefulSet leaves the template's mounts
+ * unchecked for that reason); NULL for other kinds. */
+static bool has_volume(const json_t *spec, const json_t *claim_templates, const char *name)
 {
 	const json_t *vol;
 	size_t i;
@@ -121,14 +125,18 @@ static bool has_volume(const json_t *spec, const char *name)
 	json_array_foreach(json_object_get(spec, "volumes"), i, vol)
 		if (streq(json_string_value(json_object_get(vol, "name")) ?: "", name))
 			return true;
+	json_array_foreach(claim_templates, i, vol)
+		if (streq(json_string_value(json_object_get(json_object_get(vol, "metadata"), "name")) ?: "",
+			  name))
+			return true;
 	return false;
 }
 
 /* ValidateVolumeMounts (pkg/apis/core/validation): a mount of a volume the
  * pod does not declare is field.NotFound; two mounts at one path,
  * field.Invalid "must be unique". */
-static void check_volume_mounts(struct field_errors *fe, const json_t *spec, const json_t *c,
-				const char *path)
+static void check_volume_mounts(struct field_errors *fe, const json_t *spec,
+				const json_t *claim_templates, const json_t *c, const char *path)
 {
 	const json_t *mounts = json_object_get(c, "volumeMounts"), *m;
 	char field[300], message[600];
@@ -138,7 +146,7 @@ static void check_volume_mounts(struct field_errors *fe, const json_t *spec, con
 		const char *name = json_string_value(json_object_get(m, "name")) ?: "";
 		const char *at = json_string_value(json_object_get(m, "mountPath")) ?: "";
 
-		if (*name && !has_volume(spec, name)) {
+		if (*name && !has_volume(spec, claim_templates, name)) {
 			snprintf(field, sizeof(field), "%s[%zu].name", path, i);
 			snprintf(message, sizeof(message), "Not found: \"%.500s\"", name);
 			field_error(fe, "FieldValueNotFound", field, message);
@@ -155,7 +163,8 @@ static void check_volume_mounts(struct field_errors *fe, const json_t *spec, con
 	}
 }
 
-static void check_pod_spec(struct field_errors *fe, const json_t *spec, const char *path)
+static void check_pod_spec(struct field_errors *fe, const json_t *spec, const json_t *claim_templates,
+			   const char *path)
 {
 	static const char *const lists[] = { "initContainers", "containers" };
 	char at[256];
@@ -167,7 +176,7 @@ static void check_pod_spec(struct field_errors *fe, const json_t *spec, const ch
 			const json_t *res = json_object_get(c, "resources");
 
 			snprintf(at, sizeof(at), "%s.%s[%zu].volumeMounts", path, lists[l], i);
-			check_volume_mounts(fe, spec, c, at);
+			check_volume_mounts(fe, spec, claim_templates, c, at);
 			snprintf(at, sizeof(at), "%s.%s[%zu].resources.limits", path, lists[l], i);
 			check_list(fe, json_object_get(res, "limits"), at);
 			snprintf(at, sizeof(at), "%s.%s[%zu].resources.requests", path, lists[l], i);
@@ -292,7 +301,9 @@ int k8s_validate(const struct k8s_resource *res, const char *name, const json_t 
 			return -ENOMEM;
 		if (streq(res->group, "apps"))
 			check_template_selected(&fe, obj);
-		check_pod_spec(&fe, at_path(obj, pod_specs[i].path), pod_specs[i].path);
+		check_pod_spec(&fe, at_path(obj, pod_specs[i].path),
+			       streq(res->kind, "StatefulSet") ? at_path(obj, "spec.volumeClaimTemplates") : NULL,
+			       pod_specs[i].path);
 		break;
 	}
 	n = json_array_size(fe.causes);

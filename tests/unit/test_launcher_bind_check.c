@@ -501,3 +501,35 @@ Test(bind_check, a_nodeclaim_has_pods_to_bind_only_while_it_speaks_for_them)
 	cr_assert_not(bind_claim_has_waiting_pods(&replica, &recent, &nc, 1000000),
 		      "bound by us moments ago: the replica has not caught up");
 }
+
+/* A planned pod whose claim is not bound to a volume yet is the
+ * kube-scheduler's to bind (its VolumeBinding provisions the claim where
+ * the pod goes): the launcher neither binds it nor holds the Node for it.
+ * Once the claim is bound, the pod is the launcher's like any other. */
+Test(bind_check, a_pod_with_a_claim_not_bound_yet_is_left_to_the_kube_scheduler)
+{
+	static char *planned[] = { "default/db-0" };
+	static char *claims[] = { "data-db-0" };
+	struct proto_nodeclaim nc = { .name = "bind-abc", .uid = "u", .planned_pods = planned,
+				      .n_planned_pods = 1 };
+	struct proto_pvc pvc = { .ns = "default", .name = "data-db-0", .uid = "c",
+				 .storage_class = "ebs-wffc", .phase = PROTO_PVC_PENDING };
+	struct proto_pod p = unschedulable("db-0");
+	const struct state_entry *e;
+
+	fx_template(&p)->pvc_names = claims;
+	fx_template(&p)->n_pvc_names = 1;
+	add_pod(p);
+	e = state_store_get(&replica, PROTO_OBJECT_POD, "default", "db-0");
+	cr_assert_not_null(e);
+	cr_assert(bind_pod_has_unbound_claim(&replica, e->obj.pod), "no such claim in the replica yet");
+	add(&replica, (struct proto_object){ .kind = PROTO_OBJECT_PVC, .pvc = &pvc });
+	cr_assert(bind_pod_has_unbound_claim(&replica, e->obj.pod), "the claim waits for its first consumer");
+	cr_assert_not(bind_claim_has_waiting_pods(&replica, &recent, &nc, 1000000),
+		      "no pod of the NodeClaim's is the launcher's to bind: the Node is not held");
+	pvc.volume_name = "pv-1";
+	pvc.phase = PROTO_PVC_BOUND;
+	add(&replica, (struct proto_object){ .kind = PROTO_OBJECT_PVC, .pvc = &pvc });
+	cr_assert_not(bind_pod_has_unbound_claim(&replica, e->obj.pod), "bound to pv-1");
+	cr_assert(bind_claim_has_waiting_pods(&replica, &recent, &nc, 1000000), "db-0 is the launcher's to bind");
+}

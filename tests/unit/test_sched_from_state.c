@@ -391,6 +391,38 @@ Test(from_state, missing_claims_volumes_and_classes_leave_the_pod_pending_with_t
 	}
 }
 
+/* Karpenter v1 plans into Ready NodePools only: one whose EC2NodeClass is
+ * not Ready opens no NodeClaim, and the pod's reason names the class and
+ * why; once the class is Ready again, it does. */
+Test(from_state, a_nodepool_whose_nodeclass_is_not_ready_opens_no_nodeclaim)
+{
+	struct proto_nodepool np = { .name = "default", .uid = "np",
+				     .nodeclass_ref = { .group = "karpenter.k8s.aws", .kind = "EC2NodeClass",
+							.name = "nowhere" } };
+	struct proto_nodeclass nc = { .name = "nowhere", .uid = "nc", .ready = PROTO_COND_FALSE,
+				      .ready_reason = "no subnets match subnetSelectorTerms" };
+	struct proto_pod p = pod("default", "web-1", NULL);
+	const struct proto_pod *pending[] = { &p };
+
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODECLASS, .nodeclass = &nc });
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODEPOOL, .nodepool = &np });
+	solve(pending, 1);
+	cr_assert_eq(result->n_claims, 0);
+	cr_assert_eq(result->n_unschedulable, 1);
+	cr_assert(strstr(result->unschedulable[0].reason, "incompatible with nodepool default: EC2NodeClass "
+							  "nowhere is not ready: no subnets match subnetSelectorTerms"),
+		  "\"%s\"", result->unschedulable[0].reason);
+	sched_result_free(result);
+	cluster_free(cluster);
+	result = NULL;
+	cluster = NULL;
+	nc.ready = PROTO_COND_TRUE;
+	nc.ready_reason = NULL;
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODECLASS, .nodeclass = &nc });
+	solve(pending, 1);
+	cr_assert_eq(result->n_claims, 1, "Ready again: a NodeClaim");
+}
+
 /* ---- in-flight NodeClaims and the pods planned for them (DESIGN §2 rule 4) ---- */
 
 static struct proto_resource one_cpu[] = { { "cpu", 1000 }, { "memory", 1LL << 30 } };

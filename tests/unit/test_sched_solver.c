@@ -584,3 +584,46 @@ Test(solver, a_daemonset_that_does_not_run_on_the_pool_leaves_its_host_port_free
 	cr_assert_eq(res->n_claims, 1);
 	cr_assert_eq(res->n_unschedulable, 0);
 }
+
+/* A self-selecting hostname pod-affinity group of four (6 cpu) among
+ * other pods, largest type 8 vCPU (7.9 allocatable). */
+static void together_pod(int64_t cpu_m)
+{
+	struct pod *p = fx_pod(c, "together", cpu_m, 100);
+	fx_label(c, p, "app", "together");
+	fx_topo(c, p, TOPO_AFFINITY, "kubernetes.io/hostname", "app", "together", 0, false, 0);
+}
+
+Test(solver, hostname_affinity_group_is_placed_before_others_fill_its_node)
+{
+	c = fx_cluster(8);
+	fx_nodepool(c, "default", 0);
+	together_pod(2000);
+	together_pod(2000);
+	together_pod(1000);
+	together_pod(1000);
+	for (int i = 0; i < 3; i++)
+		fx_pod(c, "other", 1500, 100);
+	solve();
+	/* By size alone the 1.5 cpu pods would fill its node before the two
+	 * 1 cpu pods of the group came, and those would have nowhere to go. */
+	cr_assert_eq(res->n_unschedulable, 0);
+	for (uint32_t i = 1; i < 4; i++)
+		cr_assert_eq(res->pod_bin[i], res->pod_bin[0], "pod %u of the group apart", i);
+}
+
+Test(solver, hostname_affinity_group_starts_on_a_node_that_holds_all_of_it)
+{
+	c = fx_cluster(8);
+	fx_nodepool(c, "default", 0);
+	fx_pod(c, "big", 5000, 100);
+	for (int i = 0; i < 4; i++)
+		together_pod(1000);
+	solve();
+	/* The big pod's node has room for two of the group, not four. */
+	cr_assert_eq(res->n_unschedulable, 0);
+	cr_assert_eq(res->n_claims, 2);
+	cr_assert_neq(res->pod_bin[1], res->pod_bin[0]);
+	for (uint32_t i = 2; i < 5; i++)
+		cr_assert_eq(res->pod_bin[i], res->pod_bin[1], "pod %u of the group apart", i);
+}

@@ -149,6 +149,34 @@ Test(sim_store, negative_requests_and_limits_are_refused_as_upstream_refuses_the
 	json_decref(body);
 }
 
+/* A StatefulSet's template mounts its volumeClaimTemplates, which its
+ * controller adds to each pod's volumes: upstream leaves the template's
+ * mounts unchecked (ValidatePodTemplateSpecForStatefulSet); a Deployment's
+ * mount of a volume it does not declare is refused. */
+Test(sim_store, a_statefulset_mounts_its_claim_templates_a_deployment_only_its_volumes)
+{
+	struct k8s_resource *sets = k8s_registry_find(reg, "apps", "v1", "statefulsets");
+	static const char spec[] = "\"template\":{\"metadata\":{\"labels\":{\"app\":\"db\"}},\"spec\":{"
+				   "\"containers\":[{\"name\":\"c\",\"volumeMounts\":[{\"name\":\"data\","
+				   "\"mountPath\":\"/data\"}]}]}},\"selector\":{\"matchLabels\":{\"app\":\"db\"}}";
+	struct k8s_error err = {};
+	json_t *body;
+	char json[1024];
+
+	cr_assert_not_null(sets);
+	snprintf(json, sizeof(json), "{\"metadata\":{\"name\":\"db\"},\"spec\":{%s,\"volumeClaimTemplates\":"
+		 "[{\"metadata\":{\"name\":\"data\"}}]}}", spec);
+	json_decref(create(sets, "default", json));
+	snprintf(json, sizeof(json), "{\"metadata\":{\"name\":\"db\"},\"spec\":{%s}}", spec);
+	body = json_loads(json, 0, NULL);
+	cr_assert_eq(k8s_store_create(store, deployments, "default", body, NULL, &err), -EINVAL);
+	cr_assert_eq(err.code, 422);
+	cr_assert_str_eq(err.message, "Deployment.apps \"db\" is invalid: "
+				      "spec.template.spec.containers[0].volumeMounts[0].name: Not found: \"data\"");
+	k8s_error_clear(&err);
+	json_decref(body);
+}
+
 Test(sim_store, stale_resource_version_gets_conflict)
 {
 	json_t *d = create(deployments, "default",
