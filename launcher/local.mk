@@ -106,8 +106,7 @@ dist_man_MANS += launcher/kanna-launcher.1
 # End-to-end: the scale-up path (S5, ICE), recovery after kill -9, and a
 # binding retried after the Node filled up.
 TESTS += tests/e2e/launcher.sh tests/e2e/launcher-recovery.sh tests/e2e/launcher-bind.sh
-EXTRA_DIST += tests/e2e/launcher.sh tests/e2e/launcher-recovery.sh tests/e2e/demo-launch.sh \
-	tests/e2e/launcher-bind.sh
+EXTRA_DIST += tests/e2e/launcher.sh tests/e2e/launcher-recovery.sh tests/e2e/launcher-bind.sh
 # startupTaints: only the pods that tolerate them are bound early; the
 # others wait for the default scheduler until the taint is removed.
 TESTS += tests/e2e/launcher-startup-taints.sh

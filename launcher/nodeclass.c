@@ -238,7 +238,10 @@ static void write_status(struct nodeclass_resolver *r, struct nc_entry *e)
 	struct nc_call *c;
 	int k;
 
-	if (!r->kube || !e->observed)
+	/* A v1alpha5 node class is a Provisioner's inline provider or an
+	 * AWSNodeTemplate: there is no EC2NodeClass object to hold a status
+	 * (the PATCH was a 404 and a warning on every start). */
+	if (!r->kube || !e->observed || e->nc->source_api == PROTO_API_V1ALPHA5)
 		return;
 	/* what changed is compared without the transition times */
 	memcpy(untimed, e->conds, sizeof(untimed));

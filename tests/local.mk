@@ -1,7 +1,10 @@
 # tests/: shared pieces of the end-to-end tests and the demo.
-EXTRA_DIST += tests/e2e/demo.sh examples/s5-inflate.yaml tests/unit/pod-template-fixture.h
-# The demo runs as a test too, so what a new user sees never rots.
+EXTRA_DIST += examples/s5-inflate.yaml tests/unit/pod-template-fixture.h
+# ./quickstart demo (examples/demo/) runs as a test too, so what a new user
+# sees never rots; its report is rendered by chromium (demo_render.py).
 TESTS += tests/e2e/demo.sh
+EXTRA_DIST += tests/e2e/demo.sh tests/e2e/demo_render.py examples/demo/demo.py examples/demo/report.py \
+	examples/demo/s1-provisioner.yaml examples/demo/s1-nodepool.yaml
 # Chaos: kills and faults on the scale-up path, invariants checked against
 # the sim's record (short here; ./quickstart chaos runs the long campaign).
 TESTS += tests/e2e/chaos.sh
