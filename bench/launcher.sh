@@ -64,7 +64,8 @@ run_once() { # LABEL [LAUNCHER FLAGS...]
 	row "$label: plan received -> CreateFleet sent, p99" "$(pct 99)" ms 2 "<"
 	row "$label: plan sent -> all NodeClaims launched, bound" "$(get all_bound_ms)" ms 2000 "<"
 	row "$label: plan sent -> one NodeClaim bound, p50" "$(get bound_p50_ms)" ms - "<"
-	e2e_cleanup
+	# e2e_cleanup ends with exit: in a subshell, so the second run comes.
+	(e2e_cleanup) || exit 1
 	trap - EXIT INT TERM
 }
 
