@@ -304,8 +304,14 @@ static int publish(struct informer *inf, enum proto_delta_op op, const struct pr
 	char key[STATE_KEY_MAX];
 	int r;
 
+	bool was_pending = false;
+
 	if (object_is_legacy(o) && entry_held_by_newer_api(inf, e = state_store_find(s, o)))
 		return yield(inf, o, e);
+	if (o->kind == PROTO_OBJECT_POD && inf->env.on_pending) {
+		e = state_store_find(s, o);
+		was_pending = e && state_pod_is_unschedulable(e->obj.pod);
+	}
 	r = publisher_apply(inf->env.pub, op, o);
 	if (r < 0)
 		return r;
@@ -314,6 +320,9 @@ static int publish(struct informer *inf, enum proto_delta_op op, const struct pr
 		e->owners |= inf->bit;
 		e->listed |= inf->bit;
 	}
+	if (e && !was_pending && o->kind == PROTO_OBJECT_POD && inf->env.on_pending &&
+	    state_pod_is_unschedulable(e->obj.pod))
+		inf->env.on_pending(e->obj.pod, inf->env.userdata);
 	if (inf->shadowed.n && state_key(o, key, sizeof(key)) >= 0)
 		hashmap_remove(&inf->shadowed, key);
 	return 0;

@@ -64,6 +64,9 @@ struct informer_env {
 	/* A NodePool or EC2NodeClass was deleted from state: a legacy
 	 * informer that yielded its key may take it back (informer_restore). */
 	void (*on_released)(struct informer *inf, const char *key, uint32_t owners, void *userdata);
+	/* A pod became unschedulable (the kube-scheduler's PodScheduled=False,
+	 * Unschedulable): announce it now rather than at the next period. */
+	void (*on_pending)(const struct proto_pod *pod, void *userdata);
 	void *userdata;
 };
 

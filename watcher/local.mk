@@ -47,6 +47,9 @@ tests_e2e_kanna_probe_SOURCES = tests/e2e/kanna-probe.c tests/e2e/probe.h \
 	tests/e2e/probe-compare.c tests/e2e/probe-churn.c
 tests_e2e_kanna_probe_LDADD = $(WATCHER_LIBS)
 TESTS += tests/e2e/watcher.sh
+# A pod is announced on its Unschedulable event, not at the next period.
+TESTS += tests/e2e/watcher-announce.sh
+EXTRA_DIST += tests/e2e/watcher-announce.sh
 EXTRA_DIST += tests/e2e/watcher.sh tests/e2e/lib.sh
 
 # ./quickstart bench watcher

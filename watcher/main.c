@@ -22,6 +22,11 @@
 #include "watcher/pending.h"
 #include "watcher/publish.h"
 
+/* With several shards an announcement carries every pending pod (a
+ * group's shard depends on the others): at most this often between the
+ * periodic ones. */
+#define WATCHER_EARLY_ANNOUNCE_GAP_USEC (100ULL * 1000)
+
 /* How often gauges (node count, pending pods) are refreshed. */
 #define WATCHER_GAUGE_PERIOD_USEC (5ULL * 1000 * 1000)
 
@@ -34,6 +39,13 @@ struct watcher {
 	struct daemon *d; /* the skeleton's loop, clients and sockets (common/daemon.h) */
 	struct publisher *pub;
 	struct pending_router *pending;
+	/* Pods that became unschedulable since the last announcement, sent
+	 * from the loop at once (announce_timer) rather than at the next
+	 * period: Karpenter's provisioner is triggered by the pod event. */
+	char **fresh;
+	size_t n_fresh, cap_fresh;
+	sd_event_source *announce_timer;
+	uint64_t last_early_usec;
 	struct msg_io io;
 	struct informer **informers;
 	size_t n_informers;
@@ -65,6 +77,56 @@ static int on_announce(struct loop *loop, void *userdata)
 	if (r < 0)
 		return log_error_errno(r, "Failed to announce pending pods: %m");
 	return 0;
+}
+
+static void fresh_clear(struct watcher *w)
+{
+	for (size_t i = 0; i < w->n_fresh; i++)
+		free(w->fresh[i]);
+	w->n_fresh = 0;
+}
+
+static int on_announce_now(struct loop *loop, void *userdata)
+{
+	struct watcher *w = userdata;
+	int r;
+
+	(void)loop;
+	w->announce_timer = sd_event_source_disable_unref(w->announce_timer);
+	w->last_early_usec = clock_monotonic_usec();
+	r = pending_router_announce_now(w->pending, &w->io, publisher_store(w->pub), w->fresh,
+					w->n_fresh, publisher_seq(w->pub), clock_realtime_ms());
+	fresh_clear(w);
+	if (r < 0)
+		log_warn_errno(r, "Failed to announce newly pending pods (the next announcement will): %m");
+	return 0;
+}
+
+static void on_pod_pending(const struct proto_pod *pod, void *userdata)
+{
+	struct watcher *w = userdata;
+	uint64_t now = clock_monotonic_usec(), delay = 0;
+	char *key;
+
+	if (!w->ready || !w->pending)
+		return; /* the announcement at sync carries it */
+	if (w->n_fresh == w->cap_fresh) {
+		size_t cap = w->cap_fresh ? w->cap_fresh * 2 : 64;
+		char **nf = realloc(w->fresh, cap * sizeof(*nf));
+		if (!nf)
+			return; /* the periodic announcement carries it */
+		w->fresh = nf;
+		w->cap_fresh = cap;
+	}
+	if (asprintf(&key, "%s/%s", pod->ns, pod->name) < 0)
+		return;
+	w->fresh[w->n_fresh++] = key;
+	if (w->announce_timer)
+		return;
+	if (w->pending && w->cfg.shards > 1 && now < w->last_early_usec + WATCHER_EARLY_ANNOUNCE_GAP_USEC)
+		delay = w->last_early_usec + WATCHER_EARLY_ANNOUNCE_GAP_USEC - now;
+	if (loop_add_timer(w->d->loop, delay, on_announce_now, w, &w->announce_timer) < 0)
+		fresh_clear(w); /* the periodic announcement carries them */
 }
 
 static int on_gauges(struct loop *loop, void *userdata)
@@ -232,7 +294,8 @@ static int watcher_work(struct watcher *w)
 		struct informer_env env = { .client = w->d->kube, .pub = w->pub, .events = w->d->events,
 					    .metrics = &w->inf_metrics,
 					    .on_relist = on_informer_relist,
-					    .on_released = on_informer_released, .userdata = w };
+					    .on_released = on_informer_released,
+					    .on_pending = on_pod_pending, .userdata = w };
 
 		if (!resource_enabled(&w->cfg, def->resource))
 			continue;
@@ -303,6 +366,9 @@ static void teardown(struct daemon *d, void *userdata)
 		informer_free(w->informers[i]);
 	free(w->informers);
 	discovery_free(w->discovery);
+	sd_event_source_disable_unref(w->announce_timer);
+	fresh_clear(w);
+	free(w->fresh);
 	pending_router_free(w->pending);
 	publisher_free(w->pub);
 	msg_io_done(&w->io);

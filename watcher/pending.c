@@ -297,6 +297,37 @@ out:
 	return r;
 }
 
+int pending_router_announce_now(struct pending_router *pr, struct msg_io *io,
+				const struct state_store *s, char *const *keys, size_t n_keys,
+				uint64_t state_seq, int64_t now_ms)
+{
+	struct proto_pod *pods;
+	size_t n = 0;
+	int r;
+
+	if (pr->n_shards > 1)
+		return pending_router_announce(pr, io, s, state_seq, now_ms);
+	pods = calloc(n_keys + 1, sizeof(*pods));
+	if (!pods)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_keys; i++) {
+		const char *slash = strchr(keys[i], '/');
+		char ns[PROTO_MAX_NAME_LEN + 1];
+		const struct state_entry *e;
+
+		if (!slash || (size_t)(slash - keys[i]) > PROTO_MAX_NAME_LEN)
+			continue;
+		memcpy(ns, keys[i], (size_t)(slash - keys[i]));
+		ns[slash - keys[i]] = '\0';
+		e = state_store_get(s, PROTO_OBJECT_POD, ns, slash + 1);
+		if (e && state_pod_is_unschedulable(e->obj.pod))
+			pods[n++] = *e->obj.pod;
+	}
+	r = n ? send_shard(pr, io, 0, pods, n, state_seq) : 0;
+	free(pods);
+	return r;
+}
+
 void pending_router_get_stats(const struct pending_router *pr, struct pending_stats *ret)
 {
 	*ret = pr->stats;

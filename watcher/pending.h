@@ -42,6 +42,16 @@ int pending_assign_shards(const struct proto_pod *const *pods, size_t n, unsigne
 int pending_collect(const struct state_store *s, int64_t now_ms, const struct proto_pod ***ret,
 		    size_t *n);
 
+/*
+ * Announces the pods of keys ("namespace/name") still unschedulable, at
+ * once: with one shard, those alone (the scheduler's batch adds them to
+ * what it holds); with more, every pending pod, as a group's shard
+ * depends on the others pending (pending_assign_shards()).
+ */
+int pending_router_announce_now(struct pending_router *pr, struct msg_io *io,
+				const struct state_store *s, char *const *keys, size_t n_keys,
+				uint64_t state_seq, int64_t now_ms);
+
 /* Computes the pending pods from the store and sends them to their shards. */
 int pending_router_announce(struct pending_router *pr, struct msg_io *io,
 			    const struct state_store *s, uint64_t state_seq, int64_t now_ms);
