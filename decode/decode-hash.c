@@ -211,7 +211,7 @@ uint64_t nodeclass_hash(const struct proto_nodeclass *nc)
 {
 	static const char *const spec[] = {
 		"role", "instance_profile", "tags", "user_data", "block_devices",
-		"metadata_options", "kubelet", "detailed_monitoring", NULL,
+		"metadata_options", "kubelet", "detailed_monitoring", "associate_public_ip_address", NULL,
 	};
 
 	return mix_u64(hash_fnv1a64_field(hash_struct(&proto_desc_nodeclass, nc, spec), "ami_family"),

@@ -146,12 +146,17 @@ static int block_devices(struct decoder *d, const json_t *arr, struct proto_node
 	return 0;
 }
 
-static int metadata_options(struct decoder *d, const json_t *o, struct proto_metadata_options *m)
+static int metadata_options(struct decoder *d, const json_t *o, uint8_t source_api,
+			    struct proto_metadata_options *m)
 {
 	int r;
 
-	/* Karpenter's defaults: IMDSv2 required, hop limit 1, IPv6 off. */
-	*m = (struct proto_metadata_options){ .http_put_response_hop_limit = 1 };
+	/* Karpenter's defaults: IMDSv2 required, IPv6 off, hop limit 1 in v1;
+	 * 2 in v1beta1 and v1alpha1 (the AWSNodeTemplate and v1beta1
+	 * EC2NodeClass webhooks defaulted httpPutResponseHopLimit to 2). */
+	*m = (struct proto_metadata_options){
+		.http_put_response_hop_limit = source_api == PROTO_API_V1 ? 1 : 2,
+	};
 	if ((r = decode_string(d, o, "httpEndpoint", "spec.metadataOptions", &m->http_endpoint)) < 0 ||
 	    (r = decode_string(d, o, "httpProtocolIPv6", "spec.metadataOptions",
 			       &m->http_protocol_ipv6)) < 0 ||
@@ -204,6 +209,86 @@ static int resolved_list(struct decoder *d, const json_t *arr, const char *where
 	return 0;
 }
 
+/*
+ * Fields of Karpenter's node classes that kanna does not implement. Each
+ * would change the instances (their network, storage, CPU, kubelet), so a
+ * class using one is refused visibly — the launcher's ValidationSucceeded
+ * condition names the field and no NodeClaim is launched for it — never
+ * launched with the field dropped. Paths are under spec (blockDeviceMappings
+ * items and kubelet are checked by their own lists).
+ */
+static const char *const unsupported_spec_fields[] = {
+	"networkInterfaces", "connectionTracking",
+	"instanceStorePolicy", "capacityReservationSelectorTerms", "placementGroupSelector",
+	"cpuOptions", "ipPrefixCount", "context",
+};
+static const char *const unsupported_ebs_fields[] = { "volumeInitializationRate" };
+/* decode_kubelet reads maxPods, podsPerCore, systemReserved, kubeReserved
+ * and evictionHard; these it does not (v1beta1 and v1 EC2NodeClass kubelet). */
+static const char *const unsupported_kubelet_fields[] = {
+	"evictionSoft", "evictionSoftGracePeriod", "evictionMaxPodGracePeriod",
+	"imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "cpuCFSQuota", "clusterDNS",
+};
+
+static void note_unsupported(FILE *f, unsigned *n, const char *path)
+{
+	fprintf(f, "%s%s", (*n)++ ? ", " : "", path);
+}
+
+/* "spec.a is not supported by kanna" / "spec.a, spec.b are not supported
+ * by kanna", or NULL: every field the spec sets that kanna does not honour. */
+static int unsupported_fields(struct decoder *d, const json_t *spec, const char *prefix, char **ret)
+{
+	const json_t *kubelet = json_object_get(spec, "kubelet"), *e;
+	char *text = NULL;
+	size_t len = 0, i;
+	unsigned n = 0;
+	FILE *f;
+	int r = 0;
+
+	*ret = NULL;
+	f = open_memstream(&text, &len);
+	if (!f)
+		return -ENOMEM;
+	for (size_t k = 0; k < ARRAY_SIZE(unsupported_spec_fields); k++)
+		if (json_object_get(spec, unsupported_spec_fields[k])) {
+			char at[128];
+
+			decode_path(at, sizeof(at), "%s.%s", prefix, unsupported_spec_fields[k]);
+			note_unsupported(f, &n, at);
+		}
+	json_array_foreach(json_object_get(spec, "blockDeviceMappings"), i, e)
+		for (size_t k = 0; k < ARRAY_SIZE(unsupported_ebs_fields); k++)
+			if (json_object_get(json_object_get(e, "ebs"), unsupported_ebs_fields[k])) {
+				char at[128];
+
+				decode_path(at, sizeof(at), "%s.blockDeviceMappings[%zu].ebs.%s", prefix, i,
+					    unsupported_ebs_fields[k]);
+				note_unsupported(f, &n, at);
+			}
+	for (size_t k = 0; k < ARRAY_SIZE(unsupported_kubelet_fields); k++)
+		if (json_object_get(kubelet, unsupported_kubelet_fields[k])) {
+			char at[128];
+
+			decode_path(at, sizeof(at), "%s.kubelet.%s", prefix, unsupported_kubelet_fields[k]);
+			note_unsupported(f, &n, at);
+		}
+	if (n)
+		fprintf(f, " %s not supported by kanna", n == 1 ? "is" : "are");
+	if (fclose(f) != 0) {
+		free(text);
+		return -ENOMEM;
+	}
+	if (n) {
+		if (strlen(text) > PROTO_MAX_TEXT_LEN)
+			text[PROTO_MAX_TEXT_LEN] = '\0';
+		if (!(*ret = arena_strdup(d->arena, text)))
+			r = -ENOMEM;
+	}
+	free(text);
+	return r;
+}
+
 /* Fields common to every form: amiFamily, role/profile, tags, userData… */
 static int nodeclass_common(struct decoder *d, const json_t *spec, struct proto_nodeclass *nc)
 {
@@ -215,13 +300,17 @@ static int nodeclass_common(struct decoder *d, const json_t *spec, struct proto_
 	    (r = decode_kv(d, json_object_get(spec, "tags"), "spec.tags", PROTO_MAX_LABELS, PROTO_MAX_VALUE_LEN, &nc->tags, &nc->n_tags)) < 0 ||
 	    (r = decode_string(d, spec, "userData", "spec", &nc->user_data)) < 0 ||
 	    (r = block_devices(d, json_object_get(spec, "blockDeviceMappings"), nc)) < 0 ||
-	    (r = metadata_options(d, json_object_get(spec, "metadataOptions"),
+	    (r = metadata_options(d, json_object_get(spec, "metadataOptions"), nc->source_api,
 				  &nc->metadata_options)) < 0 ||
 	    (r = decode_kubelet(d, json_object_get(spec, "kubelet"), "spec.kubelet", &nc->kubelet)) < 0)
 		return r;
 	if (nc->user_data && strlen(nc->user_data) > PROTO_MAX_USER_DATA_LEN)
 		return decode_fail(d, "spec.userData: longer than EC2's %u bytes", PROTO_MAX_USER_DATA_LEN);
 	nc->detailed_monitoring = json_is_true(json_object_get(spec, "detailedMonitoring"));
+	if (json_is_boolean(json_object_get(spec, "associatePublicIPAddress")))
+		nc->associate_public_ip_address =
+			json_is_true(json_object_get(spec, "associatePublicIPAddress")) ? PROTO_COND_TRUE
+											 : PROTO_COND_FALSE;
 	return 0;
 }
 
@@ -275,7 +364,9 @@ int decode_nodeclass(struct decoder *d, const json_t *obj, struct proto_nodeclas
 	}
 	nc->source_api = legacy ? PROTO_API_V1ALPHA5 :
 			 streq_ptr(api, "karpenter.k8s.aws/v1beta1") ? PROTO_API_V1BETA1 : PROTO_API_V1;
-	if ((r = nodeclass_common(d, spec, nc)) < 0)
+	if ((r = nodeclass_common(d, spec, nc)) < 0 ||
+	    (r = unsupported_fields(d, spec, provisioner ? "spec.provider" : "spec",
+				    &nc->unsupported)) < 0)
 		goto fail;
 	if (legacy) {
 		if ((r = map_selector(d, json_object_get(spec, "subnetSelector"), "spec.subnetSelector",

@@ -163,29 +163,75 @@ static int consolidation_policy(struct decoder *d, const char *s, uint8_t dflt, 
 }
 
 /* Appends "key In [value]" unless some requirement already names key. */
-static int default_requirement(struct decoder *d, struct proto_nodepool *np, const char *key,
-			       const char *value)
+static bool has_requirement(const struct proto_nodepool *np, const char *key)
 {
-	struct proto_requirement *all;
-
 	for (uint32_t i = 0; i < np->n_requirements; i++)
 		if (streq(np->requirements[i].key, key))
-			return 0;
+			return true;
+	return false;
+}
+
+/* Appends key op values unless a requirement on key is already there. */
+static int default_requirement_op(struct decoder *d, struct proto_nodepool *np, const char *key,
+				  enum proto_requirement_op op, const char *const *values, uint32_t n_values)
+{
+	struct proto_requirement *all, *r;
+
+	if (has_requirement(np, key))
+		return 0;
 	all = arena_calloc(d->arena, np->n_requirements + 2, sizeof(*all));
 	if (!all)
 		return -ENOMEM;
 	if (np->n_requirements)
 		memcpy(all, np->requirements, np->n_requirements * sizeof(*all));
-	all[np->n_requirements].key = arena_strdup(d->arena, key);
-	all[np->n_requirements].op = PROTO_OP_IN;
-	all[np->n_requirements].values = arena_calloc(d->arena, 1, sizeof(char *));
-	if (!all[np->n_requirements].key || !all[np->n_requirements].values ||
-	    !(all[np->n_requirements].values[0] = arena_strdup(d->arena, value)))
+	r = &all[np->n_requirements];
+	r->key = arena_strdup(d->arena, key);
+	r->op = op;
+	r->values = arena_calloc(d->arena, n_values, sizeof(char *));
+	if (!r->key || !r->values)
 		return -ENOMEM;
-	all[np->n_requirements].n_values = 1;
+	for (uint32_t i = 0; i < n_values; i++)
+		if (!(r->values[i] = arena_strdup(d->arena, values[i])))
+			return -ENOMEM;
+	r->n_values = n_values;
 	np->requirements = all;
 	np->n_requirements++;
 	return 0;
+}
+
+static int default_requirement(struct decoder *d, struct proto_nodepool *np, const char *key,
+			       const char *value)
+{
+	return default_requirement_op(d, np, key, PROTO_OP_IN, &value, 1);
+}
+
+/*
+ * The AWS provider's v1alpha5 Provisioner.SetDefaults (v0.31,
+ * pkg/apis/v1alpha5/provisioner.go): os linux, arch amd64, on-demand, and
+ * instance-category In c,m,r with instance-generation Gt 2 unless the
+ * Provisioner constrains the instance type, family, category or generation.
+ * Only requirements count, as there (not spec.labels).
+ */
+static int provisioner_defaults(struct decoder *d, struct proto_nodepool *np)
+{
+	static const char *const categories[] = { "c", "m", "r" };
+	static const char *const generation[] = { "2" };
+	int r;
+
+	if ((r = default_requirement(d, np, "kubernetes.io/os", "linux")) < 0 ||
+	    (r = default_requirement(d, np, "kubernetes.io/arch", "amd64")) < 0 ||
+	    (r = default_requirement(d, np, "karpenter.sh/capacity-type", "on-demand")) < 0)
+		return r;
+	if (has_requirement(np, "node.kubernetes.io/instance-type") ||
+	    has_requirement(np, "karpenter.k8s.aws/instance-family") ||
+	    has_requirement(np, "karpenter.k8s.aws/instance-category") ||
+	    has_requirement(np, "karpenter.k8s.aws/instance-generation"))
+		return 0;
+	if ((r = default_requirement_op(d, np, "karpenter.k8s.aws/instance-category", PROTO_OP_IN,
+					categories, ARRAY_SIZE(categories))) < 0)
+		return r;
+	return default_requirement_op(d, np, "karpenter.k8s.aws/instance-generation", PROTO_OP_GT,
+				      generation, ARRAY_SIZE(generation));
 }
 
 static int nodepool_v1(struct decoder *d, const json_t *spec, bool beta, struct proto_nodepool *np)
@@ -266,8 +312,7 @@ static int provisioner_v1alpha5(struct decoder *d, const json_t *spec, struct pr
 	    (r = decode_kubelet(d, json_object_get(spec, "kubeletConfiguration"),
 			 "spec.kubeletConfiguration", &np->kubelet)) < 0)
 		return r;
-	if ((r = default_requirement(d, np, "karpenter.sh/capacity-type", "on-demand")) < 0 ||
-	    (r = default_requirement(d, np, "kubernetes.io/arch", "amd64")) < 0)
+	if ((r = provisioner_defaults(d, np)) < 0)
 		return r;
 	if (empty && !json_is_integer(empty))
 		return decode_fail(d, "spec.ttlSecondsAfterEmpty: expected an integer");

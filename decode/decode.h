@@ -44,7 +44,9 @@
  * an older kanna) is never statically drifted, as Karpenter skips static
  * drift on a version mismatch. */
 #define NODEPOOL_HASH_VERSION "kanna-v1"
-#define NODECLASS_HASH_VERSION "kanna-v1"
+/* kanna-v2: v1beta1 and v1alpha5 node classes default the IMDS hop limit
+ * to 2 (was 1), a hashed default. */
+#define NODECLASS_HASH_VERSION "kanna-v2"
 /* What the launcher writes for a nodeClassRef without group or kind. */
 #define NODECLASS_REF_DEFAULT_GROUP "karpenter.k8s.aws"
 #define NODECLASS_REF_DEFAULT_KIND "EC2NodeClass"

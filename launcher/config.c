@@ -29,6 +29,12 @@ static const struct config_option launcher_options[] = {
 	  .metavar = "FILE",
 	  .help = "PEM CA bundle of the API server for node user data (default: the "
 		  "kubeconfig's)." },
+	/* Karpenter v0.31's aws.defaultInstanceProfile (karpenter-global-settings) */
+	{ .name = "default-instance-profile", .type = CONFIG_STRING,
+	  .offset = offsetof(struct launcher_config, default_instance_profile),
+	  .env_alias = "AWS_DEFAULT_INSTANCE_PROFILE", .metavar = "NAME",
+	  .help = "Instance profile of v1alpha5 Provisioners and AWSNodeTemplates that name "
+		  "none (spec.provider.instanceProfile wins)." },
 	{ .name = "catalog", .type = CONFIG_STRING, .offset = offsetof(struct launcher_config, catalog),
 	  .flags = CONFIG_ABSOLUTE_PATH, .metavar = "FILE",
 	  .help = "Shipped instance-type catalog to start from (default: the installed "

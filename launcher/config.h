@@ -16,6 +16,7 @@ struct launcher_config {
 	char *cluster_name;
 	char *cluster_endpoint;
 	char *cluster_ca_file;
+	char *default_instance_profile;
 	char *catalog;
 	double vm_memory_overhead_percent;
 	bool bind_pods;

@@ -226,6 +226,7 @@ static int start_aws_users(struct aws_client *aws, void *userdata)
 		l->cluster_ca_b64 = base64_encode(l->kcfg->ca_pem, l->kcfg->ca_pem_len);
 	}
 	no.cluster_ca = l->cluster_ca_b64;
+	no.default_instance_profile = l->cfg->default_instance_profile;
 	r = launcher_catalog_new(l->d->loop, l->aws, l->d->metrics, &co, &l->catalog);
 	if (r < 0)
 		return log_error_errno(r, "Failed to load the instance-type catalog: %m");

@@ -118,6 +118,14 @@ EXTRA_DIST += tests/e2e/launcher-capacity.sh
 # A NodeClaim deleted mid-launch: nothing more sent, nothing left running.
 TESTS += tests/e2e/launcher-deleted.sh
 EXTRA_DIST += tests/e2e/launcher-deleted.sh
+# An EC2NodeClass launches cannot use (user data, AMI) is Ready=False with
+# why and gets no NodeClaim; Karpenter's AL2023 userData example launches.
+TESTS += tests/e2e/nodeclass-readiness.sh
+EXTRA_DIST += tests/e2e/nodeclass-readiness.sh
+# A node class field kanna does not implement: ValidationSucceeded=False
+# naming it, no NodeClaim; associatePublicIPAddress launches.
+TESTS += tests/e2e/nodeclass-unsupported.sh
+EXTRA_DIST += tests/e2e/nodeclass-unsupported.sh
 
 # ./quickstart bench launcher
 BENCH_PROGS += bench/bench-launcher

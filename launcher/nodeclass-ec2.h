@@ -117,6 +117,7 @@ struct nc_template {
 	enum ami_family family;
 	const struct proto_metadata_options *metadata; /* NULL/empty fields: IMDSv2 defaults */
 	bool detailed_monitoring;
+	uint8_t associate_public_ip; /* PROTO_COND_*: Unknown = not set, the subnet decides */
 	const struct proto_kv *tags;
 	size_t n_tags;
 };
@@ -137,12 +138,14 @@ enum nc_condition {
 	NC_COND_SECURITY_GROUPS,
 	NC_COND_AMIS,
 	NC_COND_INSTANCE_PROFILE,
+	NC_COND_VALIDATION,
 	_NC_COND_MAX,
 };
 
 struct nc_condition_state {
 	bool ok;
 	char message[512]; /* why not, when !ok */
+	char reason[48];   /* when !ok: "" → the condition's usual reason */
 	int64_t since;     /* Unix ms of the last transition */
 };
 

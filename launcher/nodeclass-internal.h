@@ -95,6 +95,7 @@ struct nodeclass_resolver {
 	struct kube_client *kube;
 	struct kube_events *events;
 	char *cluster_name, *cluster_endpoint, *cluster_ca, *cluster_dns, *service_cidr;
+	char *default_instance_profile;
 	char *k8s_version;
 	bool version_pending;
 	uint64_t refresh_usec;
@@ -125,5 +126,7 @@ void nc_user_data_fetch(struct nodeclass_resolver *r, struct nc_entry *e);
 /* The text to launch with in *ret (NULL: none); -EAGAIN while the text of
  * e->nc's digest is not fetched (e->user_data_why says why). */
 int nc_user_data_of(const struct nc_entry *e, const char **ret);
+/* amiFamily, else the family of the first alias, else Custom. */
+enum ami_family nc_family_of(const struct proto_nodeclass *nc);
 
 #endif

@@ -89,7 +89,7 @@ static int config_build(struct launch_config *cfg, const char *name, const struc
 
 /* The bootstrap family: amiFamily, else the first alias's, else Custom
  * (an AMI chosen by id or name without a family gets its userData as is). */
-static enum ami_family family_of(const struct proto_nodeclass *nc)
+enum ami_family nc_family_of(const struct proto_nodeclass *nc)
 {
 	enum ami_family f = AMI_FAMILY_CUSTOM;
 	struct nc_alias a;
@@ -403,7 +403,7 @@ void nc_serve(struct nodeclass_resolver *r, struct nc_entry *e, struct nc_waiter
 		return;
 	}
 	uo = (struct userdata_options){
-		.family = family_of(nc), .cluster_name = r->cluster_name,
+		.family = nc_family_of(nc), .cluster_name = r->cluster_name,
 		.cluster_endpoint = r->cluster_endpoint, .cluster_ca = r->cluster_ca,
 		.cluster_dns = r->cluster_dns, .service_cidr = r->service_cidr,
 		.labels = labels, .n_labels = n_labels, .taints = taints, .n_taints = n_taints,
@@ -422,6 +422,7 @@ void nc_serve(struct nodeclass_resolver *r, struct nc_entry *e, struct nc_waiter
 		.instance_profile = e->res.instance_profile, .block_devices = nc->block_devices,
 		.n_block_devices = nc->n_block_devices, .family = uo.family,
 		.metadata = &nc->metadata_options, .detailed_monitoring = nc->detailed_monitoring,
+		.associate_public_ip = nc->associate_public_ip_address,
 		.tags = nc->tags, .n_tags = nc->n_tags,
 	};
 	k = nc_template_name(&t, name);

@@ -3,7 +3,7 @@
  * writes it: subnets [{id, zone, zoneID}], securityGroups [{id, name}],
  * amis [{id, name, requirements: [kubernetes.io/arch In …]}],
  * instanceProfile and the conditions SubnetsReady, SecurityGroupsReady,
- * AMIsReady, InstanceProfileReady and Ready (reason, message,
+ * AMIsReady, InstanceProfileReady, ValidationSucceeded and Ready (reason, message,
  * lastTransitionTime). Pure; nodeclass.c decides when to send it.
  */
 #include <errno.h>
@@ -20,7 +20,17 @@ static const struct {
 	[NC_COND_SECURITY_GROUPS] = { "SecurityGroupsReady", "SecurityGroupsNotFound" },
 	[NC_COND_AMIS] = { "AMIsReady", "AMINotFound" },
 	[NC_COND_INSTANCE_PROFILE] = { "InstanceProfileReady", "InstanceProfileNotFound" },
+	/* Karpenter v1's ValidationSucceeded; here false for a spec field kanna
+	 * does not implement (its message names the field). */
+	[NC_COND_VALIDATION] = { "ValidationSucceeded", "UnsupportedField" },
 };
+
+/* A condition's own reason when it has one (ValidationSucceeded:
+ * UserDataInvalid, AMIFamilyUnknown), else the type's usual one. */
+static const char *false_reason(const struct nc_condition_state *s, enum nc_condition c)
+{
+	return *s->reason ? s->reason : conditions[c].false_reason;
+}
 
 const char *nc_condition_type(enum nc_condition c)
 {
@@ -79,13 +89,13 @@ json_t *nc_status_json(const struct nc_resolved *res, const struct nc_condition_
 	for (int c = 0; r >= 0 && c < _NC_COND_MAX; c++) {
 		if (!conds[c].ok && !failed)
 			failed = &conds[c];
-		r = append(conds_json, condition(conditions[c].type, conds[c].ok, conditions[c].false_reason,
+		r = append(conds_json, condition(conditions[c].type, conds[c].ok, false_reason(&conds[c], c),
 						 conds[c].message, conds[c].since));
 	}
 	/* Ready: False with the first failure's reason and its precise message. */
 	if (r >= 0)
 		r = append(conds_json, condition("Ready", !failed,
-						 failed ? conditions[failed - conds].false_reason : NULL,
+						 failed ? false_reason(failed, failed - conds) : NULL,
 						 failed ? failed->message : NULL, ready_since));
 	if (r < 0) {
 		json_decref(subnets);

@@ -2,8 +2,9 @@
  * Launch templates of resolved EC2NodeClass configurations: the name is
  * "kanna-" + the SHA-256 (first 128 bits) of a canonical text of
  * everything the template holds (image, user data, security groups,
- * instance profile, block devices, metadata options, monitoring, tags), so
- * equal configurations share one template across processes and restarts;
+ * instance profile, block devices, metadata options, monitoring, public IP,
+ * tags), so equal configurations share one template across processes and
+ * restarts;
  * the CreateLaunchTemplate request; the reader of DescribeLaunchTemplates
  * for garbage collection. Pure; nodeclass.c runs the calls.
  */
@@ -130,6 +131,8 @@ static int canonical_text(const struct nc_template *t, char **ret, size_t *len)
 	put(f, "imds-ipv6", md.ipv6);
 	put(f, "imds-tokens", md.tokens);
 	fprintf(f, "imds-hops %d\nmonitoring %d\n", md.hops, t->detailed_monitoring);
+	if (t->associate_public_ip != PROTO_COND_UNKNOWN)
+		fprintf(f, "public-ip %d\n", t->associate_public_ip == PROTO_COND_TRUE);
 	for (size_t i = 0; i < t->n_tags; i++) {
 		put(f, "tag", tags[i].key);
 		put(f, "value", tags[i].value);
@@ -193,6 +196,30 @@ static int add_devices(struct aws_query *q, const struct nc_template *t)
 	return r;
 }
 
+/*
+ * Security groups, and spec.associatePublicIPAddress as Karpenter writes it
+ * (pkg/providers/launchtemplate generateNetworkInterfaces): when set, one
+ * network interface, DeviceIndex 0, with AssociatePublicIpAddress and the
+ * groups (EC2 takes groups there or at the top, not both); CreateFleet's
+ * SubnetId override still places it.
+ */
+static int add_network(struct aws_query *q, const struct nc_template *t)
+{
+	bool ni = t->associate_public_ip != PROTO_COND_UNKNOWN;
+	int r = 0;
+
+	if (ni) {
+		r = aws_query_add(q, t->associate_public_ip == PROTO_COND_TRUE ? "true" : "false",
+				  LTD "NetworkInterface.1.AssociatePublicIpAddress");
+		if (r >= 0)
+			r = aws_query_add_int(q, 0, LTD "NetworkInterface.1.DeviceIndex");
+	}
+	for (unsigned i = 0; r >= 0 && i < t->n_groups; i++)
+		r = aws_query_add(q, t->groups[i].id,
+				  ni ? LTD "NetworkInterface.1.SecurityGroupId.%u" : LTD "SecurityGroupId.%u", i + 1);
+	return r;
+}
+
 static int add_tag(struct aws_query *q, unsigned *k, const char *key, const char *value)
 {
 	int r;
@@ -220,8 +247,7 @@ int nc_template_create_query(const struct nc_template *t, const char *name, stru
 		r = aws_query_add(q, t->image_id, LTD "ImageId");
 	if (r >= 0 && *ud)
 		r = aws_query_add(q, ud, LTD "UserData");
-	for (unsigned i = 0; r >= 0 && i < t->n_groups; i++)
-		r = aws_query_add(q, t->groups[i].id, LTD "SecurityGroupId.%u", i + 1);
+	r = r < 0 ? r : add_network(q, t);
 	if (r >= 0 && t->instance_profile && *t->instance_profile)
 		r = aws_query_add(q, t->instance_profile, LTD "IamInstanceProfile.Name");
 	if (r >= 0)

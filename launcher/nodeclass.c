@@ -120,6 +120,7 @@ static uint64_t spec_hash(const struct proto_nodeclass *nc)
 		nc->metadata_options.http_protocol_ipv6);
 	h = mix_int(h, nc->metadata_options.http_put_response_hop_limit);
 	h = mix_int(mix_int(h, nc->kubelet.max_pods), nc->kubelet.pods_per_core);
+	h = mix_int(mix(h, nc->unsupported), nc->associate_public_ip_address);
 	return mix_int(h, nc->detailed_monitoring);
 }
 
@@ -292,9 +293,50 @@ static void record_not_ready(struct nodeclass_resolver *r, struct nc_entry *e)
 
 /* ---- finishing a resolution ------------------------------------------------------- */
 
+/* What every launch of e would refuse, known before any: an amiFamily kanna
+ * has no bootstrap for, or user data the family cannot merge. Karpenter
+ * finds a bad userData only when CreateFleet's launch template is rendered
+ * (aws/karpenter-provider-aws pkg/providers/amifamily/bootstrap: NewArchive
+ * errors fail each launch); kanna says it once, on the EC2NodeClass, so the
+ * scheduler stops planning NodeClaims for it (model/from-state.c). */
+static void validate_launch_inputs(struct nodeclass_resolver *r, struct nc_entry *e, char reason[48])
+{
+	const struct proto_nodeclass *nc = e->nc;
+	_cleanup_free_ char *rendered = NULL;
+	char why[USERDATA_WHY_MAX];
+	struct userdata_options uo;
+	const char *custom;
+	enum ami_family f;
+	int k;
+
+	if (nc->ami_family && ami_family_from_name(nc->ami_family, &f) < 0) {
+		snprintf(reason, 48, "AMIFamilyUnknown");
+		snprintf(e->work_why[NC_COND_VALIDATION], 512,
+			 "amiFamily %.64s is not one kanna bootstraps (AL2, AL2023, Bottlerocket, Custom)",
+			 nc->ami_family);
+		return;
+	}
+	if (nc_user_data_of(e, &custom) < 0 || !custom)
+		return; /* not fetched yet: finish() holds launches back anyway */
+	/* the NodePool's labels and taints differ per launch and are ours, not
+	 * the user's: only the user's part is judged here */
+	uo = (struct userdata_options){
+		.family = nc_family_of(nc), .cluster_name = r->cluster_name ?: "cluster",
+		.cluster_endpoint = r->cluster_endpoint ?: "https://kubernetes.default.svc",
+		.cluster_ca = r->cluster_ca, .service_cidr = r->service_cidr, .custom = custom,
+	};
+	*why = '\0';
+	k = userdata_render(&uo, &rendered, why);
+	if (k == -EINVAL || k == -E2BIG) {
+		snprintf(reason, 48, "UserDataInvalid");
+		snprintf(e->work_why[NC_COND_VALIDATION], 512, "spec.userData is refused for amiFamily %s: %s",
+			 ami_family_name(uo.family), *why ? why : strerror(-k));
+	}
+}
+
 static void finish(struct nodeclass_resolver *r, struct nc_entry *e)
 {
-	char terms[400];
+	char terms[400], validation_reason[48] = "";
 	bool was_ok = e->resolved && e->error == 0, user_data_missing = false;
 	int64_t now = clock_realtime_ms();
 	struct nc_waiter *w;
@@ -321,9 +363,16 @@ static void finish(struct nodeclass_resolver *r, struct nc_entry *e)
 			 e->nc->n_ami_selector_terms ? terms : "(none)",
 			 r->k8s_version ? " for Kubernetes " : "", r->k8s_version ?: "");
 	}
+	/* a field kanna does not implement (decode/decode-nodeclass.c) */
+	if (e->nc->unsupported && !*e->work_why[NC_COND_VALIDATION])
+		snprintf(e->work_why[NC_COND_VALIDATION], 512, "%s", e->nc->unsupported);
+	if (!*e->work_why[NC_COND_VALIDATION])
+		validate_launch_inputs(r, e, validation_reason);
 	if (!*e->work.instance_profile && !*e->work_why[NC_COND_INSTANCE_PROFILE])
-		snprintf(e->work_why[NC_COND_INSTANCE_PROFILE], 512,
-			 "neither spec.role nor spec.instanceProfile is set");
+		snprintf(e->work_why[NC_COND_INSTANCE_PROFILE], 512, "%s",
+			 e->nc->source_api == PROTO_API_V1ALPHA5
+				 ? "neither spec.provider.instanceProfile nor default-instance-profile is set"
+				 : "neither spec.role nor spec.instanceProfile is set");
 	/* An AWS outage must not throw away a good result: keep it until a
 	 * later refresh gets through. */
 	if (e->work_transient && e->ever_ok) {
@@ -345,6 +394,8 @@ static void finish(struct nodeclass_resolver *r, struct nc_entry *e)
 				e->conds[i].since = now;
 			e->conds[i].ok = ok;
 			snprintf(e->conds[i].message, sizeof(e->conds[i].message), "%s", e->work_why[i]);
+			snprintf(e->conds[i].reason, sizeof(e->conds[i].reason), "%s",
+				 i == NC_COND_VALIDATION && !ok ? validation_reason : "");
 			if (!ok && !e->error) {
 				e->error = -ENOENT;
 				snprintf(e->why, sizeof(e->why), "%s", e->work_why[i]);
@@ -756,8 +807,13 @@ static void start_terms(struct nodeclass_resolver *r, struct nc_entry *e, bool s
 
 static void start_profile(struct nodeclass_resolver *r, struct nc_entry *e)
 {
-	if (e->nc->instance_profile) {
-		snprintf(e->work.instance_profile, sizeof(e->work.instance_profile), "%s", e->nc->instance_profile);
+	/* Karpenter v0.31: spec.provider.instanceProfile, else the global
+	 * aws.defaultInstanceProfile (here default-instance-profile). */
+	const char *profile = e->nc->instance_profile ?:
+			      e->nc->source_api == PROTO_API_V1ALPHA5 ? r->default_instance_profile : NULL;
+
+	if (profile) {
+		snprintf(e->work.instance_profile, sizeof(e->work.instance_profile), "%s", profile);
 		return;
 	}
 	if (!e->nc->role)
@@ -915,6 +971,8 @@ int nodeclass_resolver_new(struct loop *loop, struct aws_client *aws, struct kub
 		k = dup_opt(opts->service_cidr, &r->service_cidr);
 	if (k >= 0)
 		k = dup_opt(opts->kubernetes_version, &r->k8s_version);
+	if (k >= 0)
+		k = dup_opt(opts->default_instance_profile, &r->default_instance_profile);
 	snprintf(r->periodic_name, sizeof(r->periodic_name), "nodeclass-refresh-%u", instances++);
 	if (k >= 0)
 		k = loop_add_periodic(loop, r->periodic_name, r->refresh_usec, on_refresh, r);
@@ -953,6 +1011,7 @@ void nodeclass_resolver_free(struct nodeclass_resolver *r)
 	free(r->cluster_ca);
 	free(r->cluster_dns);
 	free(r->service_cidr);
+	free(r->default_instance_profile);
 	free(r->k8s_version);
 	free(r);
 }

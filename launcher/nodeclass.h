@@ -30,6 +30,7 @@ struct nodeclass_resolver_options {
 	uint64_t refresh_usec;        /* re-resolution period; 0 = 5 minutes */
 	const char *service_cidr;     /* AL2023's nodeadm wants it; NULL: 10.100.0.0/16 */
 	const char *kubernetes_version; /* "1.32" for AMI aliases; NULL: the API server's /version */
+	const char *default_instance_profile; /* v1alpha5 classes naming none; may be NULL */
 };
 
 /* What one CreateFleet LaunchTemplateConfig needs for one architecture. */

@@ -144,6 +144,12 @@ json_t *nodeclaim_json(const struct proto_planned_nodeclaim *planned, const char
 	for (uint32_t i = 0; i < nodepool->n_labels; i++)
 		json_object_set_new(labels, nodepool->labels[i].key, json_string(nodepool->labels[i].value));
 	json_object_set_new(labels, "karpenter.sh/nodepool", json_string(planned->nodepool));
+	/* spec.template.metadata.annotations first, Karpenter's and ours over
+	 * them (kubernetes-sigs/karpenter NodeClaimTemplate: the template's
+	 * annotations, then the hash annotations, lo.Assign) */
+	for (uint32_t i = 0; i < nodepool->n_annotations; i++)
+		json_object_set_new(annotations, nodepool->annotations[i].key,
+				    json_string(nodepool->annotations[i].value));
 	pods = string_list_json(planned->pods, planned->n_pods);
 	pods_text = pods ? json_dumps(pods, JSON_COMPACT) : NULL;
 	json_decref(pods);
@@ -331,6 +337,17 @@ json_t *node_json(const struct launched_instance *li, const struct proto_nodecla
 	spec = json_pack("{s:s, s:o}", "providerID", provider, "taints", taints);
 	meta = json_pack("{s:s, s:o, s:[s]}", "name", li->node_name, "labels",
 			 labels_json(labels, n_labels), "finalizers", KARPENTER_TERMINATION_FINALIZER);
+	/* the NodeClaim's template annotations, as Karpenter's registration
+	 * (lifecycle/registration.go syncNode) assigns the NodeClaim's
+	 * annotations onto its Node */
+	if (meta && nodepool && nodepool->n_annotations) {
+		json_t *annotations = json_object();
+
+		for (uint32_t i = 0; annotations && i < nodepool->n_annotations; i++)
+			json_object_set_new(annotations, nodepool->annotations[i].key,
+					    json_string(nodepool->annotations[i].value));
+		json_object_set_new(meta, "annotations", annotations);
+	}
 	if (meta && claim && claim->uid)
 		json_object_set_new(meta, "ownerReferences",
 				    json_pack("[{s:s, s:s, s:s, s:s, s:b}]", "apiVersion", "karpenter.sh/v1",

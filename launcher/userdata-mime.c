@@ -245,8 +245,14 @@ int mime_parse(const char *text, struct mime_parts *ret, char why[USERDATA_WHY_M
 			if (kind == 2)
 				break;
 			s = strchr(s, '\n');
-			if (!s)
+			/* A delimiter with nothing after it ends the document too:
+			 * Go's multipart.Reader (Karpenter's mime.NewArchive, which
+			 * stops at io.EOF) finds no header of a next part there, so
+			 * Karpenter's own examples close with "--//". */
+			if (!s || !s[1]) {
+				kind = 2;
 				break;
+			}
 			part = ++s;
 			continue;
 		}
@@ -257,7 +263,8 @@ int mime_parse(const char *text, struct mime_parts *ret, char why[USERDATA_WHY_M
 	}
 	if (kind != 2) {
 		mime_parts_truncate(ret, first);
-		snprintf(why, USERDATA_WHY_MAX, "the multipart document does not end with --%s--", boundary);
+		snprintf(why, USERDATA_WHY_MAX, "the multipart document does not end with --%s-- (or --%s)",
+			 boundary, boundary);
 		return -EINVAL;
 	}
 	return 0;

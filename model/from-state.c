@@ -205,12 +205,14 @@ static int add_nodepool(struct builder *b, const struct proto_nodepool *p)
 	/* Karpenter v1's provisioner plans into Ready NodePools only, and one
 	 * whose EC2NodeClass is not Ready is not (NodeClassReady): a NodeClaim
 	 * there could only fail to launch. Its nodes stay the pool's. */
-	if (nc && nc->obj.nodeclass->ready == PROTO_COND_FALSE) {
+	/* A class with a field kanna does not implement is refused as soon as
+	 * the watcher decodes it, before the launcher writes its condition. */
+	if (nc && (nc->obj.nodeclass->ready == PROTO_COND_FALSE || nc->obj.nodeclass->unsupported)) {
 		char why[PROTO_MAX_TEXT_LEN + PROTO_MAX_NAME_LEN + 40];
+		const char *reason = nc->obj.nodeclass->unsupported ?: nc->obj.nodeclass->ready_reason;
 
 		snprintf(why, sizeof(why), "EC2NodeClass %s is not ready%s%s", p->nodeclass_ref.name,
-			 nc->obj.nodeclass->ready_reason ? ": " : "",
-			 nc->obj.nodeclass->ready_reason ? nc->obj.nodeclass->ready_reason : "");
+			 reason ? ": " : "", reason ? reason : "");
 		np->not_ready = arena_strdup(&b->c->arena, why);
 		if (!np->not_ready)
 			return -ENOMEM;

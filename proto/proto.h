@@ -519,7 +519,13 @@ struct proto_resource {
  * computed by the watcher's decoder (decode/decode-hash.c), as is a
  * NodePool's nodepool_hash(_version). user_data is not on the state feed:
  * the watcher publishes user_data_sha256 (hex SHA-256 of spec.userData)
- * instead and the launcher, the only reader, GETs the text (since 2.4). */
+ * instead and the launcher, the only reader, GETs the text (since 2.4).
+ * unsupported: set by the watcher's decoder when the spec uses a field kanna
+ * does not implement ("spec.cpuOptions is not supported by kanna"): the
+ * launcher reports it as ValidationSucceeded=False and nothing is launched
+ * for the class, rather than launching without the field.
+ * associate_public_ip_address: spec.associatePublicIPAddress, Unknown when
+ * unset (then the subnet decides), True or False as written. */
 #define proto_fields_nodeclass(F, S)                                          \
 	F(S, 1, name, STR, _, PROTO_MAX_NAME_LEN, REQ)                        \
 	F(S, 2, uid, STR, _, PROTO_MAX_NAME_LEN, REQ)                         \
@@ -545,7 +551,9 @@ struct proto_resource {
 	F(S, 22, source_api, ENUM, api_version, 0, OPT) \
 	F(S, 23, nodeclass_hash, STR, _, PROTO_MAX_NAME_LEN, OPT)             \
 	F(S, 24, nodeclass_hash_version, STR, _, PROTO_MAX_NAME_LEN, OPT)     \
-	F(S, 25, user_data_sha256, STR, _, PROTO_MAX_NAME_LEN, OPT)
+	F(S, 25, user_data_sha256, STR, _, PROTO_MAX_NAME_LEN, OPT)           \
+	F(S, 26, unsupported, STR, _, PROTO_MAX_TEXT_LEN, OPT)               \
+	F(S, 27, associate_public_ip_address, ENUM, condition_status, 0, OPT)
 
 #define proto_fields_pdb(F, S)                                                \
 	F(S, 1, ns, STR, _, PROTO_MAX_NAME_LEN, REQ)                          \

@@ -13,6 +13,10 @@ check_PROGRAMS += tests/unit/test_watcher_decode
 TESTS += tests/unit/test_watcher_decode
 tests_unit_test_watcher_decode_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_watcher_decode_LDADD = $(WATCHER_LIBS) $(TEST_LIBS)
+check_PROGRAMS += tests/unit/test_watcher_decode_versions
+TESTS += tests/unit/test_watcher_decode_versions
+tests_unit_test_watcher_decode_versions_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_watcher_decode_versions_LDADD = $(WATCHER_LIBS) $(TEST_LIBS)
 
 FUZZ_PROGS += tests/fuzz/fuzz_k8s_decode
 tests_fuzz_fuzz_k8s_decode_SOURCES = tests/fuzz/fuzz_k8s_decode.c tests/fuzz/standalone.c

@@ -155,7 +155,7 @@ c=$(echo "$old" | head -n 1)
 expect_eq "NodeClaims carry our NodePool hash version" \
 	"$(kubectl get nodeclaim "$c" -o jsonpath='{.metadata.annotations.karpenter\.sh/nodepool-hash-version}')" kanna-v1
 expect_eq "NodeClaims carry our EC2NodeClass hash version" \
-	"$(kubectl get nodeclaim "$c" -o jsonpath='{.metadata.annotations.karpenter\.k8s\.aws/ec2nodeclass-hash-version}')" kanna-v1
+	"$(kubectl get nodeclaim "$c" -o jsonpath='{.metadata.annotations.karpenter\.k8s\.aws/ec2nodeclass-hash-version}')" kanna-v2
 image=$(kubectl get nodeclaim "$c" -o jsonpath='{.status.imageID}')
 [ -n "$image" ] || fail "NodeClaim $c has no status.imageID"
 sleep 1 # a pass or two with nothing drifted

@@ -207,6 +207,34 @@ Test(userdata, al2_keeps_the_parts_of_a_users_mime_document)
 	free(s);
 }
 
+/* aws/karpenter-provider-aws examples/v1/al2023-custom-userdata.yaml: its
+ * last delimiter is "--//", not "--//--"; Karpenter's mime.NewArchive (Go
+ * multipart.Reader, stopping at io.EOF) takes it, and so do we. */
+Test(userdata, al2023_takes_karpenters_example_that_ends_with_a_bare_delimiter)
+{
+	const char *example = "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"//\"\n\n"
+			      "--//\nContent-Type: application/node.eks.aws\n\n"
+			      "# Example custom nodeconfig which mounts individual drives on an instance\n"
+			      "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  instance:\n"
+			      "    localStorage:\n      strategy: Mount\n\n"
+			      "--//\nContent-Type: text/x-shellscript; charset=\"us-ascii\"\n\n"
+			      "#!/bin/bash\necho \"Hello, AL2023!\"\n--//\n";
+	char *s = render(AMI_FAMILY_AL2023, example, 0), *why;
+
+	cr_assert(strstr(s, "strategy: Mount\n"), "%s", s);
+	cr_assert(strstr(s, "--//\nContent-Type: text/x-shellscript; charset=\"us-ascii\"\n\n#!/bin/bash\necho \"Hello, AL2023!\"\n--//--\n"),
+		  "%s", s);
+	free(s);
+	/* …without its final newline too (Go matches the boundary at EOF) */
+	s = render(AMI_FAMILY_AL2, "Content-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: text/x-shellscript\n\necho hi\n--b", 0);
+	cr_assert(strstr(s, "echo hi\n--//\n"), "%s", s);
+	free(s);
+	/* but a delimiter followed by anything starts a part that must end */
+	why = render(AMI_FAMILY_AL2023, "Content-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: text/x-shellscript\n\necho hi\n--b\n\n", -EINVAL);
+	cr_assert(strstr(why, "does not end with --b--"), "%s", why);
+	free(why);
+}
+
 Test(userdata, broken_mime_is_refused_with_the_reason)
 {
 	char *why = render(AMI_FAMILY_AL2, "Content-Type: multipart/mixed; boundary=x\n\n--x\nContent-Type: a\n\nbody\n", -EINVAL);
@@ -396,7 +424,74 @@ Test(launch_template, request_has_imdsv2_defaults_ebs_and_ownership_tags)
 	free(s);
 }
 
+/* spec.associatePublicIPAddress as Karpenter writes it: one interface at
+ * DeviceIndex 0 carrying the flag and the security groups (none at the
+ * top); a v1beta1 class's hop limit of 2 reaches MetadataOptions. Unset:
+ * no interface, groups at the top, and the same template name as before. */
+Test(launch_template, associate_public_ip_address_makes_one_network_interface_with_the_groups)
+{
+	struct nc_template t = template(groups), unset = template(groups);
+	struct proto_metadata_options beta = { .http_put_response_hop_limit = 2 };
+	char with_name[NC_LAUNCH_TEMPLATE_NAME_MAX], unset_name[NC_LAUNCH_TEMPLATE_NAME_MAX];
+	struct aws_query *q = NULL;
+	char *s;
+
+	t.associate_public_ip = PROTO_COND_FALSE;
+	t.metadata = &beta;
+	cr_assert_eq(nc_template_create_query(&t, "kanna-x", &q), 0);
+	s = encoded(q);
+	cr_assert(strstr(s, "LaunchTemplateData.NetworkInterface.1.AssociatePublicIpAddress=false"
+			    "&LaunchTemplateData.NetworkInterface.1.DeviceIndex=0"
+			    "&LaunchTemplateData.NetworkInterface.1.SecurityGroupId.1=sg-b"
+			    "&LaunchTemplateData.NetworkInterface.1.SecurityGroupId.2=sg-a"), "%s", s);
+	cr_assert_null(strstr(s, "LaunchTemplateData.SecurityGroupId."), "%s", s);
+	cr_assert(strstr(s, "MetadataOptions.HttpPutResponseHopLimit=2"), "%s", s);
+	free(s);
+	t.associate_public_ip = PROTO_COND_TRUE;
+	cr_assert_eq(nc_template_create_query(&t, "kanna-x", &q), 0);
+	s = encoded(q);
+	cr_assert(strstr(s, "NetworkInterface.1.AssociatePublicIpAddress=true"), "%s", s);
+	free(s);
+	cr_assert_eq(nc_template_name(&t, with_name), 0);
+	cr_assert_eq(nc_template_name(&unset, unset_name), 0);
+	cr_assert_str_neq(with_name, unset_name);
+	cr_assert_eq(nc_template_create_query(&unset, "kanna-x", &q), 0);
+	s = encoded(q);
+	cr_assert_null(strstr(s, "NetworkInterface"), "%s", s);
+	free(s);
+}
+
 /* ---- status ------------------------------------------------------------------------ */
+
+Test(nodeclass_status, a_validation_failure_gives_ready_its_own_reason)
+{
+	struct nc_resolved res = { .instance_profile = "demo_1" };
+	struct nc_condition_state conds[_NC_COND_MAX];
+	json_t *j, *c;
+	size_t i;
+	int seen = 0;
+
+	for (int k = 0; k < _NC_COND_MAX; k++)
+		conds[k] = (struct nc_condition_state){ .ok = true, .since = 1000 };
+	conds[NC_COND_VALIDATION] = (struct nc_condition_state){
+		.message = "spec.userData is refused for amiFamily AL2023: the multipart document does not end with --//--",
+		.reason = "UserDataInvalid", .since = 2000,
+	};
+	j = nc_status_json(&res, conds, 2000);
+	cr_assert_not_null(j);
+	json_array_foreach(json_object_get(json_object_get(j, "status"), "conditions"), i, c) {
+		const char *type = json_string_value(json_object_get(c, "type"));
+
+		if (!streq(type, "ValidationSucceeded") && !streq(type, "Ready"))
+			continue;
+		seen++;
+		cr_assert_str_eq(json_string_value(json_object_get(c, "status")), "False");
+		cr_assert_str_eq(json_string_value(json_object_get(c, "reason")), "UserDataInvalid");
+		cr_assert(strstr(json_string_value(json_object_get(c, "message")), "spec.userData is refused"));
+	}
+	cr_assert_eq(seen, 2);
+	json_decref(j);
+}
 
 Test(nodeclass_status, status_lists_what_resolved_and_ready_carries_the_first_failure)
 {
@@ -404,7 +499,7 @@ Test(nodeclass_status, status_lists_what_resolved_and_ready_carries_the_first_fa
 	struct nc_condition_state conds[_NC_COND_MAX] = {
 		{ .ok = true, .since = 1000 }, { .ok = true, .since = 1000 },
 		{ .ok = false, .message = "no AMIs match amiSelectorTerms [{alias: al2@v1}]", .since = 2000 },
-		{ .ok = true, .since = 1000 },
+		{ .ok = true, .since = 1000 }, { .ok = true, .since = 1000 },
 	};
 	json_t *j, *st, *c;
 	size_t i;
@@ -427,7 +522,7 @@ Test(nodeclass_status, status_lists_what_resolved_and_ready_carries_the_first_fa
 				 json_array_get(json_object_get(st, "amis"), 0), "requirements"), 0), "values"), 0)),
 			 "arm64");
 	cr_assert_str_eq(json_string_value(json_object_get(st, "instanceProfile")), "demo_1");
-	cr_assert_eq(json_array_size(json_object_get(st, "conditions")), 5);
+	cr_assert_eq(json_array_size(json_object_get(st, "conditions")), 6);
 	json_array_foreach(json_object_get(st, "conditions"), i, c) {
 		const char *type = json_string_value(json_object_get(c, "type"));
 
@@ -441,6 +536,37 @@ Test(nodeclass_status, status_lists_what_resolved_and_ready_carries_the_first_fa
 			cr_assert_str_eq(json_string_value(json_object_get(c, "reason")), type);
 		}
 	}
+	json_decref(j);
+}
+
+/* A field kanna does not implement: ValidationSucceeded=False (Karpenter
+ * v1's condition type), reason UnsupportedField, and Ready carries it. */
+Test(nodeclass_status, an_unsupported_field_is_validation_succeeded_false_and_not_ready)
+{
+	struct nc_resolved res = { .instance_profile = "demo_1" };
+	struct nc_condition_state conds[_NC_COND_MAX];
+	const char *msg = "spec.cpuOptions is not supported by kanna";
+	json_t *j, *c;
+	size_t i;
+	unsigned seen = 0;
+
+	for (i = 0; i < _NC_COND_MAX; i++)
+		conds[i] = (struct nc_condition_state){ .ok = true, .since = 1000 };
+	conds[NC_COND_VALIDATION] = (struct nc_condition_state){ .ok = false, .since = 2000 };
+	snprintf(conds[NC_COND_VALIDATION].message, sizeof(conds[NC_COND_VALIDATION].message), "%s", msg);
+	j = nc_status_json(&res, conds, 2000);
+	cr_assert_not_null(j);
+	json_array_foreach(json_object_get(json_object_get(j, "status"), "conditions"), i, c) {
+		const char *type = json_string_value(json_object_get(c, "type"));
+
+		if (!streq(type, "ValidationSucceeded") && !streq(type, "Ready"))
+			continue;
+		seen++;
+		cr_assert_str_eq(json_string_value(json_object_get(c, "status")), "False", "%s", type);
+		cr_assert_str_eq(json_string_value(json_object_get(c, "reason")), "UnsupportedField", "%s", type);
+		cr_assert_str_eq(json_string_value(json_object_get(c, "message")), msg, "%s", type);
+	}
+	cr_assert_eq(seen, 2);
 	json_decref(j);
 }
 

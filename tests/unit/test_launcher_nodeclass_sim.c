@@ -295,3 +295,109 @@ Test(nodeclass_sim, a_transient_failure_is_tried_again_within_seconds_not_a_refr
 	cr_assert_eq(run.results[0].error, 0, "%s", run.results[0].why);
 	cr_assert_eq(run.results[0].n_subnets, 3);
 }
+
+/* A class using a field kanna does not implement resolves everything else
+ * but is not Ready: the launch is refused with the field named (the status
+ * gets ValidationSucceeded=False) and no launch template is created. */
+Test(nodeclass_sim, a_class_with_an_unsupported_field_is_refused_with_the_field_named)
+{
+	struct proto_nodeclass nc = nodeclass("reserved");
+	struct run run;
+
+	nc.unsupported = "spec.capacityReservationSelectorTerms is not supported by kanna";
+	run = ask(&nc, (const char *const[]){ "amd64" }, 1);
+	cr_assert_lt(run.results[0].error, 0);
+	cr_assert(strstr(run.results[0].why, "spec.capacityReservationSelectorTerms is not supported by kanna"),
+		  "%s", run.results[0].why);
+	cr_assert_eq(kanna_templates(), 0);
+}
+
+/* User data every launch would refuse makes the class not Ready at
+ * resolution (ValidationSucceeded=False, UserDataInvalid) instead of a
+ * refused launch retried forever under a Ready class; no template is made. */
+Test(nodeclass_sim, user_data_the_family_refuses_makes_the_class_not_ready)
+{
+	struct proto_nodeclass nc = nodeclass("bad-user-data");
+	struct run run;
+
+	nc.user_data = "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"//\"\n\n"
+		       "--//\nContent-Type: text/x-shellscript\n\necho never closed\n";
+	run = ask(&nc, (const char *const[]){ "amd64" }, 1);
+	cr_assert_lt(run.results[0].error, 0);
+	cr_assert(strstr(run.results[0].why, "spec.userData is refused for amiFamily AL2023: "
+					     "the multipart document does not end with --//--"),
+		  "%s", run.results[0].why);
+	cr_assert_eq(kanna_templates(), 0);
+}
+
+/* Karpenter's own AL2023 example (examples/v1/al2023-custom-userdata.yaml,
+ * closed by "--//") resolves and launches. */
+Test(nodeclass_sim, karpenters_al2023_user_data_example_launches)
+{
+	struct proto_nodeclass nc = nodeclass("al2023-example");
+	struct run run;
+
+	nc.user_data = "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"//\"\n\n"
+		       "--//\nContent-Type: application/node.eks.aws\n\n"
+		       "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  instance:\n"
+		       "    localStorage:\n      strategy: Mount\n\n"
+		       "--//\nContent-Type: text/x-shellscript; charset=\"us-ascii\"\n\n"
+		       "#!/bin/bash\necho \"Hello, AL2023!\"\n--//\n";
+	run = ask(&nc, (const char *const[]){ "amd64" }, 1);
+	cr_assert_eq(run.results[0].error, 0, "%s", run.results[0].why);
+	cr_assert_eq(kanna_templates(), 1);
+}
+
+Test(nodeclass_sim, an_ami_family_kanna_cannot_bootstrap_makes_the_class_not_ready)
+{
+	struct proto_nodeclass nc = nodeclass("windows");
+	struct run run;
+
+	nc.ami_family = "Windows2022";
+	run = ask(&nc, (const char *const[]){ "amd64" }, 1);
+	cr_assert_lt(run.results[0].error, 0);
+	cr_assert(strstr(run.results[0].why, "amiFamily Windows2022 is not one kanna bootstraps"), "%s",
+		  run.results[0].why);
+	cr_assert_eq(kanna_templates(), 0);
+}
+
+/* Karpenter v0.31: a Provisioner's provider (or AWSNodeTemplate) naming no
+ * instanceProfile takes the global aws.defaultInstanceProfile — here
+ * default-instance-profile; without it the class is not Ready. */
+Test(nodeclass_sim, a_v1alpha5_class_without_a_profile_takes_default_instance_profile)
+{
+	struct proto_nodeclass nc = nodeclass("old");
+	struct nodeclass_resolver_options with_default = nopts;
+	struct nodeclass_resolver *second = NULL;
+	struct launch_config_request req = { &nc, &nodepool, "amd64" };
+	struct run run = { .left = 1 };
+
+	nc.source_api = PROTO_API_V1ALPHA5;
+	nc.role = NULL;
+	run = ask(&nc, (const char *const[]){ "amd64" }, 1);
+	cr_assert_lt(run.results[0].error, 0);
+	cr_assert(strstr(run.results[0].why,
+			 "neither spec.provider.instanceProfile nor default-instance-profile is set"),
+		  "%s", run.results[0].why);
+	with_default.default_instance_profile = "KarpenterNodeInstanceProfile-demo";
+	cr_assert_eq(nodeclass_resolver_new(loop, client, NULL, NULL, NULL, &with_default, &second), 0);
+	run = (struct run){ .left = 1 };
+	cr_assert_eq(nodeclass_launch_config(second, &req, on_done, &run), 0);
+	spin(&run.left);
+	cr_assert_eq(run.results[0].error, 0, "%s", run.results[0].why);
+	cr_assert_eq(kanna_templates(), 1);
+	nodeclass_resolver_free(second);
+}
+
+/* spec.associatePublicIPAddress reaches a launch template EC2 accepts (the
+ * sim checks every parameter against EC2's request shapes). */
+Test(nodeclass_sim, associate_public_ip_address_makes_a_template_ec2_accepts)
+{
+	struct proto_nodeclass nc = nodeclass("public");
+	struct run run;
+
+	nc.associate_public_ip_address = PROTO_COND_TRUE;
+	run = ask(&nc, (const char *const[]){ "amd64" }, 1);
+	cr_assert_eq(run.results[0].error, 0, "%s", run.results[0].why);
+	cr_assert_eq(kanna_templates(), 1);
+}

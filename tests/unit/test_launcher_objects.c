@@ -199,6 +199,36 @@ Test(launcher_objects, node_labels_and_taints)
 	cr_assert_eq(node_labels_collect(&li, &np, reqs, 3, "us-west-2", labels, 3, &n), -E2BIG);
 }
 
+/* spec.template.metadata.annotations reach the NodeClaim and its Node;
+ * Karpenter's own annotations win over a template's of the same key. */
+Test(launcher_objects, the_template_annotations_reach_the_nodeclaim_and_the_node)
+{
+	struct proto_kv ann[] = { { "team.example.com/owner", "payments" },
+				  { KARPENTER_NODEPOOL_HASH_ANNOTATION, "forged" } };
+	struct proto_instance_type t = { .name = "m6g.large", .labels = type_labels, .n_labels = 4,
+					 .capacity = type_cap, .n_capacity = 3, .allocatable = type_cap,
+					 .n_allocatable = 3 };
+	struct launched_instance li = { "i-1", "m6g.large", "us-west-2a", "on-demand", "ami-1",
+					"ip-10-0-0-1.us-west-2.compute.internal", &t, NULL };
+	struct proto_planned_nodeclaim p = planned();
+	struct proto_nodepool np = pool();
+	struct proto_nodeclaim claim = { .name = "default-abcde", .uid = "u-1" };
+	json_t *o, *node;
+	const json_t *a;
+
+	np.annotations = ann;
+	np.n_annotations = 2;
+	o = nodeclaim_json(&p, NULL, &np, NULL);
+	a = json_object_get(json_object_get(o, "metadata"), "annotations");
+	cr_assert_str_eq(json_string_value(json_object_get(a, "team.example.com/owner")), "payments");
+	cr_assert_str_eq(json_string_value(json_object_get(a, KARPENTER_NODEPOOL_HASH_ANNOTATION)), "123");
+	node = node_json(&li, &claim, &np, NULL, 0);
+	a = json_object_get(json_object_get(node, "metadata"), "annotations");
+	cr_assert_str_eq(json_string_value(json_object_get(a, "team.example.com/owner")), "payments");
+	json_decref(o);
+	json_decref(node);
+}
+
 Test(launcher_objects, the_hold_comes_off_with_every_other_taint_kept_and_the_version_as_precondition)
 {
 	struct proto_taint held[] = {

@@ -423,6 +423,30 @@ Test(from_state, a_nodepool_whose_nodeclass_is_not_ready_opens_no_nodeclaim)
 	cr_assert_eq(result->n_claims, 1, "Ready again: a NodeClaim");
 }
 
+/* A class using a field kanna does not implement opens no NodeClaim even
+ * while its Ready condition still says True (the launcher has not yet
+ * written ValidationSucceeded=False): the reason names the field. */
+Test(from_state, a_nodepool_whose_nodeclass_uses_an_unsupported_field_opens_no_nodeclaim)
+{
+	struct proto_nodepool np = { .name = "default", .uid = "np",
+				     .nodeclass_ref = { .group = "karpenter.k8s.aws", .kind = "EC2NodeClass",
+							.name = "reserved" } };
+	struct proto_nodeclass nc = { .name = "reserved", .uid = "nc", .ready = PROTO_COND_TRUE,
+				      .unsupported = "spec.capacityReservationSelectorTerms is not supported by kanna" };
+	struct proto_pod p = pod("default", "web-1", NULL);
+	const struct proto_pod *pending[] = { &p };
+
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODECLASS, .nodeclass = &nc });
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODEPOOL, .nodepool = &np });
+	solve(pending, 1);
+	cr_assert_eq(result->n_claims, 0);
+	cr_assert_eq(result->n_unschedulable, 1);
+	cr_assert(strstr(result->unschedulable[0].reason,
+			 "EC2NodeClass reserved is not ready: spec.capacityReservationSelectorTerms is not "
+			 "supported by kanna"),
+		  "\"%s\"", result->unschedulable[0].reason);
+}
+
 /* ---- in-flight NodeClaims and the pods planned for them (DESIGN §2 rule 4) ---- */
 
 static struct proto_resource one_cpu[] = { { "cpu", 1000 }, { "memory", 1LL << 30 } };

@@ -290,9 +290,11 @@ Test(decode, v1alpha5_provisioner_of_the_karpenter_0_6_blog_converts)
 	cr_assert_eq(np.consolidate_after_s, 30);
 	cr_assert_eq(np.expire_after_s, 1800);
 	cr_assert_eq(res(np.limits, np.n_limits, "cpu"), 100 * 1000);
-	cr_assert_eq(np.n_requirements, 2, "capacity-type kept, arch amd64 defaulted");
+	cr_assert_eq(np.n_requirements, 5,
+		     "capacity-type kept; os, arch, instance category and generation defaulted");
 	cr_assert_str_eq(np.requirements[0].values[0], "spot");
-	cr_assert_str_eq(np.requirements[1].key, "kubernetes.io/arch");
+	cr_assert_str_eq(np.requirements[1].key, "kubernetes.io/os");
+	cr_assert_str_eq(np.requirements[2].key, "kubernetes.io/arch");
 	cr_assert_str_eq(np.nodeclass_ref.name, "default", "the inline provider is its node class");
 	cr_assert_eq(decode_nodeclass(&dec, j, &nc), 0, "%s", dec.error);
 	cr_assert_eq(nc.source_api, PROTO_API_V1ALPHA5);

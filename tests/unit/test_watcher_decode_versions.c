@@ -1,0 +1,194 @@
+/*
+ * What the older Karpenter versions defaulted (v1alpha5 Provisioner
+ * requirements, the IMDS hop limit of v1beta1 and v1alpha1 node classes),
+ * and node class fields kanna does not implement: named in `unsupported`,
+ * never dropped silently (associatePublicIPAddress it implements).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode/decode.h"
+
+static struct arena arena;
+static struct decoder dec;
+
+static void setup(void)
+{
+	memset(&arena, 0, sizeof(arena));
+	dec = (struct decoder){ .arena = &arena };
+}
+
+static void teardown(void)
+{
+	arena_done(&arena);
+}
+
+TestSuite(decode_versions, .init = setup, .fini = teardown);
+
+static json_t *parse(const char *text)
+{
+	json_error_t err;
+	json_t *j = json_loads(text, 0, &err);
+	cr_assert_not_null(j, "fixture is not JSON: %s at %d:%d", err.text, err.line, err.column);
+	return j;
+}
+
+static const struct proto_requirement *find(const struct proto_nodepool *np, const char *key)
+{
+	for (uint32_t i = 0; i < np->n_requirements; i++)
+		if (strcmp(np->requirements[i].key, key) == 0)
+			return &np->requirements[i];
+	return NULL;
+}
+
+static void provisioner(const char *requirements, struct proto_nodepool *np)
+{
+	char text[1024];
+	json_t *j;
+
+	snprintf(text, sizeof(text),
+		 "{\"apiVersion\":\"karpenter.sh/v1alpha5\",\"kind\":\"Provisioner\",\"metadata\":{\"name\":\"p\"},"
+		 " \"spec\":{\"requirements\":[%s],\"providerRef\":{\"name\":\"t\"}}}",
+		 requirements);
+	j = parse(text);
+	cr_assert_eq(decode_nodepool(&dec, j, np), 0, "%s", dec.error);
+	json_decref(j);
+}
+
+/* aws/karpenter v0.31 pkg/apis/v1alpha5/provisioner.go SetDefaults */
+Test(decode_versions, a_v1alpha5_provisioner_gets_linux_and_c_m_r_generation_above_2)
+{
+	struct proto_nodepool np;
+	const struct proto_requirement *r;
+
+	provisioner("", &np);
+	cr_assert_eq(np.n_requirements, 5);
+	cr_assert_str_eq(find(&np, "kubernetes.io/os")->values[0], "linux");
+	cr_assert_str_eq(find(&np, "kubernetes.io/arch")->values[0], "amd64");
+	cr_assert_str_eq(find(&np, "karpenter.sh/capacity-type")->values[0], "on-demand");
+	r = find(&np, "karpenter.k8s.aws/instance-category");
+	cr_assert_not_null(r);
+	cr_assert_eq(r->op, PROTO_OP_IN);
+	cr_assert_eq(r->n_values, 3);
+	cr_assert_str_eq(r->values[0], "c");
+	cr_assert_str_eq(r->values[1], "m");
+	cr_assert_str_eq(r->values[2], "r");
+	r = find(&np, "karpenter.k8s.aws/instance-generation");
+	cr_assert_not_null(r);
+	cr_assert_eq(r->op, PROTO_OP_GT);
+	cr_assert_eq(r->n_values, 1);
+	cr_assert_str_eq(r->values[0], "2");
+}
+
+Test(decode_versions, a_provisioner_constraining_the_instance_type_keeps_its_own_choice)
+{
+	static const char *const constraints[] = {
+		"{\"key\":\"node.kubernetes.io/instance-type\",\"operator\":\"In\",\"values\":[\"t3.large\"]}",
+		"{\"key\":\"karpenter.k8s.aws/instance-family\",\"operator\":\"In\",\"values\":[\"t3\"]}",
+		"{\"key\":\"karpenter.k8s.aws/instance-category\",\"operator\":\"In\",\"values\":[\"t\"]}",
+		"{\"key\":\"karpenter.k8s.aws/instance-generation\",\"operator\":\"Gt\",\"values\":[\"5\"]}",
+	};
+	struct proto_nodepool np;
+
+	for (size_t i = 0; i < sizeof(constraints) / sizeof(*constraints); i++) {
+		provisioner(constraints[i], &np);
+		cr_assert_eq(np.n_requirements, 4, "case %zu: its own, os, arch, capacity-type", i);
+		if (i != 2)
+			cr_assert_null(find(&np, "karpenter.k8s.aws/instance-category"), "case %zu", i);
+		if (i != 3)
+			cr_assert_null(find(&np, "karpenter.k8s.aws/instance-generation"), "case %zu", i);
+	}
+	provisioner("{\"key\":\"kubernetes.io/os\",\"operator\":\"In\",\"values\":[\"windows\"]}", &np);
+	cr_assert_eq(find(&np, "kubernetes.io/os")->n_values, 1);
+	cr_assert_str_eq(find(&np, "kubernetes.io/os")->values[0], "windows");
+}
+
+static int decode_class(const char *text, struct proto_nodeclass *nc)
+{
+	json_t *j = parse(text);
+	int r = decode_nodeclass(&dec, j, nc);
+
+	json_decref(j);
+	return r;
+}
+
+#define SELECTORS_V1 "\"subnetSelectorTerms\":[{\"id\":\"subnet-1\"}],\"securityGroupSelectorTerms\":[{\"id\":\"sg-1\"}]"
+#define SELECTORS_V1ALPHA1 "\"subnetSelector\":{\"aws-ids\":\"subnet-1\"},\"securityGroupSelector\":{\"aws-ids\":\"sg-1\"}"
+
+Test(decode_versions, imds_hop_limit_defaults_to_2_before_v1_and_1_in_v1)
+{
+	struct proto_nodeclass nc;
+
+	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.k8s.aws/v1\",\"kind\":\"EC2NodeClass\","
+				  "\"metadata\":{\"name\":\"a\"},\"spec\":{" SELECTORS_V1 "}}", &nc), 0, "%s", dec.error);
+	cr_assert_eq(nc.metadata_options.http_put_response_hop_limit, 1);
+	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.k8s.aws/v1beta1\",\"kind\":\"EC2NodeClass\","
+				  "\"metadata\":{\"name\":\"b\"},\"spec\":{" SELECTORS_V1 "}}", &nc), 0, "%s", dec.error);
+	cr_assert_eq(nc.metadata_options.http_put_response_hop_limit, 2);
+	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.k8s.aws/v1alpha1\",\"kind\":\"AWSNodeTemplate\","
+				  "\"metadata\":{\"name\":\"c\"},\"spec\":{" SELECTORS_V1ALPHA1 "}}", &nc), 0, "%s", dec.error);
+	cr_assert_eq(nc.metadata_options.http_put_response_hop_limit, 2);
+	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.sh/v1alpha5\",\"kind\":\"Provisioner\","
+				  "\"metadata\":{\"name\":\"d\"},\"spec\":{\"provider\":{" SELECTORS_V1ALPHA1 "}}}", &nc),
+		     0, "%s", dec.error);
+	cr_assert_eq(nc.metadata_options.http_put_response_hop_limit, 2);
+	/* as written wins */
+	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.k8s.aws/v1beta1\",\"kind\":\"EC2NodeClass\","
+				  "\"metadata\":{\"name\":\"e\"},\"spec\":{" SELECTORS_V1 ","
+				  "\"metadataOptions\":{\"httpPutResponseHopLimit\":1}}}", &nc), 0, "%s", dec.error);
+	cr_assert_eq(nc.metadata_options.http_put_response_hop_limit, 1);
+}
+
+Test(decode_versions, each_unimplemented_field_is_named_never_dropped)
+{
+	static const struct {
+		const char *spec, *path;
+	} cases[] = {
+		{ "\"networkInterfaces\":[{\"networkCardIndex\":0,\"deviceIndex\":0}]", "spec.networkInterfaces" },
+		{ "\"connectionTracking\":{\"tcpEstablishedTimeout\":\"60s\"}", "spec.connectionTracking" },
+		{ "\"instanceStorePolicy\":\"RAID0\"", "spec.instanceStorePolicy" },
+		{ "\"capacityReservationSelectorTerms\":[{\"id\":\"cr-1\"}]", "spec.capacityReservationSelectorTerms" },
+		{ "\"placementGroupSelector\":{\"name\":\"pg\"}", "spec.placementGroupSelector" },
+		{ "\"cpuOptions\":{\"coreCount\":2}", "spec.cpuOptions" },
+		{ "\"ipPrefixCount\":1", "spec.ipPrefixCount" },
+		{ "\"context\":\"arn:aws:ec2:ctx\"", "spec.context" },
+		{ "\"blockDeviceMappings\":[{\"deviceName\":\"/dev/xvda\",\"ebs\":{\"volumeSize\":\"20Gi\",\"volumeInitializationRate\":100}}]",
+		  "spec.blockDeviceMappings[0].ebs.volumeInitializationRate" },
+		{ "\"kubelet\":{\"evictionSoft\":{\"memory.available\":\"10%\"}}", "spec.kubelet.evictionSoft" },
+		{ "\"kubelet\":{\"evictionSoftGracePeriod\":{\"memory.available\":\"1m\"}}", "spec.kubelet.evictionSoftGracePeriod" },
+		{ "\"kubelet\":{\"evictionMaxPodGracePeriod\":60}", "spec.kubelet.evictionMaxPodGracePeriod" },
+		{ "\"kubelet\":{\"imageGCHighThresholdPercent\":85}", "spec.kubelet.imageGCHighThresholdPercent" },
+		{ "\"kubelet\":{\"imageGCLowThresholdPercent\":80}", "spec.kubelet.imageGCLowThresholdPercent" },
+		{ "\"kubelet\":{\"cpuCFSQuota\":false}", "spec.kubelet.cpuCFSQuota" },
+		{ "\"kubelet\":{\"clusterDNS\":[\"10.0.0.10\"]}", "spec.kubelet.clusterDNS" },
+	};
+	struct proto_nodeclass nc;
+	char text[1024], want[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		snprintf(text, sizeof(text),
+			 "{\"apiVersion\":\"karpenter.k8s.aws/v1\",\"kind\":\"EC2NodeClass\",\"metadata\":{\"name\":\"x\"},"
+			 "\"spec\":{" SELECTORS_V1 ",%s}}", cases[i].spec);
+		cr_assert_eq(decode_class(text, &nc), 0, "%s: %s", cases[i].path, dec.error);
+		snprintf(want, sizeof(want), "%s is not supported by kanna", cases[i].path);
+		cr_expect_str_eq(nc.unsupported ?: "(none)", want);
+	}
+	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.k8s.aws/v1\",\"kind\":\"EC2NodeClass\","
+				  "\"metadata\":{\"name\":\"ok\"},\"spec\":{" SELECTORS_V1 ","
+				  "\"kubelet\":{\"maxPods\":20,\"evictionHard\":{\"memory.available\":\"5%\"}}}}", &nc),
+		     0, "%s", dec.error);
+	cr_assert_null(nc.unsupported, "what kanna implements is not refused: %s", nc.unsupported);
+	cr_assert_eq(nc.associate_public_ip_address, PROTO_COND_UNKNOWN, "unset: the subnet decides");
+	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.k8s.aws/v1\",\"kind\":\"EC2NodeClass\","
+				  "\"metadata\":{\"name\":\"pub\"},\"spec\":{" SELECTORS_V1 ","
+				  "\"associatePublicIPAddress\":false}}", &nc), 0, "%s", dec.error);
+	cr_assert_null(nc.unsupported, "%s", nc.unsupported);
+	cr_assert_eq(nc.associate_public_ip_address, PROTO_COND_FALSE);
+	/* several at once, and under a Provisioner's inline provider */
+	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.sh/v1alpha5\",\"kind\":\"Provisioner\","
+				  "\"metadata\":{\"name\":\"p\"},\"spec\":{\"provider\":{" SELECTORS_V1ALPHA1 ","
+				  "\"context\":\"c\",\"cpuOptions\":{\"coreCount\":2}}}}", &nc), 0, "%s", dec.error);
+	cr_assert_str_eq(nc.unsupported, "spec.provider.cpuOptions, spec.provider.context are not supported by kanna");
+}
