@@ -210,7 +210,7 @@ static int gather_one(struct reaper *r, struct job *j, struct hashmap *pools, ch
 	void *idx;
 
 	if (!np || !pc || pc->invalid || !node || node->ready != PROTO_COND_TRUE ||
-	    !nc->provider_id || !*nc->provider_id || claim_disrupting(r, nc) ||
+	    !claim_initialized(nc) || !nc->provider_id || !*nc->provider_id || claim_disrupting(r, nc) ||
 	    !(idx = hashmap_get(node_index, node->name)) || !(w = reaper_work(r, nc->name)))
 		return 0;
 	pods = disruption_movable_pods(r, node, &blocker);

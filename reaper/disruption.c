@@ -53,7 +53,7 @@ static unsigned allow_index(const char *reason)
 
 /* The NodeClaim's Initialized condition is True (the launcher sets it
  * once the Node is Ready and registered: launcher/reconcile.c). */
-static bool claim_initialized(const struct proto_nodeclaim *nc)
+bool claim_initialized(const struct proto_nodeclaim *nc)
 {
 	for (uint32_t i = 0; i < nc->n_conditions; i++)
 		if (streq_ptr(nc->conditions[i].type, "Initialized"))
@@ -250,8 +250,12 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 	unsigned pods;
 	int k;
 
+	/* Karpenter's NewCandidate skips a node not initialized ("state node
+	 * isn't initialized", kubernetes-sigs/karpenter
+	 * pkg/controllers/disruption/types.go): the budgets do not count it
+	 * (count_pools), so disrupting it would go past them. */
 	if (!np || !node || node->ready != PROTO_COND_TRUE || nc->deletion_time || node->deletion_time ||
-	    !(w = reaper_work(r, nc->name)))
+	    !claim_initialized(nc) || !(w = reaper_work(r, nc->name)))
 		return;
 	pods = disruption_movable_pods(r, node, &blocker);
 	if (w->disrupting) {

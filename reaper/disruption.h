@@ -54,6 +54,9 @@ bool node_has_taint(const struct proto_node *n, const char *key);
  * launched to replace. */
 const char *disruption_planned_pod_elsewhere(struct reaper *r, const struct proto_nodeclaim *x,
 					    uint32_t i);
+/* Its Initialized condition is True: only then is it a disruption
+ * candidate, and counted in its NodePool's budgets. */
+bool claim_initialized(const struct proto_nodeclaim *nc);
 /* Being deleted, tainted karpenter.sh/disrupted, or chosen by this reaper. */
 bool claim_disrupting(struct reaper *r, const struct proto_nodeclaim *nc);
 /* Are pods still coming to it (its Node held by the launcher, or a pod

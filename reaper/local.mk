@@ -85,6 +85,9 @@ EXTRA_DIST += tests/e2e/reaper-drift.sh
 # v1 expiry outside them).
 TESTS += tests/e2e/s1-provisioner.sh tests/e2e/reaper-budget.sh
 EXTRA_DIST += tests/e2e/s1-provisioner.sh tests/e2e/reaper-budget.sh
+# A NodeClaim not initialized is no disruption candidate.
+TESTS += tests/e2e/reaper-uninitialized.sh
+EXTRA_DIST += tests/e2e/reaper-uninitialized.sh
 
 # End-to-end: seed scenarios S2 (scheduling constraints, a v1alpha5
 # Provisioner in eu-west-1), S4 (how it works inside), S5 (the workshop's

@@ -148,6 +148,7 @@ static void observe_node(struct k8s_store *store, enum k8s_event_type type,
 	json_t *node = k8s_object_parse(o), *before = prev ? k8s_object_parse(prev) : NULL;
 	const char *type_label = json_string_value(json_object_get(o->labels, "node.kubernetes.io/instance-type"));
 	const char *zone = json_string_value(json_object_get(o->labels, "topology.kubernetes.io/zone"));
+	const char *pool = json_string_value(json_object_get(o->labels, "karpenter.sh/nodepool"));
 	bool ready = node_ready(node), was_ready = before && node_ready(before);
 	bool cordoned = json_is_true(get2(node, "spec", "unschedulable"));
 	const json_t *t;
@@ -160,8 +161,9 @@ static void observe_node(struct k8s_store *store, enum k8s_event_type type,
 		goto out;
 	}
 	if (type == K8S_EVENT_ADDED)
-		k8s_timeline_add(store, "node-registered", "%s%s%s%s%s", o->name,
-				 type_label ? " " : "", type_label ?: "", zone ? " " : "", zone ?: "");
+		k8s_timeline_add(store, "node-registered", "%s%s%s%s%s%s%s", o->name,
+				 type_label ? " " : "", type_label ?: "", zone ? " " : "", zone ?: "",
+				 pool ? " nodepool=" : "", pool ?: "");
 	if (ready && !was_ready)
 		k8s_timeline_add(store, "node-ready", "%s", o->name);
 	if (!ready && was_ready)
@@ -179,6 +181,11 @@ static void observe_node(struct k8s_store *store, enum k8s_event_type type,
 					 value ? "=" : "", value ?: "",
 					 json_string_value(json_object_get(t, "effect")) ?: "");
 		}
+	json_array_foreach(get2(before, "spec", "taints"), i, t)
+		if (!has_taint(node, t))
+			k8s_timeline_add(store, "node-untainted", "%s %s:%s", o->name,
+					 json_string_value(json_object_get(t, "key")) ?: "",
+					 json_string_value(json_object_get(t, "effect")) ?: "");
 	if (o->deleting && !(prev && prev->deleting))
 		k8s_timeline_add(store, "node-deleting", "%s", o->name);
 out:

@@ -9,6 +9,9 @@ EXTRA_DIST += tests/e2e/demo.sh tests/e2e/demo_render.py examples/demo/demo.py e
 # the sim's record (short here; ./quickstart chaos runs the long campaign).
 TESTS += tests/e2e/chaos.sh
 EXTRA_DIST += tests/e2e/chaos.sh tests/e2e/chaos-check.py tests/e2e/chaos_invariants.py
+# The same on seed scenario S1, its cost against a fault-free run's.
+TESTS += tests/e2e/chaos-s1.sh
+EXTRA_DIST += tests/e2e/chaos-s1.sh tests/e2e/chaos-s1-script.sh tests/e2e/chaos_budgets.py
 # The include graph follows the layering (common → proto → state → daemons).
 TESTS += tests/layering.sh
 EXTRA_DIST += tests/layering.sh

@@ -25,8 +25,11 @@ known by its Deployment's template):
                             kube-scheduler), kanna over those and every zone
                             its NodePools may launch in (as Karpenter), with
                             the pods of the same plan it bound later counted
-  nodepool-limit-exceeded   the instances of a NodePool never held more than
-                            its limits, at any moment
+  nodepool-limit-exceeded   the instances of a NodePool (or v1alpha5
+                            Provisioner) never held more than its limits, at
+                            any moment
+  disruption-budget-exceeded  no disruption began while its NodePool's
+                            budgets were used up (chaos_budgets.py)
   pending-without-reason    every pending pod has a recent Event from kanna
                             saying why it is not placed
   nodeclaim-unlaunched      no NodeClaim went without an instance for longer
@@ -48,6 +51,8 @@ and the removal path's (kanna-reaper's):
                             NotReady) while a pod was still bound to it
   timeline-incomplete       the sim's timelines dropped nothing (else the
                             checks above would be blind)
+The S1 script adds nodes-left-at-zero and instances-left-after-gc (chaos-check.py
+zero) and cost-off-fault-free (chaos-check.py cost).
 The chaos script adds not-converged (a round that did not settle in its
 bounded wait), daemon-crashed, daemon-unhealthy and sigterm-exit-nonzero to
 the same ledger.
@@ -59,6 +64,11 @@ the same ledger.
       exit 0 when the cluster has converged: every NodeClaim launched with a
       Ready Node, none and no Node being deleted, every live instance owned,
       every pod bound or explained.
+  chaos-check.py zero DIR --ledger FILE
+      at scale 0, after the garbage-collection interval: no Node, no
+      NodeClaim, no instance pending or running.
+  chaos-check.py cost DIR --baseline DOLLARS --ledger FILE [--tolerance F]
+      the run's cost (kanna-sim's totalCost) within F (0.1) of the baseline.
   chaos-check.py summary --ledger FILE
       prints each invariant's count; exit 1 if any is not zero.
   chaos-check.py selftest
@@ -109,6 +119,53 @@ def cmd_check(args):
     for inv, key, evidence in new:
         print("  VIOLATION %s: %s" % (inv, evidence))
     return 1 if new else 0
+
+
+def record(ledger, violations):
+    """Appends (invariant, key, evidence) rows the ledger does not hold yet; prints them."""
+    seen = read_ledger(ledger)
+    with open(ledger, "a") as f:
+        for inv, key, evidence in violations:
+            if (inv, key) not in seen:
+                seen[(inv, key)] = evidence
+                f.write("%s\t%s\t%s\n" % (inv, key, evidence))
+                print("  VIOLATION %s: %s" % (inv, evidence))
+    return 1 if violations else 0
+
+
+def cmd_zero(args):
+    """At scale 0, once the garbage-collection interval has passed: no Node,
+    no NodeClaim, no instance pending or running."""
+    c = Checker(args.dir, 0, 0)
+    bad = [("nodes-left-at-zero", "%s/%s" % (kind, name), "%s %s is left at scale 0" % (kind, name))
+           for kind, objs in (("Node", c.nodes), ("NodeClaim", c.claims)) for name in sorted(objs)]
+    live = [i for i in c.instances if i.get("state") in LIVE_STATES]
+    bad += [("instances-left-after-gc", i["instanceId"],
+             "%s instance %s (%s, launched %s, nodeclaim tag %s) is left at scale 0 after the "
+             "garbage-collection interval" % (i["state"], i["instanceId"], i.get("instanceType"),
+                                              i.get("launchTime"),
+                                              (i.get("tags") or {}).get("karpenter.sh/nodeclaim")))
+            for i in live]
+    print("at scale 0: %d Node(s), %d NodeClaim(s), %d live instance(s) of %d launched"
+          % (len(c.nodes), len(c.claims), len(live), len(c.instances)))
+    return record(args.ledger, bad)
+
+
+def cmd_cost(args):
+    """The run's cost (kanna-sim's totalCost: every instance's seconds at its
+    price) within a tolerance of the fault-free run's."""
+    with open(os.path.join(args.dir, "aws-status.json")) as f:
+        cost = json.load(f)["totalCost"]
+    ratio = cost / args.baseline if args.baseline > 0 else float("inf")
+    print("cost: $%.6f, fault-free $%.6f, ratio %.3f (tolerance %.0f%%)"
+          % (cost, args.baseline, ratio, args.tolerance * 100))
+    bad = []
+    if abs(ratio - 1) > args.tolerance:
+        bad.append(("cost-off-fault-free", "total",
+                    "the run cost $%.6f, %.1f%% %s the fault-free run's $%.6f (tolerance %.0f%%)"
+                    % (cost, abs(ratio - 1) * 100, "over" if ratio > 1 else "under", args.baseline,
+                       args.tolerance * 100)))
+    return record(args.ledger, bad)
 
 
 def cmd_settled(args):
@@ -197,11 +254,15 @@ def _fixture():
     for i in (1, 2, 3):
         timeline += [("nodeclaim-created", "c%d default" % i, 1),
                      ("nodeclaim-launched", "c%d aws:///z%s/i-%d" % (i, "abc"[i - 1], i), 3),
-                     ("node-registered", "n%d m5.large z%s" % (i, "abc"[i - 1]), 3)]
+                     ("node-registered", "n%d m5.large z%s nodepool=default" % (i, "abc"[i - 1]), 3),
+                     ("node-ready", "n%d" % i, 3)]
     for p in pods:
         if p["spec"].get("nodeName"):
             timeline.append(("pod-bound", "default/%s %s" % (meta(p, "name"), p["spec"]["nodeName"]), 4))
     # Evictions a budget allowed, or that did not count against it.
+    # A disruption given up (the taint removed) leaves the budget's room.
+    timeline += [("node-tainted", "n3 karpenter.sh/disrupted:NoSchedule", 4),
+                 ("node-untainted", "n3 karpenter.sh/disrupted:NoSchedule", 4)]
     timeline += [("pod-evicted", "default/x8 n2 pdb default/x allowed 1", 5),
                  ("pod-evicted", "default/x9 n2 pdb default/x allowed 0 exempt pending", 5)]
     timeline.sort(key=lambda e: e[2])
@@ -280,6 +341,14 @@ def _selftest_cases():
         event(f, "node-ready", "n1")
         event(f, "node-not-ready", "n1")
 
+    def over_budget(f):  # 2 of 3 nodes at once, the default 10% allows 1
+        event(f, "node-tainted", "n1 karpenter.sh/disrupted:NoSchedule")
+        event(f, "node-deleting", "n2")
+
+    def operator_and_budget(f):  # a node deleted by hand is not kanna's disruption
+        over_budget(f)
+        f["operator-deleted"] = "n2\n"
+
     def stale_reason(f):
         item(f, "Event", "")["lastTimestamp"] = "2000-01-01T00:00:00Z"
 
@@ -295,6 +364,8 @@ def _selftest_cases():
         ("anti-affinity-violated", move_anti),
         ("spread-violated", more_spread),
         ("nodepool-limit-exceeded", limit),
+        ("disruption-budget-exceeded", over_budget),
+        (None, operator_and_budget),
         ("pending-without-reason", stale_reason),
         ("nodeclaim-unlaunched", unlaunched),
         ("instance-terminated-once", gone_quietly),
@@ -314,8 +385,8 @@ def cmd_selftest(args):
         mutate(f)
         with tempfile.TemporaryDirectory() as d:
             for name, doc in f.items():
-                with open(os.path.join(d, name + ".json"), "w") as out:
-                    json.dump(doc, out)
+                with open(os.path.join(d, name if isinstance(doc, str) else name + ".json"), "w") as out:
+                    out.write(doc) if isinstance(doc, str) else json.dump(doc, out)
             c = Checker(d, 30, 15, ["za", "zb", "zc"])
             c.check_all()
         got = sorted(set(v[0] for v in c.violations))
@@ -344,9 +415,17 @@ def main():
     p = sub.add_parser("summary")
     p.add_argument("--ledger", required=True)
     sub.add_parser("selftest")
+    p = sub.add_parser("zero")
+    p.add_argument("dir")
+    p.add_argument("--ledger", required=True)
+    p = sub.add_parser("cost")
+    p.add_argument("dir")
+    p.add_argument("--baseline", type=float, required=True)
+    p.add_argument("--tolerance", type=float, default=0.1)
+    p.add_argument("--ledger", required=True)
     args = ap.parse_args()
     return {"check": cmd_check, "settled": cmd_settled, "summary": cmd_summary,
-            "selftest": cmd_selftest}[args.cmd](args)
+            "selftest": cmd_selftest, "zero": cmd_zero, "cost": cmd_cost}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ import json
 import os
 import re
 
+from chaos_budgets import check_budgets
+
 INVARIANTS = [
     "instance-one-nodeclaim",
     "nodeclaim-one-instance",
@@ -23,6 +25,7 @@ INVARIANTS = [
     "anti-affinity-violated",
     "spread-violated",
     "nodepool-limit-exceeded",
+    "disruption-budget-exceeded",
     "pending-without-reason",
     "nodeclaim-unlaunched",
     "instance-terminated-once",
@@ -31,6 +34,9 @@ INVARIANTS = [
     "pdb-eviction-violated",
     "pod-not-drained",
     "timeline-incomplete",
+    "nodes-left-at-zero",
+    "instances-left-after-gc",
+    "cost-off-fault-free",
     "not-converged",
     "daemon-crashed",
     "daemon-unhealthy",
@@ -83,6 +89,11 @@ def load(d):
     by_kind = collections.defaultdict(list)
     for item in k8s.get("items", []):
         by_kind[item.get("kind")].append(item)
+    # EC2 as it was before kubectl listed the cluster (chaos.sh snapshot()).
+    before = os.path.join(d, "aws-status-before.json")
+    if os.path.exists(before):
+        with open(before) as f:
+            aws_status["before"] = json.load(f).get("instances", [])
     return by_kind, k8s_status, aws_status
 
 
@@ -185,8 +196,15 @@ class Checker:
         self.pods = self.kinds["Pod"]
         self.nodes = {meta(n, "name"): n for n in self.kinds["Node"]}
         self.claims = {meta(c, "name"): c for c in self.kinds["NodeClaim"]}
-        self.pools = {meta(p, "name"): p for p in self.kinds["NodePool"]}
+        # v1 NodePools and v1alpha5 Provisioners (seed scenario S1) alike.
+        self.pools = {meta(p, "name"): p for p in self.kinds["NodePool"] + self.kinds["Provisioner"]}
+        # Nodes the test deleted by hand (as an operator), one name a line.
+        path = os.path.join(d, "operator-deleted")
+        self.operator_deleted = set(open(path).read().split()) if os.path.exists(path) else set()
         self.instances = self.aws_status.get("instances", [])
+        # Each instance's state before the cluster was listed (else: after).
+        self.state_before = {i["instanceId"]: i.get("state") for i in
+                             self.aws_status.get("before", self.instances)}
         self.timeline = self.k8s_status.get("timeline", [])
         self.pod_by_key = {pod_key(p): p for p in self.pods}
         self.zones = zones
@@ -215,7 +233,10 @@ class Checker:
             if pid:
                 by_provider[pid.rsplit("/", 1)[-1]].append(meta(c, "name"))
         for i in self.instances:
-            if i.get("state") not in LIVE_STATES:
+            # Live before the NodeClaims were listed and after: a launch or
+            # a termination while kubectl listed is no leak.
+            if i.get("state") not in LIVE_STATES or \
+                    self.state_before.get(i["instanceId"]) not in LIVE_STATES:
                 continue
             iid = i["instanceId"]
             tag = (i.get("tags") or {}).get("karpenter.sh/nodeclaim")
@@ -560,6 +581,8 @@ class Checker:
         catalog = load_catalog()
         for name, pool in self.pools.items():
             limits = (pool.get("spec") or {}).get("limits") or {}
+            if pool.get("kind") == "Provisioner":
+                limits = limits.get("resources") or {}
             if not limits:
                 continue
             edges = []
@@ -634,7 +657,9 @@ class Checker:
             if not pid or meta(c, "deletionTimestamp"):
                 continue
             i = live.get(pid.rsplit("/", 1)[-1])
-            if not i or i.get("state") not in LIVE_STATES:
+            # Gone before the NodeClaims were listed: one terminated while
+            # kubectl listed may have its NodeClaim deleting by now.
+            if not i or self.state_before.get(i["instanceId"], i.get("state")) not in LIVE_STATES:
                 self.violate("nodeclaim-instance-gone", name,
                              "NodeClaim %s (not being deleted) speaks for instance %s, which is %s"
                              % (name, pid.rsplit("/", 1)[-1],
@@ -713,6 +738,7 @@ class Checker:
         self.check_termination_done()
         self.check_pdb_evictions()
         self.check_drained()
+        check_budgets(self)
         self.check_timelines()
 
     # -- convergence ---------------------------------------------------------

@@ -338,7 +338,8 @@ Test(sim_events, the_timeline_follows_a_pod_from_creation_to_deletion)
 	k8s_scheduler_reconcile(store);
 	json_decref(create(nodes, NULL,
 			   "{\"metadata\":{\"name\":\"n1\",\"labels\":{\"node.kubernetes.io/instance-type\":"
-			   "\"m5.large\",\"topology.kubernetes.io/zone\":\"us-west-2a\"}},\"status\":"
+			   "\"m5.large\",\"topology.kubernetes.io/zone\":\"us-west-2a\","
+			   "\"karpenter.sh/nodepool\":\"default\"}},\"status\":"
 			   "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}],\"allocatable\":"
 			   "{\"cpu\":\"2\",\"memory\":\"4Gi\",\"pods\":\"10\"}}}"));
 	k8s_scheduler_reconcile(store);
@@ -351,7 +352,7 @@ Test(sim_events, the_timeline_follows_a_pod_from_creation_to_deletion)
 	cr_assert_str_eq(text,
 			 "pod-created default/p\n"
 			 "pod-unschedulable default/p\n"
-			 "node-registered n1 m5.large us-west-2a\n"
+			 "node-registered n1 m5.large us-west-2a nodepool=default\n"
 			 "node-ready n1\n"
 			 "pod-scheduled default/p n1\n"
 			 "pod-bound default/p n1\n"
@@ -375,6 +376,9 @@ Test(sim_events, the_timeline_follows_a_node_through_cordon_taint_and_removal)
 	patch(nodes, "n1", K8S_WRITE_ALL, "{\"spec\":{\"unschedulable\":false}}");
 	patch(nodes, "n1", K8S_WRITE_ALL,
 	      "{\"spec\":{\"taints\":[{\"key\":\"karpenter.sh/disrupted\",\"effect\":\"NoSchedule\"}]}}");
+	patch(nodes, "n1", K8S_WRITE_ALL, "{\"spec\":{\"taints\":[]}}");
+	patch(nodes, "n1", K8S_WRITE_ALL,
+	      "{\"spec\":{\"taints\":[{\"key\":\"karpenter.sh/disrupted\",\"effect\":\"NoSchedule\"}]}}");
 	patch(nodes, "n1", K8S_WRITE_STATUS,
 	      "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}]}}");
 	k8s_delete_options_init(&opts);
@@ -386,6 +390,8 @@ Test(sim_events, the_timeline_follows_a_node_through_cordon_taint_and_removal)
 			 "node-ready n1\n"
 			 "node-cordoned n1\n"
 			 "node-uncordoned n1\n"
+			 "node-tainted n1 karpenter.sh/disrupted:NoSchedule\n"
+			 "node-untainted n1 karpenter.sh/disrupted:NoSchedule\n"
 			 "node-tainted n1 karpenter.sh/disrupted:NoSchedule\n"
 			 "node-not-ready n1\n"
 			 "node-deleting n1\n"
