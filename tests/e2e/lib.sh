@@ -156,6 +156,20 @@ start_launcher() {
 	e2e_pids="$e2e_pids $pid_launcher"
 }
 
+# placed APP=N...: exactly N pods of each APP (label app), every one bound
+# (one kubectl); $tmp/placed holds "APP POD NODE" lines (no NODE: unbound).
+placed() {
+	local want
+	kubectl get pods -o jsonpath='{range .items[*]}{.metadata.labels.app} {.metadata.name} {.spec.nodeName}{"\n"}{end}' >"$tmp/placed"
+	for want in "$@"; do
+		[ "$(grep -c "^${want%=*} [^ ]* [^ ]" "$tmp/placed")" = "${want#*=}" ] || return 1
+		[ "$(grep -c "^${want%=*} " "$tmp/placed")" = "${want#*=}" ] || return 1
+	done
+}
+nodes_of_app() { # APP: its pods' nodes as placed last saw them, sorted, once each
+	awk -v a="$1" '$1 == a && NF == 3 { print $3 }' "$tmp/placed" | sort -u
+}
+
 # Lines "instance ID state=… type=… zone=… capacity=… price=… nodeclaim=…"
 # from the sim (python3, not a test program: the demo uses this too).
 sim_instances() {

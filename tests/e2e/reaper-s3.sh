@@ -60,19 +60,7 @@ deploy() {
 scale() { # NAME REPLICAS
 	kubectl scale deployment "$1" --replicas "$2" >/dev/null
 }
-# placed APP=N...: exactly N pods of each APP, every one bound (one
-# kubectl); $tmp/placed holds "APP NODE" lines.
-placed() {
-	local want
-	kubectl get pods -o jsonpath='{range .items[*]}{.metadata.labels.app} {.spec.nodeName}{"\n"}{end}' >"$tmp/placed"
-	for want in "$@"; do
-		[ "$(grep -c "^${want%=*} [^ ]" "$tmp/placed")" = "${want#*=}" ] || return 1
-		[ "$(grep -c "^${want%=*} " "$tmp/placed")" = "${want#*=}" ] || return 1
-	done
-}
-nodes_of_app() { # APP: its pods' nodes as placed last saw them, sorted, once each
-	sed -n "s/^$1 \(.\)/\1/p" "$tmp/placed" | sort -u
-}
+# placed, nodes_of_app: tests/e2e/lib.sh
 count_of() { # POOL
 	claims_of "$1" | grep -c . || true
 }

@@ -47,19 +47,7 @@ spec:
 ${4:-}
 YAML
 }
-# placed APP=N...: exactly N pods of each APP, every one bound; $tmp/placed
-# holds "APP POD NODE" lines.
-placed() {
-	local want
-	kubectl get pods -o jsonpath='{range .items[*]}{.metadata.labels.app} {.metadata.name} {.spec.nodeName}{"\n"}{end}' >"$tmp/placed"
-	for want in "$@"; do
-		[ "$(grep -c "^${want%=*} [^ ]* [^ ]" "$tmp/placed")" = "${want#*=}" ] || return 1
-		[ "$(grep -c "^${want%=*} " "$tmp/placed")" = "${want#*=}" ] || return 1
-	done
-}
-nodes_of_app() { # APP: its pods' nodes as placed last saw them, sorted, once each
-	awk -v a="$1" '$1 == a && NF == 3 { print $3 }' "$tmp/placed" | sort -u
-}
+# placed, nodes_of_app: tests/e2e/lib.sh
 zones_of_app() { # APP: the zones of its pods' nodes, sorted, once each
 	for n in $(nodes_of_app "$1"); do
 		kubectl get node "$n" -o jsonpath='{.metadata.labels.topology\.kubernetes\.io/zone}{"\n"}'
