@@ -68,7 +68,7 @@ the same ledger.
       at scale 0, after the garbage-collection interval: no Node, no
       NodeClaim, no instance pending or running.
   chaos-check.py cost DIR --baseline DOLLARS --ledger FILE [--tolerance F]
-      the run's cost (kanna-sim's totalCost) within F (0.1) of the baseline.
+      the run's cost (kanna-sim's totalCost) at most F (0.1) over the baseline.
   chaos-check.py summary --ledger FILE
       prints each invariant's count; exit 1 if any is not zero.
   chaos-check.py selftest
@@ -160,11 +160,19 @@ def cmd_cost(args):
     print("cost: $%.6f, fault-free $%.6f, ratio %.3f (tolerance %.0f%%)"
           % (cost, args.baseline, ratio, args.tolerance * 100))
     bad = []
-    if abs(ratio - 1) > args.tolerance:
+    # Over is waste: capacity held longer or pricier than the same script
+    # needed without faults. Under is no loss: the pods were served (every
+    # step's pods bound, the other invariants), on fewer node-seconds —
+    # which pods a ReplicaSet's scale-down removes decides which node
+    # empties first, and a run can empty the larger one earlier (seen:
+    # 0.73 with every invariant held). Reported, not a violation.
+    if ratio > 1 + args.tolerance:
         bad.append(("cost-off-fault-free", "total",
-                    "the run cost $%.6f, %.1f%% %s the fault-free run's $%.6f (tolerance %.0f%%)"
-                    % (cost, abs(ratio - 1) * 100, "over" if ratio > 1 else "under", args.baseline,
-                       args.tolerance * 100)))
+                    "the run cost $%.6f, %.1f%% over the fault-free run's $%.6f (tolerance %.0f%%)"
+                    % (cost, (ratio - 1) * 100, args.baseline, args.tolerance * 100)))
+    elif ratio < 1 - args.tolerance:
+        print("  (under the fault-free run's by %.1f%%: fewer node-seconds, not a violation)"
+              % ((1 - ratio) * 100))
     return record(args.ledger, bad)
 
 

@@ -31,7 +31,7 @@
 # kills every few seconds and steady faults (its NodePool's budget of 10%
 # binds: disruption-budget-exceeded, checked in both modes, bites), and
 # adds its checks: nothing left at scale 0 after the garbage-collection
-# interval, the cost within 10% of a fault-free run
+# interval, the cost at most 10% over a fault-free run
 # of the same script (tests/e2e/chaos-s1-script.sh says how;
 # tests/e2e/chaos-s1.sh is its short run in `make check`, which skips the
 # cost comparison and says so).
