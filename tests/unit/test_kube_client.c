@@ -615,7 +615,7 @@ static void on_wire_done(struct kube_client *c, const struct kube_response *resp
 		loop_exit(w->loop, 0);
 }
 
-Test(kube_client, a_burst_keeps_at_most_max_in_flight_on_the_wire_and_all_complete, .timeout = 60)
+Test(kube_client, a_burst_keeps_at_most_max_in_flight_on_the_wire_and_all_complete, .timeout = 30)
 {
 	struct MHD_Daemon *d;
 	struct loop *loop;
