@@ -34,6 +34,12 @@ e2e_cleanup() {
 		done
 		rc=1
 	fi
+	# What the script cost: wall time, and CPU of the script and all it
+	# ran and waited for (the daemons included), which ./quickstart check
+	# sums up to show where check time goes.
+	# (times in this shell: in a pipe it would time a subshell).
+	times >"$tmp/.times"
+	echo "e2e-time: $SECONDS s wall, $(awk '{ for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); c += t[1] * 60 + t[2] } } END { printf "%.1f", c }' "$tmp/.times") s CPU" >&2
 	# KANNA_E2E_KEEP=1 keeps the logs and the sim's state for a look.
 	if [ -n "${KANNA_E2E_KEEP:-}" ]; then
 		echo "kept $tmp"
