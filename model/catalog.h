@@ -17,7 +17,6 @@
  */
 enum wellknown {
 	K_NODEPOOL,
-	K_PROVISIONER_NAME,
 	K_ZONE,
 	K_REGION,
 	K_INSTANCE_TYPE,
@@ -46,6 +45,12 @@ enum wellknown {
 	K_INSTANCE_ENCRYPTION_IN_TRANSIT,
 	K_N_WELL_KNOWN,
 	K_HOSTNAME = K_N_WELL_KNOWN,
+	/* Not well-known since v1beta1: a Provisioner defines it (In its own
+	 * name), a NodePool never does, so a pod that selects a Provisioner
+	 * can never land on a NodePool's node (Karpenter v1's WellKnownLabels,
+	 * kubernetes-sigs/karpenter pkg/apis/v1/labels.go, has no
+	 * karpenter.sh/provisioner-name). */
+	K_PROVISIONER_NAME,
 	V_SPOT,
 	V_ON_DEMAND,
 	V_LINUX,

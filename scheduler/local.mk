@@ -64,6 +64,7 @@ EXTRA_DIST += \
 	tests/scheduling/node-affinity-terms-and-preferences.yaml \
 	tests/scheduling/nodepool-node-limit.yaml \
 	tests/scheduling/nodepool-weights.yaml \
+	tests/scheduling/provisioner-name-not-well-known.yaml \
 	tests/scheduling/pod-anti-affinity-hostname.yaml \
 	tests/scheduling/pod-anti-affinity-namespace-selector.yaml \
 	tests/scheduling/pod-anti-affinity-all-namespaces.yaml \
