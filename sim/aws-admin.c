@@ -4,6 +4,9 @@
  *   GET  /_sim/status     instances (launch/terminate times, cost accrued at
  *                         their launch price), totals, faults, the faults
  *                         injected so far by kind, the timeline
+ *   GET  /_sim/launch-templates  every launch template with the
+ *                         LaunchTemplateData it was created with (user data
+ *                         base64 as sent)
  *   GET  /_sim/faults     the current fault set
  *   POST /_sim/faults     replace the fault set (JSON, see aws-faults.c)
  *   POST /_sim/interrupt  {"instanceIds":[...], "kind": "spot-interruption" |
@@ -17,23 +20,25 @@
 #include "common/clock.h"
 #include "sim/aws-internal.h"
 
-static json_t *instance_json(const struct aws_instance *i, uint64_t now)
+static json_t *instance_json(const struct sim_aws *aws, const struct aws_instance *i, uint64_t now)
 {
 	char launch[32], term[32];
 	json_t *tags = json_object();
+	const struct aws_image *im = aws_image_by_id(aws, i->region->name, i->image_id);
 
 	for (size_t k = 0; tags && k < i->tags.n; k++)
 		json_object_set_new(tags, i->tags.v[k].key, json_string(i->tags.v[k].value));
 	format_iso8601(i->launch_ms, launch);
 	format_iso8601(i->terminate_ms, term);
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:f, s:f, s:o?}",
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:f, s:f, s:o?, s:s, s:s?, s:s?}",
 			 "instanceId", i->id, "instanceType", i->type->name,
 			 "region", i->region->name, "zone", i->zone->name,
 			 "capacityType", i->spot ? "spot" : "on-demand",
 			 "state", aws_instance_state_name(i->state), "launchTime", launch,
 			 "terminateTime", i->terminate_ms ? term : NULL,
 			 "pricePerHour", i->price, "costAccrued", aws_instance_cost(i, now),
-			 "tags", tags);
+			 "tags", tags, "imageId", i->image_id, "imageName", im ? im->name : NULL,
+			 "launchTemplateId", *i->launch_template_id ? i->launch_template_id : NULL);
 }
 
 json_t *aws_status_json(struct sim_aws *aws)
@@ -48,7 +53,7 @@ json_t *aws_status_json(struct sim_aws *aws)
 	for (size_t k = 0; instances && k < aws->n_instances; k++) {
 		const struct aws_instance *i = aws->instances[k];
 
-		json_array_append_new(instances, instance_json(i, now));
+		json_array_append_new(instances, instance_json(aws, i, now));
 		total += aws_instance_cost(i, now);
 		running += i->state == INSTANCE_PENDING || i->state == INSTANCE_RUNNING;
 	}
@@ -134,6 +139,8 @@ int aws_admin_handle(struct sim_aws *aws, const char *url, const char *method,
 
 	if (streq(url, "/_sim/status") && get)
 		return admin_json(resp, 200, aws_status_json(aws));
+	if (streq(url, "/_sim/launch-templates") && get)
+		return admin_json(resp, 200, aws_launch_templates_json(aws));
 	if (streq(url, "/_sim/faults") && get)
 		return admin_json(resp, 200, aws_faults_to_json(aws));
 	if (streq(url, "/_sim/faults") && post) {

@@ -295,6 +295,10 @@ struct aws_launch_template {
 	char region[32];
 	uint64_t create_ms;
 	struct aws_tags tags;
+	/* Every LaunchTemplateData.* parameter as sent (the prefix cut), so
+	 * that what a launch asked for — user data, block devices, metadata
+	 * options — can be seen (GET /_sim/launch-templates). */
+	struct aws_params data;
 };
 
 /* An IAM instance profile (aws-iam.c); role NULL while none is attached. */
@@ -431,6 +435,8 @@ const char *aws_instance_state_name(enum aws_instance_state s);
 double aws_instance_cost(const struct aws_instance *i, uint64_t now);
 void aws_instance_free(struct aws_instance *i);
 void aws_launch_template_free(struct aws_launch_template *lt);
+/* [{launchTemplateId, launchTemplateName, region, launchTemplateData: {key: value}}] */
+json_t *aws_launch_templates_json(struct sim_aws *aws);
 void aws_instance_profile_free(struct aws_instance_profile *p);
 struct aws_instance_profile *iam_profile_find(struct sim_aws *aws, const char *name);
 

@@ -65,6 +65,37 @@ static int templates_append(struct sim_aws *aws, struct aws_launch_template *lt)
 	return 0;
 }
 
+static int template_data_keep(struct aws_launch_template *lt, const struct aws_params *params)
+{
+	static const char prefix[] = "LaunchTemplateData.";
+
+	for (size_t k = 0; k < params->n; k++) {
+		const struct aws_param *p = &params->v[k];
+
+		if (strncmp(p->name, prefix, sizeof(prefix) - 1) == 0 &&
+		    aws_params_add(&lt->data, p->name + sizeof(prefix) - 1, p->value, strlen(p->value), 0) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+json_t *aws_launch_templates_json(struct sim_aws *aws)
+{
+	json_t *all = json_array();
+
+	for (size_t i = 0; all && i < aws->n_templates; i++) {
+		const struct aws_launch_template *lt = aws->templates[i];
+		json_t *data = json_object();
+
+		for (size_t k = 0; data && k < lt->data.n; k++)
+			json_object_set_new(data, lt->data.v[k].name, json_string(lt->data.v[k].value));
+		json_array_append_new(all, json_pack("{s:s, s:s, s:s, s:o?}", "launchTemplateId", lt->id,
+						     "launchTemplateName", lt->name, "region", lt->region,
+						     "launchTemplateData", data));
+	}
+	return all;
+}
+
 int ec2_create_launch_template(struct sim_aws *aws, const struct aws_request *req,
 			       struct aws_response *resp)
 {
@@ -91,7 +122,7 @@ int ec2_create_launch_template(struct sim_aws *aws, const struct aws_request *re
 		return -ENOMEM;
 	lt->name = strdup(name);
 	lt->image_id = image ? strdup(image) : NULL;
-	if (!lt->name || (image && !lt->image_id)) {
+	if (!lt->name || (image && !lt->image_id) || template_data_keep(lt, req->params) < 0) {
 		aws_launch_template_free(lt);
 		return -ENOMEM;
 	}

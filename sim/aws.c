@@ -181,6 +181,7 @@ void aws_launch_template_free(struct aws_launch_template *lt)
 	free(lt->name);
 	free(lt->image_id);
 	aws_tags_clear(&lt->tags);
+	aws_params_clear(&lt->data);
 	free(lt);
 }
 
