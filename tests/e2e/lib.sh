@@ -88,6 +88,28 @@ start_sim() {
 	mkdir -p "$tmp/run"
 }
 
+# v1beta1_era_crds DIR: DIR/crds holds the shipped CRDs as a cluster of
+# Karpenter's v1beta1 era serves them: NodePools and EC2NodeClasses at
+# v1beta1 only (the v1beta1 CRD files, their v1 version not served),
+# NodeClaims at v1, which kanna writes. kanna-sim keeps each version's
+# objects apart and converts none, and kanna reads v1 wherever it is
+# served: beside a served v1, a v1beta1 NodePool would never be seen.
+# Start kanna-sim with KANNA_DATADIR=DIR.
+v1beta1_era_crds() {
+	local f
+	mkdir -p "$1/crds"
+	for f in "$SRCDIR"/data/crds/*.yaml; do
+		case ${f##*/} in
+		karpenter.sh_nodepools.yaml | karpenter.k8s.aws_ec2nodeclasses.yaml) ;;
+		*.v1beta1.yaml)
+			awk '/^      name: v1$/ { v1 = 1 }
+			     v1 && /^      served: true$/ { print "      served: false"; v1 = 0; next }
+			     { print }' "$f" >"$1/crds/${f##*/}" ;;
+		*) cp "$f" "$1/crds/" ;;
+		esac
+	done
+}
+
 # aws_faults JSON: replaces kanna-sim's AWS fault set (POST /_sim/faults on
 # the AWS port; see sim/aws.h for the keys).
 aws_faults() {

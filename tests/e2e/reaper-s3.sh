@@ -102,22 +102,8 @@ PY
 }
 
 e2e_init
-# A cluster of Karpenter's v1beta1 era: NodePools and EC2NodeClasses served
-# at v1beta1 only (the shipped v1beta1 CRD files with their v1 version not
-# served), NodeClaims at v1, which kanna writes. kanna-sim keeps each
-# version's objects apart and converts none, and kanna reads v1 wherever it
-# is served: beside a served v1, a v1beta1 NodePool would never be seen.
-mkdir -p "$tmp/data/crds"
-for f in "$SRCDIR"/data/crds/*.yaml; do
-	case ${f##*/} in
-	karpenter.sh_nodepools.yaml | karpenter.k8s.aws_ec2nodeclasses.yaml) ;;
-	*.v1beta1.yaml)
-		awk '/^      name: v1$/ { v1 = 1 }
-		     v1 && /^      served: true$/ { print "      served: false"; v1 = 0; next }
-		     { print }' "$f" >"$tmp/data/crds/${f##*/}" ;;
-	*) cp "$f" "$tmp/data/crds/" ;;
-	esac
-done
+# A cluster of Karpenter's v1beta1 era (lib.sh).
+v1beta1_era_crds "$tmp/data"
 cat >"$tmp/sim.yaml" <<'YAML'
 kubelet-boot-ms: 1000
 YAML
