@@ -181,13 +181,13 @@ static json_t *call_int(struct eval *ev, const json_t *v)
 
 		errno = 0;
 		x = strtoll(s, (char **)&end, 10);
-		/* strconv.ParseInt: an optional sign, then digits only. */
+		/* strconv.ParseInt: a sign, then digits only; cel-go gives
+		 * one text for every failure, overflow included. */
 		if (!*s || *s == ' ' || *s == '\t' || *s == '\n' || *end ||
 		    end != s + json_string_length(v) || !(s[*s == '-' || *s == '+'] >= '0' &&
-							   s[*s == '-' || *s == '+'] <= '9'))
+							   s[*s == '-' || *s == '+'] <= '9') ||
+		    errno == ERANGE)
 			return fail(ev, "type conversion error from 'string' to 'int'");
-		if (errno == ERANGE)
-			return fail(ev, "integer overflow");
 		return made(ev, json_integer(x));
 	}
 	return no_overload(ev);

@@ -71,4 +71,36 @@ int cel_regex_compile(const char *re2, size_t len, bool find, regex_t **out, cha
 		      size_t errlen);
 void cel_regex_free(regex_t *re);
 
+/* The parser's state; the lexer (cel-lex.c) fills the token fields. */
+#define CEL_MAX_SCOPE 8 /* macro variables in scope at once; the CRDs nest two */
+enum cel_tok {
+	T_EOF, T_IDENT, T_INT, T_STRING,
+	T_LPAREN, T_RPAREN, T_LBRACKET, T_RBRACKET, T_DOT, T_COMMA, T_QUESTION, T_COLON,
+	T_NOT, T_AND, T_OR, T_EQ, T_NE, T_LT, T_LE, T_GT, T_GE,
+};
+
+struct cel_parser {
+	const char *src, *p;
+	enum cel_tok tok;
+	const char *tok_start;
+	char *text; /* T_IDENT, T_STRING: the (unescaped) text */
+	size_t text_len;
+	json_int_t ival;
+	int depth;
+	const char *scope[CEL_MAX_SCOPE];
+	int nscope;
+	bool uses_old_self;
+	int error; /* -EINVAL or -ENOMEM once failed */
+	char *err;
+	size_t errlen;
+};
+
+/* Both record the first error (-EINVAL with "column N: what", -ENOMEM)
+ * and return NULL. */
+struct cel_node *cel_parse_fail(struct cel_parser *ps, const char *at, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+struct cel_node *cel_parse_oom(struct cel_parser *ps);
+/* Reads the next token into ps; 0 or the error. */
+int cel_lex_next(struct cel_parser *ps);
+
 #endif

@@ -1,7 +1,6 @@
 /*
  * CEL's parser, for the subset the shipped CRDs' x-kubernetes-validations
- * use (listed in cel.h's callers' rules, doc in README's sim section):
- * literals (int, string, bool, null, lists), self and oldSelf, field
+ * use (the tokens come from cel-lex.c): literals (int, string, bool, null, lists), self and oldSelf, field
  * selection, indexing, ! && || ?:, == != < <= > >= in, the has() all()
  * exists() filter() macros and the functions size int startsWith endsWith
  * matches find split. The grammar follows cel-spec's langdef.md; anything
@@ -20,35 +19,8 @@
 
 /* cel-go's parser refuses deeper nesting too (its maxRecursionDepth). */
 #define CEL_MAX_DEPTH 100
-/* Macro variables in scope at once; the CRDs nest two (x, y). */
-#define CEL_MAX_SCOPE 8
 
-enum tok {
-	T_EOF, T_IDENT, T_INT, T_STRING,
-	T_LPAREN, T_RPAREN, T_LBRACKET, T_RBRACKET, T_DOT, T_COMMA, T_QUESTION, T_COLON,
-	T_NOT, T_AND, T_OR, T_EQ, T_NE, T_LT, T_LE, T_GT, T_GE,
-};
-
-struct parser {
-	const char *src, *p;
-	enum tok tok;
-	const char *tok_start;
-	char *text; /* T_IDENT, T_STRING: the (unescaped) text */
-	size_t text_len;
-	json_int_t ival;
-	int depth;
-	const char *scope[CEL_MAX_SCOPE];
-	int nscope;
-	bool uses_old_self;
-	int error; /* -EINVAL or -ENOMEM once failed */
-	char *err;
-	size_t errlen;
-};
-
-static struct cel_node *fail(struct parser *ps, const char *at, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static struct cel_node *fail(struct parser *ps, const char *at, const char *fmt, ...)
+struct cel_node *cel_parse_fail(struct cel_parser *ps, const char *at, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -65,7 +37,7 @@ static struct cel_node *fail(struct parser *ps, const char *at, const char *fmt,
 	return NULL;
 }
 
-static struct cel_node *oom(struct parser *ps)
+struct cel_node *cel_parse_oom(struct cel_parser *ps)
 {
 	if (!ps->error) {
 		ps->error = -ENOMEM;
@@ -86,18 +58,18 @@ void cel_node_free(struct cel_node *n)
 	free(n);
 }
 
-static struct cel_node *node(struct parser *ps, enum cel_op op)
+static struct cel_node *node(struct cel_parser *ps, enum cel_op op)
 {
 	struct cel_node *n = calloc(1, sizeof(*n));
 
 	if (!n)
-		return oom(ps);
+		return cel_parse_oom(ps);
 	n->op = op;
 	return n;
 }
 
 /* Appends kid to n; on failure frees both. */
-static struct cel_node *add(struct parser *ps, struct cel_node *n, struct cel_node *kid)
+static struct cel_node *add(struct cel_parser *ps, struct cel_node *n, struct cel_node *kid)
 {
 	struct cel_node **k;
 
@@ -110,170 +82,33 @@ static struct cel_node *add(struct parser *ps, struct cel_node *n, struct cel_no
 	if (!k) {
 		cel_node_free(n);
 		cel_node_free(kid);
-		return oom(ps);
+		return cel_parse_oom(ps);
 	}
 	n->kids = k;
 	n->kids[n->nkids++] = kid;
 	return n;
 }
 
-static bool is_ident_start(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
-
-static bool is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
-
-static const char *const reserved[] = {
-	"as", "break", "const", "continue", "else", "for", "function", "if", "import",
-	"let", "loop", "package", "namespace", "return", "var", "void", "while",
-};
-
-/* A quoted string (single or double quotes) with cel-spec's simple escapes. */
-static int lex_string(struct parser *ps)
-{
-	char quote = *ps->p++;
-	char *buf;
-	size_t n = 0;
-
-	if (ps->p[0] == quote && ps->p[1] == quote)
-		return fail(ps, ps->tok_start, "triple-quoted strings are not supported"), -EINVAL;
-	buf = malloc(strlen(ps->p) + 1);
-	if (!buf)
-		return oom(ps), -ENOMEM;
-	for (;;) {
-		char c = *ps->p;
-
-		if (c == '\0' || c == '\n' || c == '\r') {
-			free(buf);
-			return fail(ps, ps->tok_start, "unterminated string literal"), -EINVAL;
-		}
-		ps->p++;
-		if (c == quote)
-			break;
-		if (c == '\\') {
-			static const char from[] = "abfnrtv\\'\"`?", to[] = "\a\b\f\n\r\t\v\\'\"`?";
-			const char *e = *ps->p ? strchr(from, *ps->p) : NULL;
-
-			if (!e) {
-				free(buf);
-				return fail(ps, ps->p - 1, "escape sequence \\%c is not supported",
-					    *ps->p ? *ps->p : ' '), -EINVAL;
-			}
-			c = to[e - from];
-			ps->p++;
-		}
-		buf[n++] = c;
-	}
-	buf[n] = '\0';
-	ps->text = buf;
-	ps->text_len = n;
-	return 0;
-}
-
-static int next(struct parser *ps)
-{
-	static const struct {
-		const char *text;
-		enum tok tok;
-	} punct[] = {
-		{ "&&", T_AND }, { "||", T_OR }, { "==", T_EQ }, { "!=", T_NE }, { "<=", T_LE },
-		{ ">=", T_GE }, { "(", T_LPAREN }, { ")", T_RPAREN }, { "[", T_LBRACKET },
-		{ "]", T_RBRACKET }, { ".", T_DOT }, { ",", T_COMMA }, { "?", T_QUESTION },
-		{ ":", T_COLON }, { "!", T_NOT }, { "<", T_LT }, { ">", T_GT },
-	};
-
-	free(ps->text);
-	ps->text = NULL;
-	while (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\f')
-		ps->p++;
-	if (ps->p[0] == '/' && ps->p[1] == '/')
-		return fail(ps, ps->p, "comments are not supported"), -EINVAL;
-	ps->tok_start = ps->p;
-	if (*ps->p == '\0') {
-		ps->tok = T_EOF;
-		return 0;
-	}
-	if (*ps->p == '"' || *ps->p == '\'') {
-		ps->tok = T_STRING;
-		return lex_string(ps);
-	}
-	if (is_ident_start(*ps->p)) {
-		const char *s = ps->p;
-
-		while (is_ident_start(*ps->p) || is_digit(*ps->p))
-			ps->p++;
-		if ((ps->p - s == 1 && (*s == 'r' || *s == 'R' || *s == 'b' || *s == 'B')) &&
-		    (*ps->p == '"' || *ps->p == '\''))
-			return fail(ps, s, "raw and bytes string literals are not supported"), -EINVAL;
-		for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
-			if (strlen(reserved[i]) == (size_t)(ps->p - s) &&
-			    !memcmp(reserved[i], s, (size_t)(ps->p - s)))
-				return fail(ps, s, "reserved identifier '%s'", reserved[i]), -EINVAL;
-		ps->text = strndup(s, (size_t)(ps->p - s));
-		if (!ps->text)
-			return oom(ps), -ENOMEM;
-		ps->text_len = (size_t)(ps->p - s);
-		ps->tok = T_IDENT;
-		return 0;
-	}
-	if (is_digit(*ps->p)) {
-		json_int_t v = 0;
-
-		if (ps->p[0] == '0' && (ps->p[1] == 'x' || ps->p[1] == 'X'))
-			return fail(ps, ps->p, "hexadecimal literals are not supported"), -EINVAL;
-		while (is_digit(*ps->p)) {
-			if (v > (LLONG_MAX - (*ps->p - '0')) / 10)
-				return fail(ps, ps->tok_start, "integer literal out of range"), -EINVAL;
-			v = v * 10 + (*ps->p++ - '0');
-		}
-		if (*ps->p == '.' || *ps->p == 'e' || *ps->p == 'E')
-			return fail(ps, ps->tok_start, "double literals are not supported"), -EINVAL;
-		if (*ps->p == 'u' || *ps->p == 'U')
-			return fail(ps, ps->tok_start, "unsigned literals are not supported"), -EINVAL;
-		ps->ival = v;
-		ps->tok = T_INT;
-		return 0;
-	}
-	for (size_t i = 0; i < sizeof(punct) / sizeof(punct[0]); i++) {
-		size_t n = strlen(punct[i].text);
-
-		if (!strncmp(ps->p, punct[i].text, n)) {
-			ps->p += n;
-			ps->tok = punct[i].tok;
-			return 0;
-		}
-	}
-	if (strchr("+-*/%", *ps->p))
-		return fail(ps, ps->p, "arithmetic operator '%c' is not supported", *ps->p), -EINVAL;
-	if (*ps->p == '{')
-		return fail(ps, ps->p, "map and message literals are not supported"), -EINVAL;
-	return fail(ps, ps->p, "character '%c' is not supported", *ps->p), -EINVAL;
-}
-
-static bool accept(struct parser *ps, enum tok t)
+static bool accept(struct cel_parser *ps, enum cel_tok t)
 {
 	if (ps->error || ps->tok != t)
 		return false;
-	next(ps);
+	cel_lex_next(ps);
 	return !ps->error;
 }
 
-static bool expect(struct parser *ps, enum tok t, const char *what)
+static bool expect(struct cel_parser *ps, enum cel_tok t, const char *what)
 {
 	if (accept(ps, t))
 		return true;
-	fail(ps, ps->tok_start, "expected %s", what);
+	cel_parse_fail(ps, ps->tok_start, "expected %s", what);
 	return false;
 }
 
-static struct cel_node *expr(struct parser *ps);
+static struct cel_node *expr(struct cel_parser *ps);
 
 /* ( args ) after a function or method name; kids already hold the receiver. */
-static struct cel_node *args(struct parser *ps, struct cel_node *n, size_t want, const char *name)
+static struct cel_node *args(struct cel_parser *ps, struct cel_node *n, size_t want, const char *name)
 {
 	size_t have = 0;
 
@@ -291,13 +126,13 @@ static struct cel_node *args(struct parser *ps, struct cel_node *n, size_t want,
 	}
 	if (n && have != want) {
 		cel_node_free(n);
-		return fail(ps, ps->tok_start, "%s() takes %zu argument(s), not %zu", name, want, have);
+		return cel_parse_fail(ps, ps->tok_start, "%s() takes %zu argument(s), not %zu", name, want, have);
 	}
 	return n;
 }
 
 /* recv.all(x, p), exists, filter: the variable is in scope in p only. */
-static struct cel_node *macro(struct parser *ps, struct cel_node *recv, enum cel_op op,
+static struct cel_node *macro(struct cel_parser *ps, struct cel_node *recv, enum cel_op op,
 			      const char *name, const char *at)
 {
 	struct cel_node *n = add(ps, node(ps, op), recv);
@@ -306,15 +141,15 @@ static struct cel_node *macro(struct parser *ps, struct cel_node *recv, enum cel
 		return NULL;
 	if (ps->tok != T_IDENT) {
 		cel_node_free(n);
-		return fail(ps, at, "%s() needs a variable name first", name);
+		return cel_parse_fail(ps, at, "%s() needs a variable name first", name);
 	}
 	if (ps->nscope == CEL_MAX_SCOPE) {
 		cel_node_free(n);
-		return fail(ps, at, "macros nested too deep");
+		return cel_parse_fail(ps, at, "macros nested too deep");
 	}
 	n->str = ps->text;
 	ps->text = NULL;
-	next(ps);
+	cel_lex_next(ps);
 	if (!expect(ps, T_COMMA, "','")) {
 		cel_node_free(n);
 		return NULL;
@@ -329,7 +164,7 @@ static struct cel_node *macro(struct parser *ps, struct cel_node *recv, enum cel
 	return n;
 }
 
-static struct cel_node *method(struct parser *ps, struct cel_node *recv, const char *at)
+static struct cel_node *method(struct cel_parser *ps, struct cel_node *recv, const char *at)
 {
 	static const struct {
 		const char *name;
@@ -344,7 +179,7 @@ static struct cel_node *method(struct parser *ps, struct cel_node *recv, const c
 	struct cel_node *n = NULL;
 
 	ps->text = NULL;
-	next(ps);
+	cel_lex_next(ps);
 	if (!expect(ps, T_LPAREN, "'('")) {
 		cel_node_free(recv);
 		free(name);
@@ -370,7 +205,7 @@ static struct cel_node *method(struct parser *ps, struct cel_node *recv, const c
 			/* Compiled once here: the rules use literal patterns only. */
 			if (pat->op != CEL_STRING) {
 				cel_node_free(n);
-				n = fail(ps, at, "%s() needs a string literal pattern", name);
+				n = cel_parse_fail(ps, at, "%s() needs a string literal pattern", name);
 			} else if ((r = cel_regex_compile(pat->str, pat->len, n->fn == CEL_FN_FIND, &n->re, ps->err,
 							  ps->errlen)) < 0) {
 				cel_node_free(n);
@@ -382,22 +217,22 @@ static struct cel_node *method(struct parser *ps, struct cel_node *recv, const c
 		return n;
 	}
 	cel_node_free(recv);
-	fail(ps, at, "function '%s' is not supported", name);
+	cel_parse_fail(ps, at, "function '%s' is not supported", name);
 	free(name);
 	return NULL;
 }
 
-static struct cel_node *global_call(struct parser *ps, char *name, const char *at)
+static struct cel_node *global_call(struct cel_parser *ps, char *name, const char *at)
 {
 	struct cel_node *n;
 
-	next(ps); /* the '(' */
+	cel_lex_next(ps); /* the '(' */
 	if (!strcmp(name, "has")) {
 		struct cel_node *arg = expr(ps);
 
 		if (arg && arg->op != CEL_SELECT) {
 			cel_node_free(arg);
-			arg = fail(ps, at, "has() needs a field selection, like has(self.field)");
+			arg = cel_parse_fail(ps, at, "has() needs a field selection, like has(self.field)");
 		}
 		if (!arg || !expect(ps, T_RPAREN, "')'")) {
 			cel_node_free(arg);
@@ -407,14 +242,14 @@ static struct cel_node *global_call(struct parser *ps, char *name, const char *a
 		return arg;
 	}
 	if (strcmp(name, "size") && strcmp(name, "int"))
-		return fail(ps, at, "function '%s' is not supported", name);
+		return cel_parse_fail(ps, at, "function '%s' is not supported", name);
 	n = node(ps, CEL_CALL);
 	if (n)
 		n->fn = name[0] == 's' ? CEL_FN_SIZE : CEL_FN_INT;
 	return args(ps, n, 1, name);
 }
 
-static struct cel_node *primary(struct parser *ps)
+static struct cel_node *primary(struct cel_parser *ps)
 {
 	const char *at = ps->tok_start;
 	struct cel_node *n;
@@ -426,7 +261,7 @@ static struct cel_node *primary(struct parser *ps)
 		n = node(ps, CEL_INT);
 		if (n)
 			n->ival = ps->ival;
-		next(ps);
+		cel_lex_next(ps);
 		return n;
 	case T_STRING:
 		n = node(ps, CEL_STRING);
@@ -435,10 +270,10 @@ static struct cel_node *primary(struct parser *ps)
 			n->len = ps->text_len;
 			ps->text = NULL;
 		}
-		next(ps);
+		cel_lex_next(ps);
 		return n;
 	case T_LPAREN:
-		next(ps);
+		cel_lex_next(ps);
 		n = expr(ps);
 		if (n && !expect(ps, T_RPAREN, "')'")) {
 			cel_node_free(n);
@@ -446,7 +281,7 @@ static struct cel_node *primary(struct parser *ps)
 		}
 		return n;
 	case T_LBRACKET:
-		next(ps);
+		cel_lex_next(ps);
 		n = node(ps, CEL_LIST);
 		if (n && !accept(ps, T_RBRACKET)) {
 			do
@@ -461,26 +296,26 @@ static struct cel_node *primary(struct parser *ps)
 	case T_IDENT:
 		break;
 	default:
-		return fail(ps, at, "unexpected %s", ps->tok == T_EOF ? "end of rule" : "token");
+		return cel_parse_fail(ps, at, "unexpected %s", ps->tok == T_EOF ? "end of rule" : "token");
 	}
 	if (!strcmp(ps->text, "true") || !strcmp(ps->text, "false")) {
 		n = node(ps, CEL_BOOL);
 		if (n)
 			n->ival = ps->text[0] == 't';
-		next(ps);
+		cel_lex_next(ps);
 		return n;
 	}
 	if (!strcmp(ps->text, "null")) {
-		next(ps);
+		cel_lex_next(ps);
 		return node(ps, CEL_NULL);
 	}
 	if (!strcmp(ps->text, "in"))
-		return fail(ps, at, "unexpected 'in'");
+		return cel_parse_fail(ps, at, "unexpected 'in'");
 	{
 		char *name = ps->text;
 
 		ps->text = NULL;
-		next(ps);
+		cel_lex_next(ps);
 		if (ps->tok == T_LPAREN) {
 			n = global_call(ps, name, at);
 			free(name);
@@ -492,7 +327,7 @@ static struct cel_node *primary(struct parser *ps)
 		if (!strcmp(name, "oldSelf"))
 			ps->uses_old_self = true;
 		else if (strcmp(name, "self")) {
-			fail(ps, at, "undeclared reference to '%s'", name);
+			cel_parse_fail(ps, at, "undeclared reference to '%s'", name);
 			free(name);
 			return NULL;
 		}
@@ -507,7 +342,7 @@ bound:
 	}
 }
 
-static struct cel_node *member(struct parser *ps)
+static struct cel_node *member(struct cel_parser *ps)
 {
 	struct cel_node *n = primary(ps);
 
@@ -519,7 +354,7 @@ static struct cel_node *member(struct parser *ps)
 
 			if (ps->tok != T_IDENT) {
 				cel_node_free(n);
-				return fail(ps, ps->tok_start, "expected a field name after '.'");
+				return cel_parse_fail(ps, ps->tok_start, "expected a field name after '.'");
 			}
 			if (ps->p[strspn(ps->p, " \t\n\r\f")] == '(') {
 				n = method(ps, n, at);
@@ -531,7 +366,7 @@ static struct cel_node *member(struct parser *ps)
 			sel->str = ps->text;
 			ps->text = NULL;
 			n = sel;
-			next(ps);
+			cel_lex_next(ps);
 		} else if (accept(ps, T_LBRACKET)) {
 			n = add(ps, add(ps, node(ps, CEL_INDEX), n), expr(ps));
 			if (n && !expect(ps, T_RBRACKET, "']'")) {
@@ -549,7 +384,7 @@ static struct cel_node *member(struct parser *ps)
 	return n;
 }
 
-static struct cel_node *unary(struct parser *ps)
+static struct cel_node *unary(struct cel_parser *ps)
 {
 	struct cel_node *n;
 
@@ -557,15 +392,15 @@ static struct cel_node *unary(struct parser *ps)
 		return member(ps);
 	if (++ps->depth > CEL_MAX_DEPTH) {
 		ps->depth--;
-		return fail(ps, ps->tok_start, "expression nested too deep");
+		return cel_parse_fail(ps, ps->tok_start, "expression nested too deep");
 	}
-	next(ps);
+	cel_lex_next(ps);
 	n = add(ps, node(ps, CEL_NOT), unary(ps));
 	ps->depth--;
 	return n;
 }
 
-static struct cel_node *relation(struct parser *ps)
+static struct cel_node *relation(struct cel_parser *ps)
 {
 	struct cel_node *n = unary(ps);
 
@@ -590,7 +425,7 @@ static struct cel_node *relation(struct parser *ps)
 		default:
 			return n;
 		}
-		next(ps);
+		cel_lex_next(ps);
 		n = add(ps, add(ps, node(ps, op), n), unary(ps));
 	}
 	if (ps->error) {
@@ -600,8 +435,8 @@ static struct cel_node *relation(struct parser *ps)
 	return n;
 }
 
-static struct cel_node *binary(struct parser *ps, enum tok tok, enum cel_op op,
-			       struct cel_node *(*operand)(struct parser *))
+static struct cel_node *binary(struct cel_parser *ps, enum cel_tok tok, enum cel_op op,
+			       struct cel_node *(*operand)(struct cel_parser *))
 {
 	struct cel_node *n = operand(ps);
 
@@ -614,23 +449,23 @@ static struct cel_node *binary(struct parser *ps, enum tok tok, enum cel_op op,
 	return n;
 }
 
-static struct cel_node *conjunction(struct parser *ps)
+static struct cel_node *conjunction(struct cel_parser *ps)
 {
 	return binary(ps, T_AND, CEL_AND, relation);
 }
 
-static struct cel_node *disjunction(struct parser *ps)
+static struct cel_node *disjunction(struct cel_parser *ps)
 {
 	return binary(ps, T_OR, CEL_OR, conjunction);
 }
 
-static struct cel_node *expr(struct parser *ps)
+static struct cel_node *expr(struct cel_parser *ps)
 {
 	struct cel_node *n;
 
 	if (++ps->depth > CEL_MAX_DEPTH) {
 		ps->depth--;
-		return fail(ps, ps->tok_start, "expression nested too deep");
+		return cel_parse_fail(ps, ps->tok_start, "expression nested too deep");
 	}
 	n = disjunction(ps);
 	if (n && accept(ps, T_QUESTION)) {
@@ -649,19 +484,50 @@ static struct cel_node *expr(struct parser *ps)
 	return n;
 }
 
+static bool valid_utf8(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		size_t n = *p < 0x80 ? 0 : (*p & 0xe0) == 0xc0 ? 1 : (*p & 0xf0) == 0xe0 ? 2 :
+			   (*p & 0xf8) == 0xf0 ? 3 : 4;
+		unsigned cp = n == 0 ? *p : *p & (0x3f >> n);
+
+		if (n == 4 || (n == 1 && *p < 0xc2))
+			return false;
+		for (size_t i = 1; i <= n; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (p[i] & 0x3f);
+		}
+		/* overlong, surrogate or past U+10FFFF */
+		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		p += n + 1;
+	}
+	return true;
+}
+
 int cel_compile(const char *rule, struct cel_program **out, char *err, size_t errlen)
 {
-	struct parser ps = { .src = rule, .p = rule, .err = err, .errlen = errlen };
+	struct cel_parser ps = { .src = rule, .p = rule, .err = err, .errlen = errlen };
 	struct cel_program *prog;
 	struct cel_node *root;
 
 	*out = NULL;
 	if (errlen)
 		err[0] = '\0';
-	next(&ps);
+	/* A rule arrives in JSON or YAML, so always as UTF-8; the strings
+	 * it makes must be too, for jansson. */
+	if (!valid_utf8(rule)) {
+		snprintf(err, errlen, "the rule is not valid UTF-8");
+		return -EINVAL;
+	}
+	cel_lex_next(&ps);
 	root = ps.error ? NULL : expr(&ps);
 	if (root && ps.tok != T_EOF)
-		fail(&ps, ps.tok_start, "unexpected token after the expression");
+		cel_parse_fail(&ps, ps.tok_start, "unexpected token after the expression");
 	free(ps.text);
 	if (ps.error) {
 		cel_node_free(root);

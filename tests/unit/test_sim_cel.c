@@ -137,6 +137,7 @@ Test(sim_cel, constructs_outside_the_subset_are_refused_by_name)
 	refused("(self == 1", "expected ')'");
 	refused("self == 1 self", "unexpected token");
 	refused("", "unexpected end of rule");
+	refused("self == 'kubernetes.\216io'", "not valid UTF-8");
 }
 
 Test(sim_cel, nesting_is_bounded)
@@ -256,7 +257,7 @@ static void collect(void *ctx, const char *field, const char *reason, const char
 	c->n++;
 }
 
-static struct cel_schema *load_schema(const char *file)
+static struct cel_schema *load_version(const char *file, const char *version)
 {
 	struct yaml_docs *docs = NULL;
 	struct cel_schema *cs = NULL;
@@ -267,7 +268,7 @@ static struct cel_schema *load_schema(const char *file)
 	snprintf(path, sizeof(path), "%s/data/crds/%s", srcdir(), file);
 	cr_assert_eq(yaml_docs_load_file(path, &docs, err, sizeof(err)), 0, "%s", err);
 	json_array_foreach(json_object_get(json_object_get(docs->docs[0], "spec"), "versions"), i, ver)
-		if (!strcmp(json_string_value(json_object_get(ver, "name")), "v1"))
+		if (!strcmp(json_string_value(json_object_get(ver, "name")), version))
 			cr_assert_eq(cel_schema_new(json_object_get(json_object_get(ver, "schema"),
 								    "openAPIV3Schema"),
 						    &cs, err, sizeof(err)),
@@ -275,6 +276,11 @@ static struct cel_schema *load_schema(const char *file)
 	yaml_docs_free(docs);
 	cr_assert(cs);
 	return cs;
+}
+
+static struct cel_schema *load_schema(const char *file)
+{
+	return load_version(file, "v1");
 }
 
 /* The object is base with patch merged in (RFC 7386: null deletes). */
@@ -486,5 +492,38 @@ Test(sim_cel, ec2nodeclass_rules)
 		   "spec.blockDeviceMappings[0].ebs: Invalid value: \"object\": snapshotID or volumeSize must be defined");
 	nc_ok(cs, "{\"spec\": {\"blockDeviceMappings\": [{\"rootVolume\": true, \"ebs\": {\"volumeSize\": \"20Gi\"}},"
 		  " {\"ebs\": {\"snapshotID\": \"snap-1\"}}]}}");
+	cel_schema_free(cs);
+}
+
+/* v1beta1 NodePools also restrict the kubernetes.io and k8s.io domains. */
+Test(sim_cel, nodepool_v1beta1_restricted_domains)
+{
+	struct cel_schema *cs = load_version("karpenter.sh_nodepools.v1beta1.yaml", "v1beta1");
+	static const char base[] =
+		"{\"spec\": {\"template\": {\"spec\": {\"nodeClassRef\": {\"name\": \"default\"},"
+		" \"requirements\": [{\"key\": \"%s\", \"operator\": \"Exists\"}]}}}}";
+	static const struct {
+		const char *key, *error;
+	} cases[] = {
+		{ "kubernetes.io/test", "label domain \"kubernetes.io\" is restricted" },
+		{ "k8s.io/test", "label domain \"k8s.io\" is restricted" },
+		{ "karpenter.sh/test", "label domain \"karpenter.sh\" is restricted" },
+		{ "kops.k8s.io/test", NULL },
+		{ "subdomain.node-restriction.kubernetes.io/test", NULL },
+		{ "node.kubernetes.io/instance-type", NULL },
+		{ "topology.kubernetes.io/zone", NULL },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char obj[512];
+		struct collected c;
+
+		snprintf(obj, sizeof(obj), base, cases[i].key);
+		c = run(cs, obj, "{}", NULL);
+		if (cases[i].error)
+			cr_expect(strstr(c.text, cases[i].error), "%s: %s", cases[i].key, c.text);
+		else
+			cr_expect_eq(c.n, 0, "%s: %s", cases[i].key, c.text);
+	}
 	cel_schema_free(cs);
 }
