@@ -360,6 +360,13 @@ static struct cel_node *member(struct cel_parser *ps)
 				n = method(ps, n, at);
 				continue;
 			}
+			/* Kubernetes escapes property names for CEL (foo-bar is
+			 * foo__dash__bar); no shipped rule needs it. */
+			if (strstr(ps->text, "__")) {
+				cel_node_free(n);
+				return cel_parse_fail(ps, ps->tok_start,
+						      "escaped property name '%s' is not supported", ps->text);
+			}
 			sel = add(ps, node(ps, CEL_SELECT), n);
 			if (!sel)
 				return NULL;

@@ -239,7 +239,8 @@ static void report_error(struct walk *w, const struct cel_schema *cs, const char
 	char body[4096];
 
 	snprintf(body, sizeof(body), "Invalid value: \"%s\": %s", cs->type, detail);
-	w->report(w->ctx, w->path, "FieldValueInvalid", body);
+	/* The root's path is a nil field.Path, which prints as "<nil>". */
+	w->report(w->ctx, w->len ? w->path : "<nil>", "FieldValueInvalid", body);
 	w->errors++;
 }
 

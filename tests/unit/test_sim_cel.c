@@ -131,6 +131,7 @@ Test(sim_cel, constructs_outside_the_subset_are_refused_by_name)
 	refused("self.find('a*b+') == ''", "second repetition in find()");
 	refused("self.matches(self)", "string literal pattern");
 	refused("has(self)", "field selection");
+	refused("self.foo__dash__bar == 1", "escaped property name 'foo__dash__bar'");
 	refused("self.startsWith()", "takes 1 argument(s), not 0");
 	refused("r'raw' == self", "raw and bytes");
 	refused("self == 'a\\x41'", "escape sequence \\x");
@@ -526,4 +527,30 @@ Test(sim_cel, nodepool_v1beta1_restricted_domains)
 			cr_expect_eq(c.n, 0, "%s: %s", cases[i].key, c.text);
 	}
 	cel_schema_free(cs);
+}
+
+/* A rule on the schema's root reports the nil field.Path, a rule without
+ * a message "failed rule: <rule>", an evaluation error CEL's text. */
+Test(sim_cel, root_rules_default_messages_and_evaluation_errors)
+{
+	json_t *schema = json_loads(
+		"{\"type\": \"object\", \"x-kubernetes-validations\": [{\"rule\": \" self.a == 1 \"}],"
+		" \"properties\": {\"b\": {\"type\": \"object\", \"x-kubernetes-validations\":"
+		" [{\"rule\": \"self.c == 1\", \"message\": \"c must be 1 \"}]}}}", 0, NULL);
+	struct cel_schema *cs = NULL;
+	struct collected c;
+	char err[256];
+
+	cr_assert(schema);
+	cr_assert_eq(cel_schema_new(schema, &cs, err, sizeof(err)), 0, "%s", err);
+	c = run(cs, "{\"a\": 2, \"b\": {}}", "{}", NULL);
+	cr_expect_str_eq(c.text, "<nil>: Invalid value: \"object\": failed rule: self.a == 1\n"
+				 "b: Invalid value: \"object\": no such key: c evaluating rule: c must be 1");
+	cel_schema_free(cs);
+	json_decref(schema);
+
+	schema = json_loads("{\"x-kubernetes-validations\": [{\"rule\": \"true\", \"reason\": \"FieldValueForbidden\"}]}", 0, NULL);
+	cr_expect_eq(cel_schema_new(schema, &cs, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "field 'reason' is not supported"), "%s", err);
+	json_decref(schema);
 }
