@@ -374,7 +374,8 @@ error:
 	return NULL;
 }
 
-/* a && b, a || b: the deciding value wins over an error on either side. */
+/* a && b, a || b: the deciding value wins over an error on either side
+ * (cel-go's evalAnd and evalOr). */
 static json_t *logical(struct eval *ev, const struct cel_node *n)
 {
 	int decide = n->op == CEL_OR; /* the value that decides */
@@ -392,10 +393,13 @@ static json_t *logical(struct eval *ev, const struct cel_node *n)
 	b = eval_bool(ev, n->kids[1]);
 	if (b == decide)
 		return made(ev, json_boolean(decide));
-	if (b < 0)
+	if (b < 0 && ev->error == -ENOMEM)
 		return NULL;
+	/* cel-go reports the left error when both sides fail. */
 	if (a < 0)
 		return fail(ev, "%s", saved);
+	if (b < 0)
+		return NULL;
 	return made(ev, json_boolean(!decide));
 }
 

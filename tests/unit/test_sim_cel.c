@@ -202,6 +202,7 @@ Test(sim_cel, evaluation_follows_cel_go)
 	fails("self.missing == 1 && false", "{}");
 	errs("self.missing == 1 && true", "{}", "no such key: missing");
 	errs("self.missing == 1", "{}", "no such key: missing");
+	errs("self.left == 1 || self.right == 1", "{}", "no such key: left");
 	/* all()/exists(): another element decides over an error. */
 	fails("self.all(x, int(x) > 0)", "[\"a\", \"-1\"]");
 	errs("self.all(x, int(x) > 0)", "[\"a\", \"1\"]", "type conversion error from 'string' to 'int'");
