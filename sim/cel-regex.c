@@ -2,8 +2,9 @@
  * matches() and find() patterns: Kubernetes' CEL uses Go's regexp (RE2
  * syntax, leftmost-first); kanna-sim runs them on POSIX ERE (regcomp). A
  * pattern is translated only when both engines give it the same meaning:
- * literal ASCII characters, '.', bracket expressions without escapes or
- * classes, '^' '$', '*' '+' after an atom, and unquantified groups. '.'
+ * literal ASCII characters, '.' and negated bracket expressions repeated
+ * by '*' or '+', other bracket expressions without escapes or classes,
+ * '^' '$', '*' '+' after an atom, and unquantified groups. '.'
  * becomes [^\n] (Go's '.' does not match a newline, ERE's does). Anything
  * else ('|', '?', '{n}', '\', '(?', non-ASCII) is refused, naming it; so
  * is a second repetition in a find() pattern, where the two engines could
@@ -16,6 +17,14 @@
 #include <string.h>
 
 #include "sim/cel-internal.h"
+
+/* Go matches '.' and [^...] against a character, regexec (in the C
+ * locale) against a byte; a run of them ('*', '+') covers the same text
+ * either way, a single one does not on non-ASCII input. */
+static bool repeated(const char *re2, size_t len, size_t next)
+{
+	return next < len && (re2[next] == '*' || re2[next] == '+');
+}
 
 static int refuse(char *err, size_t errlen, const char *re2, const char *what)
 {
@@ -100,6 +109,10 @@ int cel_regex_compile(const char *re2, size_t len, bool find, regex_t **out, cha
 			atom = true;
 			continue;
 		case '.':
+			if (!repeated(re2, len, i + 1)) {
+				r = refuse(err, errlen, re2, "a '.' without '*' or '+'");
+				goto out;
+			}
 			memcpy(ere + n, "[^\n]", 4);
 			n += 4;
 			atom = true;
@@ -111,10 +124,13 @@ int cel_regex_compile(const char *re2, size_t len, bool find, regex_t **out, cha
 			continue;
 		case '[': {
 			size_t j = i + 1;
+			bool negated = false;
 
 			ere[n++] = '[';
-			if (j < len && re2[j] == '^')
+			if (j < len && re2[j] == '^') {
 				ere[n++] = re2[j++];
+				negated = true;
+			}
 			if (j < len && re2[j] == ']') {
 				r = refuse(err, errlen, re2, "']' first in a bracket expression");
 				goto out;
@@ -136,6 +152,10 @@ int cel_regex_compile(const char *re2, size_t len, bool find, regex_t **out, cha
 			}
 			if (j == len) {
 				r = refuse(err, errlen, re2, "an unterminated '['");
+				goto out;
+			}
+			if (negated && !repeated(re2, len, j + 1)) {
+				r = refuse(err, errlen, re2, "a negated class without '*' or '+'");
 				goto out;
 			}
 			ere[n++] = ']';

@@ -128,6 +128,8 @@ Test(sim_cel, constructs_outside_the_subset_are_refused_by_name)
 	refused("self.matches('a{2}')", "counted repetition");
 	refused("self.matches('(?i)a')", "'(?'");
 	refused("self.matches('(ab)+')", "repeated group");
+	refused("self.matches('^a.b$')", "a '.' without '*' or '+'");
+	refused("self.matches('^[^@]$')", "a negated class without '*' or '+'");
 	refused("self.find('a*b+') == ''", "second repetition in find()");
 	refused("self.matches(self)", "string literal pattern");
 	refused("has(self)", "field selection");
@@ -222,8 +224,10 @@ Test(sim_cel, evaluation_follows_cel_go)
 	holds("self.find('^[^@]+') == ''", "\"@x\"");
 	holds("self.matches('^[a-zA-Z0-9]+@.+$')", "\"al2@v1\"");
 	fails("self.matches('^[a-zA-Z0-9]+@.+$')", "\"al2@\"");
-	/* '.' does not match a newline in Go's regexp. */
-	fails("self.matches('^a.b$')", "\"a\\nb\"");
+	/* '.' does not match a newline in Go's regexp; runs of '.' or of a
+	 * negated class cover a multi-byte character as Go's do. */
+	fails("self.matches('^a.*b$')", "\"a\\nb\"");
+	holds("self.matches('^a.+b$') && self.find('^[^b]+') == 'aé'", "\"aéb\"");
 	holds("self.filter(x, x > 1).size() == 2", "[1, 2, 3]");
 	holds("self.all(k, self[k] != '')", "{\"a\": \"b\"}");
 	holds("int(self) >= 0", "\"+7\"");
