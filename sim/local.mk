@@ -15,17 +15,20 @@ libkanna_simk8s_a_SOURCES = \
 	sim/k8s-controllers.h sim/k8s-controllers.c sim/k8s-statefulset.c sim/k8s-daemonset.c sim/k8s-disruption.c \
 	sim/k8s-podgc.c \
 	sim/k8s-scheduler.c sim/k8s-volumes.c sim/k8s-podaffinity.c sim/k8s-podspread.c \
-	sim/k8s-recorder.c sim/k8s-timeline.c
+	sim/k8s-recorder.c sim/k8s-timeline.c \
+	sim/cel.h sim/cel-internal.h sim/cel-lex.c sim/cel-parse.c sim/cel-regex.c sim/cel-eval.c sim/cel-schema.c
 SIM_K8S_LIBS = libkanna-simk8s.a $(LDADD) -lpthread
 
 check_PROGRAMS += tests/unit/test_sim_selector tests/unit/test_sim_patch \
 	tests/unit/test_sim_store tests/unit/test_sim_controllers \
 	tests/unit/test_sim_kubelet tests/unit/test_sim_events tests/unit/test_sim_api \
-	tests/unit/test_sim_protobuf tests/unit/test_sim_dryrun
+	tests/unit/test_sim_protobuf tests/unit/test_sim_dryrun tests/unit/test_sim_cel
 TESTS += tests/unit/test_sim_selector tests/unit/test_sim_patch \
 	tests/unit/test_sim_store tests/unit/test_sim_controllers \
 	tests/unit/test_sim_kubelet tests/unit/test_sim_events tests/unit/test_sim_api \
-	tests/unit/test_sim_protobuf tests/unit/test_sim_dryrun
+	tests/unit/test_sim_protobuf tests/unit/test_sim_dryrun tests/unit/test_sim_cel
+tests_unit_test_sim_cel_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sim_cel_LDADD = $(SIM_K8S_LIBS) $(TEST_LIBS)
 tests_unit_test_sim_dryrun_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sim_dryrun_LDADD = $(SIM_K8S_LIBS) $(TEST_LIBS)
 tests_unit_test_sim_protobuf_SOURCES = tests/unit/test_sim_protobuf.c tests/unit/sim-protobuf-fixtures.h
@@ -84,3 +87,10 @@ tests_fuzz_fuzz_sim_protobuf_LDADD = $(SIM_K8S_LIBS)
 EXTRA_DIST += tests/fuzz/corpus/sim_protobuf
 
 include sim/aws.mk
+
+FUZZ_PROGS += tests/fuzz/fuzz_sim_cel
+tests_fuzz_fuzz_sim_cel_SOURCES = tests/fuzz/fuzz_sim_cel.c tests/fuzz/standalone.c
+tests_fuzz_fuzz_sim_cel_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/fuzz/corpus/sim_cel\"
+tests_fuzz_fuzz_sim_cel_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_sim_cel_LDADD = $(SIM_K8S_LIBS)
+EXTRA_DIST += tests/fuzz/corpus/sim_cel
