@@ -196,7 +196,15 @@ static void on_status_written(struct kube_client *kc, const struct kube_response
 	struct nc_call *c = userdata;
 
 	(void)kc;
-	if (nc_call_end(c) && c->e && (resp->status < 200 || resp->status >= 300)) {
+	if (!nc_call_end(c) || !c->e || (resp->status >= 200 && resp->status < 300)) {
+		free(c);
+		return;
+	}
+	/* A v1alpha5 class that is a Provisioner's inline provider has no
+	 * AWSNodeTemplate to hold a status: nothing to retry. */
+	if (resp->status == 404 && c->e->nc->source_api == PROTO_API_V1ALPHA5) {
+		log_debug("no AWSNodeTemplate %s for its status (a Provisioner's provider)", c->arg);
+	} else {
 		log_warn("Failed to write the status of EC2NodeClass %s: %s", c->arg,
 			    resp->error ?: "HTTP error");
 		/* try again on the next change or refresh */
@@ -239,16 +247,16 @@ static void write_status(struct nodeclass_resolver *r, struct nc_entry *e)
 	struct nc_call *c;
 	int k;
 
-	/* A v1alpha5 node class is a Provisioner's inline provider or an
-	 * AWSNodeTemplate: there is no EC2NodeClass object to hold a status
-	 * (the PATCH was a 404 and a warning on every start). */
-	if (!r->kube || !e->observed || e->nc->source_api == PROTO_API_V1ALPHA5)
+	/* Each version's own object and shape: a v1beta1 EC2NodeClass read
+	 * where v1 is not served, an AWSNodeTemplate (a Provisioner's inline
+	 * provider has none: the 404 is not retried, on_status_written). */
+	if (!r->kube || !e->observed)
 		return;
 	/* what changed is compared without the transition times */
 	memcpy(untimed, e->conds, sizeof(untimed));
 	for (int i = 0; i < _NC_COND_MAX; i++)
 		untimed[i].since = 0;
-	untimed_body = nc_status_json(&e->res, untimed, 0);
+	untimed_body = nc_status_json_for(e->nc->source_api, &e->res, untimed, 0);
 	compare = untimed_body ? json_dumps(untimed_body, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	json_decref(untimed_body);
 	if (!compare)
@@ -258,11 +266,11 @@ static void write_status(struct nodeclass_resolver *r, struct nc_entry *e)
 			e->status_written = TAKE_PTR(compare);
 		return;
 	}
-	body = nc_status_json(&e->res, e->conds, e->ready_since);
+	body = nc_status_json_for(e->nc->source_api, &e->res, e->conds, e->ready_since);
 	text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
 	c = text ? nc_call_new(r, e, CALL_STATUS) : NULL;
-	if (!c || asprintf(&path, "/apis/karpenter.k8s.aws/v1/ec2nodeclasses/%s/status", e->nc->name) < 0) {
+	if (!c || nc_status_path(e->nc->source_api, e->nc->name, &path) < 0) {
 		if (c) {
 			nc_call_end(c);
 			free(c);
