@@ -55,6 +55,9 @@ TESTS += tests/e2e/watcher.sh
 # A pod is announced on its Unschedulable event, not at the next period.
 TESTS += tests/e2e/watcher-announce.sh
 EXTRA_DIST += tests/e2e/watcher-announce.sh
+# NodePool/Provisioner status of every version; older kubelet settings.
+TESTS += tests/e2e/nodepool-status.sh
+EXTRA_DIST += tests/e2e/nodepool-status.sh
 EXTRA_DIST += tests/e2e/watcher.sh tests/e2e/lib.sh
 
 # ./quickstart bench watcher
