@@ -291,8 +291,16 @@ static void write_status(struct nodeclass_resolver *r, struct nc_entry *e)
 
 static void record_not_ready(struct nodeclass_resolver *r, struct nc_entry *e)
 {
-	struct kube_object_ref ref = { .api_version = "karpenter.k8s.aws/v1", .kind = "EC2NodeClass",
-				       .name = e->nc->name, .uid = e->nc->uid };
+	enum proto_api_version api = e->nc->source_api;
+	/* On the class's own object; a Provisioner's inline provider has
+	 * none, its Event names an AWSNodeTemplate of the Provisioner's name. */
+	struct kube_object_ref ref = {
+		.api_version = api == PROTO_API_V1ALPHA5 ? "karpenter.k8s.aws/v1alpha1" :
+			       api == PROTO_API_V1BETA1  ? "karpenter.k8s.aws/v1beta1" :
+							   "karpenter.k8s.aws/v1",
+		.kind = api == PROTO_API_V1ALPHA5 ? "AWSNodeTemplate" : "EC2NodeClass",
+		.name = e->nc->name, .uid = e->nc->uid
+	};
 
 	log_warn("EC2NodeClass %s is not ready: %s", e->nc->name, e->why);
 	if (r->events && e->observed)

@@ -380,6 +380,7 @@ json_t *nodepool_status_patch(enum proto_api_version api, const json_t *want, in
 	bool v1 = api == PROTO_API_V1, with_conditions = api != PROTO_API_V1BETA1;
 	json_t *ours = NULL, *status = NULL, *res = resources_json(usage);
 	bool same;
+	int r;
 
 	if (!res)
 		return NULL;
@@ -398,10 +399,13 @@ json_t *nodepool_status_patch(enum proto_api_version api, const json_t *want, in
 		json_decref(res);
 		return NULL;
 	}
-	if (null_gone_resources(res, observed) < 0 || !(status = json_object()) ||
-	    json_object_set_new(status, "resources", res) < 0)
+	if (null_gone_resources(res, observed) < 0 || !(status = json_object()))
 		goto fail;
+	/* set_new takes res, also when it fails */
+	r = json_object_set_new(status, "resources", res);
 	res = NULL;
+	if (r < 0)
+		goto fail;
 	if (v1 && json_object_set_new(status, "nodes", json_integer(usage->nodes)) < 0)
 		goto fail;
 	if (with_conditions &&
@@ -440,19 +444,17 @@ static char *untimed_text(const json_t *patch)
 	return text;
 }
 
-static void flush_one(struct nodepool_status *s, struct pool_record *p, const char *now,
-		      uint64_t now_usec)
+static void flush_one(struct nodepool_status *s, struct pool_record *p,
+		      const struct nodepool_usage *usage, const char *now, uint64_t now_usec)
 {
 	const struct state_entry *nc = p->nodeclass ? state_store_get(s->store, PROTO_OBJECT_NODECLASS,
 								      "", p->nodeclass) : NULL;
 	_cleanup_free_ char *path = NULL, *body = NULL, *untimed = NULL;
-	struct nodepool_usage usage;
 	json_t *patch;
 	int r;
 
-	nodepool_usage_of(s->store, p->name, &usage);
 	patch = nodepool_status_patch(p->api, p->want, nc ? nc->obj.nodeclass->ready : -1,
-				      nc ? nc->obj.nodeclass->ready_reason : NULL, &usage, p->observed,
+				      nc ? nc->obj.nodeclass->ready_reason : NULL, usage, p->observed,
 				      p->generation, now);
 	if (!patch)
 		return;
@@ -476,18 +478,65 @@ static void flush_one(struct nodepool_status *s, struct pool_record *p, const ch
 	p->sent_usec = now_usec;
 }
 
+/* The usage of every pool in one pass over the replica (a Provisioner and a
+ * NodePool of one name count the same NodeClaims). */
+static int usage_by_pool(const struct nodepool_status *s, struct hashmap *by_name,
+			 struct nodepool_usage **ret)
+{
+	struct nodepool_usage *all = calloc(s->pools.n, sizeof(*all));
+	const struct state_entry *e;
+	const char *key;
+	size_t k = 0;
+	void *v;
+
+	if (!all)
+		return -ENOMEM;
+	for (size_t it = 0; hashmap_next(&s->pools, &it, &key, &v);) {
+		const struct pool_record *p = v;
+
+		if (hashmap_get(by_name, p->name))
+			continue;
+		usage_init(&all[k]);
+		if (hashmap_put(by_name, p->name, &all[k++], NULL) < 0) {
+			free(all);
+			return -ENOMEM;
+		}
+	}
+	for (size_t it = 0; (e = state_store_next(s->store, &it));) {
+		struct nodepool_usage *u;
+
+		if (e->obj.kind == PROTO_OBJECT_NODECLAIM && e->obj.nodeclaim->nodepool &&
+		    (u = hashmap_get(by_name, e->obj.nodeclaim->nodepool)))
+			usage_add_claim(u, s->store, e->obj.nodeclaim);
+	}
+	*ret = all;
+	return 0;
+}
+
 void nodepool_status_flush(struct nodepool_status *s, bool synced, uint64_t now_usec)
 {
+	struct hashmap by_name = { 0 };
+	struct nodepool_usage *all = NULL;
 	const char *key;
 	void *v;
 	char now[32];
 	time_t t = time(NULL);
 	struct tm tm;
 
-	if (!synced || !s->client)
+	if (!synced || !s->client || !s->pools.n)
 		return;
+	if (usage_by_pool(s, &by_name, &all) < 0) {
+		log_warn("Failed to count the NodePools' resources: out of memory");
+		hashmap_done(&by_name);
+		return;
+	}
 	gmtime_r(&t, &tm);
 	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	for (size_t it = 0; hashmap_next(&s->pools, &it, &key, &v);)
-		flush_one(s, v, now, now_usec);
+	for (size_t it = 0; hashmap_next(&s->pools, &it, &key, &v);) {
+		struct pool_record *p = v;
+
+		flush_one(s, p, hashmap_get(&by_name, p->name), now, now_usec);
+	}
+	hashmap_done(&by_name);
+	free(all);
 }
