@@ -266,6 +266,9 @@ static int release(struct informer *inf, struct state_entry *e, const char *key)
 		e->listed &= ~inf->bit;
 		return 0;
 	}
+	/* a pool a relist did not find again: no status to write any more */
+	if (e->obj.kind == PROTO_OBJECT_NODEPOOL && inf->env.nodepool_status)
+		nodepool_status_forget(inf->env.nodepool_status, inf->def->kind, e->obj.nodepool->name);
 	r = publisher_delete(inf->env.pub, key);
 	if (r > 0 && pool_or_class && !informer_is_legacy(inf) && inf->env.on_released)
 		inf->env.on_released(inf, key, others, inf->env.userdata);
