@@ -15,7 +15,8 @@
 #    the v1beta1 kubelet conversion annotation: ValidationSucceeded=False
 #    UnsupportedField;
 #  - a v1alpha5 Provisioner: its status.resources and Ready, and its
-#    AWSNodeTemplate's resolved subnets;
+#    AWSNodeTemplate's resolved subnets; a v1beta1 EC2NodeClass's status
+#    (conditions, subnets) written at v1beta1;
 #  - once settled, no pool's status is written again (resourceVersions stay).
 set -eu
 BUILDDIR=${KANNA_BUILDDIR:-$(pwd)}
@@ -74,10 +75,11 @@ set -a
 . "$tmp/state/aws.env"
 set +a
 # v1beta1 NodePools beside v1 ones: the sim serves each version's objects
-# apart (no conversion webhook), so the watcher reads nodepools.v1beta1 too.
+# apart (no conversion webhook), so the watcher reads nodepools.v1beta1 (and
+# ec2nodeclasses.v1beta1) too.
 start watcher "$BUILDDIR/watcher/kanna-watcher" --runtime-dir "$tmp/run" --metrics-port 0 \
 	--health-port 0 --leader-elect=false --announce-interval 500ms \
-	--resources pods,nodes,nodepools,nodepools.v1beta1,provisioners,nodeclaims,ec2nodeclasses,awsnodetemplates,daemonsets,namespaces
+	--resources pods,nodes,nodepools,nodepools.v1beta1,provisioners,nodeclaims,ec2nodeclasses,ec2nodeclasses.v1beta1,awsnodetemplates,daemonsets,namespaces
 start scheduler "$BUILDDIR/scheduler/kanna-scheduler" --runtime-dir "$tmp/run" \
 	--metrics-port 0 --health-port 0 --leader-elect=false --batch-idle-duration 500ms --plan-timeout 30s
 start_launcher
@@ -122,6 +124,15 @@ spec:
     spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
 ---
+apiVersion: karpenter.k8s.aws/v1beta1
+kind: EC2NodeClass
+metadata: {name: beta-class}
+spec:
+  amiFamily: AL2
+  role: KarpenterNodeRole-kanna
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: kanna}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: kanna}}]
+---
 apiVersion: karpenter.k8s.aws/v1alpha1
 kind: AWSNodeTemplate
 metadata: {name: legacy}
@@ -165,6 +176,8 @@ sys.exit(0 if q(sys.argv[1]) == q(sys.argv[2]) else 1)
 PY
 	done
 }
+# kanna-sim's kubelet-lite posts the Node's status (its capacity) once Ready.
+wait_for "node $node Ready" 30 node_ready "$node"
 wait_for "NodePool general's status to count its node's capacity" 30 counted_as_node general "$node"
 kubectl get nodepool general -o yaml | sed -n '/^status:/,$p' >"$tmp/general-status.yaml"
 sed 's/^/    /' "$tmp/general-status.yaml"
@@ -189,6 +202,7 @@ beta_claim=$(claims_of beta)
 expect_eq "v1beta1 kubelet maxPods: the NodeClaim's capacity and allocatable pods" \
 	"$(kubectl get nodeclaim "$beta_claim" -o jsonpath='{.status.capacity.pods} {.status.allocatable.pods}')" "7 7"
 wait_for "status.resources on the v1beta1 NodePool" 30 res_is nodepools.v1beta1.karpenter.sh beta nodes 1
+wait_for "the beta node Ready" 30 node_ready "$(nodes_of_app beta)"
 expect_eq "v1beta1 status has resources only" \
 	"$(kubectl get nodepools.v1beta1.karpenter.sh beta -o jsonpath='{.status.conditions}{.status.nodes}')" ""
 soft_event() {
@@ -217,8 +231,13 @@ rv() {
 	kubectl get nodepools.v1beta1.karpenter.sh beta -o jsonpath='{.metadata.resourceVersion} '
 	kubectl get provisioner legacy -o jsonpath='{.metadata.resourceVersion}'
 }
+sleep 2 # a Node status posted last is counted within a period
 before=$(rv)
 sleep 5 # two and a half status periods
 expect_eq "no status rewritten while nothing changes (resourceVersions)" "$(rv)" "$before"
+
+# --- v1beta1 EC2NodeClass: its status at v1beta1 ------------------------------------------------
+wait_for "Ready on the v1beta1 EC2NodeClass" 30 cond_is ec2nodeclasses.v1beta1.karpenter.k8s.aws beta-class Ready '^True '
+ok "v1beta1 EC2NodeClass beta-class: Ready True, subnets $(kubectl get ec2nodeclasses.v1beta1.karpenter.k8s.aws beta-class -o jsonpath='{.status.subnets[*].zone}')"
 expect_one_instance_per_nodeclaim "at the end"
 echo "PASS"
