@@ -223,12 +223,6 @@ static const char *const unsupported_spec_fields[] = {
 	"cpuOptions", "ipPrefixCount", "context",
 };
 static const char *const unsupported_ebs_fields[] = { "volumeInitializationRate" };
-/* decode_kubelet reads maxPods, podsPerCore, systemReserved, kubeReserved
- * and evictionHard; these it does not (v1beta1 and v1 EC2NodeClass kubelet). */
-static const char *const unsupported_kubelet_fields[] = {
-	"evictionSoft", "evictionSoftGracePeriod", "evictionMaxPodGracePeriod",
-	"imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "cpuCFSQuota", "clusterDNS",
-};
 
 static void note_unsupported(FILE *f, unsigned *n, const char *path)
 {
@@ -266,11 +260,12 @@ static int unsupported_fields(struct decoder *d, const json_t *spec, const char 
 					    unsupported_ebs_fields[k]);
 				note_unsupported(f, &n, at);
 			}
-	for (size_t k = 0; k < ARRAY_SIZE(unsupported_kubelet_fields); k++)
-		if (json_object_get(kubelet, unsupported_kubelet_fields[k])) {
+	for (size_t k = 0; k < decode_kubelet_n_unsupported_fields; k++)
+		if (json_object_get(kubelet, decode_kubelet_unsupported_fields[k])) {
 			char at[128];
 
-			decode_path(at, sizeof(at), "%s.kubelet.%s", prefix, unsupported_kubelet_fields[k]);
+			decode_path(at, sizeof(at), "%s.kubelet.%s", prefix,
+				    decode_kubelet_unsupported_fields[k]);
 			note_unsupported(f, &n, at);
 		}
 	if (n)

@@ -343,6 +343,75 @@ static int provisioner_v1alpha5(struct decoder *d, const json_t *spec, struct pr
 	return 0;
 }
 
+/* The v1beta1 kubelet that upstream's conversion webhook keeps on a v1
+ * NodePool (kubernetes-sigs/karpenter pkg/apis/v1: KubeletCompatibility-
+ * AnnotationKey, JSON); in Karpenter v1.0 it takes precedence over the
+ * EC2NodeClass's kubelet when nodes are launched (model/kubelet.c). */
+#define KUBELET_COMPATIBILITY_ANNOTATION "compatibility.karpenter.sh/v1beta1-kubelet-conversion"
+
+/*
+ * "where.a, where.b are not supported by kanna" for the kubelet fields k
+ * sets that kanna does not honour (the EC2NodeClass's UnsupportedField
+ * list, and a v1alpha5 containerRuntime other than containerd, the only
+ * runtime kanna's bootstrap starts), or NULL.
+ */
+static int kubelet_unsupported(struct decoder *d, const json_t *k, const char *where, bool v1alpha5,
+			       char **ret)
+{
+	const json_t *runtime = json_object_get(k, "containerRuntime");
+	char text[PROTO_MAX_TEXT_LEN + 1];
+	size_t len = 0;
+	unsigned n = 0;
+
+	*ret = NULL;
+	for (size_t i = 0; i < decode_kubelet_n_unsupported_fields && len < sizeof(text); i++)
+		if (json_object_get(k, decode_kubelet_unsupported_fields[i]))
+			len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s.%s", n++ ? ", " : "",
+						where, decode_kubelet_unsupported_fields[i]);
+	if (v1alpha5 && runtime && !streq_ptr(json_string_value(runtime), "containerd") &&
+	    len < sizeof(text))
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s.containerRuntime",
+					n++ ? ", " : "", where);
+	if (!n)
+		return 0;
+	if (len < sizeof(text))
+		snprintf(text + len, sizeof(text) - len, " %s not supported by kanna",
+			 n == 1 ? "is" : "are");
+	*ret = arena_strdup(d->arena, text);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* The kubelet settings of the pool's version (v1alpha5 kubeletConfiguration
+ * and v1beta1 template kubelet are decoded with the spec; a v1 NodePool's
+ * come from the conversion annotation), and what of them kanna refuses. */
+static int nodepool_kubelet(struct decoder *d, const json_t *spec, const json_t *annotations,
+			    bool provisioner, bool beta, struct proto_nodepool *np, char **unsupported)
+{
+	const char *where = "metadata.annotations." KUBELET_COMPATIBILITY_ANNOTATION;
+	const json_t *compat = json_object_get(annotations, KUBELET_COMPATIBILITY_ANNOTATION);
+	json_t *k;
+	int r;
+
+	if (provisioner)
+		return kubelet_unsupported(d, json_object_get(spec, "kubeletConfiguration"),
+					   "spec.kubeletConfiguration", true, unsupported);
+	if (beta)
+		return kubelet_unsupported(d, json_path(spec, "template.spec.kubelet"),
+					   "spec.template.spec.kubelet", false, unsupported);
+	if (!compat)
+		return 0;
+	k = json_is_string(compat) ? json_loads(json_string_value(compat), 0, NULL) : NULL;
+	if (!json_is_object(k)) {
+		json_decref(k);
+		return decode_fail(d, "%s: expected the JSON of a v1beta1 kubelet configuration", where);
+	}
+	r = decode_kubelet(d, k, where, &np->kubelet);
+	if (r >= 0)
+		r = kubelet_unsupported(d, k, where, false, unsupported);
+	json_decref(k);
+	return r;
+}
+
 /* A min-savings annotation as written; one that is not a short string is
  * carried as "<malformed>", so that the watcher reports it and the reaper
  * ignores it, and the NodePool itself stays valid. */
@@ -364,8 +433,10 @@ int decode_nodepool(struct decoder *d, const json_t *obj, struct proto_nodepool 
 	const char *kind = json_string_value(json_object_get(obj, "kind"));
 	const json_t *spec = json_object_get(obj, "spec");
 	bool provisioner = streq_ptr(kind, "Provisioner") || streq_ptr(api, "karpenter.sh/v1alpha5");
+	bool beta = streq_ptr(api, "karpenter.sh/v1beta1");
 	struct decoded_meta m;
 	char why[512];
+	char *unsupported = NULL;
 	const char *problem;
 	int r;
 
@@ -381,7 +452,9 @@ int decode_nodepool(struct decoder *d, const json_t *obj, struct proto_nodepool 
 	else if (provisioner)
 		r = provisioner_v1alpha5(d, spec, np);
 	else
-		r = nodepool_v1(d, spec, streq_ptr(api, "karpenter.sh/v1beta1"), np);
+		r = nodepool_v1(d, spec, beta, np);
+	if (r >= 0)
+		r = nodepool_kubelet(d, spec, m.annotations, provisioner, beta, np, &unsupported);
 	r = decode_prefix(d, provisioner ? "provisioner" : "nodepool", NULL, m.name, r);
 	if (r < 0)
 		return r;
@@ -400,6 +473,9 @@ int decode_nodepool(struct decoder *d, const json_t *obj, struct proto_nodepool 
 		problem = "weight must be between 0 and 100";
 	if (!problem && np->weight > 100)
 		problem = "weight must be between 0 and 100";
+	/* Refused, not launched without it (as an EC2NodeClass's field). */
+	if (!problem)
+		problem = unsupported;
 	if (problem) {
 		np->status = PROTO_NODEPOOL_INVALID;
 		if (!(np->status_reason = arena_strdup(d->arena, problem)))

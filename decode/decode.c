@@ -563,6 +563,14 @@ int decode_duration(struct decoder *d, const json_t *v, const char *where, int64
 	return 0;
 }
 
+/* kanna neither renders these into user data nor models them; a node
+ * class or pool that sets one is refused visibly (UnsupportedField). */
+const char *const decode_kubelet_unsupported_fields[] = {
+	"evictionSoft", "evictionSoftGracePeriod", "evictionMaxPodGracePeriod",
+	"imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "cpuCFSQuota", "clusterDNS",
+};
+const size_t decode_kubelet_n_unsupported_fields = ARRAY_SIZE(decode_kubelet_unsupported_fields);
+
 int decode_kubelet(struct decoder *d, const json_t *k, const char *where, struct proto_kubelet *ret)
 {
 	char at[128];

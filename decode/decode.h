@@ -150,6 +150,10 @@ int decode_resources(struct decoder *d, const json_t *map, const char *where,
 /* Kubelet settings that change allocatable (maxPods, podsPerCore,
  * systemReserved, kubeReserved, evictionHard with quantities or percentages). */
 int decode_kubelet(struct decoder *d, const json_t *k, const char *where, struct proto_kubelet *ret);
+/* The kubelet fields of Karpenter's CRDs (v1 EC2NodeClass, v1beta1
+ * NodePool, v1alpha5 Provisioner) that decode_kubelet does not read. */
+extern const char *const decode_kubelet_unsupported_fields[];
+extern const size_t decode_kubelet_n_unsupported_fields;
 /* Go duration ("720h", "30s") or "Never" (-1) into seconds. */
 int decode_duration(struct decoder *d, const json_t *v, const char *where, int64_t *ret);
 int64_t decode_time_ms(const json_t *v);

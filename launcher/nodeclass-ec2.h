@@ -154,6 +154,13 @@ struct nc_condition_state {
  * the Ready condition last changed. */
 json_t *nc_status_json(const struct nc_resolved *res, const struct nc_condition_state *conds,
 		       int64_t ready_since);
+/* The same in the shape of the class's own version: v1 and v1beta1 as
+ * above; a v1alpha1 AWSNodeTemplate's status schema has subnets {id, zone},
+ * securityGroups and amis only. */
+json_t *nc_status_json_for(enum proto_api_version api, const struct nc_resolved *res,
+			   const struct nc_condition_state *conds, int64_t ready_since);
+/* The status subresource of a class of that version and name. */
+int nc_status_path(enum proto_api_version api, const char *name, char **ret);
 /* Karpenter's condition type and its reason when false. */
 const char *nc_condition_type(enum nc_condition c);
 const char *nc_condition_false_reason(enum nc_condition c);

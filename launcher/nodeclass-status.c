@@ -110,3 +110,28 @@ json_t *nc_status_json(const struct nc_resolved *res, const struct nc_condition_
 			   res->instance_profile, "conditions", conds_json);
 	return status;
 }
+
+json_t *nc_status_json_for(enum proto_api_version api, const struct nc_resolved *res,
+			   const struct nc_condition_state *conds, int64_t ready_since)
+{
+	json_t *body = nc_status_json(res, conds, ready_since), *status, *subnet;
+	size_t i;
+
+	if (!body || api != PROTO_API_V1ALPHA5)
+		return body;
+	status = json_object_get(body, "status");
+	json_object_del(status, "conditions");
+	json_object_del(status, "instanceProfile");
+	json_array_foreach(json_object_get(status, "subnets"), i, subnet)
+		json_object_del(subnet, "zoneID");
+	return body;
+}
+
+int nc_status_path(enum proto_api_version api, const char *name, char **ret)
+{
+	const char *collection = api == PROTO_API_V1ALPHA5 ? "v1alpha1/awsnodetemplates" :
+				 api == PROTO_API_V1BETA1  ? "v1beta1/ec2nodeclasses" :
+							     "v1/ec2nodeclasses";
+
+	return asprintf(ret, "/apis/karpenter.k8s.aws/%s/%s/status", collection, name) < 0 ? -ENOMEM : 0;
+}

@@ -196,7 +196,15 @@ static void on_status_written(struct kube_client *kc, const struct kube_response
 	struct nc_call *c = userdata;
 
 	(void)kc;
-	if (nc_call_end(c) && c->e && (resp->status < 200 || resp->status >= 300)) {
+	if (!nc_call_end(c) || !c->e || (resp->status >= 200 && resp->status < 300)) {
+		free(c);
+		return;
+	}
+	/* A v1alpha5 class that is a Provisioner's inline provider has no
+	 * AWSNodeTemplate to hold a status: nothing to retry. */
+	if (resp->status == 404 && c->e->nc->source_api == PROTO_API_V1ALPHA5) {
+		log_debug("no AWSNodeTemplate %s for its status (a Provisioner's provider)", c->arg);
+	} else {
 		log_warn("Failed to write the status of EC2NodeClass %s: %s", c->arg,
 			    resp->error ?: "HTTP error");
 		/* try again on the next change or refresh */
@@ -239,16 +247,16 @@ static void write_status(struct nodeclass_resolver *r, struct nc_entry *e)
 	struct nc_call *c;
 	int k;
 
-	/* A v1alpha5 node class is a Provisioner's inline provider or an
-	 * AWSNodeTemplate: there is no EC2NodeClass object to hold a status
-	 * (the PATCH was a 404 and a warning on every start). */
-	if (!r->kube || !e->observed || e->nc->source_api == PROTO_API_V1ALPHA5)
+	/* Each version's own object and shape: a v1beta1 EC2NodeClass read
+	 * where v1 is not served, an AWSNodeTemplate (a Provisioner's inline
+	 * provider has none: the 404 is not retried, on_status_written). */
+	if (!r->kube || !e->observed)
 		return;
 	/* what changed is compared without the transition times */
 	memcpy(untimed, e->conds, sizeof(untimed));
 	for (int i = 0; i < _NC_COND_MAX; i++)
 		untimed[i].since = 0;
-	untimed_body = nc_status_json(&e->res, untimed, 0);
+	untimed_body = nc_status_json_for(e->nc->source_api, &e->res, untimed, 0);
 	compare = untimed_body ? json_dumps(untimed_body, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	json_decref(untimed_body);
 	if (!compare)
@@ -258,11 +266,11 @@ static void write_status(struct nodeclass_resolver *r, struct nc_entry *e)
 			e->status_written = TAKE_PTR(compare);
 		return;
 	}
-	body = nc_status_json(&e->res, e->conds, e->ready_since);
+	body = nc_status_json_for(e->nc->source_api, &e->res, e->conds, e->ready_since);
 	text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
 	c = text ? nc_call_new(r, e, CALL_STATUS) : NULL;
-	if (!c || asprintf(&path, "/apis/karpenter.k8s.aws/v1/ec2nodeclasses/%s/status", e->nc->name) < 0) {
+	if (!c || nc_status_path(e->nc->source_api, e->nc->name, &path) < 0) {
 		if (c) {
 			nc_call_end(c);
 			free(c);
@@ -283,8 +291,16 @@ static void write_status(struct nodeclass_resolver *r, struct nc_entry *e)
 
 static void record_not_ready(struct nodeclass_resolver *r, struct nc_entry *e)
 {
-	struct kube_object_ref ref = { .api_version = "karpenter.k8s.aws/v1", .kind = "EC2NodeClass",
-				       .name = e->nc->name, .uid = e->nc->uid };
+	enum proto_api_version api = e->nc->source_api;
+	/* On the class's own object; a Provisioner's inline provider has
+	 * none, its Event names an AWSNodeTemplate of the Provisioner's name. */
+	struct kube_object_ref ref = {
+		.api_version = api == PROTO_API_V1ALPHA5 ? "karpenter.k8s.aws/v1alpha1" :
+			       api == PROTO_API_V1BETA1  ? "karpenter.k8s.aws/v1beta1" :
+							   "karpenter.k8s.aws/v1",
+		.kind = api == PROTO_API_V1ALPHA5 ? "AWSNodeTemplate" : "EC2NodeClass",
+		.name = e->nc->name, .uid = e->nc->uid
+	};
 
 	log_warn("EC2NodeClass %s is not ready: %s", e->nc->name, e->why);
 	if (r->events && e->observed)

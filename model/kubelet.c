@@ -21,15 +21,20 @@
 #define KUBE_RESERVED_MIB_PER_POD 11
 #define KUBE_RESERVED_MIB_BASE 255
 
+static bool kubelet_set(const struct proto_kubelet *k)
+{
+	return k && (k->max_pods || k->pods_per_core || k->n_system_reserved || k->n_kube_reserved ||
+		     k->n_eviction_hard);
+}
+
 const struct proto_kubelet *kubelet_of(const struct proto_nodeclass *nodeclass,
 				       const struct proto_nodepool *nodepool)
 {
-	const struct proto_kubelet *k = nodeclass ? &nodeclass->kubelet : NULL;
-
-	if (k && (k->max_pods || k->pods_per_core || k->n_system_reserved || k->n_kube_reserved ||
-		  k->n_eviction_hard))
-		return k;
-	return nodepool ? &nodepool->kubelet : NULL;
+	if (nodepool && kubelet_set(&nodepool->kubelet))
+		return &nodepool->kubelet;
+	if (nodeclass && kubelet_set(&nodeclass->kubelet))
+		return &nodeclass->kubelet;
+	return nodepool ? &nodepool->kubelet : nodeclass ? &nodeclass->kubelet : NULL;
 }
 
 static int eviction_signal_parse(const char *s, struct eviction_signal *ret)

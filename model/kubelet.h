@@ -50,9 +50,10 @@ struct kubelet_settings {
 	struct eviction_signal memory_available, nodefs_available;
 };
 
-/* The kubelet settings that apply to a NodePool's nodes: its EC2NodeClass's
- * (v1) when it has any, else the NodePool's own (v1beta1, v1alpha5).
- * nodeclass may be NULL. */
+/* The kubelet settings that apply to a NodePool's nodes: the NodePool's own
+ * when it has any (v1beta1, v1alpha5, and a v1 NodePool's v1beta1 kubelet
+ * conversion annotation, which Karpenter v1.0 lets take precedence over the
+ * EC2NodeClass's), else its EC2NodeClass's (v1). Either may be NULL. */
 const struct proto_kubelet *kubelet_of(const struct proto_nodeclass *nodeclass,
 				       const struct proto_nodepool *nodepool);
 

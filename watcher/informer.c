@@ -114,114 +114,35 @@ static void report_invalid(struct informer *inf, const json_t *obj, const char *
 	kube_event_record(inf->env.events, &ref, KUBE_EVENT_WARNING, "FailedValidation", "%s", why);
 }
 
-/* The NodePool conditions the watcher owns: Karpenter v1's
+/* The NodePool conditions the informer decides: Karpenter v1's
  * ValidationSucceeded, and ours for the disruption budgets (Karpenter
  * leaves these to its CRD's CEL rules; an API server without them, or a
- * schedule CEL cannot check, would otherwise fail silently in the reaper). */
+ * schedule CEL cannot check, would otherwise fail silently in the reaper).
+ * nodepool-status.c writes them with the rest of the status. */
 #define CONDITION_VALIDATION "ValidationSucceeded"
 #define CONDITION_BUDGETS "DisruptionBudgetsValid"
 
-struct nodepool_condition {
-	const char *type;
-	bool ok;
-	const char *reason_ok, *reason_failed;
-	const char *why; /* the message when not ok */
-};
-
-static const json_t *find_condition(const json_t *obj, const char *type)
+static enum proto_api_version informer_api(const struct informer *inf)
 {
-	const json_t *c;
-	size_t i;
-
-	json_array_foreach(json_path(obj, "status.conditions"), i, c)
-		if (streq_ptr(json_string_value(json_object_get(c, "type")), type))
-			return c;
-	return NULL;
+	return streq_ptr(inf->version, "v1beta1")  ? PROTO_API_V1BETA1 :
+	       streq_ptr(inf->version, "v1alpha5") ? PROTO_API_V1ALPHA5 : PROTO_API_V1;
 }
 
-static bool condition_is(const json_t *obj, const struct nodepool_condition *want)
+/* Hands the pool's status as seen, and what its decode says, to the
+ * status writer. */
+static void nodepool_observe(struct informer *inf, const json_t *obj,
+			     const struct nodepool_condition *want, size_t n)
 {
-	const json_t *cur = find_condition(obj, want->type);
+	int r;
 
-	return cur && streq_ptr(json_string_value(json_object_get(cur, "status")),
-				want->ok ? "True" : "False") &&
-	       streq_ptr(json_string_value(json_object_get(cur, "message")) ?: "",
-			 want->ok ? "" : want->why);
-}
-
-static bool condition_owned(const json_t *c, const struct nodepool_condition *want, size_t n)
-{
-	const char *type = json_string_value(json_object_get(c, "type"));
-
-	for (size_t i = 0; i < n; i++)
-		if (streq_ptr(type, want[i].type))
-			return true;
-	return false;
-}
-
-static void on_status_written(struct kube_client *c, const struct kube_response *resp,
-			      void *userdata)
-{
-	(void)c;
-	(void)userdata;
-	if (resp->status != 200)
-		log_warn("Failed to update a NodePool's status: %s",
-			 resp->error ? resp->error : "no response");
-}
-
-/*
- * Sets the watcher's conditions on a NodePool's status when one differs
- * from what the object already says (so our own write, echoed back,
- * changes nothing). Other conditions are kept: the patch carries the
- * whole list, in one write, so no condition of ours overwrites another.
- */
-static void nodepool_set_conditions(struct informer *inf, const json_t *obj,
-				    const struct nodepool_condition *want, size_t n)
-{
-	const char *name = json_string_value(json_path(obj, "metadata.name"));
-	_cleanup_free_ char *path = NULL, *body = NULL;
-	json_t *conds, *patch, *c;
-	bool same = true;
-	size_t i;
-	char now[32];
-	time_t t = time(NULL);
-	struct tm tm;
-
-	if (!name || !inf->env.client)
+	if (!inf->env.nodepool_status)
 		return;
-	for (i = 0; i < n; i++)
-		same = same && condition_is(obj, &want[i]);
-	if (same)
-		return;
-	gmtime_r(&t, &tm);
-	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	conds = json_array();
-	json_array_foreach(json_path(obj, "status.conditions"), i, c)
-		if (!condition_owned(c, want, n))
-			json_array_append(conds, c);
-	for (i = 0; i < n; i++) {
-		const json_t *cur = find_condition(obj, want[i].type);
-
-		/* lastTransitionTime moves only when the status does. */
-		json_array_append_new(conds, json_pack(
-			"{s:s, s:s, s:s, s:s, s:s, s:I}", "type", want[i].type, "status",
-			want[i].ok ? "True" : "False", "reason",
-			want[i].ok ? want[i].reason_ok : want[i].reason_failed, "message",
-			want[i].ok ? "" : want[i].why, "lastTransitionTime",
-			cur && streq_ptr(json_string_value(json_object_get(cur, "status")),
-					 want[i].ok ? "True" : "False") &&
-					json_string_value(json_object_get(cur, "lastTransitionTime"))
-				? json_string_value(json_object_get(cur, "lastTransitionTime"))
-				: now,
-			"observedGeneration", json_integer_value(json_path(obj, "metadata.generation"))));
-	}
-	patch = json_pack("{s:{s:o}}", "status", "conditions", conds);
-	body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
-	json_decref(patch);
-	if (!body || asprintf(&path, "%s/%s/status", inf->collection, name) < 0)
-		return;
-	kube_request(inf->env.client, "PATCH", path, "application/merge-patch+json", body,
-		     on_status_written, inf);
+	r = nodepool_status_observe(inf->env.nodepool_status, inf->def->kind, inf->collection,
+				    informer_api(inf), obj,
+				    json_string_value(json_path(obj, "spec.template.spec.nodeClassRef.name")),
+				    want, n);
+	if (r < 0)
+		log_warn_errno(r, "Failed to note the status of %s: %m", inf->def->kind);
 }
 
 /* The first malformed budget of a decoded NodePool, in err (false: none). */
@@ -345,6 +266,9 @@ static int release(struct informer *inf, struct state_entry *e, const char *key)
 		e->listed &= ~inf->bit;
 		return 0;
 	}
+	/* a pool a relist did not find again: no status to write any more */
+	if (e->obj.kind == PROTO_OBJECT_NODEPOOL && inf->env.nodepool_status)
+		nodepool_status_forget(inf->env.nodepool_status, inf->def->kind, e->obj.nodepool->name);
 	r = publisher_delete(inf->env.pub, key);
 	if (r > 0 && pool_or_class && !informer_is_legacy(inf) && inf->env.on_released)
 		inf->env.on_released(inf, key, others, inf->env.userdata);
@@ -434,6 +358,8 @@ static void on_deleted(struct informer *inf, const json_t *obj)
 		return;
 	}
 	r = forget(inf, inf->def->object_kind, ns, name);
+	if (inf->def->object_kind == PROTO_OBJECT_NODEPOOL && inf->env.nodepool_status)
+		nodepool_status_forget(inf->env.nodepool_status, inf->def->kind, name);
 	if (r >= 0 && streq(inf->def->kind, "Provisioner"))
 		r = forget(inf, PROTO_OBJECT_NODECLASS, "", name);
 	if (r < 0)
@@ -463,20 +389,27 @@ static void on_event(enum kube_event_type type, json_t *obj, void *userdata)
 		json_object_set_new(obj, "kind", json_string(inf->def->kind));
 	}
 	r = decode_object(&d, inf->def->kind, obj, &o);
-	if (streq(inf->def->kind, "NodePool") && r != -ENOMEM) {
+	if (nodepool && r != -ENOMEM) {
 		bool valid = r >= 0 && o.nodepool->status == PROTO_NODEPOOL_OK;
 		char budget_err[512] = "";
 		bool budget_bad = r >= 0 && nodepool_budget_problem(o.nodepool, budget_err,
 								    sizeof(budget_err));
+		/* kanna's refusal of a field it does not implement reads as
+		 * the EC2NodeClass's does (UnsupportedField). */
+		bool unsupported = !valid && r >= 0 &&
+				   strstr(o.nodepool->status_reason ?: "", " supported by kanna");
 		const struct nodepool_condition want[] = {
-			{ CONDITION_VALIDATION, valid, "ValidationSucceeded", "ValidationFailed",
+			{ CONDITION_VALIDATION, valid, "ValidationSucceeded",
+			  unsupported ? "UnsupportedField" : "ValidationFailed",
 			  r < 0 ? d.error : valid ? "" : o.nodepool->status_reason },
 			{ CONDITION_BUDGETS, !budget_bad, "BudgetsValid", "InvalidBudget", budget_err },
 		};
 
 		/* A bad budget stops disruption only (the reaper leaves the
-		 * NodePool's nodes alone); provisioning goes on. */
-		nodepool_set_conditions(inf, obj, want, r < 0 ? 1 : ARRAY_SIZE(want));
+		 * NodePool's nodes alone); provisioning goes on. A
+		 * Provisioner has no budgets. */
+		nodepool_observe(inf, obj, want,
+				 r < 0 || streq(inf->def->kind, "Provisioner") ? 1 : ARRAY_SIZE(want));
 		if (budget_bad) {
 			struct kube_object_ref ref = { inf->api_version, inf->def->kind, NULL,
 						       o.nodepool->name, o.nodepool->uid };

@@ -25,6 +25,7 @@
 #include "common/kube-client.h"
 #include "common/kube-events.h"
 #include "common/metrics.h"
+#include "watcher/nodepool-status.h"
 #include "watcher/publish.h"
 
 /* Versions an informer may choose between (a CRD's v1 and v1beta1). */
@@ -57,6 +58,8 @@ struct informer_env {
 	struct kube_client *client;
 	struct publisher *pub;
 	struct kube_events *events; /* may be NULL */
+	/* Where NodePools' and Provisioners' status is written; may be NULL. */
+	struct nodepool_status *nodepool_status;
 	const struct informer_metrics *metrics;
 	/* A watch lists again on its own (410 Gone); not called for the first
 	 * LIST of a watch that informer_set_version() started. */

@@ -4,6 +4,7 @@ noinst_LIBRARIES += libkanna-watcher.a
 libkanna_watcher_a_SOURCES = \
 	watcher/publish.h watcher/publish.c \
 	watcher/informer.h watcher/informer.c watcher/discovery.h watcher/discovery.c \
+	watcher/nodepool-status.h watcher/nodepool-status.c \
 	watcher/pending.h watcher/pending.c \
 	watcher/config.h watcher/config.c
 WATCHER_LIBS = libkanna-watcher.a libkanna-decode.a $(MODEL_LIBS) libkanna-state.a libkanna-proto.a \
@@ -54,6 +55,9 @@ TESTS += tests/e2e/watcher.sh
 # A pod is announced on its Unschedulable event, not at the next period.
 TESTS += tests/e2e/watcher-announce.sh
 EXTRA_DIST += tests/e2e/watcher-announce.sh
+# NodePool/Provisioner status of every version; older kubelet settings.
+TESTS += tests/e2e/nodepool-status.sh
+EXTRA_DIST += tests/e2e/nodepool-status.sh
 EXTRA_DIST += tests/e2e/watcher.sh tests/e2e/lib.sh
 
 # ./quickstart bench watcher
@@ -79,3 +83,8 @@ check_PROGRAMS += tests/unit/test_watcher_pending
 TESTS += tests/unit/test_watcher_pending
 tests_unit_test_watcher_pending_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_watcher_pending_LDADD = $(WATCHER_LIBS) $(TEST_LIBS)
+
+check_PROGRAMS += tests/unit/test_watcher_nodepool_status
+TESTS += tests/unit/test_watcher_nodepool_status
+tests_unit_test_watcher_nodepool_status_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_watcher_nodepool_status_LDADD = $(WATCHER_LIBS) $(TEST_LIBS)

@@ -50,6 +50,7 @@ struct watcher {
 	struct informer **informers;
 	size_t n_informers;
 	struct discovery *discovery;
+	struct nodepool_status *nodepool_status;
 	bool ready;
 	struct informer_metrics inf_metrics;
 	struct metrics_gauge *node_count, *synced_gauge, *pending_gauge;
@@ -139,6 +140,17 @@ static int on_gauges(struct loop *loop, void *userdata)
 	metrics_gauge_set(w->node_count, (double)publisher_store(w->pub)->count[PROTO_OBJECT_NODE], NULL);
 	metrics_gauge_set(w->synced_gauge, w->ready ? 1 : 0, NULL);
 	metrics_gauge_set(w->pending_gauge, (double)ps.last_pending, NULL);
+	return 0;
+}
+
+/* NodePool status (watcher/nodepool-status.h): counted once the state is
+ * whole, or a restart would patch lower counts over the true ones. */
+static int on_nodepool_status(struct loop *loop, void *userdata)
+{
+	struct watcher *w = userdata;
+
+	(void)loop;
+	nodepool_status_flush(w->nodepool_status, w->ready, clock_monotonic_usec());
 	return 0;
 }
 
@@ -287,11 +299,14 @@ static int watcher_work(struct watcher *w)
 	w->informers = calloc(informer_n_defs, sizeof(*w->informers));
 	if (!w->informers)
 		return log_error_errno(-ENOMEM, "Failed to start informers: %m");
+	if ((r = nodepool_status_new(&w->nodepool_status, w->d->kube, publisher_store(w->pub))) < 0)
+		return log_error_errno(r, "Failed to start the NodePool status writer: %m");
 	if ((r = discovery_new(&w->discovery, w->d->kube, discovered_groups, on_discovered, w)) < 0)
 		return log_error_errno(r, "Failed to start API discovery: %m");
 	for (size_t i = 0; i < informer_n_defs; i++) {
 		const struct informer_def *def = &informer_defs[i];
 		struct informer_env env = { .client = w->d->kube, .pub = w->pub, .events = w->d->events,
+					    .nodepool_status = w->nodepool_status,
 					    .metrics = &w->inf_metrics,
 					    .on_relist = on_informer_relist,
 					    .on_released = on_informer_released,
@@ -322,6 +337,8 @@ static int watcher_work(struct watcher *w)
 	    (r = loop_add_periodic(w->d->loop, "announce-pending", w->cfg.announce_interval_usec,
 				   on_announce, w)) < 0 ||
 	    (r = loop_add_periodic(w->d->loop, "gauges", WATCHER_GAUGE_PERIOD_USEC, on_gauges, w)) < 0 ||
+	    (r = loop_add_periodic(w->d->loop, "nodepool-status", NODEPOOL_STATUS_PERIOD_USEC,
+				   on_nodepool_status, w)) < 0 ||
 	    (r = loop_add_periodic(w->d->loop, "recheck", w->cfg.discovery_interval_usec, on_recheck,
 				   w)) < 0)
 		return log_error_errno(r, "Failed to schedule periodic work: %m");
@@ -365,6 +382,7 @@ static void teardown(struct daemon *d, void *userdata)
 	for (size_t i = 0; i < w->n_informers; i++)
 		informer_free(w->informers[i]);
 	free(w->informers);
+	nodepool_status_free(w->nodepool_status);
 	discovery_free(w->discovery);
 	sd_event_source_disable_unref(w->announce_timer);
 	fresh_clear(w);

@@ -493,6 +493,42 @@ Test(nodeclass_status, a_validation_failure_gives_ready_its_own_reason)
 	json_decref(j);
 }
 
+/* Each version's own status schema and subresource: an AWSNodeTemplate
+ * (v1alpha1) has subnets {id, zone}, securityGroups and amis only. */
+Test(nodeclass_status, older_versions_get_their_own_shape_and_path)
+{
+	struct nc_resolved res = { .n_subnets = 1, .instance_profile = "demo_1" };
+	struct nc_condition_state conds[_NC_COND_MAX];
+	json_t *j, *st, *subnet;
+	char *path;
+
+	for (int k = 0; k < _NC_COND_MAX; k++)
+		conds[k] = (struct nc_condition_state){ .ok = true, .since = 1000 };
+	strcpy(res.subnets[0].id, "subnet-1");
+	strcpy(res.subnets[0].zone, "us-west-2a");
+	strcpy(res.subnets[0].zone_id, "usw2-az1");
+	j = nc_status_json_for(PROTO_API_V1ALPHA5, &res, conds, 2000);
+	st = json_object_get(j, "status");
+	cr_assert_null(json_object_get(st, "conditions"));
+	cr_assert_null(json_object_get(st, "instanceProfile"));
+	subnet = json_array_get(json_object_get(st, "subnets"), 0);
+	cr_assert_str_eq(json_string_value(json_object_get(subnet, "zone")), "us-west-2a");
+	cr_assert_null(json_object_get(subnet, "zoneID"));
+	json_decref(j);
+	j = nc_status_json_for(PROTO_API_V1BETA1, &res, conds, 2000);
+	cr_assert_not_null(json_object_get(json_object_get(j, "status"), "conditions"), "v1beta1 has conditions");
+	json_decref(j);
+	cr_assert_eq(nc_status_path(PROTO_API_V1ALPHA5, "t", &path), 0);
+	cr_assert_str_eq(path, "/apis/karpenter.k8s.aws/v1alpha1/awsnodetemplates/t/status");
+	free(path);
+	cr_assert_eq(nc_status_path(PROTO_API_V1BETA1, "c", &path), 0);
+	cr_assert_str_eq(path, "/apis/karpenter.k8s.aws/v1beta1/ec2nodeclasses/c/status");
+	free(path);
+	cr_assert_eq(nc_status_path(PROTO_API_V1, "c", &path), 0);
+	cr_assert_str_eq(path, "/apis/karpenter.k8s.aws/v1/ec2nodeclasses/c/status");
+	free(path);
+}
+
 Test(nodeclass_status, status_lists_what_resolved_and_ready_carries_the_first_failure)
 {
 	struct nc_resolved res = { .n_subnets = 1, .n_groups = 1, .n_images = 1, .instance_profile = "demo_1" };

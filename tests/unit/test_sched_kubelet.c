@@ -126,7 +126,7 @@ Test(kubelet, malformed_eviction_thresholds_are_refused)
 	}
 }
 
-Test(kubelet, the_nodeclass_settings_win_over_the_nodepools)
+Test(kubelet, the_nodepools_own_settings_win_over_the_nodeclasses)
 {
 	struct proto_nodeclass nc = { .name = "default" };
 	struct proto_nodepool np = { .name = "default", .kubelet = { .max_pods = 30 } };
@@ -134,7 +134,12 @@ Test(kubelet, the_nodeclass_settings_win_over_the_nodepools)
 	cr_assert_eq(kubelet_of(&nc, &np), &np.kubelet, "v1beta1: the NodePool's own");
 	cr_assert_eq(kubelet_of(NULL, &np), &np.kubelet);
 	nc.kubelet.pods_per_core = 4;
+	/* Karpenter v1.0: the v1beta1 kubelet conversion annotation on the
+	 * NodePool takes precedence over the EC2NodeClass's kubelet. */
+	cr_assert_eq(kubelet_of(&nc, &np), &np.kubelet, "the NodePool's v1beta1 kubelet");
+	np.kubelet = (struct proto_kubelet){ 0 };
 	cr_assert_eq(kubelet_of(&nc, &np), &nc.kubelet, "v1: the EC2NodeClass's");
+	cr_assert_eq(kubelet_of(&nc, NULL), &nc.kubelet);
 }
 
 Test(kubelet, proto_resource_lists_get_the_same_figures)

@@ -5,6 +5,7 @@
  * never dropped silently (associatePublicIPAddress it implements).
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,4 +192,79 @@ Test(decode_versions, each_unimplemented_field_is_named_never_dropped)
 				  "\"metadata\":{\"name\":\"p\"},\"spec\":{\"provider\":{" SELECTORS_V1ALPHA1 ","
 				  "\"context\":\"c\",\"cpuOptions\":{\"coreCount\":2}}}}", &nc), 0, "%s", dec.error);
 	cr_assert_str_eq(nc.unsupported, "spec.provider.cpuOptions, spec.provider.context are not supported by kanna");
+}
+
+static int decode_pool(const char *text, struct proto_nodepool *np)
+{
+	json_t *j = parse(text);
+	int r = decode_nodepool(&dec, j, np);
+
+	json_decref(j);
+	return r;
+}
+
+#define NODEPOOL_V1BETA1(kubelet)                                                          \
+	"{\"apiVersion\":\"karpenter.sh/v1beta1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"b\"}," \
+	"\"spec\":{\"template\":{\"spec\":{\"nodeClassRef\":{\"name\":\"c\"},\"requirements\":[]," \
+	"\"kubelet\":" kubelet "}}}}"
+#define PROVISIONER(kubelet)                                                               \
+	"{\"apiVersion\":\"karpenter.sh/v1alpha5\",\"kind\":\"Provisioner\",\"metadata\":{\"name\":\"p\"}," \
+	"\"spec\":{\"providerRef\":{\"name\":\"t\"},\"kubeletConfiguration\":" kubelet "}}"
+#define NODEPOOL_V1_COMPAT(json)                                                           \
+	"{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"v\"," \
+	"\"annotations\":{\"compatibility.karpenter.sh/v1beta1-kubelet-conversion\":" json "}}," \
+	"\"spec\":{\"template\":{\"spec\":{\"nodeClassRef\":{\"group\":\"karpenter.k8s.aws\","  \
+	"\"kind\":\"EC2NodeClass\",\"name\":\"c\"},\"requirements\":[]}}}}"
+
+/* v1beta1 template kubelet, v1alpha5 kubeletConfiguration and the v1
+ * NodePool's conversion annotation carry what the EC2NodeClass's kubelet
+ * does: maxPods, podsPerCore, the reservations and evictionHard. */
+Test(decode_versions, older_kubelet_settings_are_read_as_v1s)
+{
+	struct proto_nodepool np;
+
+	cr_assert_eq(decode_pool(NODEPOOL_V1BETA1("{\"maxPods\":17,\"podsPerCore\":3,"
+						  "\"systemReserved\":{\"cpu\":\"100m\"},"
+						  "\"evictionHard\":{\"memory.available\":\"5%\"}}"), &np), 0,
+		     "%s", dec.error);
+	cr_assert_eq(np.status, PROTO_NODEPOOL_OK, "%s", np.status_reason);
+	cr_assert_eq(np.kubelet.max_pods, 17);
+	cr_assert_eq(np.kubelet.pods_per_core, 3);
+	cr_assert_eq(np.kubelet.n_system_reserved, 1);
+	cr_assert_eq(np.kubelet.system_reserved[0].value, 100);
+	cr_assert_eq(np.kubelet.n_eviction_hard, 1);
+	cr_assert_eq(decode_pool(PROVISIONER("{\"maxPods\":9,\"containerRuntime\":\"containerd\"}"), &np), 0,
+		     "%s", dec.error);
+	cr_assert_eq(np.status, PROTO_NODEPOOL_OK, "%s", np.status_reason);
+	cr_assert_eq(np.kubelet.max_pods, 9);
+	cr_assert_eq(decode_pool(NODEPOOL_V1_COMPAT("\"{\\\"maxPods\\\":23,\\\"kubeReserved\\\":{\\\"memory\\\":\\\"1Gi\\\"}}\""),
+				 &np), 0, "%s", dec.error);
+	cr_assert_eq(np.status, PROTO_NODEPOOL_OK, "%s", np.status_reason);
+	cr_assert_eq(np.kubelet.max_pods, 23, "the conversion annotation is honoured");
+	cr_assert_eq(np.kubelet.n_kube_reserved, 1);
+	cr_assert_eq(np.kubelet.kube_reserved[0].value, 1LL << 30);
+}
+
+/* What kanna refuses on an EC2NodeClass's kubelet it refuses on the older
+ * forms too: the NodePool is invalid, the reason names the field. */
+Test(decode_versions, older_kubelet_fields_kanna_does_not_implement_make_the_pool_invalid)
+{
+	struct proto_nodepool np;
+
+	cr_assert_eq(decode_pool(NODEPOOL_V1BETA1("{\"maxPods\":17,\"evictionSoft\":{\"memory.available\":\"10%\"}}"),
+				 &np), 0, "%s", dec.error);
+	cr_assert_eq(np.status, PROTO_NODEPOOL_INVALID);
+	cr_assert_str_eq(np.status_reason, "spec.template.spec.kubelet.evictionSoft is not supported by kanna");
+	cr_assert_eq(decode_pool(PROVISIONER("{\"clusterDNS\":[\"10.0.0.10\"],\"containerRuntime\":\"dockerd\"}"),
+				 &np), 0, "%s", dec.error);
+	cr_assert_eq(np.status, PROTO_NODEPOOL_INVALID);
+	cr_assert_str_eq(np.status_reason, "spec.kubeletConfiguration.clusterDNS, "
+					   "spec.kubeletConfiguration.containerRuntime are not supported by kanna");
+	cr_assert_eq(decode_pool(NODEPOOL_V1_COMPAT("\"{\\\"cpuCFSQuota\\\":false}\""), &np), 0, "%s", dec.error);
+	cr_assert_eq(np.status, PROTO_NODEPOOL_INVALID);
+	cr_assert_str_eq(np.status_reason, "metadata.annotations.compatibility.karpenter.sh/"
+					   "v1beta1-kubelet-conversion.cpuCFSQuota is not supported by kanna");
+	/* a conversion annotation that is not a kubelet's JSON does not decode */
+	cr_assert_eq(decode_pool(NODEPOOL_V1_COMPAT("\"maxPods=3\""), &np), -EINVAL);
+	cr_assert(strstr(dec.error, "v1beta1-kubelet-conversion: expected the JSON"), "%s", dec.error);
 }
