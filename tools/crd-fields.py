@@ -168,8 +168,12 @@ def render(srcdir):
                 o.append(f"- {kind} {version} `{r['path']}`: {r['note']}")
     for kind, version, entries in tab:
         o += ["", f"## {kind} {version}", "", "| path | type | support | note |", "|---|---|---|---|"]
+        prev = None
         for p, t, r in entries:
-            o.append(f"| `{p}` | {t} | {r['support'] if r else '?'} | {cell(r['note']) if r else ''} |")
+            # a subtree's rule is noted on its first field only
+            note = "″" if r is not None and r is prev else cell(r["note"]) if r else ""
+            o.append(f"| `{p}` | {t} | {r['support'] if r else '?'} | {note} |")
+            prev = r
     return "\n".join(o) + "\n"
 
 
