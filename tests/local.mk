@@ -19,6 +19,11 @@ EXTRA_DIST += tests/e2e/compat.sh tests/compat
 # The include graph follows the layering (common → proto → state → daemons).
 TESTS += tests/layering.sh
 EXTRA_DIST += tests/layering.sh
+# The field table of Karpenter's CRDs (issue 16): doc/crd-support.tsv covers
+# every field of data/crds/ and the decoder's refusals; doc/crd-fields.md
+# is current (tools/crd-fields.py write regenerates it).
+TESTS += tests/crd-fields.sh
+EXTRA_DIST += tests/crd-fields.sh tools/crd-fields.py doc/crd-support.tsv doc/crd-fields.md
 # Daemons trust no peer (issue 19): the runtime directory, socket modes,
 # the ZAP peer check and the launcher's secrets; peer-connect is the
 # stranger knocking.
