@@ -32,6 +32,10 @@ STATUS_SUPPORT = ("written", "not-written")
 # where (decode/decode-nodeclass.c: unsupported_fields()).
 REFUSING = {("EC2NodeClass", "v1"): "spec", ("EC2NodeClass", "v1beta1"): "spec",
             ("AWSNodeTemplate", "v1alpha1"): "spec", ("Provisioner", "v1alpha5"): "spec.provider"}
+# Where older pools keep kubelet settings the kubelet list refuses too
+# (decode/decode-nodepool.c).
+KUBELET_REFUSING = {("NodePool", "v1beta1"): "spec.template.spec.kubelet",
+                    ("Provisioner", "v1alpha5"): "spec.kubeletConfiguration"}
 
 
 def schema_type(s):
@@ -178,14 +182,18 @@ def render(srcdir):
 
 
 def refused_lists(srcdir):
-    """The decoder's unsupported_{spec,ebs,kubelet}_fields, by list name."""
-    with open(os.path.join(srcdir, "decode/decode-nodeclass.c")) as fh:
-        text = fh.read()
+    """The decoder's refusal lists, by name: unsupported_{spec,ebs}_fields
+    (decode/decode-nodeclass.c) and decode_kubelet_unsupported_fields
+    (decode/decode.c, shared by node classes and older pools' kubelets)."""
     lists = {}
-    for m in re.finditer(r"unsupported_(\w+)_fields\[\]\s*=\s*\{(.*?)\}", text, re.S):
-        lists[m.group(1)] = re.findall(r'"([^"]+)"', m.group(2))
+    for f, pat in (("decode/decode-nodeclass.c", r"unsupported_(spec|ebs)_fields\[\]\s*=\s*\{(.*?)\}"),
+                   ("decode/decode.c", r"decode_(kubelet)_unsupported_fields\[\]\s*=\s*\{(.*?)\}")):
+        with open(os.path.join(srcdir, f)) as fh:
+            text = fh.read()
+        for m in re.finditer(pat, text, re.S):
+            lists[m.group(1)] = re.findall(r'"([^"]+)"', m.group(2))
     if set(lists) != {"spec", "ebs", "kubelet"}:
-        sys.exit(f"decode/decode-nodeclass.c: unsupported_*_fields lists not found ({sorted(lists)})")
+        sys.exit(f"decode/: the refusal lists were not all found ({sorted(lists)})")
     return lists
 
 
@@ -214,22 +222,27 @@ def check(srcdir):
             if r is None:
                 errs.append(f"{kind} {version}: {p} has no row in doc/crd-support.tsv")
     lists = refused_lists(srcdir)
-    for (kind, version), prefix in REFUSING.items():
+    for kind, version in set(REFUSING) | set(KUBELET_REFUSING):
         paths = crds.get((kind, version), {})
         mine = [r for r in rows if r["kind"] == kind and r["version"] == version]
-        wanted = [f"{prefix}.{f}" for f in lists["spec"]]
-        wanted += [f"{prefix}.blockDeviceMappings[].ebs.{f}" for f in lists["ebs"]]
-        wanted += [f"{prefix}.kubelet.{f}" for f in lists["kubelet"]]
+        wanted = []
+        if (kind, version) in REFUSING:
+            prefix = REFUSING[(kind, version)]
+            wanted += [f"{prefix}.{f}" for f in lists["spec"]]
+            wanted += [f"{prefix}.blockDeviceMappings[].ebs.{f}" for f in lists["ebs"]]
+            wanted += [f"{prefix}.kubelet.{f}" for f in lists["kubelet"]]
+        if (kind, version) in KUBELET_REFUSING:
+            wanted += [f"{KUBELET_REFUSING[(kind, version)]}.{f}" for f in lists["kubelet"]]
         for r in mine:
             if r["support"] == "refused" and r["path"].rstrip("*") not in wanted:
                 errs.append(f"doc/crd-support.tsv:{r['line']}: {kind} {version}: {r['path']} is "
-                            "classified refused but decode/decode-nodeclass.c does not refuse it")
+                            "classified refused but the decoder does not refuse it")
         for p in wanted:
             if p not in paths and not open_key(paths, p):
                 continue  # not in this version's schema: the API server prunes it
             r = lookup(mine, p)
             if not r or r["support"] != "refused":
-                errs.append(f"{kind} {version}: {p} is refused by decode/decode-nodeclass.c "
+                errs.append(f"{kind} {version}: {p} is refused by the decoder "
                             f"but classified {r['support'] if r else 'nowhere'}")
     md = os.path.join(srcdir, "doc/crd-fields.md")
     try:
