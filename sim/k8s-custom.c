@@ -42,7 +42,9 @@ static int patch_refused(const json_t *patched, const char *strict, struct k8s_e
 	free(js);
 	if (!quoted)
 		return -ENOMEM;
-	k8s_schema_go_value(quoted, value, sizeof(value));
+	/* The object is cut, not the errors after it, when it is too long
+	 * for our Status message (upstream's has no limit). */
+	k8s_schema_go_value(quoted, value, sizeof(value) - 64 - MIN(strlen(strict), sizeof(value) / 2));
 	json_decref(quoted);
 	/* Cut as the Status message is: the object may be large. */
 	if (snprintf(message, sizeof(message), "Invalid value: %s: %s", value, strict) < 0)

@@ -39,7 +39,7 @@
 struct k8s_error {
 	int code;          /* HTTP status */
 	const char *reason; /* NotFound, AlreadyExists, Conflict, Invalid, ... */
-	char message[4096]; /* a strict patch error quotes the whole object */
+	char message[8192]; /* a strict patch error quotes the whole object */
 	json_t *details; /* optional, owned */
 };
 
