@@ -21,11 +21,13 @@ SIM_K8S_LIBS = libkanna-simk8s.a $(LDADD) -lpthread
 check_PROGRAMS += tests/unit/test_sim_selector tests/unit/test_sim_patch \
 	tests/unit/test_sim_store tests/unit/test_sim_controllers \
 	tests/unit/test_sim_kubelet tests/unit/test_sim_events tests/unit/test_sim_api \
-	tests/unit/test_sim_protobuf tests/unit/test_sim_dryrun
+	tests/unit/test_sim_protobuf tests/unit/test_sim_dryrun tests/unit/test_sim_schema
 TESTS += tests/unit/test_sim_selector tests/unit/test_sim_patch \
 	tests/unit/test_sim_store tests/unit/test_sim_controllers \
 	tests/unit/test_sim_kubelet tests/unit/test_sim_events tests/unit/test_sim_api \
-	tests/unit/test_sim_protobuf tests/unit/test_sim_dryrun
+	tests/unit/test_sim_protobuf tests/unit/test_sim_dryrun tests/unit/test_sim_schema
+tests_unit_test_sim_schema_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sim_schema_LDADD = $(SIM_K8S_LIBS) $(TEST_LIBS)
 tests_unit_test_sim_dryrun_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sim_dryrun_LDADD = $(SIM_K8S_LIBS) $(TEST_LIBS)
 tests_unit_test_sim_protobuf_SOURCES = tests/unit/test_sim_protobuf.c tests/unit/sim-protobuf-fixtures.h
