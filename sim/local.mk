@@ -64,6 +64,9 @@ EXTRA_DIST += tests/e2e/sim-python.sh tests/e2e/sim-python.py
 # Server-side dry runs from kubectl and the Python client, one sim.
 TESTS += tests/e2e/sim-dryrun.sh
 EXTRA_DIST += tests/e2e/sim-dryrun.sh
+# Custom resources validated, defaulted and pruned with their CRD's schema.
+TESTS += tests/e2e/sim-schema.sh
+EXTRA_DIST += tests/e2e/sim-schema.sh
 
 # ./quickstart bench sim: the issue's scale target (100k pods, 5k nodes).
 BENCH_PROGS += bench/bench-sim
