@@ -414,6 +414,7 @@ static int handle_patch(struct k8s_api *api, const struct k8s_request *req,
 	if (r >= 0 && collect_warnings(&opts, resp) < 0)
 		return -ENOMEM;
 	opts.patch = true;
+	opts.apply = p.type == K8S_PATCH_APPLY;
 	if (r >= 0)
 		r = decode_patch(req, route->res, &p, &err);
 	if (r < 0)

@@ -56,6 +56,31 @@ static int patch_refused(const json_t *patched, const char *strict, struct k8s_e
 	return -EINVAL;
 }
 
+/*
+ * A server-side apply whose configuration has fields the schema does not
+ * declare: the field manager's ObjectToTyped fails, a plain error that the
+ * handler answers 500 with no reason (managedfields structuredmerge.go
+ * Apply, "failed to create typed patch object (<ns>/<name>; <gvk>)";
+ * structured-merge-diff's ValidationErrors, one per line when several).
+ */
+static int apply_refused(const struct k8s_resource *res, const json_t *obj, const json_t *unknown,
+			 struct k8s_error *err)
+{
+	const json_t *meta = json_object_get(obj, "metadata"), *u;
+	char paths[2048] = "";
+	size_t i, len = 0, n = json_array_size(unknown);
+
+	json_array_foreach(unknown, i, u)
+		if (len < sizeof(paths))
+			len += (size_t)snprintf(paths + len, sizeof(paths) - len, "%s.%s: field not declared in schema",
+						n > 1 ? "\n  " : "", json_string_value(u));
+	k8s_error_set(err, 500, NULL, "failed to create typed patch object (%s/%s; %s/%s, Kind=%s): %s%s",
+		      json_string_value(json_object_get(meta, "namespace")) ?: "",
+		      json_string_value(json_object_get(meta, "name")) ?: "", res->group, res->version,
+		      res->kind, n > 1 ? "errors:" : "", paths);
+	return -EINVAL;
+}
+
 int k8s_custom_decode(const struct k8s_resource *res, json_t *obj,
 		      const struct k8s_write_options *opts, struct k8s_error *err)
 {
@@ -70,13 +95,17 @@ int k8s_custom_decode(const struct k8s_resource *res, json_t *obj,
 	unknown = json_array();
 	if (!unknown)
 		return -ENOMEM;
-	if (fv == K8S_FIELD_VALIDATION_STRICT && opts->patch && !(patched = json_deep_copy(obj))) {
+	if (fv == K8S_FIELD_VALIDATION_STRICT && opts->patch && !opts->apply && !(patched = json_deep_copy(obj))) {
 		r = -ENOMEM;
 		goto out;
 	}
 	r = k8s_schema_prune(res->schema, obj, unknown);
 	if (r < 0 || json_array_size(unknown) == 0)
 		goto defaults;
+	if (opts && opts->apply) {
+		r = apply_refused(res, obj, unknown, err);
+		goto out;
+	}
 	if (fv == K8S_FIELD_VALIDATION_STRICT) {
 		strict_text(unknown, strict, sizeof(strict));
 		if (patched) {

@@ -437,7 +437,7 @@ static void check_any_of(struct walk *w, const struct k8s_schema *s, const char 
 	}
 	/* Not a *Validation error: kubeOpenAPIResultToFieldErrors puts it at
 	 * the nil path with an empty value; then the closest branch's errors. */
-	snprintf(msg, sizeof(msg), "Invalid value: \"\": %s must validate at least one schema (anyOf)",
+	snprintf(msg, sizeof(msg), "Invalid value: \"\": \"%s\" must validate at least one schema (anyOf)",
 		 path);
 	add_cause(w, "FieldValueInvalid", "<nil>", msg);
 	if (best && json_array_extend(w->causes, best) < 0)
@@ -449,10 +449,10 @@ static void validate_value(struct walk *w, const struct k8s_schema *s, const cha
 {
 	if (json_is_null(v) && (s->nullable || (s->type == K8S_SCHEMA_ANY && !s->int_or_string)))
 		return;
-	if (!type_matches(s, v)) {
+	/* kube-openapi runs every validator that applies to the value's
+	 * kind, a failed type check or not. */
+	if (!type_matches(s, v))
 		type_error(w, s, path, v);
-		return;
-	}
 	if (s->n_any_of)
 		check_any_of(w, s, path, v);
 	if (json_is_string(v))

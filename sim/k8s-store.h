@@ -166,6 +166,9 @@ struct k8s_write_options {
 	enum k8s_field_validation field_validation;
 	/* A PATCH: a Strict refusal quotes the patched object (patch.go). */
 	bool patch;
+	/* A server-side apply: an unknown field fails its typed conversion
+	 * whatever fieldValidation says (k8s-custom.c). */
+	bool apply;
 	/* Where Warn's warnings go (a JSON array of strings), NULL: dropped. */
 	json_t *warnings;
 };

@@ -136,8 +136,13 @@ Test(sim_schema, int_or_string_and_too_many)
 		n += (size_t)snprintf(spec + n, sizeof(spec) - n, "%s{\"nodes\":\"1\"}", i ? "," : "");
 	snprintf(spec + n, sizeof(spec) - n, "]}," TEMPLATE "}");
 	expect_invalid(spec,
-		       "NodePool.karpenter.sh \"x\" is invalid: [spec.limits.cpu: Invalid value: \"boolean\": spec.limits.cpu in body must be of type integer,string: \"boolean\", spec.disruption.budgets: Too many: 51: must have at most 50 items]",
+		       "NodePool.karpenter.sh \"x\" is invalid: [spec.limits.cpu: Invalid value: \"boolean\": spec.limits.cpu in body must be of type integer,string: \"boolean\", "
+		       "<nil>: Invalid value: \"\": \"spec.limits.cpu\" must validate at least one schema (anyOf), "
+		       "spec.limits.cpu: Invalid value: \"boolean\": spec.limits.cpu in body must be of type integer: \"boolean\", "
+		       "spec.disruption.budgets: Too many: 51: must have at most 50 items]",
 		       "FieldValueTypeInvalid spec.limits.cpu Invalid value: \"boolean\": spec.limits.cpu in body must be of type integer,string: \"boolean\"\n"
+		       "FieldValueInvalid <nil> Invalid value: \"\": \"spec.limits.cpu\" must validate at least one schema (anyOf)\n"
+		       "FieldValueTypeInvalid spec.limits.cpu Invalid value: \"boolean\": spec.limits.cpu in body must be of type integer: \"boolean\"\n"
 		       "FieldValueTooMany spec.disruption.budgets Too many: 51: must have at most 50 items\n");
 }
 
