@@ -273,3 +273,41 @@ Test(sim_schema, go_values)
 	cr_assert_str_eq(buf, "map[string]interface {}{\"a\":map[string]interface {}{}, \"b\":[]interface {}{1, \"x\", interface {}(nil), true, 1.5}}");
 	json_decref(v);
 }
+
+/* RE2 syntax the CRDs use, translated for regcomp: \d, (?:, \., \/, \s. */
+Test(sim_schema, patterns)
+{
+	static const struct {
+		const char *pattern, *value;
+		bool matches;
+	} cases[] = {
+		{ "^\\d+(?:\\.\\d+)?$", "12.5", true },
+		{ "^\\d+(?:\\.\\d+)?$", "12x5", false },
+		{ "^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$",
+		  "100Gi", true },
+		{ "^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$",
+		  "0Gi", false },
+		{ "^([a-z0-9]+\\/)?[a-z]+$", "a/b", true },
+		{ "^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\\s(.+)\\s(.+)\\s(.+)\\s(.+))$",
+		  "0 9 * * mon-fri", true },
+		{ "^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\\s(.+)\\s(.+)\\s(.+)\\s(.+))$",
+		  "@sometimes", false },
+		{ "subnet-[0-9a-z]+", "my-subnet-0a1", true }, /* unanchored: anywhere */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *j = json_pack("{s:s, s:s}", "type", "string", "pattern", cases[i].pattern);
+		json_t *v = json_string(cases[i].value), *causes = json_array();
+		struct k8s_schema *s = NULL;
+
+		cr_assert_eq(k8s_schema_compile(j, &s), 0);
+		cr_assert(s->has_pattern, "%s not compiled", cases[i].pattern);
+		cr_assert_eq(k8s_schema_validate(s, v, NULL, causes), 0);
+		cr_assert_eq(json_array_size(causes) == 0, cases[i].matches, "%s ~ %s", cases[i].value,
+			     cases[i].pattern);
+		k8s_schema_free(s);
+		json_decref(j);
+		json_decref(v);
+		json_decref(causes);
+	}
+}
