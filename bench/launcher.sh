@@ -45,6 +45,7 @@ run_once() { # LABEL [LAUNCHER FLAGS...]
 	    metadata: {labels: {intent: bench}}
 	    spec:
 	      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+	      requirements: []
 	YAML
 		i=0
 		while [ $i -lt "$COUNT" ]; do

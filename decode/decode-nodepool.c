@@ -265,6 +265,12 @@ static int nodepool_v1(struct decoder *d, const json_t *spec, bool beta, struct 
 		    (r = decode_string(d, ref, beta ? "apiVersion" : "group",
 				       "spec.template.spec.nodeClassRef", &np->nodeclass_ref.group)) < 0)
 			return r;
+		/* v1beta1 names the class by apiVersion ("karpenter.k8s.aws/v1beta1");
+		 * the v1 NodeClaims kanna writes take its group only, as
+		 * Karpenter's conversion does (schema.ParseGroupVersion), and the
+		 * NodeClaim CRD's group pattern ^[^/]*$ requires. */
+		if (beta && np->nodeclass_ref.group && strchr(np->nodeclass_ref.group, '/'))
+			*strchr(np->nodeclass_ref.group, '/') = '\0';
 	}
 	np->expire_after_s = DEFAULT_EXPIRE_AFTER_S;
 	if ((r = decode_duration(d, json_object_get(beta ? dis : tspec, "expireAfter"),

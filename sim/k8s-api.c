@@ -23,6 +23,7 @@ void k8s_response_clear(struct k8s_response *resp)
 	free(resp->body);
 	k8s_watch_free(resp->watch);
 	k8s_list_stream_free(resp->list);
+	json_decref(resp->warnings);
 	memset(resp, 0, sizeof(*resp));
 }
 
@@ -382,6 +383,14 @@ static int decode_patch(const struct k8s_request *req, const struct k8s_resource
 	return 0;
 }
 
+/* Warn's warnings: collected by the write, answered as headers. */
+static int collect_warnings(struct k8s_write_options *opts, struct k8s_response *resp)
+{
+	opts->warnings = resp->warnings ? resp->warnings : json_array();
+	resp->warnings = opts->warnings;
+	return opts->warnings ? 0 : -ENOMEM;
+}
+
 static int handle_patch(struct k8s_api *api, const struct k8s_request *req,
 			const struct k8s_route *route, enum k8s_write_mode mode,
 			struct k8s_response *resp)
@@ -402,6 +411,10 @@ static int handle_patch(struct k8s_api *api, const struct k8s_request *req,
 								   : K8S_OPTIONS_PATCH, &opts, &err);
 	if (r >= 0 && streq(route->subresource, "scale"))
 		return k8s_scale_handle(api, req, route, NULL, &opts, resp);
+	if (r >= 0 && collect_warnings(&opts, resp) < 0)
+		return -ENOMEM;
+	opts.patch = true;
+	opts.apply = p.type == K8S_PATCH_APPLY;
 	if (r >= 0)
 		r = decode_patch(req, route->res, &p, &err);
 	if (r < 0)
@@ -470,6 +483,10 @@ static int handle_object(struct k8s_api *api, const struct k8s_request *req,
 			r = k8s_pod_eviction(api, route, body, &opts, resp);
 		else if (r >= 0 && put && !create_only) {
 			opts.require_resource_version = route->res->custom;
+			if (collect_warnings(&opts, resp) < 0) {
+				json_decref(body);
+				return -ENOMEM;
+			}
 			r = k8s_store_update_opts(api->store, route->res, route->ns, route->name,
 						  body, mode, &opts, &obj, &err);
 		} else if (r >= 0) {
@@ -508,6 +525,8 @@ static int handle_collection(struct k8s_api *api, const struct k8s_request *req,
 		return k8s_reply_error(resp, &err);
 	}
 	r = k8s_write_options_parse(req, K8S_OPTIONS_CREATE, &opts, &err);
+	if (r >= 0 && collect_warnings(&opts, resp) < 0)
+		return -ENOMEM;
 	if (r >= 0)
 		r = parse_body(req, route->res, &body, &err);
 	if (r >= 0)

@@ -153,6 +153,7 @@ struct k8s_response {
 	size_t len;
 	struct k8s_watch *watch; /* instead of body: stream this */
 	struct k8s_list_stream *list; /* instead of body: a LIST to stream */
+	json_t *warnings; /* strings for Warning: 299 headers, NULL: none */
 };
 
 /* Always fills resp (errors become Status bodies); returns 0 or -ENOMEM. */

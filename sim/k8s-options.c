@@ -339,9 +339,9 @@ static void check_dry_run(struct field_errors *fe, const char *const *values, si
 			    "Unsupported value: %s}: supported values: \"All\"", shown);
 }
 
-/* ValidateFieldValidation: "", Ignore, Strict or Warn. kanna-sim accepts
- * them all but decodes as Ignore does: an unknown field is dropped, not
- * refused (Strict) or warned about (Warn). */
+/* ValidateFieldValidation: "", Ignore, Strict or Warn. What an unknown
+ * field of a custom resource gets is k8s-custom.c's; built-in kinds are
+ * decoded as Ignore decodes them. */
 static void check_field_validation(struct field_errors *fe, const char *v)
 {
 	char quoted[300];
@@ -383,6 +383,10 @@ int k8s_write_options_parse(const struct k8s_request *req, enum k8s_options_kind
 	check_field_validation(&fe, arg(req, "fieldValidation"));
 	/* dryrun.IsDryRun: any value at all; validation allowed only "All". */
 	opts->dry_run = n > 0;
+	/* handlers/rest.go fieldValidation: none given is Warn. */
+	opts->field_validation = streq_ptr(arg(req, "fieldValidation"), "Strict") ? K8S_FIELD_VALIDATION_STRICT
+				 : streq_ptr(arg(req, "fieldValidation"), "Ignore") ? K8S_FIELD_VALIDATION_IGNORE
+										 : K8S_FIELD_VALIDATION_WARN;
 	return field_errors_finish(&fe, kinds[kind], err);
 }
 

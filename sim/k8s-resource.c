@@ -14,6 +14,7 @@
 #include "common/util.h"
 #include "common/yaml-json.h"
 #include "sim/k8s-resource.h"
+#include "sim/k8s-schema.h"
 
 static const struct builtin {
 	const char *group, *version, *kind, *plural, *singular, *short_names,
@@ -70,6 +71,7 @@ static void resource_clear(struct k8s_resource *r)
 	free(r->short_names);
 	free(r->categories);
 	free(r->qualified);
+	k8s_schema_free(r->schema);
 }
 
 struct k8s_registry *k8s_registry_free(struct k8s_registry *reg)
@@ -211,6 +213,32 @@ static int crd_remember(struct k8s_registry *reg, const char *name,
 	return 0;
 }
 
+/*
+ * (Re)compiles the schema of every served version of one CRD from its
+ * merged object, once at load: requests never read the CRD's YAML again.
+ */
+static int compile_schemas(struct k8s_registry *reg, const char *group, const char *plural,
+			   const json_t *crd)
+{
+	const json_t *v;
+	size_t i;
+	int r;
+
+	json_array_foreach(json_object_get(json_object_get(crd, "spec"), "versions"), i, v) {
+		const char *version = json_string_value(json_object_get(v, "name"));
+		const json_t *openapi = json_object_get(json_object_get(v, "schema"), "openAPIV3Schema");
+		struct k8s_resource *res = version ? k8s_registry_find(reg, group, version, plural) : NULL;
+
+		if (!res || !res->custom || !openapi)
+			continue;
+		res->schema = k8s_schema_free(res->schema);
+		r = k8s_schema_compile(openapi, &res->schema);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int k8s_registry_add_crd(struct k8s_registry *reg, const json_t *crd)
 {
 	const json_t *spec = json_object_get(crd, "spec");
@@ -255,7 +283,10 @@ int k8s_registry_add_crd(struct k8s_registry *reg, const json_t *crd)
 		if (r < 0)
 			return r;
 	}
-	return crd_remember(reg, name, crd);
+	r = crd_remember(reg, name, crd);
+	if (r < 0)
+		return r;
+	return compile_schemas(reg, group, plural, json_object_get(reg->crds, name));
 }
 
 static int load_crd_file(struct k8s_registry *reg, const char *path)

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct k8s_schema;
+
 enum k8s_subresource_flags {
 	K8S_SUB_STATUS = 1 << 0,
 	K8S_SUB_SCALE = 1 << 1,
@@ -30,6 +32,9 @@ struct k8s_resource {
 	bool namespaced;
 	unsigned subresources;
 	bool custom; /* served from a CRD */
+	/* The served version's openAPIV3Schema, compiled (k8s-schema.h);
+	 * NULL for built-in kinds and versions without one. */
+	struct k8s_schema *schema;
 
 	/* Owned by the store (see k8s-store.c). */
 	void *objects;

@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "sim/k8s-schema.h"
 #include "sim/k8s-server.h"
 
 struct k8s_server {
@@ -123,6 +124,19 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
 		return MHD_NO;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private");
+	if (resp->warnings) {
+		const json_t *w;
+		size_t i;
+
+		/* apiserver's warning filter: `299 - "<text>"`, text strconv.Quote'd. */
+		json_array_foreach(resp->warnings, i, w) {
+			char quoted[1200], header[1300];
+
+			k8s_schema_go_value(w, quoted, sizeof(quoted));
+			snprintf(header, sizeof(header), "299 - %s", quoted);
+			MHD_add_response_header(r, "Warning", header);
+		}
+	}
 	if (resp->retry_after) {
 		char secs[16];
 

@@ -25,6 +25,11 @@ const char *k8s_resource_qualified(const struct k8s_resource *res);
  * is the stored object on an update, NULL on create. */
 int k8s_validate(const struct k8s_resource *res, const char *name, const json_t *obj,
 		 const json_t *old, struct k8s_error *err);
+/* k8s-custom.c: prunes a custom resource's unknown fields (refused or
+ * warned about as opts->field_validation says) and applies its schema's
+ * defaults; 0 for other kinds, or -EINVAL with upstream's error in err. */
+int k8s_custom_decode(const struct k8s_resource *res, json_t *obj,
+		      const struct k8s_write_options *opts, struct k8s_error *err);
 /* k8s-rbac.c: appends the RBAC kinds' field errors to causes (0 or -ENOMEM). */
 int k8s_rbac_validate(const struct k8s_resource *res, const json_t *obj, const json_t *old,
 		      json_t *causes);

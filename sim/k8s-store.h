@@ -39,7 +39,7 @@
 struct k8s_error {
 	int code;          /* HTTP status */
 	const char *reason; /* NotFound, AlreadyExists, Conflict, Invalid, ... */
-	char message[512];
+	char message[8192]; /* a strict patch error quotes the whole object */
 	json_t *details; /* optional, owned */
 };
 
@@ -146,6 +146,12 @@ enum k8s_write_mode {
  * reacts (apiserver registry/generic/registry/dryrun.go,
  * DryRunnableStorage). A NULL options pointer is a real write.
  */
+enum k8s_field_validation {
+	K8S_FIELD_VALIDATION_IGNORE,
+	K8S_FIELD_VALIDATION_WARN,
+	K8S_FIELD_VALIDATION_STRICT,
+};
+
 struct k8s_write_options {
 	bool dry_run;
 	/* An update through the API (PUT, PUT /status) of a resource whose
@@ -154,6 +160,17 @@ struct k8s_write_options {
 	 * AllowUnconditionalUpdate false). Without metadata.resourceVersion it
 	 * is refused (k8s-write.c). */
 	bool require_resource_version;
+	/* fieldValidation: what an unknown field of a custom resource gets
+	 * (k8s-custom.c). Requests default to Warn, as upstream's handlers
+	 * (rest.go fieldValidation); a NULL options pointer is Ignore. */
+	enum k8s_field_validation field_validation;
+	/* A PATCH: a Strict refusal quotes the patched object (patch.go). */
+	bool patch;
+	/* A server-side apply: an unknown field fails its typed conversion
+	 * whatever fieldValidation says (k8s-custom.c). */
+	bool apply;
+	/* Where Warn's warnings go (a JSON array of strings), NULL: dropped. */
+	json_t *warnings;
 };
 
 /* Every function below returns 0 or a negative errno; err says why. */

@@ -18,6 +18,7 @@
 
 #include "common/quantity.h"
 #include "common/util.h"
+#include "sim/k8s-schema.h"
 #include "sim/k8s-selector.h"
 #include "sim/k8s-store-internal.h"
 
@@ -81,7 +82,7 @@ static bool negative_quantity(const json_t *v, char *text, size_t size)
 
 struct field_errors {
 	json_t *causes;
-	char text[2048]; /* "a, b" as errs.ToAggregate() joins them */
+	char text[4096]; /* "a, b" as errs.ToAggregate() joins them */
 };
 
 /* One field.Error: its cause, and "field: message" in the aggregate text. */
@@ -276,6 +277,23 @@ int k8s_validate(const struct k8s_resource *res, const char *name, const json_t 
 
 		fe.causes = json_array();
 		if (!fe.causes || k8s_rbac_validate(res, obj, old, fe.causes) < 0) {
+			json_decref(fe.causes);
+			return -ENOMEM;
+		}
+		json_array_foreach(fe.causes, i, c) {
+			size_t len = strlen(fe.text);
+
+			snprintf(fe.text + len, sizeof(fe.text) - len, "%s%s: %s", len ? ", " : "",
+				 json_string_value(json_object_get(c, "field")),
+				 json_string_value(json_object_get(c, "message")));
+		}
+	}
+	if (res->custom && res->schema) {
+		const json_t *c;
+		size_t i;
+
+		fe.causes = json_array();
+		if (!fe.causes || k8s_schema_validate(res->schema, obj, old, fe.causes) < 0) {
 			json_decref(fe.causes);
 			return -ENOMEM;
 		}

@@ -235,6 +235,8 @@ int k8s_store_create_opts(struct k8s_store *store, const struct k8s_resource *cr
 	if (!obj)
 		return -ENOMEM;
 	r = check_type(res, obj, err);
+	if (r >= 0)
+		r = k8s_custom_decode(res, obj, opts, err);
 	if (r < 0)
 		goto out;
 	meta = json_object_get(obj, "metadata");
@@ -438,6 +440,8 @@ static int store_write(struct k8s_store *store, struct k8s_resource *res,
 	int r;
 
 	r = check_type(res, body, err);
+	if (r >= 0)
+		r = k8s_custom_decode(res, body, opts, err);
 	if (r < 0)
 		return r;
 	if (name && !streq(name, old->name)) {
@@ -463,7 +467,10 @@ static int store_write(struct k8s_store *store, struct k8s_resource *res,
 		r = -EINVAL;
 		goto out;
 	}
-	if (mode != K8S_WRITE_STATUS && (r = k8s_validate(res, old->name, next, cur, err)) < 0)
+	/* A custom resource's status write is checked against the whole
+	 * schema too (customresource status_strategy.go ValidateUpdate). */
+	if ((mode != K8S_WRITE_STATUS || res->custom) &&
+	    (r = k8s_validate(res, old->name, next, cur, err)) < 0)
 		goto out;
 	meta = json_object_get(next, "metadata");
 	json_object_set_new(meta, "resourceVersion", json_string(rvbuf));

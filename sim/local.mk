@@ -7,7 +7,7 @@ libkanna_simk8s_a_SOURCES = \
 	sim/k8s-patch.h sim/k8s-patch.c \
 	sim/k8s-resource.h sim/k8s-resource.c \
 	sim/k8s-store.h sim/k8s-store-internal.h sim/k8s-store.c \
-	sim/k8s-status.c sim/k8s-options.c sim/k8s-write.c sim/k8s-validate.c sim/k8s-rbac.c sim/k8s-delete.c sim/k8s-list.c \
+	sim/k8s-status.c sim/k8s-options.c sim/k8s-write.c sim/k8s-validate.c sim/k8s-schema.h sim/k8s-schema.c sim/k8s-schema-validate.c sim/k8s-custom.c sim/k8s-rbac.c sim/k8s-delete.c sim/k8s-list.c \
 	sim/k8s-watch.h sim/k8s-watch.c \
 	sim/k8s-api.h sim/k8s-api.c sim/k8s-route.c sim/k8s-discovery.c \
 	sim/k8s-fields.c sim/k8s-protobuf.h sim/k8s-protobuf.c sim/k8s-protobuf-schema.c sim/k8s-subresource.c sim/k8s-openapi.c sim/k8s-printers.h sim/k8s-printers.c sim/k8s-table.c sim/k8s-faults.c sim/k8s-requests.c sim/k8s-admin.c sim/k8s-server.h sim/k8s-server.c \
@@ -22,13 +22,15 @@ SIM_K8S_LIBS = libkanna-simk8s.a $(LDADD) -lpthread
 check_PROGRAMS += tests/unit/test_sim_selector tests/unit/test_sim_patch \
 	tests/unit/test_sim_store tests/unit/test_sim_controllers \
 	tests/unit/test_sim_kubelet tests/unit/test_sim_events tests/unit/test_sim_api \
-	tests/unit/test_sim_protobuf tests/unit/test_sim_dryrun tests/unit/test_sim_cel
+	tests/unit/test_sim_protobuf tests/unit/test_sim_dryrun tests/unit/test_sim_cel tests/unit/test_sim_schema
 TESTS += tests/unit/test_sim_selector tests/unit/test_sim_patch \
 	tests/unit/test_sim_store tests/unit/test_sim_controllers \
 	tests/unit/test_sim_kubelet tests/unit/test_sim_events tests/unit/test_sim_api \
-	tests/unit/test_sim_protobuf tests/unit/test_sim_dryrun tests/unit/test_sim_cel
+	tests/unit/test_sim_protobuf tests/unit/test_sim_dryrun tests/unit/test_sim_cel tests/unit/test_sim_schema
 tests_unit_test_sim_cel_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sim_cel_LDADD = $(SIM_K8S_LIBS) $(TEST_LIBS)
+tests_unit_test_sim_schema_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sim_schema_LDADD = $(SIM_K8S_LIBS) $(TEST_LIBS)
 tests_unit_test_sim_dryrun_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sim_dryrun_LDADD = $(SIM_K8S_LIBS) $(TEST_LIBS)
 tests_unit_test_sim_protobuf_SOURCES = tests/unit/test_sim_protobuf.c tests/unit/sim-protobuf-fixtures.h
@@ -65,6 +67,9 @@ EXTRA_DIST += tests/e2e/sim-python.sh tests/e2e/sim-python.py
 # Server-side dry runs from kubectl and the Python client, one sim.
 TESTS += tests/e2e/sim-dryrun.sh
 EXTRA_DIST += tests/e2e/sim-dryrun.sh
+# Custom resources validated, defaulted and pruned with their CRD's schema.
+TESTS += tests/e2e/sim-schema.sh
+EXTRA_DIST += tests/e2e/sim-schema.sh
 
 # ./quickstart bench sim: the issue's scale target (100k pods, 5k nodes).
 BENCH_PROGS += bench/bench-sim

@@ -74,7 +74,7 @@ start_sim
 start_daemons
 wait_for "the launcher to take plans" 30 grep -q "taking launch plans" "$tmp/launcher.log"
 
-nodeclass pinned 'cpuOptions: {coreCount: 2, threadsPerCore: 1}'
+nodeclass pinned 'cpuOptions: {nestedVirtualization: enabled}'
 nodeclass public 'associatePublicIPAddress: false'
 for p in pinned public; do
 	nodepool_and_workload "$p"

@@ -146,7 +146,7 @@ static int creates(struct churn *c, const char *p, unsigned pods, unsigned nodes
 			"\"requirements\":[{\"key\":\"karpenter.sh/capacity-type\",\"operator\":\"In\","
 			"\"values\":[\"spot\",\"on-demand\"]},{\"key\":\"karpenter.k8s.aws/instance-cpu\","
 			"\"operator\":\"Gt\",\"values\":[\"%u\"]}]}}}}",
-			p, i, i % 10, 100 * (i + 1), i % 3, i % 8));
+			p, i, 1 + i % 10, 100 * (i + 1), i % 3, i % 8));
 	for (unsigned i = 0; r >= 0 && i < pvcs; i++)
 		r = add(c, "POST", fmt(PVCS_PATH), fmt(
 			"{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolumeClaim\",\"metadata\":{\"name\":"

@@ -41,6 +41,7 @@ spec:
   template:
     spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
   disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: 1s, budgets: [{nodes: "1"}]}
 ---
 apiVersion: apps/v1

@@ -69,6 +69,7 @@ spec:
   template:
     spec:
       nodeClassRef: {apiVersion: karpenter.k8s.aws/v1beta1, kind: EC2NodeClass, name: beta-class}
+      requirements: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]
 YAML
 wait_for "the v1beta1 EC2NodeClass in the replica" 15 sh -c \
 	"'$PROBE' replica --runtime-dir '$tmp/run' | grep -q '\"key\":\"nodeclass//beta-class\"'"
@@ -169,7 +170,8 @@ spec:
     spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
       requirements:
-      - {key: kubernetes.io/arch, operator: Near, values: [amd64]}
+      - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+  limits: {cpu: 1e400}
 ---
 apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -179,6 +181,7 @@ spec:
     metadata: {annotations: {example.com/blob: "$blob"}}
     spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]
 YAML
 for np in broken big; do
 	wait_for "a FailedValidation Event on $np" 15 sh -c \
@@ -186,7 +189,7 @@ for np in broken big; do
 done
 ok "undecodable and oversized NodePools get a FailedValidation Event"
 wait_for "ValidationSucceeded=False on the undecodable NodePool" 15 sh -c \
-	"kubectl get nodepool broken -o jsonpath='{.status.conditions[?(@.type==\"ValidationSucceeded\")].message}' | grep -q \"'Near' is not one of\""
+	"kubectl get nodepool broken -o jsonpath='{.status.conditions[?(@.type==\"ValidationSucceeded\")].message}' | grep -q \"'1e400' is not a quantity\""
 wait_for "ValidationSucceeded=False on the oversized NodePool" 15 sh -c \
 	"kubectl get nodepool big -o jsonpath='{.status.conditions[?(@.type==\"ValidationSucceeded\")].message}' | grep -q 'value of 5000 bytes exceeds the limit of 4096'"
 ok "their status says why"
@@ -213,6 +216,7 @@ spec:
       requirements:
       - {key: kubernetes.io/arch, operator: In, values: [amd64]}
   disruption:
+    consolidateAfter: 0s
     budgets:
     - {nodes: "1"}
     - {nodes: "0", schedule: "61 * * * *", duration: 1h}

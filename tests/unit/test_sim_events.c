@@ -20,6 +20,7 @@ static struct k8s_resource *pods, *nodes, *deployments, *events, *nodeclaims;
 	"\"scope\":\"Cluster\",\"names\":{\"kind\":\"NodeClaim\",\"plural\":\"nodeclaims\"," \
 	"\"singular\":\"nodeclaim\"},\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true," \
 	"\"subresources\":{\"status\":{}},\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\"," \
+	"\"x-kubernetes-preserve-unknown-fields\":true," \
 	"\"description\":\"NodeClaim is the Schema for the NodeClaims API\"}}}]}}"
 
 static void setup(void)

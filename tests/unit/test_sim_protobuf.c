@@ -62,7 +62,7 @@ static json_t *decode(const void *body, size_t len, const char *group, const cha
 	cr_assert_eq(r, want, "decode gave %d (%s), want %d", r, err.message, want);
 	cr_assert_eq(err.code, want_code, "code %d (%s)", err.code, err.message);
 	if (msg)
-		snprintf(msg, msglen, "%s", err.message);
+		snprintf(msg, msglen, "%.*s", (int)MIN(msglen, sizeof(err.message)), err.message);
 	cr_assert_eq(r == 0, out != NULL);
 	k8s_error_clear(&err);
 	return out;
