@@ -16,6 +16,7 @@
 #include "model/kubelet.h"
 
 #define INSTANCE_TYPE_LABEL "node.kubernetes.io/instance-type"
+#define PROVISIONER_NAME_LABEL "karpenter.sh/provisioner-name"
 
 void rfc3339_now(char buf[static 32])
 {
@@ -100,6 +101,12 @@ static json_t *requirements_json(const struct proto_planned_nodeclaim *p)
 		 * narrowed to what this requirement allows. */
 		if (streq(r->key, INSTANCE_TYPE_LABEL) && r->op == PROTO_OP_IN)
 			continue;
+		/* The v1 NodeClaim CRD refuses requirement keys of the
+		 * karpenter.sh domain but capacity-type and nodepool (its
+		 * x-kubernetes-validations): a v1alpha5 pool's claims carry
+		 * the name as a label instead (nodeclaim_json). */
+		if (streq(r->key, PROVISIONER_NAME_LABEL))
+			continue;
 		o = requirement_json(r->key, proto_enum_name(&proto_enum_desc_requirement_op, r->op), r->values,
 				     r->n_values, r->min_values);
 		if (!o || json_array_append_new(arr, o) < 0)
@@ -144,6 +151,8 @@ json_t *nodeclaim_json(const struct proto_planned_nodeclaim *planned, const char
 	for (uint32_t i = 0; i < nodepool->n_labels; i++)
 		json_object_set_new(labels, nodepool->labels[i].key, json_string(nodepool->labels[i].value));
 	json_object_set_new(labels, "karpenter.sh/nodepool", json_string(planned->nodepool));
+	if (nodepool->source_api == PROTO_API_V1ALPHA5)
+		json_object_set_new(labels, PROVISIONER_NAME_LABEL, json_string(planned->nodepool));
 	/* spec.template.metadata.annotations first, Karpenter's and ours over
 	 * them (kubernetes-sigs/karpenter NodeClaimTemplate: the template's
 	 * annotations, then the hash annotations, lo.Assign) */
