@@ -130,6 +130,9 @@ struct k8s_registry *k8s_registry_new(void)
 	reg->crds = json_object();
 	if (!reg->crds)
 		return k8s_registry_free(reg);
+	/* The CRDs' x-kubernetes-validations are enforced like the rest of
+	 * their schemas. */
+	k8s_cel_hook_install();
 	for (size_t i = 0; i < ARRAY_SIZE(builtins); i++)
 		if (registry_add(reg, &builtins[i], false) < 0)
 			return k8s_registry_free(reg);

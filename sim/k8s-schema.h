@@ -94,6 +94,9 @@ int k8s_schema_validate(const struct k8s_schema *s, const json_t *obj, const jso
 typedef int (*k8s_schema_cel_fn)(const json_t *rule, const json_t *self, const json_t *old_self,
 				 const char *path, json_t *causes, void *userdata);
 void k8s_schema_set_cel_hook(k8s_schema_cel_fn fn, void *userdata);
+/* The hook on kanna-sim's CEL subset (k8s-cel-hook.c, cel.h); the registry
+ * installs it. */
+void k8s_cel_hook_install(void);
 
 /* The value as Go's fmt prints field.Error's BadValue ("Foo" quoted, 3, map[...]...). */
 void k8s_schema_go_value(const json_t *v, char *buf, size_t size);

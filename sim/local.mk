@@ -7,7 +7,7 @@ libkanna_simk8s_a_SOURCES = \
 	sim/k8s-patch.h sim/k8s-patch.c \
 	sim/k8s-resource.h sim/k8s-resource.c \
 	sim/k8s-store.h sim/k8s-store-internal.h sim/k8s-store.c \
-	sim/k8s-status.c sim/k8s-options.c sim/k8s-write.c sim/k8s-validate.c sim/k8s-schema.h sim/k8s-schema.c sim/k8s-schema-validate.c sim/k8s-custom.c sim/k8s-rbac.c sim/k8s-delete.c sim/k8s-list.c \
+	sim/k8s-status.c sim/k8s-options.c sim/k8s-write.c sim/k8s-validate.c sim/k8s-schema.h sim/k8s-schema.c sim/k8s-schema-validate.c sim/k8s-cel-hook.c sim/k8s-custom.c sim/k8s-rbac.c sim/k8s-delete.c sim/k8s-list.c \
 	sim/k8s-watch.h sim/k8s-watch.c \
 	sim/k8s-api.h sim/k8s-api.c sim/k8s-route.c sim/k8s-discovery.c \
 	sim/k8s-fields.c sim/k8s-protobuf.h sim/k8s-protobuf.c sim/k8s-protobuf-schema.c sim/k8s-subresource.c sim/k8s-openapi.c sim/k8s-printers.h sim/k8s-printers.c sim/k8s-table.c sim/k8s-faults.c sim/k8s-requests.c sim/k8s-admin.c sim/k8s-server.h sim/k8s-server.c \

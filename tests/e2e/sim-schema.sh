@@ -52,8 +52,21 @@ nodepool badtype "  weight: heavy
     spec:
 $REF
 $REQ" && fail "a string weight was accepted"
+# Two causes, listed as kubectl lists them: the type error, and (the
+# NodePool schema having x-kubernetes-validations) the rules it kept from
+# being checked.
 expect_refused "wrong type" \
-	'The NodePool "badtype" is invalid: spec.weight: Invalid value: "string": spec.weight in body must be of type integer: "string"'
+	'* spec.weight: Invalid value: "string": spec.weight in body must be of type integer: "string"'
+expect_refused "wrong type blocks the CEL rules" \
+	'* <nil>: Invalid value: "null": some validation rules were not checked because the object was invalid'
+
+nodepool badbudget "  disruption: {consolidateAfter: 1m, budgets: [{nodes: '10%', schedule: '@daily'}]}
+  template:
+    spec:
+$REF
+$REQ" && fail "a budget with a schedule and no duration was accepted"
+expect_refused "x-kubernetes-validations (CEL)" \
+	"The NodePool \"badbudget\" is invalid: spec.disruption.budgets: Invalid value: \"array\": 'schedule' must be set with 'duration'"
 
 nodepool noref "  template:
     spec:

@@ -26,6 +26,9 @@ static void setup(void)
 	nodepools = k8s_registry_find(reg, "karpenter.sh", "v1", "nodepools");
 	nodeclasses = k8s_registry_find(reg, "karpenter.k8s.aws", "v1", "ec2nodeclasses");
 	cr_assert(nodepools && nodepools->schema && nodeclasses && nodeclasses->schema);
+	/* The structural checks alone (the registry installs the CEL hook;
+	 * cel_rules_enforced below tests it). */
+	k8s_schema_set_cel_hook(NULL, NULL);
 }
 
 static void teardown(void)
@@ -310,4 +313,22 @@ Test(sim_schema, patterns)
 		json_decref(v);
 		json_decref(causes);
 	}
+}
+
+/* The registry's hook enforces the shipped rules (sim/k8s-cel-hook.c):
+ * kube-apiserver's cause for a failing rule, with its message. */
+Test(sim_schema, cel_rules_enforced)
+{
+	struct k8s_error err = {};
+
+	k8s_cel_hook_install();
+	expect_invalid("{\"disruption\":{\"consolidateAfter\":\"1m\",\"budgets\":[{\"nodes\":\"10%\","
+		       "\"schedule\":\"@daily\"}]}," TEMPLATE "}",
+		       "NodePool.karpenter.sh \"x\" is invalid: spec.disruption.budgets: Invalid value: \"array\": "
+		       "'schedule' must be set with 'duration'",
+		       "FieldValueInvalid spec.disruption.budgets Invalid value: \"array\": 'schedule' must be set with 'duration'\n");
+	/* A NodePool the rules accept is stored. */
+	cr_assert_eq(create("ok", "{\"disruption\":{\"consolidateAfter\":\"1m\",\"budgets\":[{\"nodes\":\"10%\","
+			    "\"schedule\":\"@daily\",\"duration\":\"10m\"}]}," TEMPLATE "}", NULL, NULL, &err),
+		     0, "%s", err.message);
 }
