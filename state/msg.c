@@ -1,6 +1,7 @@
 /*
  * Proto messages over kanna sockets (see msg.h). The encode buffer is
- * reused for every send, so steady-state sending does not allocate.
+ * reused for every send, so steady-state sending does not allocate (one
+ * grown past MSG_ENCODE_KEEP_MAX is dropped before the next).
  * Hellos: sent through common/sock.h's connect notifications, checked in
  * msg_dispatch() before the table.
  */
@@ -14,6 +15,9 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "state/msg.h"
+
+/* The encode buffer a send keeps for the next: steady-state messages fit. */
+#define MSG_ENCODE_KEEP_MAX (256 * 1024)
 
 _Static_assert(SOCK_MAXMSGSIZE == PROTO_MAX_FRAME_BYTES,
 	       "sockets must take exactly the largest frame the codec makes");
@@ -42,6 +46,12 @@ int msg_encode(struct msg_io *io, struct proto_msg *msg)
 	msg->env.sender = (uint8_t)io->self;
 	msg->env.sender_shard = io->shard;
 	msg->env.send_time_ns = clock_realtime_ns();
+	if (io->buf.alloc > MSG_ENCODE_KEEP_MAX) {
+		/* The last message was a big one (a catalog, a snapshot batch):
+		 * its buffer is not kept for the small ones that follow. */
+		msgpack_sbuffer_destroy(&io->buf);
+		msgpack_sbuffer_init(&io->buf);
+	}
 	msgpack_sbuffer_clear(&io->buf);
 	r = proto_encode(msg, &io->buf, &io->last_error);
 	io->encoded_type = msg->env.type;
