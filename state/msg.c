@@ -320,6 +320,13 @@ static int on_hello(struct msg_dispatch *d, const struct proto_msg *m, void *use
 	return route && route->handle ? route->handle(m, userdata) : 0;
 }
 
+/* The message handled (or dropped): its frame and decoded memory go. */
+static void dispatched(struct msg_dispatch *d, struct sock_msg *msg)
+{
+	sock_msg_close(msg);
+	proto_decoder_release(d->io->decoder);
+}
+
 int msg_dispatch(struct msg_dispatch *d, struct sock *sk, void *userdata)
 {
 	const struct proto_msg *m;
@@ -342,12 +349,12 @@ int msg_dispatch(struct msg_dispatch *d, struct sock *sk, void *userdata)
 		else
 			dropped(d, "version_mismatch", "a peer speaks another protocol: %s; run the "
 				"same kanna release on every daemon", d->io->last_error.text);
-		sock_msg_close(&msg);
+		dispatched(d, &msg);
 		return 0;
 	}
 	if (r < 0) {
 		dropped(d, "undecodable", "%s", d->io->last_error.text);
-		sock_msg_close(&msg);
+		dispatched(d, &msg);
 		return 0;
 	}
 	d->msg = &msg;
@@ -355,7 +362,7 @@ int msg_dispatch(struct msg_dispatch *d, struct sock *sk, void *userdata)
 	if (m->env.type == PROTO_MSG_HELLO) {
 		r = on_hello(d, m, userdata);
 		d->msg = NULL;
-		sock_msg_close(&msg);
+		dispatched(d, &msg);
 		return r;
 	}
 	for (size_t i = 0; i < d->n_routes && !route; i++)
@@ -373,6 +380,6 @@ int msg_dispatch(struct msg_dispatch *d, struct sock *sk, void *userdata)
 		r = route->handle(m, userdata);
 	}
 	d->msg = NULL;
-	sock_msg_close(&msg);
+	dispatched(d, &msg);
 	return r;
 }
