@@ -11,6 +11,7 @@
 
 #include "common/daemon.h"
 #include "common/log.h"
+#include "common/memory.h"
 #include "common/util.h"
 
 struct daemon_run {
@@ -249,6 +250,7 @@ int daemon_run(const struct daemon_options *o, const struct daemon_hooks *h, voi
 	struct daemon_run run = { .o = o, .h = h, .userdata = userdata };
 	int r;
 
+	memory_tune();
 	snprintf(run.d.host, sizeof(run.d.host), "%s", o->program);
 	(void)gethostname(run.d.host, sizeof(run.d.host) - 1);
 	r = start(&run);

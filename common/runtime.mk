@@ -3,7 +3,7 @@
 libkanna_common_a_SOURCES += common/loop.h common/loop-internal.h \
 	common/loop.c common/loop-zsock.c common/loop-timer.c \
 	common/loop-curl.c common/sock.h common/sock.c common/worker.h common/worker.c \
-	common/sock-guard.h common/sock-guard.c
+	common/sock-guard.h common/sock-guard.c common/memory.h common/memory.c
 
 check_PROGRAMS += tests/unit/test_loop tests/unit/test_sock
 TESTS += tests/unit/test_loop tests/unit/test_sock

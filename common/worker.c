@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "common/loop-internal.h"
+#include "common/memory.h"
 #include "common/worker.h"
 
 struct worker {
@@ -72,8 +73,11 @@ static void worker_deliver(struct worker *w)
 		w->finished = false;
 	}
 	pthread_mutex_unlock(&w->lock);
-	if (job)
+	if (job) {
 		w->done(job, w->userdata);
+		/* A job is big work (a model, a solve): what it freed goes back. */
+		memory_trim();
+	}
 }
 
 static int on_worker_event(sd_event_source *s, int fd, uint32_t revents, void *userdata)

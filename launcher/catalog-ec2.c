@@ -324,7 +324,7 @@ const struct proto_instance_type *catalog_proto_find(const struct proto_instance
 
 static double shipped_od_price(const struct proto_instance_type *s)
 {
-	for (uint32_t o = 0; s && o < s->n_offerings; o++)
+	for (uint32_t o = 0; o < s->n_offerings; o++)
 		if (s->offerings[o].capacity_type == PROTO_CAPACITY_ON_DEMAND)
 			return s->offerings[o].price;
 	return -1;
@@ -332,7 +332,7 @@ static double shipped_od_price(const struct proto_instance_type *s)
 
 static int64_t shipped_resource(const struct proto_instance_type *s, const char *name)
 {
-	for (uint32_t i = 0; s && i < s->n_capacity; i++)
+	for (uint32_t i = 0; i < s->n_capacity; i++)
 		if (streq(s->capacity[i].name, name))
 			return s->capacity[i].value;
 	return 0;
@@ -340,10 +340,47 @@ static int64_t shipped_resource(const struct proto_instance_type *s, const char 
 
 static const char *shipped_label(const struct proto_instance_type *s, const char *key)
 {
-	for (uint32_t i = 0; s && i < s->n_labels; i++)
+	for (uint32_t i = 0; i < s->n_labels; i++)
 		if (streq(s->labels[i].key, key))
 			return s->labels[i].value;
 	return NULL;
+}
+
+static int fact_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct shipped_fact *)a)->name, ((const struct shipped_fact *)b)->name);
+}
+
+const struct shipped_fact *shipped_fact_find(const struct shipped_fact *facts, uint32_t n,
+					     const char *name)
+{
+	struct shipped_fact key = { .name = name };
+
+	return name && n ? bsearch(&key, facts, n, sizeof(*facts), fact_cmp) : NULL;
+}
+
+int shipped_facts_from_proto(const struct proto_instance_type *types, uint32_t n,
+			     struct arena *a, struct shipped_fact **ret)
+{
+	struct shipped_fact *facts = arena_calloc(a, n + 1, sizeof(*facts));
+
+	if (!facts)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct proto_instance_type *t = &types[i];
+		const char *bw = shipped_label(t, "karpenter.k8s.aws/instance-network-bandwidth");
+
+		facts[i] = (struct shipped_fact){
+			.name = arena_strdup(a, t->name), .bandwidth = arena_strdup(a, bw),
+			.od_price = shipped_od_price(t), .pods = shipped_resource(t, "pods"),
+			.pod_eni = shipped_resource(t, "vpc.amazonaws.com/pod-eni"),
+		};
+		if (!facts[i].name || (bw && !facts[i].bandwidth))
+			return -ENOMEM;
+	}
+	qsort(facts, n, sizeof(*facts), fact_cmp);
+	*ret = facts;
+	return 0;
 }
 
 struct labels {
@@ -411,7 +448,7 @@ static void name_labels(struct labels *l, const char *name)
 }
 
 static int type_labels(struct labels *l, const struct ec2_type *t,
-		       const struct proto_instance_type *shipped, const char *region)
+		       const struct shipped_fact *shipped, const char *region)
 {
 	label(l, K_INSTANCE_TYPE, t->name);
 	name_labels(l, t->name);
@@ -421,8 +458,7 @@ static int type_labels(struct labels *l, const struct ec2_type *t,
 	label(l, K_INSTANCE_HYPERVISOR, t->hypervisor);
 	/* Karpenter takes bandwidth from its generated table, as we take it
 	 * from the shipped one: EC2 gives no comparable number. */
-	label(l, K_INSTANCE_NETWORK_BANDWIDTH,
-	      shipped_label(shipped, "karpenter.k8s.aws/instance-network-bandwidth"));
+	label(l, K_INSTANCE_NETWORK_BANDWIDTH, shipped ? shipped->bandwidth : NULL);
 	label(l, K_INSTANCE_CPU_MANUFACTURER, t->cpu_manufacturer);
 	label_num(l, K_INSTANCE_EBS_BANDWIDTH, t->ebs_mbps, 0);
 	label_num(l, K_INSTANCE_LOCAL_NVME, t->nvme_gb, 1);
@@ -455,12 +491,12 @@ static int extended(struct catalog *cat, struct instance_type *it, const char *n
 static int add_type(struct catalog *cat, const struct ec2_build *b, size_t i, const uint8_t *zone_idx)
 {
 	const struct ec2_type *t = &b->d->types[i];
-	const struct proto_instance_type *shipped = catalog_proto_find(b->shipped, b->n_shipped, t->name);
+	const struct shipped_fact *shipped = shipped_fact_find(b->shipped, b->n_shipped, t->name);
 	struct offering offerings[SCHED_MAX_ZONES * CT_N];
 	struct labels l = { .cat = cat };
 	struct instance_type it = { .offerings = offerings, .metal = t->bare_metal };
-	double od = shipped_od_price(shipped);
-	int64_t max_pods = t->max_pods ? t->max_pods : shipped_resource(shipped, "pods");
+	double od = shipped ? shipped->od_price : -1;
+	int64_t max_pods = t->max_pods ? t->max_pods : shipped ? shipped->pods : 0;
 	int r;
 
 	/* Spot, then on-demand, per zone: the order the shipped table gives. */
@@ -486,8 +522,7 @@ static int add_type(struct catalog *cat, const struct ec2_build *b, size_t i, co
 	    (r = extended(cat, &it, "amd.com/gpu", t->amd_gpus)) < 0 ||
 	    (r = extended(cat, &it, "habana.ai/gaudi", t->habana_gaudis)) < 0 ||
 	    (r = extended(cat, &it, "aws.amazon.com/neuron", t->neuron_devices)) < 0 ||
-	    (r = extended(cat, &it, "vpc.amazonaws.com/pod-eni",
-			  shipped_resource(shipped, "vpc.amazonaws.com/pod-eni"))) < 0)
+	    (r = extended(cat, &it, "vpc.amazonaws.com/pod-eni", shipped ? shipped->pod_eni : 0)) < 0)
 		return r;
 	return catalog_add_type(cat, &it);
 }

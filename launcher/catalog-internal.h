@@ -65,14 +65,29 @@ int ec2_read_spot_page(const struct aws_xml_node *root, const struct ec2_describ
 
 /* The shipped table's facts EC2 does not give (Karpenter keeps the same
  * in generated tables): the us-east-1 list price scaled to the region, the
- * pod-ENI (branch interface) limit, the network bandwidth label, max pods. */
+ * pod-ENI (branch interface) limit, the network bandwidth label, max pods.
+ * Only these are kept of the shipped table, not its whole model. */
+struct shipped_fact {
+	const char *name;
+	const char *bandwidth; /* karpenter.k8s.aws/instance-network-bandwidth; NULL: none */
+	double od_price;       /* < 0: none */
+	int64_t pods, pod_eni; /* 0: none */
+};
+
 const struct proto_instance_type *catalog_proto_find(const struct proto_instance_type *types,
 						     uint32_t n, const char *name);
+/* Binary search of facts sorted by name; NULL when absent. */
+const struct shipped_fact *shipped_fact_find(const struct shipped_fact *facts, uint32_t n,
+					     const char *name);
+/* The facts of every type of the shipped table (as catalog_to_proto()
+ * makes it, offered or not), in a, sorted by name. */
+int shipped_facts_from_proto(const struct proto_instance_type *types, uint32_t n,
+			     struct arena *a, struct shipped_fact **ret);
 
 struct ec2_build {
 	const struct ec2_described *d;
 	const double *spot;                      /* n × d->n_zones, < 0: none */
-	const struct proto_instance_type *shipped; /* sorted by name */
+	const struct shipped_fact *shipped;      /* sorted by name */
 	uint32_t n_shipped;
 	const char *region;
 	double vm_memory_overhead;

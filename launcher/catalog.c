@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "common/aws.h"
 #include "common/log.h"
+#include "common/memory.h"
 #include "common/loop.h"
 #include "common/metrics.h"
 #include "launcher/catalog-internal.h"
@@ -56,9 +57,9 @@ struct launcher_catalog {
 	bool periodic;
 
 	/* Every type of the shipped table, sorted by name: on-demand prices,
-	 * pod-ENI limits, bandwidth labels (catalog-ec2.c). */
+	 * pod-ENI limits, bandwidth labels, max pods (catalog-ec2.c). */
 	struct arena shipped_arena;
-	struct proto_instance_type *shipped;
+	struct shipped_fact *shipped;
 	uint32_t n_shipped;
 
 	/* What is published, sorted by name. */
@@ -139,8 +140,9 @@ static int load_shipped(struct launcher_catalog *c, bool and_publish)
 {
 	char zone_buf[CATALOG_SHIPPED_ZONES][64];
 	const char *zones[CATALOG_SHIPPED_ZONES];
-	struct arena facts = { 0 }, pub = { 0 };
+	struct arena all_arena = { 0 }, facts = { 0 }, pub = { 0 };
 	struct proto_instance_type *all, *offered;
+	struct shipped_fact *shipped = NULL;
 	uint32_t n_all, n_offered;
 	struct strtab st;
 	struct catalog cat;
@@ -156,7 +158,11 @@ static int load_shipped(struct launcher_catalog *c, bool and_publish)
 		cat.vm_memory_overhead = c->vm_memory_overhead;
 		r = catalog_load_tsv(&cat, c->shipped_path, c->region, zones, CATALOG_SHIPPED_ZONES);
 		if (r >= 0)
-			r = catalog_to_proto(&cat, &facts, false, &all, &n_all);
+			r = catalog_to_proto(&cat, &all_arena, false, &all, &n_all);
+		/* Of every type only the facts EC2 does not give are kept. */
+		if (r >= 0)
+			r = shipped_facts_from_proto(all, n_all, &facts, &shipped);
+		arena_done(&all_arena);
 		if (r >= 0 && and_publish)
 			r = catalog_to_proto(&cat, &pub, true, &offered, &n_offered);
 		catalog_done(&cat);
@@ -169,15 +175,15 @@ static int load_shipped(struct launcher_catalog *c, bool and_publish)
 		arena_done(&pub);
 		return r;
 	}
-	qsort(all, n_all, sizeof(*all), name_cmp);
 	arena_done(&c->shipped_arena);
 	c->shipped_arena = facts;
-	c->shipped = all;
+	c->shipped = shipped;
 	c->n_shipped = n_all;
 	if (and_publish) {
 		qsort(offered, n_offered, sizeof(*offered), name_cmp);
 		publish(c, &pub, offered, n_offered);
 	}
+	memory_trim(); /* the model the table was read into */
 	return 0;
 }
 
@@ -347,6 +353,8 @@ static int refresh_done(struct launcher_catalog *c)
 	refresh_reset(c);
 	if (c->changed)
 		c->changed(c->userdata);
+	/* The superseded catalog, the description replaced, the pages. */
+	memory_trim();
 	run_wanted(c);
 	return 0;
 }

@@ -79,25 +79,23 @@ struct preferred_term {
 	struct requirements reqs;
 };
 
+/* One per pod of the cluster (100,000 in a big one): the counts sit apart
+ * from their arrays so that no padding comes between (240 bytes, not 264). */
 struct pod {
 	uint32_t ns, name;
-	struct label *labels; /* sorted by key */
+	uint32_t node; /* bound node name, STR_NONE when pending */
 	uint32_t n_labels;
+	struct label *labels; /* sorted by key */
 	struct resources req; /* max(init containers) vs sum(containers) + overhead */
 	struct requirements reqs;  /* nodeSelector ∩ volume topology */
 	struct requirements *terms; /* required node affinity: OR of terms */
-	uint32_t n_terms;
 	struct preferred_term *prefs; /* heaviest first */
-	uint32_t n_prefs;
 	struct toleration *tols;
-	uint32_t n_tols;
 	struct pod_topo *topo; /* hard first, then soft by weight, heaviest first */
-	uint32_t n_topo;
 	uint16_t *host_ports;
-	uint32_t n_host_ports;
-	uint32_t node; /* bound node name, STR_NONE when pending */
-	bool dies_with_node; /* DaemonSet or mirror pod: never re-placed elsewhere */
 	const char *invalid; /* why the pod can never be placed (missing PVC...) */
+	uint32_t n_terms, n_prefs, n_tols, n_topo, n_host_ports;
+	bool dies_with_node; /* DaemonSet or mirror pod: never re-placed elsewhere */
 };
 
 struct node {

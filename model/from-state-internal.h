@@ -8,6 +8,13 @@
 
 #include "model/from-state.h"
 
+/* A model array built from a proto array, by the proto array's address. */
+struct array_memo {
+	const void *key;
+	void *value;
+	uint32_t n;
+};
+
 struct builder {
 	struct cluster *c;
 	const struct state_store *s;
@@ -16,6 +23,12 @@ struct builder {
 	bool startup_taints_block;         /* from_state_options */
 	char *err;
 	size_t errlen;
+	/* Pods' label and toleration arrays, built once per proto array: the
+	 * store holds one of each for all the pods that repeat it (proto/
+	 * share.c), and a model of 100,000 pods had 100,000 copies. Open
+	 * addressing; the arrays are in the model's arena, read-only. */
+	struct array_memo *memo;
+	size_t memo_cap, memo_n;
 };
 
 static inline uint32_t intern(struct builder *b, const char *s)

@@ -85,6 +85,50 @@ int nodepool_requirements(struct cluster *c, const struct proto_nodepool *p, str
 	return 0;
 }
 
+static size_t memo_slot(const struct array_memo *m, size_t cap, const void *key)
+{
+	size_t h = (size_t)(((uintptr_t)key >> 3) * 0x9E3779B97F4A7C15ULL);
+
+	for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1))
+		if (!m[i].key || m[i].key == key)
+			return i;
+}
+
+/* The model array built from key, or NULL. */
+static void *memo_get(const struct builder *b, const void *key, uint32_t *n)
+{
+	const struct array_memo *e;
+
+	if (!b->memo_cap || !key)
+		return NULL;
+	e = &b->memo[memo_slot(b->memo, b->memo_cap, key)];
+	*n = e->n;
+	return e->key ? e->value : NULL;
+}
+
+/* Remembers value (n entries) as built from key; losing it to ENOMEM only
+ * costs a copy, so failures are not errors. */
+static void memo_put(struct builder *b, const void *key, void *value, uint32_t n)
+{
+	if (!key)
+		return;
+	if (2 * (b->memo_n + 1) > b->memo_cap) {
+		size_t cap = b->memo_cap ? 2 * b->memo_cap : 64;
+		struct array_memo *m = calloc(cap, sizeof(*m));
+
+		if (!m)
+			return;
+		for (size_t i = 0; i < b->memo_cap; i++)
+			if (b->memo[i].key)
+				m[memo_slot(m, cap, b->memo[i].key)] = b->memo[i];
+		free(b->memo);
+		b->memo = m;
+		b->memo_cap = cap;
+	}
+	b->memo[memo_slot(b->memo, b->memo_cap, key)] = (struct array_memo){ key, value, n };
+	b->memo_n++;
+}
+
 static int labels(struct builder *b, const struct proto_kv *kv, uint32_t n, struct label **ret,
 		  uint32_t *n_ret)
 {
@@ -399,8 +443,14 @@ static int pod_spec(struct builder *b, const struct proto_pod *pp, struct pod *p
 	const struct proto_pod_template *pc = proto_pod_template_of(pp);
 	int r;
 
-	if ((r = labels(b, pc->labels, pc->n_labels, &p->labels, &p->n_labels)) < 0 ||
-	    (r = resources(b, pc->requests, pc->n_requests, &p->req)) < 0 ||
+	if ((p->labels = memo_get(b, pc->labels, &p->n_labels))) {
+		/* another pod's, the same proto array */
+	} else if ((r = labels(b, pc->labels, pc->n_labels, &p->labels, &p->n_labels)) < 0) {
+		return r;
+	} else {
+		memo_put(b, pc->labels, p->labels, p->n_labels);
+	}
+	if ((r = resources(b, pc->requests, pc->n_requests, &p->req)) < 0 ||
 	    (r = kv_requirements(b, &p->reqs, pc->node_selector, pc->n_node_selector)) < 0)
 		return r;
 	p->req.v[RES_PODS] = 1;
@@ -435,16 +485,19 @@ static int pod_spec(struct builder *b, const struct proto_pod *pp, struct pod *p
 				p->prefs[j - 1] = x;
 			}
 	}
-	p->tols = arena_alloc(&b->c->arena, (pc->n_tolerations + 1) * sizeof(*p->tols));
-	if (!p->tols)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < pc->n_tolerations; i++) {
-		const struct proto_toleration *t = &pc->tolerations[i];
-		struct toleration *o = &p->tols[p->n_tols++];
-		o->key = t->key && *t->key ? intern(b, t->key) : STR_NONE;
-		o->exists = t->op == PROTO_TOLERATION_EXISTS;
-		o->value = o->exists ? STR_NONE : intern(b, t->value);
-		o->effect = t->effect == PROTO_EFFECT_ANY ? -1 : (int8_t)(t->effect - 1);
+	if (!(p->tols = memo_get(b, pc->tolerations, &p->n_tols))) {
+		p->tols = arena_alloc(&b->c->arena, (pc->n_tolerations + 1) * sizeof(*p->tols));
+		if (!p->tols)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < pc->n_tolerations; i++) {
+			const struct proto_toleration *t = &pc->tolerations[i];
+			struct toleration *o = &p->tols[p->n_tols++];
+			o->key = t->key && *t->key ? intern(b, t->key) : STR_NONE;
+			o->exists = t->op == PROTO_TOLERATION_EXISTS;
+			o->value = o->exists ? STR_NONE : intern(b, t->value);
+			o->effect = t->effect == PROTO_EFFECT_ANY ? -1 : (int8_t)(t->effect - 1);
+		}
+		memo_put(b, pc->tolerations, p->tols, p->n_tols);
 	}
 	if (pc->n_host_ports) {
 		p->host_ports = arena_alloc(&b->c->arena, pc->n_host_ports * sizeof(*p->host_ports));
@@ -658,6 +711,8 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 	/* A check of one Node opens no NodeClaim and, scoped, counts no zone
 	 * domains: the instance types (~1,400, the bulk of a small build)
 	 * would go unread. */
+	free(b.memo); /* what it points at stays, in the model */
+	b.memo = NULL;
 	if (r >= 0 && b.scope)
 		r = catalog_finalize(&b.c->cat);
 	else if (r >= 0)

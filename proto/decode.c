@@ -55,6 +55,11 @@ void proto_decoder_set_max_decoded(struct proto_decoder *d, size_t max_bytes)
 	d->max_decoded = MIN(max_bytes, (size_t)PROTO_MAX_DECODED_BYTES);
 }
 
+void proto_decoder_release(struct proto_decoder *d)
+{
+	proto_bump_reset(&d->bump);
+}
+
 void proto_decoder_free(struct proto_decoder *d)
 {
 	if (!d)

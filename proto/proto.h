@@ -913,6 +913,10 @@ struct proto_decoder *proto_decoder_new(void);
 void proto_decoder_free(struct proto_decoder *d);
 /* Lowers the decoded-size budget (default and maximum PROTO_MAX_DECODED_BYTES). */
 void proto_decoder_set_max_decoded(struct proto_decoder *d, size_t max_bytes);
+/* Ends the last message's life now rather than at the next decode: a big
+ * one's memory (a catalog, a snapshot batch) goes back at once instead of
+ * staying until a next message comes, which on a quiet socket is hours. */
+void proto_decoder_release(struct proto_decoder *d);
 
 /*
  * Decodes exactly one frame. Returns 0 and *ret, or -EBADMSG (malformed,

@@ -33,7 +33,6 @@ struct inventory {
 	uint64_t started_usec;     /* of the description in flight */
 	int64_t started_wall_ms;
 	bool in_flight;
-	struct ec2_instance *page; /* INVENTORY_PAGE instances, reused */
 };
 
 static void instances_clear(struct hashmap *h)
@@ -53,6 +52,9 @@ static void on_described(struct aws_client *c, const struct aws_response *resp, 
 {
 	struct reaper *r = userdata;
 	struct inventory *inv = r->inventory;
+	/* One page's worth (1.6 MB) only while a page is read: kept, its
+	 * touched part stayed resident between descriptions. */
+	struct ec2_instance *page = NULL;
 	const char *next;
 	int n;
 
@@ -62,7 +64,11 @@ static void on_described(struct aws_client *c, const struct aws_response *resp, 
 			 aws_response_strerror(resp), (double)r->cfg->gc_period_usec / 1e6);
 		goto stop;
 	}
-	n = ec2_instances_parse(resp->xml, inv->page, INVENTORY_PAGE);
+	if (!(page = calloc(INVENTORY_PAGE, sizeof(*page)))) {
+		log_error("Failed to describe the cluster's instances: out of memory");
+		goto stop;
+	}
+	n = ec2_instances_parse(resp->xml, page, INVENTORY_PAGE);
 	if (n < 0) {
 		log_warn("Failed to describe the cluster's instances: DescribeInstances returned an "
 			 "unexpected document; trying again in %.0f s", (double)r->cfg->gc_period_usec / 1e6);
@@ -72,14 +78,16 @@ static void on_described(struct aws_client *c, const struct aws_response *resp, 
 		struct ec2_instance *e = malloc(sizeof(*e));
 		void *old = NULL;
 
-		if (!e || hashmap_put(&inv->next, inv->page[i].instance_id, e, &old) < 0) {
+		if (!e || hashmap_put(&inv->next, page[i].instance_id, e, &old) < 0) {
 			free(e);
 			log_error("Failed to describe the cluster's instances: out of memory");
 			goto stop;
 		}
 		free(old); /* listed twice (pages moved under us): the later wins */
-		*e = inv->page[i];
+		*e = page[i];
 	}
+	free(page);
+	page = NULL;
 	next = aws_xml_text(resp->xml, "nextToken");
 	if (next && *next) {
 		if (describe_page(r, next) >= 0)
@@ -96,6 +104,7 @@ static void on_described(struct aws_client *c, const struct aws_response *resp, 
 	log_debug("described %zu instance(s) of cluster %s", inv->now.n, r->cfg->cluster_name);
 	return;
 stop:
+	free(page);
 	instances_clear(&inv->next);
 	inv->in_flight = false;
 }
@@ -170,10 +179,8 @@ int inventory_init(struct reaper *r)
 {
 	struct inventory *inv = calloc(1, sizeof(*inv));
 
-	if (!inv || !(inv->page = calloc(INVENTORY_PAGE, sizeof(*inv->page)))) {
-		free(inv);
+	if (!inv)
 		return -ENOMEM;
-	}
 	r->inventory = inv;
 	return 0;
 }
@@ -186,7 +193,6 @@ void inventory_done(struct reaper *r)
 		return;
 	instances_clear(&inv->now);
 	instances_clear(&inv->next);
-	free(inv->page);
 	free(inv);
 	r->inventory = NULL;
 }

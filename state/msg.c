@@ -1,6 +1,7 @@
 /*
  * Proto messages over kanna sockets (see msg.h). The encode buffer is
- * reused for every send, so steady-state sending does not allocate.
+ * reused for every send, so steady-state sending does not allocate (one
+ * grown past MSG_ENCODE_KEEP_MAX is dropped before the next).
  * Hellos: sent through common/sock.h's connect notifications, checked in
  * msg_dispatch() before the table.
  */
@@ -14,6 +15,9 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "state/msg.h"
+
+/* The encode buffer a send keeps for the next: steady-state messages fit. */
+#define MSG_ENCODE_KEEP_MAX (256 * 1024)
 
 _Static_assert(SOCK_MAXMSGSIZE == PROTO_MAX_FRAME_BYTES,
 	       "sockets must take exactly the largest frame the codec makes");
@@ -42,6 +46,12 @@ int msg_encode(struct msg_io *io, struct proto_msg *msg)
 	msg->env.sender = (uint8_t)io->self;
 	msg->env.sender_shard = io->shard;
 	msg->env.send_time_ns = clock_realtime_ns();
+	if (io->buf.alloc > MSG_ENCODE_KEEP_MAX) {
+		/* The last message was a big one (a catalog, a snapshot batch):
+		 * its buffer is not kept for the small ones that follow. */
+		msgpack_sbuffer_destroy(&io->buf);
+		msgpack_sbuffer_init(&io->buf);
+	}
 	msgpack_sbuffer_clear(&io->buf);
 	r = proto_encode(msg, &io->buf, &io->last_error);
 	io->encoded_type = msg->env.type;
@@ -310,6 +320,13 @@ static int on_hello(struct msg_dispatch *d, const struct proto_msg *m, void *use
 	return route && route->handle ? route->handle(m, userdata) : 0;
 }
 
+/* The message handled (or dropped): its frame and decoded memory go. */
+static void dispatched(struct msg_dispatch *d, struct sock_msg *msg)
+{
+	sock_msg_close(msg);
+	proto_decoder_release(d->io->decoder);
+}
+
 int msg_dispatch(struct msg_dispatch *d, struct sock *sk, void *userdata)
 {
 	const struct proto_msg *m;
@@ -332,12 +349,12 @@ int msg_dispatch(struct msg_dispatch *d, struct sock *sk, void *userdata)
 		else
 			dropped(d, "version_mismatch", "a peer speaks another protocol: %s; run the "
 				"same kanna release on every daemon", d->io->last_error.text);
-		sock_msg_close(&msg);
+		dispatched(d, &msg);
 		return 0;
 	}
 	if (r < 0) {
 		dropped(d, "undecodable", "%s", d->io->last_error.text);
-		sock_msg_close(&msg);
+		dispatched(d, &msg);
 		return 0;
 	}
 	d->msg = &msg;
@@ -345,7 +362,7 @@ int msg_dispatch(struct msg_dispatch *d, struct sock *sk, void *userdata)
 	if (m->env.type == PROTO_MSG_HELLO) {
 		r = on_hello(d, m, userdata);
 		d->msg = NULL;
-		sock_msg_close(&msg);
+		dispatched(d, &msg);
 		return r;
 	}
 	for (size_t i = 0; i < d->n_routes && !route; i++)
@@ -363,6 +380,6 @@ int msg_dispatch(struct msg_dispatch *d, struct sock *sk, void *userdata)
 		r = route->handle(m, userdata);
 	}
 	d->msg = NULL;
-	sock_msg_close(&msg);
+	dispatched(d, &msg);
 	return r;
 }

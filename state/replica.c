@@ -18,6 +18,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/memory.h"
 #include "common/metrics.h"
 #include "state/replica.h"
 
@@ -226,6 +227,8 @@ static int on_snapshot_end(struct replica *r, uint64_t as_of)
 		k = apply_live(r, d);
 	}
 	drop_buffered(r);
+	/* The store replaced and the deltas held meanwhile are free now. */
+	memory_trim();
 	if (k < 0)
 		return k;
 	log_info("State replica synced: %zu object(s) as of seq %" PRIu64, r->store.objects.n,

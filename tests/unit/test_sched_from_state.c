@@ -710,3 +710,42 @@ Test(from_state, a_nodes_startup_taints_take_pods_in_the_plan_but_refuse_them_at
 	solve(pending, 1);
 	cr_assert_null(node_of(0), "a taint that is not a startup taint still refuses");
 }
+
+/* issue 22: the store keeps one label and one toleration array for the
+ * pods that repeat them; so does the model (one copy, not one per pod),
+ * and a pod whose arrays differ still has its own. */
+Test(from_state, pods_repeating_labels_and_tolerations_share_them_in_the_model)
+{
+	static struct proto_kv web[] = { { "app", "web" } }, db[] = { { "app", "db" } };
+	static struct proto_toleration tol[] = { { .key = "dedicated", .op = PROTO_TOLERATION_EXISTS } };
+	const char *names[] = { "web-1", "web-2", "web-3", "db-1" };
+	const struct pod *p[4] = { 0 };
+
+	add_node("n1");
+	for (int i = 0; i < 4; i++) {
+		struct proto_pod pp = pod("default", names[i], i < 3 ? web : db);
+		pp.node_name = "n1";
+		pp.phase = PROTO_PHASE_RUNNING;
+		fx_template(&pp)->tolerations = tol;
+		fx_template(&pp)->n_tolerations = i < 3 ? 1 : 0;
+		add((struct proto_object){ .kind = PROTO_OBJECT_POD, .pod = &pp });
+	}
+	solve(NULL, 0);
+	cr_assert_eq(cluster->n_pods, 4);
+	for (uint32_t i = 0; i < cluster->n_pods; i++)
+		for (int j = 0; j < 4; j++)
+			if (cluster->pods[i].name == strtab_lookup(&cluster->st, names[j]))
+				p[j] = &cluster->pods[i];
+	for (int j = 0; j < 4; j++)
+		cr_assert_not_null(p[j], "%s is in the model", names[j]);
+	for (int j = 1; j < 3; j++) {
+		cr_assert_eq(p[j]->labels, p[0]->labels, "%s shares web-1's labels", names[j]);
+		cr_assert_eq(p[j]->tols, p[0]->tols, "%s shares web-1's tolerations", names[j]);
+	}
+	cr_assert_eq(p[0]->n_labels, 1);
+	cr_assert_eq(p[0]->n_tols, 1);
+	cr_assert_eq(p[0]->labels[0].value, strtab_lookup(&cluster->st, "web"));
+	cr_assert_neq(p[3]->labels, p[0]->labels, "db-1 has labels of its own");
+	cr_assert_eq(p[3]->labels[0].value, strtab_lookup(&cluster->st, "db"));
+	cr_assert_eq(p[3]->n_tols, 0);
+}
