@@ -156,21 +156,17 @@ static void req_release_in_flight(struct kube_req *req)
 static void req_unwait(struct kube_req *req)
 {
 	struct kube_client *c = req->client;
-	struct kube_req **p;
+	struct kube_req **p, *prev = NULL;
 
 	if (!req->waiting)
 		return;
-	for (p = &c->waiting_head; *p != req; p = &(*p)->waiting_next)
+	for (p = &c->waiting_head; *p != req; prev = *p, p = &(*p)->waiting_next)
 		;
 	*p = req->waiting_next;
-	if (c->waiting_tail == req || c->waiting_urgent_tail == req) {
-		c->waiting_tail = c->waiting_urgent_tail = NULL;
-		for (struct kube_req *w = c->waiting_head; w; w = w->waiting_next) {
-			c->waiting_tail = w;
-			if (!w->bulk)
-				c->waiting_urgent_tail = w;
-		}
-	}
+	if (c->waiting_tail == req)
+		c->waiting_tail = prev;
+	if (c->waiting_urgent_tail == req) /* the others come first: prev is one, or none */
+		c->waiting_urgent_tail = prev;
 	req->waiting = false;
 	req->waiting_next = NULL;
 }
