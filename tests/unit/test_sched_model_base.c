@@ -70,11 +70,17 @@ static struct proto_resource big[] = { { "cpu", 3000 }, { "memory", 6LL << 30 } 
 static struct proto_resource gpu[] = { { "cpu", 1000 }, { "memory", 1LL << 30 },
 				       { "nvidia.com/gpu", 1 } };
 
+/* Static, not malloc'd, like fx_template()'s: the tests do not free pods. */
+static struct proto_pod pod_pool[512];
+static struct proto_kv kv_pool[512];
+static unsigned pods_used, kvs_used;
+
 static struct proto_pod *pod(const char *name, struct proto_resource *req, uint32_t n_req)
 {
-	struct proto_pod *p = calloc(1, sizeof(*p));
+	struct proto_pod *p;
 
-	cr_assert_not_null(p);
+	cr_assert_lt(pods_used, sizeof(pod_pool) / sizeof(pod_pool[0]));
+	p = &pod_pool[pods_used++];
 	*p = (struct proto_pod){ .ns = "default", .name = (char *)name, .uid = (char *)name,
 				 .scheduled = PROTO_COND_FALSE, .scheduled_reason = "Unschedulable" };
 	fx_template(p)->requests = req;
@@ -84,9 +90,10 @@ static struct proto_pod *pod(const char *name, struct proto_resource *req, uint3
 
 static void selector(struct proto_pod *p, const char *key, const char *value)
 {
-	struct proto_kv *kv = calloc(1, sizeof(*kv));
+	struct proto_kv *kv;
 
-	cr_assert_not_null(kv);
+	cr_assert_lt(kvs_used, sizeof(kv_pool) / sizeof(kv_pool[0]));
+	kv = &kv_pool[kvs_used++];
 	*kv = (struct proto_kv){ (char *)key, (char *)value };
 	fx_template(p)->node_selector = kv;
 	fx_template(p)->n_node_selector = 1;
