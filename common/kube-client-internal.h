@@ -23,13 +23,15 @@ struct kube_client {
 	 * client-go's event broadcaster (its own clientset) does: a burst of
 	 * Events never delays the writes the controllers depend on. */
 	struct ratelimit events_limit;
+	struct ratelimit bulk_limit; /* kube_request_bulk()'s, at the same rate */
 	uint64_t rng;
 	bool plain_http; /* allowed http:// server: no credential ever goes there */
 	struct kube_req *requests; /* every live request, for kube_client_free() */
-	/* KUBE_CLIENT_MAX_IN_FLIGHT: requests running, those waiting (FIFO) and
-	 * the timer that starts the next from the loop. */
+	/* KUBE_CLIENT_MAX_IN_FLIGHT: requests running, those waiting (FIFO,
+	 * bulk ones after the others: waiting_urgent_tail is the last of the
+	 * others, or NULL) and the timer that starts the next from the loop. */
 	unsigned in_flight;
-	struct kube_req *waiting_head, *waiting_tail;
+	struct kube_req *waiting_head, *waiting_tail, *waiting_urgent_tail;
 	sd_event_source *waiting_timer;
 	struct json_arena pages;   /* the LIST item being delivered (kube-watch.c) */
 };
@@ -50,6 +52,7 @@ struct kube_req {
 	bool running, limited, freeing;
 	bool in_flight; /* holds one of the client's KUBE_CLIENT_MAX_IN_FLIGHT */
 	bool waiting;	/* in the client's waiting queue */
+	bool bulk;	/* kube_request_bulk(): waits behind the others */
 	struct kube_req *waiting_next;
 	bool awaiting_credential; /* parked until the exec plugin's run ends */
 	bool repeatable; /* a POST or PATCH safe to retry like a GET */

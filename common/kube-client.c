@@ -60,6 +60,7 @@ int kube_client_new(struct kube_client **ret, struct loop *loop, struct kube_con
 		       opts && opts->burst ? opts->burst : KUBE_CLIENT_DEFAULT_BURST,
 		       clock_monotonic_usec());
 	c->events_limit = c->limit;
+	c->bulk_limit = c->limit;
 	c->rng = (uint64_t)clock_monotonic_usec() ^ (uint64_t)(uintptr_t)c;
 	*ret = c;
 	return 0;
@@ -155,18 +156,17 @@ static void req_release_in_flight(struct kube_req *req)
 static void req_unwait(struct kube_req *req)
 {
 	struct kube_client *c = req->client;
-	struct kube_req **p;
+	struct kube_req **p, *prev = NULL;
 
 	if (!req->waiting)
 		return;
-	for (p = &c->waiting_head; *p != req; p = &(*p)->waiting_next)
+	for (p = &c->waiting_head; *p != req; prev = *p, p = &(*p)->waiting_next)
 		;
 	*p = req->waiting_next;
-	if (c->waiting_tail == req) {
-		c->waiting_tail = NULL;
-		for (struct kube_req *w = c->waiting_head; w; w = w->waiting_next)
-			c->waiting_tail = w;
-	}
+	if (c->waiting_tail == req)
+		c->waiting_tail = prev;
+	if (c->waiting_urgent_tail == req) /* the others come first: prev is one, or none */
+		c->waiting_urgent_tail = prev;
 	req->waiting = false;
 	req->waiting_next = NULL;
 }
@@ -473,6 +473,38 @@ const char *kube_req_transport_error(const struct kube_req *req, CURLcode result
 	return curl_easy_strerror(result);
 }
 
+/* Requests on the wire at most when req would start: bulk ones leave
+ * KUBE_CLIENT_RESERVED_IN_FLIGHT places to the others. */
+static unsigned in_flight_cap(const struct kube_req *req)
+{
+	return req->bulk ? KUBE_CLIENT_MAX_IN_FLIGHT - KUBE_CLIENT_RESERVED_IN_FLIGHT
+			 : KUBE_CLIENT_MAX_IN_FLIGHT;
+}
+
+/* Into the waiting queue: a bulk request last, another after the last of
+ * the others (before every bulk one). */
+static void waiting_add(struct kube_client *c, struct kube_req *req)
+{
+	struct kube_req **at = req->bulk ? NULL
+					 : c->waiting_urgent_tail ? &c->waiting_urgent_tail->waiting_next
+								  : &c->waiting_head;
+
+	if (!at) {
+		if (c->waiting_tail)
+			c->waiting_tail->waiting_next = req;
+		else
+			c->waiting_head = req;
+		c->waiting_tail = req;
+	} else {
+		req->waiting_next = *at;
+		*at = req;
+		if (!req->waiting_next)
+			c->waiting_tail = req;
+		c->waiting_urgent_tail = req;
+	}
+	req->waiting = true;
+}
+
 static int req_send(struct kube_req *req)
 {
 	struct kube_client *c = req->client;
@@ -488,15 +520,10 @@ static int req_send(struct kube_req *req)
 		req->limited = true;
 		return loop_add_timer(req->client->loop, wait, on_retry_timer, req, &req->timer);
 	}
-	if (!req->on_chunk && c->in_flight >= KUBE_CLIENT_MAX_IN_FLIGHT) {
+	if (!req->on_chunk && c->in_flight >= in_flight_cap(req)) {
 		/* Its turn comes when one running ends (req_release_in_flight),
 		 * still past the rate limiter: req->limited stays true. */
-		if (c->waiting_tail)
-			c->waiting_tail->waiting_next = req;
-		else
-			c->waiting_head = req;
-		c->waiting_tail = req;
-		req->waiting = true;
+		waiting_add(c, req);
 		return 0;
 	}
 	req->limited = false;
@@ -535,7 +562,7 @@ static int on_waiting_timer(struct loop *loop, void *userdata)
 
 	(void)loop;
 	c->waiting_timer = sd_event_source_disable_unref(c->waiting_timer);
-	while (c->waiting_head && c->in_flight < KUBE_CLIENT_MAX_IN_FLIGHT) {
+	while (c->waiting_head && c->in_flight < in_flight_cap(c->waiting_head)) {
 		req = c->waiting_head;
 		req_unwait(req);
 		req_send(req); /* a failure to start ends req through its done() */
@@ -610,6 +637,26 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 {
 	return kube_request_paced(c, &c->limit, false, method, path, content_type, body, done,
 				  userdata, NULL);
+}
+
+int kube_request_bulk(struct kube_client *c, const char *method, const char *path,
+		      const char *content_type, const char *body, kube_done_fn done,
+		      void *userdata)
+{
+	struct kube_req *req;
+	int r;
+
+	r = kube_req_new(c, method, path, content_type, body, &req);
+	if (r < 0)
+		return r;
+	req->limit = &c->bulk_limit;
+	req->bulk = true;
+	req->done = done;
+	req->userdata = userdata;
+	r = kube_req_start(req);
+	if (r < 0)
+		kube_req_free(req);
+	return r;
 }
 
 int kube_request_event(struct kube_client *c, const char *method, const char *path,

@@ -29,6 +29,9 @@
  * client-go's are; 32 in flight still far outruns the default 200 QPS.
  */
 #define KUBE_CLIENT_MAX_IN_FLIGHT 32
+/* Of those, bulk requests (kube_request_bulk()) leave this many to the
+ * others, which also start before any bulk request waiting. */
+#define KUBE_CLIENT_RESERVED_IN_FLIGHT 4
 #define KUBE_CONNECT_TIMEOUT_SEC 10
 /* Retries of 429/5xx/transport errors before the caller sees the failure. */
 #define KUBE_REQUEST_MAX_ATTEMPTS 5
@@ -88,6 +91,18 @@ typedef void (*kube_done_fn)(struct kube_client *c, const struct kube_response *
  */
 int kube_request(struct kube_client *c, const char *method, const char *path,
 		 const char *content_type, const char *body, kube_done_fn done, void *userdata);
+
+/*
+ * kube_request() for work that comes in thousands and may wait: paced by a
+ * bucket of its own at the client's rate, and on the wire only while
+ * KUBE_CLIENT_RESERVED_IN_FLIGHT places are left, after every other request
+ * waiting. The launcher's pod bindings: the kube-scheduler's work in a
+ * cluster, done by a client of its own there; 4,000 bindings queued ahead
+ * of a NodeClaim's create held it back for seconds.
+ */
+int kube_request_bulk(struct kube_client *c, const char *method, const char *path,
+		      const char *content_type, const char *body, kube_done_fn done,
+		      void *userdata);
 
 /* The loop the client runs its transfers on. */
 struct loop *kube_client_loop(const struct kube_client *c);

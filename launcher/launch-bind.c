@@ -129,7 +129,8 @@ static void send_bind(struct launch *la, const struct proto_pod *p)
 		r = bind_recent_note_pod(&la->l->recent, p, la->node_name, clock_monotonic_usec() / 1000);
 		if (r >= 0) {
 			la->binds_outstanding++;
-			r = kube_request(la->l->d->kube, "POST", path, NULL, text, on_bound, call);
+			r = kube_request_bulk(la->l->d->kube, "POST", path, NULL, text, on_bound,
+					      call);
 			if (r < 0) {
 				la->binds_outstanding--;
 				bind_recent_forget_pod(&la->l->recent, p->ns, p->name);

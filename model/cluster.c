@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "model/cluster.h"
+#include "model/model-base.h"
 
 int cluster_new(struct cluster **ret)
 {
@@ -26,6 +27,26 @@ int cluster_new(struct cluster **ret)
 		cluster_free(c);
 		return r;
 	}
+	*ret = c;
+	return 0;
+}
+
+int cluster_new_from_base(struct cluster **ret, struct model_base *base)
+{
+	struct cluster *c = calloc(1, sizeof(*c));
+	int r;
+
+	if (!c)
+		return -ENOMEM;
+	r = strtab_copy(&c->st, &base->st);
+	if (r < 0) {
+		free(c);
+		return r;
+	}
+	c->base = model_base_ref(base);
+	c->cat = base->cat;
+	c->cat.st = &c->st;
+	c->cat.arena = (struct arena){ 0 };
 	*ret = c;
 	return 0;
 }
@@ -83,9 +104,13 @@ void cluster_free(struct cluster *c)
 	free(c->daemonsets);
 	free(c->groups);
 	free(c->namespaces);
-	catalog_done(&c->cat);
+	if (c->base)
+		arena_done(&c->cat.arena); /* the types are the base's */
+	else
+		catalog_done(&c->cat);
 	arena_done(&c->arena);
 	strtab_done(&c->st);
+	model_base_unref(c->base);
 	free(c);
 }
 

@@ -120,9 +120,15 @@ struct namespace_labels {
 	uint32_t n_labels;
 };
 
+struct model_base;
+
 struct cluster {
 	struct strtab st;
 	struct catalog cat;
+	/* Set: st starts as a copy of the base's and cat is the base's, read
+	 * in place (model/model-base.h); only cat's resource slots and arena
+	 * are the cluster's own. */
+	struct model_base *base;
 	struct arena arena;
 	struct nodepool *nodepools;
 	uint32_t n_nodepools, cap_nodepools;
@@ -145,6 +151,8 @@ struct topo_term {
 };
 
 int cluster_new(struct cluster **ret);
+/* A model over base's string table and final catalog (takes a reference). */
+int cluster_new_from_base(struct cluster **ret, struct model_base *base);
 void cluster_free(struct cluster *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct cluster *, cluster_free);
 

@@ -21,6 +21,7 @@ struct builder {
 	const struct state_store *overlay; /* NULL, or amends s (from_state_options) */
 	const char *scope;                 /* NULL, or the one Node built (ditto) */
 	bool startup_taints_block;         /* from_state_options */
+	bool slots_full;                   /* a resource found no slot left */
 	char *err;
 	size_t errlen;
 	/* Pods' label and toleration arrays, built once per proto array: the

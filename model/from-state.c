@@ -18,6 +18,7 @@
 #include "common/hashmap.h"
 #include "model/catalog-proto.h"
 #include "model/from-state-internal.h"
+#include "model/model-base.h"
 
 /* Pod (anti-)affinity and spread terms one pod may carry. */
 #define POD_MAX_TOPO_TERMS 64
@@ -215,6 +216,8 @@ static int resources(struct builder *b, const struct proto_resource *r, uint32_t
 		if (streq(r[i].name, "nodes") || !strncmp(r[i].name, "attachable-volumes-", 19))
 			continue;
 		slot = catalog_resource(&b->c->cat, r[i].name, true);
+		if (slot == -E2BIG)
+			b->slots_full = true;
 		if (slot < 0)
 			return slot == -E2BIG ? 0 : slot; /* past the slots: nothing asks for it */
 		ret->v[slot] = r[i].value;
@@ -268,6 +271,8 @@ static int add_nodepool(struct builder *b, const struct proto_nodepool *p)
 			continue;
 		}
 		slot = catalog_resource(&b->c->cat, p->limits[i].name, true);
+		if (slot == -E2BIG)
+			b->slots_full = true;
 		if (slot >= 0)
 			np->limits.v[slot] = p->limits[i].value;
 	}
@@ -610,58 +615,6 @@ static int add_daemonset(struct builder *b, const struct proto_daemonset *ds)
 	return pod_spec(b, &tmpl, p);
 }
 
-static int load_catalog(struct builder *b, const struct from_state_options *o)
-{
-	char path[4096], zone_buf[3][64];
-	const char *zones[3];
-	int r;
-
-	for (int i = 0; i < 3; i++) {
-		snprintf(zone_buf[i], sizeof(zone_buf[i]), "%s%c", o->region, 'a' + i);
-		zones[i] = zone_buf[i];
-	}
-	if (o->catalog) {
-		char why[256];
-		r = catalog_load_proto(&b->c->cat, o->catalog, why, sizeof(why));
-		if (r < 0) {
-			snprintf(b->err, b->errlen, "Failed to load the launcher's instance-type catalog "
-				 "(generation %" PRIu64 "): %s", o->catalog->generation, why);
-			return r;
-		}
-	} else {
-		if (o->catalog_path)
-			snprintf(path, sizeof(path), "%s", o->catalog_path);
-		else
-			catalog_default_path(path, sizeof(path));
-		r = catalog_load_tsv(&b->c->cat, path, o->region, zones, 3);
-		if (r < 0) {
-			snprintf(b->err, b->errlen, "Failed to load the instance-type catalog %s: %s",
-				 path, strerror(-r));
-			return r;
-		}
-	}
-	/* Offerings the launcher found without capacity are not offered. */
-	for (size_t u = 0; u < o->n_unavailable; u++) {
-		const struct unavailable_offering *x = &o->unavailable[u];
-		uint32_t type = strtab_lookup(&b->c->st, x->instance_type);
-		uint32_t zone = strtab_lookup(&b->c->st, x->zone);
-		uint8_t ct = x->capacity_type == PROTO_CAPACITY_SPOT ? CT_SPOT : CT_ON_DEMAND;
-
-		if (x->until_ms <= o->now_ms || type == STR_NONE || zone == STR_NONE)
-			continue;
-		for (uint32_t t = 0; t < b->c->cat.n_types; t++) {
-			struct instance_type *it = &b->c->cat.types[t];
-			if (it->name != type)
-				continue;
-			for (uint32_t f = 0; f < it->n_offerings; f++)
-				if (b->c->cat.zones[it->offerings[f].zone] == zone &&
-				    it->offerings[f].capacity_type == ct)
-					it->offerings[f].available = false;
-		}
-	}
-	return catalog_finalize(&b->c->cat);
-}
-
 int cluster_from_state(const struct state_store *s, const struct proto_pod *const *pending,
 		       size_t n_pending, const struct from_state_options *opts,
 		       struct cluster **ret, char *err, size_t errlen)
@@ -670,6 +623,7 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 			     .startup_taints_block = opts->startup_taints_block };
 	const struct proto_object *o;
 	struct from_state_iter it = { 0 };
+	struct model_base *base = NULL;
 	int r;
 
 	err[0] = '\0';
@@ -677,7 +631,16 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 		b.overlay = opts->overlay;
 	if (opts->scope_node && from_state_scope_suffices(&b, pending, n_pending))
 		b.scope = opts->scope_node;
-	if ((r = cluster_new(&b.c)) < 0)
+	if (opts->base_cache && !b.scope && !opts->fill_catalog) {
+		r = model_base_get(opts->base_cache, opts, &base, err, errlen);
+		if (r < 0)
+			return r;
+		r = cluster_new_from_base(&b.c, base);
+		model_base_unref(base);
+	} else {
+		r = cluster_new(&b.c);
+	}
+	if (r < 0)
 		return r;
 	/* Pending pods first, so that c->pods[i] is pending[i]. */
 	for (size_t i = 0; i < n_pending && r >= 0; i++)
@@ -708,16 +671,25 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 	}
 	if (r >= 0)
 		r = add_planned_pods(&b, pending, n_pending, opts->now_ms);
+	free(b.memo); /* what it points at stays, in the model */
+	b.memo = NULL;
+	if (r >= 0 && b.c->base && b.slots_full) {
+		/* The catalog's resources took the slots a batch's resource
+		 * needed, which it would have had loading the catalog after it. */
+		struct from_state_options uncached = *opts;
+
+		cluster_free(b.c);
+		uncached.base_cache = NULL;
+		return cluster_from_state(s, pending, n_pending, &uncached, ret, err, errlen);
+	}
 	/* A check of one Node opens no NodeClaim and, scoped, counts no zone
 	 * domains: the instance types (~1,400, the bulk of a small build)
 	 * would go unread. */
-	free(b.memo); /* what it points at stays, in the model */
-	b.memo = NULL;
 	if (r >= 0 && b.scope)
 		r = catalog_finalize(&b.c->cat);
-	else if (r >= 0)
+	else if (r >= 0 && !b.c->base)
 		r = opts->fill_catalog ? opts->fill_catalog(&b.c->cat, opts->userdata, err, errlen) :
-					 load_catalog(&b, opts);
+					 model_catalog_load(&b.c->cat, opts, err, errlen);
 	if (r >= 0)
 		r = cluster_apply_kubelet(b.c);
 	if (r >= 0)

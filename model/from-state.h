@@ -13,6 +13,8 @@
 #include "model/unavailable.h"
 #include "model/cluster.h"
 
+struct model_base_cache;
+
 /* An offering the launcher found without capacity, until a time. */
 struct from_state_options {
 	const char *region;       /* catalog region, e.g. us-west-2 */
@@ -54,6 +56,10 @@ struct from_state_options {
 	 * preferred pod (anti-)affinity and ScheduleAnyway spread are left
 	 * out (cluster_ignore_preferences()). */
 	bool ignore_preferences;
+	/* The scheduler's: the catalog part is taken from (or built into) this
+	 * cache (model/model-base.h) rather than loaded for this model alone.
+	 * Not with fill_catalog or a scoped model. NULL: loaded here. */
+	struct model_base_cache *base_cache;
 };
 
 /*

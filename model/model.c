@@ -23,6 +23,29 @@ int strtab_init(struct strtab *t)
 	return t->slots ? 0 : -ENOMEM;
 }
 
+int strtab_copy(struct strtab *dst, const struct strtab *src)
+{
+	uint32_t cap = src->cap ? src->cap : 1;
+
+	memset(dst, 0, sizeof(*dst));
+	dst->strs = malloc(cap * sizeof(*dst->strs));
+	dst->num = malloc(cap * sizeof(*dst->num));
+	dst->is_num = malloc(cap);
+	dst->slots = malloc(src->n_slots * sizeof(*dst->slots));
+	if (!dst->strs || !dst->num || !dst->is_num || !dst->slots) {
+		strtab_done(dst);
+		return -ENOMEM;
+	}
+	memcpy(dst->strs, src->strs, src->n * sizeof(*dst->strs));
+	memcpy(dst->num, src->num, src->n * sizeof(*dst->num));
+	memcpy(dst->is_num, src->is_num, src->n);
+	memcpy(dst->slots, src->slots, src->n_slots * sizeof(*dst->slots));
+	dst->n = src->n;
+	dst->cap = cap;
+	dst->n_slots = src->n_slots;
+	return 0;
+}
+
 void strtab_done(struct strtab *t)
 {
 	free(t->strs);

@@ -74,6 +74,9 @@ struct strtab {
 	uint32_t n_slots;
 };
 int strtab_init(struct strtab *t);
+/* dst := a table with src's ids; its strings are src's own (src must
+ * outlive it and intern nothing more meanwhile), new ones go to dst's. */
+int strtab_copy(struct strtab *dst, const struct strtab *src);
 void strtab_done(struct strtab *t);
 /* Returns the id (>= 0) or -ENOMEM. */
 int64_t strtab_intern_len(struct strtab *t, const char *s, size_t len);

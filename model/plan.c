@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model/plan.h"
@@ -16,7 +17,15 @@ static const char *S(const struct cluster *c, uint32_t id)
 	return strtab_str(&c->st, id);
 }
 
-/* o's values: q's, as strings. */
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* o's values: q's, as strings, sorted (as Karpenter lists a requirement's
+ * set): the order does not depend on which string a model interned first
+ * (a batch's NodePool before the catalog, or the catalog kept from an
+ * earlier batch first: model/model-base.h). */
 static int plan_values(struct arena *a, const struct cluster *c, const struct requirement *q,
 		       struct proto_requirement *o)
 {
@@ -29,6 +38,8 @@ static int plan_values(struct arena *a, const struct cluster *c, const struct re
 		if (!(o->values[v] = arena_strdup(a, S(c, q->values[v]))))
 			return -ENOMEM;
 	o->n_values = q->n_values;
+	if (o->n_values > 1)
+		qsort(o->values, o->n_values, sizeof(*o->values), str_cmp);
 	return 0;
 }
 

@@ -28,6 +28,7 @@
 #include "model/catalog-proto.h"
 #include "scheduler/daemon.h"
 #include "model/from-state.h"
+#include "model/model-base.h"
 #include "model/plan.h"
 #include "scheduler/solve.h"
 #include "scheduler/unschedulable.h"
@@ -60,6 +61,9 @@ struct scheduler {
 	 * last generation refused, so that a republished bad one logs once. */
 	struct proto_msg *catalog;
 	uint64_t catalog_refused;
+	/* The catalog part of the model, kept between batches (model-base.h). */
+	struct model_base_cache base_cache;
+	char *base_error; /* the last failure to build it, logged once */
 	struct metrics_histogram *solve_seconds, *batch_size;
 	struct metrics_gauge *queue_depth, *unschedulable;
 	struct metrics_counter *plans_sent;
@@ -213,19 +217,50 @@ out:
 	arena_reset(&s->plan_arena);
 }
 
+/* How a batch is modelled now: the catalog, the offerings unavailable. */
+static struct from_state_options model_options(struct scheduler *s)
+{
+	return (struct from_state_options){ .region = s->cfg->region, .catalog_path = s->cfg->catalog,
+					    .unavailable = s->unavailable.v,
+					    .n_unavailable = s->unavailable.n,
+					    .now_ms = clock_realtime_ms(),
+					    .catalog = s->catalog ? &s->catalog->body.catalog : NULL,
+					    .ignore_preferences = s->cfg->preference_policy ==
+								  PREFERENCE_POLICY_IGNORE,
+					    .base_cache = &s->base_cache };
+}
+
+/* Builds the catalog part of the model before a batch needs it (a new
+ * catalog, an offering marked or its mark expired), so that a batch's
+ * model is only its own pods and nodes: called from the tick while no
+ * batch is due, and when the catalog or an offering changes. */
+static void warm_model_base(struct scheduler *s)
+{
+	struct from_state_options fo = model_options(s);
+	struct model_base *b = NULL;
+	char err[512];
+	int r = model_base_get(&s->base_cache, &fo, &b, err, sizeof(err));
+
+	if (r < 0 && (!s->base_error || !streq(s->base_error, err))) {
+		/* The batch's build reports it; said once here. */
+		log_warn("Failed to prepare the instance-type catalog for the next batch: %s",
+			 err[0] ? err : strerror(-r));
+		free(s->base_error);
+		s->base_error = strdup(err);
+	} else if (r >= 0 && s->base_error) {
+		free(s->base_error);
+		s->base_error = NULL;
+	}
+	model_base_unref(b);
+}
+
 /* Takes the due batch, models it and hands it to the worker. */
 static int solve_batch(struct scheduler *s)
 {
 	struct proto_pod **pods = NULL;
 	struct cluster *c = NULL;
 	struct solve_job *j = NULL;
-	struct from_state_options fo = { .region = s->cfg->region, .catalog_path = s->cfg->catalog,
-					 .unavailable = s->unavailable.v,
-					 .n_unavailable = s->unavailable.n,
-					 .now_ms = clock_realtime_ms(),
-					 .catalog = s->catalog ? &s->catalog->body.catalog : NULL,
-					 .ignore_preferences = s->cfg->preference_policy ==
-							       PREFERENCE_POLICY_IGNORE };
+	struct from_state_options fo = model_options(s);
 	char err[512];
 	size_t n = 0, k = 0;
 	int r;
@@ -282,8 +317,12 @@ static int on_tick(struct loop *loop, void *userdata)
 	(void)loop;
 	batch_expire(&s->batch, now);
 	/* One solve at a time; the batch goes on filling meanwhile. */
-	if (!replica_synced(s->replica) || worker_busy(s->solver) || !batch_due(&s->batch, now))
+	if (!replica_synced(s->replica) || worker_busy(s->solver))
 		return 0;
+	if (!batch_due(&s->batch, now)) {
+		warm_model_base(s);
+		return 0;
+	}
 	return solve_batch(s);
 }
 
@@ -325,6 +364,7 @@ static void remember_unavailable(struct scheduler *s, const struct proto_offerin
 	}
 	log_info("offering %s/%s/%s unavailable until %" PRId64, u->instance_type, u->zone,
 		 proto_capacity_type_name(u->capacity_type), u->until);
+	warm_model_base(s);
 }
 
 /* The launcher's live catalog replaces the shipped table. The newest
@@ -359,6 +399,7 @@ static void on_catalog(struct scheduler *s, const struct proto_msg *m)
 	s->catalog = copy;
 	log_info("planning with the launcher's instance-type catalog generation %" PRIu64
 		 " (%u instance types)", cat->generation, cat->n_instance_types);
+	warm_model_base(s);
 }
 
 static int on_offering_unavailable(const struct proto_msg *m, void *userdata)
@@ -571,6 +612,8 @@ int scheduler_run(struct scheduler_config *cfg, int argc, char **argv)
 	unschedulable_done(&s.unsched);
 	arena_done(&s.plan_arena);
 	unavailable_done(&s.unavailable);
+	model_base_cache_done(&s.base_cache);
+	free(s.base_error);
 	proto_msg_free(s.catalog);
 	return r;
 }

@@ -168,6 +168,11 @@ check_PROGRAMS += tests/unit/test_sched_catalog_proto
 TESTS += tests/unit/test_sched_catalog_proto
 tests_unit_test_sched_catalog_proto_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sched_catalog_proto_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
+# The catalog part of the model kept between batches: the same plans.
+check_PROGRAMS += tests/unit/test_sched_model_base
+TESTS += tests/unit/test_sched_model_base
+tests_unit_test_sched_model_base_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sched_model_base_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
 # Standby readiness of every daemon, and the scheduler's SIGHUP and SIGTERM.
 TESTS += tests/e2e/daemon-signals.sh
 EXTRA_DIST += tests/e2e/daemon-signals.sh

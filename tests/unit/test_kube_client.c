@@ -651,3 +651,95 @@ Test(kube_client, a_burst_keeps_at_most_max_in_flight_on_the_wire_and_all_comple
 	loop_free(loop);
 	MHD_stop_daemon(d);
 }
+
+/* ---- bulk requests wait behind the others ---------------------------------------- */
+
+struct lanes {
+	struct loop *loop;
+	int bulk_done, bulk_want;
+	int urgent_done, urgent_want;
+	int bulk_before_urgent; /* bulk requests answered when the last urgent one was */
+	int bulk_ok, urgent_ok;
+	struct kube_client *client;
+	sd_event_source *timer;
+};
+
+static void lanes_maybe_exit(struct lanes *l)
+{
+	if (l->bulk_done == l->bulk_want && l->urgent_done == l->urgent_want)
+		loop_exit(l->loop, 0);
+}
+
+static void on_bulk_done(struct kube_client *c, const struct kube_response *resp, void *userdata)
+{
+	struct lanes *l = userdata;
+
+	(void)c;
+	l->bulk_done++;
+	l->bulk_ok += resp->status == 200;
+	lanes_maybe_exit(l);
+}
+
+static void on_urgent_done(struct kube_client *c, const struct kube_response *resp, void *userdata)
+{
+	struct lanes *l = userdata;
+
+	(void)c;
+	if (++l->urgent_done == l->urgent_want)
+		l->bulk_before_urgent = l->bulk_done;
+	l->urgent_ok += resp->status == 200;
+	lanes_maybe_exit(l);
+}
+
+static int send_urgent(struct loop *loop, void *userdata)
+{
+	struct lanes *l = userdata;
+
+	(void)loop;
+	cr_assert_gt(l->client->waiting_head != NULL, 0, "bulk requests are waiting");
+	for (int i = 0; i < l->urgent_want; i++)
+		cr_assert_eq(kube_request(l->client, "GET", "/apis/karpenter.sh/v1/nodeclaims/n", NULL,
+					  NULL, on_urgent_done, l), 0);
+	return 0;
+}
+
+/* Bindings by the thousand (the launcher's) must not hold back a
+ * NodeClaim's create queued after them: the other requests start first,
+ * on places bulk ones leave free, and every request completes. */
+Test(kube_client, requests_queued_after_bulk_ones_go_first_and_all_complete, .timeout = 30)
+{
+	struct MHD_Daemon *d;
+	struct loop *loop;
+	struct kube_client *c = NULL;
+	struct lanes l = { .bulk_want = 4 * KUBE_CLIENT_MAX_IN_FLIGHT, .urgent_want = 8 };
+	const union MHD_DaemonInfo *info;
+
+	wire.now = wire.most = wire.served = 0;
+	d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+				     MHD_USE_ERROR_LOG,
+			     0, NULL, NULL, slow_handler, NULL, MHD_OPTION_END);
+	cr_assert_not_null(d);
+	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	cr_assert_eq(loop_new(&loop, "test"), 0);
+	l.loop = loop;
+	cr_assert_eq(kube_client_new(&c, loop, config_for("http", info->port),
+				     &(struct kube_client_options){ .allow_insecure_http = true,
+								    .qps = 10000, .burst = 1000 }), 0);
+	for (int i = 0; i < l.bulk_want; i++)
+		cr_assert_eq(kube_request_bulk(c, "GET", "/api/v1/namespaces/default/pods/p", NULL,
+					       NULL, on_bulk_done, &l), 0);
+	l.client = c;
+	/* Once the bulk ones are on the wire or waiting. */
+	cr_assert_eq(loop_add_timer(loop, 5000, send_urgent, &l, &l.timer), 0);
+	cr_assert_geq(loop_run(loop), 0);
+	sd_event_source_disable_unref(l.timer);
+	cr_assert_eq(l.bulk_ok, l.bulk_want, "%d of %d bulk requests answered 200", l.bulk_ok, l.bulk_want);
+	cr_assert_eq(l.urgent_ok, l.urgent_want);
+	/* FIFO would answer all 128 bulk requests first. */
+	cr_assert_lt(l.bulk_before_urgent, 2 * KUBE_CLIENT_MAX_IN_FLIGHT,
+		     "%d bulk requests were answered before the last of the others", l.bulk_before_urgent);
+	cr_assert_leq(wire.most, KUBE_CLIENT_MAX_IN_FLIGHT, "%d requests on the wire at once", wire.most);
+	kube_client_free(c);
+	loop_free(loop);
+	MHD_stop_daemon(d);
+}
