@@ -424,6 +424,7 @@ static void teardown(struct daemon *d, void *userdata)
 	free_values(&l->registering, free);
 	launcher_registering_calls_free(l);
 	free_values(&l->releasing, free);
+	free_values(&l->static_refused, free);
 	nodeclass_resolver_free(l->resolver);
 	l->resolver = NULL;
 	launcher_catalog_free(l->catalog);

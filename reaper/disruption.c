@@ -212,10 +212,14 @@ static const char *candidate_reason(struct reaper *r, struct claim_work *w,
 										: np->expire_after_s;
 	/* v1beta1 WhenUnderutilized and v1alpha5 consolidation.enabled delete
 	 * empty nodes too, at once (they know no consolidateAfter for it). */
-	bool empties = np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_EMPTY ||
+	/* A static pool (spec.replicas) ignores its consolidation policy:
+	 * its nodes stay, empty or not (upstream emptiness.go ShouldDisrupt:
+	 * OwnedByStaticNodePool); expiry and drift still replace them. */
+	bool empties = !np->static_capacity &&
+		       (np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_EMPTY ||
 		       (np->source_api == PROTO_API_V1 &&
 			(np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_EMPTY_OR_UNDERUTILIZED ||
-			 np->consolidation_policy == PROTO_CONSOLIDATE_BALANCED));
+			 np->consolidation_policy == PROTO_CONSOLIDATE_BALANCED)));
 	bool empties_now = np->source_api != PROTO_API_V1 &&
 			   np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_UNDERUTILIZED;
 
@@ -267,7 +271,7 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 			return;
 		}
 		termination_taint_node(r, w, node);
-		k = pods ? disruption_replace(r, w, nc, node, now_usec) : 1;
+		k = pods && !np->static_capacity ? disruption_replace(r, w, nc, node, now_usec) : 1;
 		if (k > 0)
 			disruption_delete(r, w, nc, w->disrupting, pods);
 		return;
@@ -316,7 +320,12 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 			    "nodeclaim %s has drifted: %s", nc->name, drift_reason_name(drift));
 	w->disrupting = reason;
 	w->disrupting_since_usec = now_usec;
-	if (!pods) {
+	/* A static pool's node is replaced by the launcher once its
+	 * NodeClaim is deleted (launcher/static.c keeps the count), not by a
+	 * what-if: no pool takes its pods' plan, the replacement is the
+	 * pool's own. Delete, then replace, as upstream's expiry does; its
+	 * drift replaces first (staticdrift.go), which kanna does not yet. */
+	if (!pods || np->static_capacity) {
 		disruption_delete(r, w, nc, reason, 0);
 		return;
 	}

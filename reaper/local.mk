@@ -5,7 +5,8 @@
 # daemon.c, config.c), so the pieces are unit-tested alone.
 noinst_LIBRARIES += libkanna-reaper.a
 libkanna_reaper_a_SOURCES = reaper/reaper.h reaper/work.c reaper/termination.c reaper/drain.c \
-	reaper/instances.c reaper/disruption.c reaper/inventory.c reaper/gc.c
+	reaper/instances.c reaper/disruption.c reaper/inventory.c reaper/gc.c \
+	reaper/static.h reaper/static.c
 REAPER_LIBS = libkanna-reaper.a $(MODEL_LIBS) $(STATE_LIBS) -lm
 bin_PROGRAMS += reaper/kanna-reaper
 reaper_kanna_reaper_SOURCES = reaper/main.c reaper/daemon.h reaper/daemon.c \

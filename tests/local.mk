@@ -12,6 +12,10 @@ EXTRA_DIST += tests/e2e/chaos.sh tests/e2e/chaos-check.py tests/e2e/chaos_invari
 # The same on seed scenario S1, its cost against a fault-free run's.
 TESTS += tests/e2e/chaos-s1.sh
 EXTRA_DIST += tests/e2e/chaos-s1.sh tests/e2e/chaos-s1-script.sh tests/e2e/chaos_budgets.py
+# Static NodePools (spec.replicas): the launcher keeps the count, the reaper
+# removes the surplus, a SIGKILL never doubles one, pods add no node.
+TESTS += tests/e2e/static-nodepool.sh
+EXTRA_DIST += tests/e2e/static-nodepool.sh
 # The include graph follows the layering (common → proto → state → daemons).
 TESTS += tests/layering.sh
 EXTRA_DIST += tests/layering.sh
