@@ -24,6 +24,11 @@
  * After a SIGKILL the replica may lag the API server by the last POST;
  * the same name is then chosen again and the POST answers AlreadyExists,
  * which launches nothing (launch.c). Random names would launch a second.
+ *
+ * Upstream runs these controllers only with its alpha StaticCapacity
+ * feature gate (off by default; the scheduler and consolidation skip static
+ * pools either way). kanna needs no gate: the CRD it ships has
+ * spec.replicas, and a user who sets it asks for that many nodes.
  */
 #include <errno.h>
 #include <inttypes.h>
