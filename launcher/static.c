@@ -8,9 +8,12 @@
  * so this file only ever adds.
  *
  *   count = the pool's NodeClaims not being deleted (the replica) + our
- *           launches the replica does not show yet. A node the reaper is
- *           disrupting (drift, expiry) counts until its NodeClaim is
- *           deleted, then is replaced here.
+ *           launches the replica does not show yet. A node the reaper
+ *           has tainted karpenter.sh/disrupted (a drift) does not count:
+ *           its replacement is launched here first and the reaper deletes
+ *           it once the replacement is Ready, as upstream's static drift
+ *           does (disruption/staticdrift.go); an expired one is deleted
+ *           at once and replaced (upstream's expiry is forceful).
  *   limits.nodes caps every NodeClaim of the pool, those being deleted
  *           included (they still have an instance): upstream's advice is
  *           limits.nodes above replicas so replacements can overlap.
@@ -39,6 +42,7 @@
 #include "common/clock.h"
 #include "common/hashmap.h"
 #include "common/log.h"
+#include "proto/karpenter.h"
 #include "state/state-store.h"
 #include "launcher/catalog.h"
 #include "launcher/launcher.h"
@@ -62,6 +66,18 @@ static bool claim_of(const struct proto_nodeclaim *nc, const char *pool)
 	return streq_ptr(nc->nodepool, pool);
 }
 
+/* Its Node is tainted karpenter.sh/disrupted: the reaper is taking it out. */
+static bool disrupted(const struct state_store *st, const struct proto_nodeclaim *nc)
+{
+	const struct state_entry *ne = nc->node_name
+		? state_store_get(st, PROTO_OBJECT_NODE, "", nc->node_name) : NULL;
+
+	for (uint32_t i = 0; ne && i < ne->obj.node->n_taints; i++)
+		if (streq(ne->obj.node->taints[i].key, KARPENTER_DISRUPTED_TAINT_KEY))
+			return true;
+	return false;
+}
+
 static void count_pool(struct launcher *l, const char *pool, struct pool_count *ret)
 {
 	const struct state_store *st = launcher_store(l);
@@ -75,7 +91,7 @@ static void count_pool(struct launcher *l, const char *pool, struct pool_count *
 		if (e->obj.kind != PROTO_OBJECT_NODECLAIM || !claim_of(e->obj.nodeclaim, pool))
 			continue;
 		ret->total++;
-		if (!e->obj.nodeclaim->deletion_time)
+		if (!e->obj.nodeclaim->deletion_time && !disrupted(st, e->obj.nodeclaim))
 			ret->active++;
 	}
 	it = 0;

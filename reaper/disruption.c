@@ -38,6 +38,7 @@
 #include "proto/schema.h"
 #include "reaper/disruption.h"
 #include "reaper/drift.h"
+#include "reaper/static.h"
 
 /* By ALLOW_* index. */
 static const char *const reasons[_ALLOW_MAX] = { REASON_EMPTY, REASON_EXPIRED, REASON_DRIFTED,
@@ -271,7 +272,9 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 			return;
 		}
 		termination_taint_node(r, w, node);
-		k = pods && !np->static_capacity ? disruption_replace(r, w, nc, node, now_usec) : 1;
+		k = np->static_capacity ? static_replaced(r, np, nc)
+		    : pods		? disruption_replace(r, w, nc, node, now_usec)
+					: 1;
 		if (k > 0)
 			disruption_delete(r, w, nc, w->disrupting, pods);
 		return;
@@ -320,17 +323,24 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 			    "nodeclaim %s has drifted: %s", nc->name, drift_reason_name(drift));
 	w->disrupting = reason;
 	w->disrupting_since_usec = now_usec;
-	/* A static pool's node is replaced by the launcher once its
-	 * NodeClaim is deleted (launcher/static.c keeps the count), not by a
-	 * what-if: no pool takes its pods' plan, the replacement is the
-	 * pool's own. Delete, then replace, as upstream's expiry does; its
-	 * drift replaces first (staticdrift.go), which kanna does not yet. */
-	if (!pods || np->static_capacity) {
+	/* A static pool's node is replaced by the launcher (launcher/static.c
+	 * keeps the count), never through a what-if: the replacement is the
+	 * pool's own. Expired: deleted at once, then replaced (upstream's
+	 * expiry is forceful). Drifted: tainted, so that the launcher stops
+	 * counting it and launches its replacement; deleted once that is
+	 * Ready (static_replaced(); upstream disruption/staticdrift.go). */
+	if (np->static_capacity ? reason == REASON_EXPIRED : !pods) {
 		disruption_delete(r, w, nc, reason, 0);
 		return;
 	}
-	log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "reason", reason }),
-		    "disrupting nodeclaim %s (%s): %u pod(s) need a place first", nc->name, why, pods);
+	if (np->static_capacity)
+		log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "reason", reason }),
+			    "disrupting nodeclaim %s (%s): static nodepool %s replaces it first",
+			    nc->name, why, np->name);
+	else
+		log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "reason", reason }),
+			    "disrupting nodeclaim %s (%s): %u pod(s) need a place first", nc->name,
+			    why, pods);
 	termination_taint_node(r, w, node);
 }
 

@@ -13,6 +13,7 @@
 #include "proto/karpenter.h"
 #include "reaper/candidate.h"
 #include "reaper/consolidation.h"
+#include "reaper/disruption.h"
 #include "reaper/reaper.h"
 #include "reaper/static.h"
 
@@ -117,16 +118,49 @@ int static_surplus(const struct state_store *st, const struct proto_nodepool *np
 }
 
 /* On its way out already: a delete of ours sent, or a disruption (drift,
- * expiry) that will delete it. */
+ * expiry) that will delete it, ours or (its taint) a reaper's before us. */
 static bool leaving(const struct proto_nodeclaim *nc, void *userdata)
 {
 	struct reaper *r = userdata;
 	struct claim_work *w = hashmap_get(&r->work, nc->name);
 
+	if (node_has_taint(disruption_node_of(r, nc), KARPENTER_DISRUPTED_TAINT_KEY))
+		return true;
 	if (!w || !(w->claim_delete_sent || w->disrupting))
 		return false;
 	w->seen_pass = r->pass; /* kept until the replica shows the delete */
 	return true;
+}
+
+int static_replaced(struct reaper *r, const struct proto_nodepool *np,
+		    const struct proto_nodeclaim *nc)
+{
+	const struct state_entry *e;
+	int64_t ready = 0, active = 0, total = 0, limit = -1;
+	size_t it = 0;
+
+	for (uint32_t i = 0; i < np->n_limits; i++)
+		if (streq(np->limits[i].name, "nodes"))
+			limit = np->limits[i].value;
+	while ((e = state_store_next(reaper_store(r), &it))) {
+		const struct proto_nodeclaim *x = e->obj.nodeclaim;
+		const struct proto_node *n;
+
+		if (e->obj.kind != PROTO_OBJECT_NODECLAIM || !streq_ptr(x->nodepool, np->name))
+			continue;
+		total++;
+		n = disruption_node_of(r, x);
+		if (x->deletion_time || streq(x->name, nc->name) ||
+		    node_has_taint(n, KARPENTER_DISRUPTED_TAINT_KEY))
+			continue;
+		active++;
+		ready += n && n->ready == PROTO_COND_TRUE && claim_initialized(x);
+	}
+	if (ready >= np->replicas)
+		return 1;
+	/* No replacement can come: the launcher counts this one against
+	 * limits.nodes until it is gone. Delete, then replace. */
+	return active < np->replicas && limit >= 0 && total >= limit;
 }
 
 static void scale_down(struct reaper *r, const struct proto_nodepool *np)

@@ -13,6 +13,10 @@
  * disruption budgets; its drain honours PodDisruptionBudgets
  * (termination.c), as upstream's does. Those with do-not-disrupt go last
  * but do go: the user asked for fewer nodes.
+ *
+ * Drift of a static node (disruption.c) is replace-first, as upstream's
+ * static drift: tainted karpenter.sh/disrupted, the launcher stops counting
+ * it and launches its replacement; static_replaced() says when it may go.
  */
 #ifndef KANNA_REAPER_STATIC_H
 #define KANNA_REAPER_STATIC_H
@@ -42,6 +46,13 @@ uint32_t static_running(const struct state_store *st, const struct proto_nodepoo
 int static_surplus(const struct state_store *st, const struct proto_nodepool *np, int64_t now_ms,
 		   static_leaving_fn leaving, void *userdata, const struct proto_nodeclaim **ret,
 		   size_t max);
+
+/* A drifted node of static pool np (disruption.c, once tainted): 1 when
+ * its NodeClaim nc may be deleted, the pool having replicas others Ready
+ * (the launcher's replacement among them), or no replacement being able to
+ * come (limits.nodes reached: then delete, then replace); 0: wait. */
+int static_replaced(struct reaper *r, const struct proto_nodepool *np,
+		    const struct proto_nodeclaim *nc);
 
 /* One pass (daemon.c, before disruption): every static pool's surplus
  * deleted. */

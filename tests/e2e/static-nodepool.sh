@@ -2,6 +2,7 @@
 # End-to-end: a static NodePool (spec.replicas) on kanna-sim.
 #  - replicas 3: three NodeClaims, their Nodes Ready, with no pod at all;
 #  - scaled to 5: five; to 2: the reaper removes 3;
+#  - drifted: each node replaced first, then removed;
 #  - the launcher SIGKILLed while it scales up again and restarted: never
 #    more NodeClaims than replicas, one instance each;
 #  - a pod that only the static pool's nodes could take (they are full)
@@ -114,6 +115,33 @@ grep -q "deprovisioning 3 nodeclaim(s) to satisfy replica count of nodepool fixe
 	fail "no 'deprovisioning 3 nodeclaim(s)' line in the reaper's log"
 wait_for "the removed instances terminated" 30 live_instances 2
 expect_one_instance_per_nodeclaim "replicas 2"
+
+# Drift (a label added to the template, budget 100% in the same change):
+# each node is tainted, the launcher launches its replacement first, the
+# reaper deletes it once that is Ready (upstream's static drift).
+old_claims=$(claims_of fixed | sort | tr '\n' ' ')
+mark=$(timeline_len)
+kubectl patch nodepool fixed --type merge -p '{"spec":{"template":{"metadata":{"labels":
+	{"intent":"fixed","generation":"2"}}},"disruption":{"budgets":[{"nodes":"100%"}]}}}' >/dev/null
+wait_for "both drifted nodes replaced" 40 sh -c "[ \"\$(kubectl get nodes -l generation=2,karpenter.sh/nodepool=fixed -o name | grep -c .)\" = 2 ] && [ \"\$(kubectl get nodeclaims -o name | grep -c .)\" = 2 ]"
+wait_for "2 NodeClaims and 2 Ready Nodes after the drift" 30 only 2
+for c in $old_claims; do
+	gone nodeclaim "$c" || fail "drifted nodeclaim $c still there"
+done
+# Every replacement initialized (launcher) before the first drifted one
+# was deleted (reaper): the logs' times, one clock.
+python3 - "$tmp/launcher.log" "$tmp/reaper.log" $(claims_of fixed) <<'PY' || fail "a drifted static node went before its replacements were Ready"
+import re, sys
+launcher, reaper, new = open(sys.argv[1]).read(), open(sys.argv[2]).read(), sys.argv[3:]
+# The last time each was initialized: names are reused after a scale-down.
+ready = [re.findall(r"^(\S+) .*initialized nodeclaim %s " % re.escape(c), launcher, re.M) for c in new]
+deleted = re.search(r"^(\S+) .*via delete.*reason Drifted", reaper, re.M)
+assert all(ready) and deleted, (ready, deleted)
+assert max(t[-1] for t in ready) <= deleted.group(1), ([t[-1] for t in ready], deleted.group(1))
+PY
+grep -q "static nodepool fixed replaces it first" "$tmp/reaper.log" || fail "no drift line in the reaper's log"
+ok "drift: replaced first, then removed"
+expect_eq "at most replicas + budget NodeClaims during the drift" "$(most_claims_since "$mark")" 4
 
 # SIGKILL the launcher while it scales up to 5 again, restart it: the
 # NodeClaims it had POSTed are named again (AlreadyExists), never doubled.
