@@ -5,8 +5,8 @@
 #  - drifted: each node replaced first, then removed;
 #  - the launcher SIGKILLed while it scales up again and restarted: never
 #    more NodeClaims than replicas, one instance each;
-#  - a pod that only the static pool's nodes could take (they are full)
-#    opens no NodeClaim in it.
+#  - a pod that only the static pool's nodes could take, too big for them,
+#    opens no NodeClaim in it; one that fits runs on one of them.
 set -eu
 BUILDDIR=${KANNA_BUILDDIR:-$(pwd)}
 SRCDIR=${KANNA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -172,3 +172,20 @@ wait_for "the scheduler to find no place for it" 30 grep -q "incompatible with n
 sleep 2
 expect_eq "no NodeClaim for the pod in the static pool" "$(claims)" 5
 expect_eq "the pod stays pending" "$(kubectl get pod big -o jsonpath='{.spec.nodeName}')" ""
+
+# One that fits lands on a static node: existing capacity like any other.
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: small, labels: {app: small}}
+spec:
+  nodeSelector: {intent: fixed}
+  containers:
+  - name: small
+    image: public.ecr.aws/eks-distro/kubernetes/pause:3.7
+    resources: {requests: {cpu: 100m}}
+YAML
+wait_for "the small pod bound" 30 sh -c "kubectl get pod small -o jsonpath='{.spec.nodeName}' | grep -q ."
+expect_eq "it runs on a node of the static pool" \
+	"$(kubectl get node "$(kubectl get pod small -o jsonpath='{.spec.nodeName}')" -o jsonpath='{.metadata.labels.karpenter\.sh/nodepool}')" fixed
+expect_eq "still 5 NodeClaims" "$(claims)" 5
