@@ -6,7 +6,8 @@
 #  - the launcher SIGKILLed while it scales up again and restarted: never
 #    more NodeClaims than replicas, one instance each;
 #  - a pod that only the static pool's nodes could take, too big for them,
-#    opens no NodeClaim in it; one that fits runs on one of them.
+#    opens no NodeClaim in it; one that fits runs on one of them;
+#  - limits.nodes caps replicas.
 set -eu
 BUILDDIR=${KANNA_BUILDDIR:-$(pwd)}
 SRCDIR=${KANNA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -189,3 +190,10 @@ wait_for "the small pod bound" 30 sh -c "kubectl get pod small -o jsonpath='{.sp
 expect_eq "it runs on a node of the static pool" \
 	"$(kubectl get node "$(kubectl get pod small -o jsonpath='{.spec.nodeName}')" -o jsonpath='{.metadata.labels.karpenter\.sh/nodepool}')" fixed
 expect_eq "still 5 NodeClaims" "$(claims)" 5
+
+# limits.nodes caps the count: replicas 8 under a limit of 6 stops at 6.
+scale 8
+wait_for "6 NodeClaims and 6 Ready Nodes" 40 at 6
+wait_for "the launcher to say the limit is reached" 20 grep -q "nodepool fixed node limit reached" "$tmp/launcher.log"
+sleep 1
+expect_eq "limits.nodes holds: 6 NodeClaims for 8 replicas" "$(claims)" 6
