@@ -163,6 +163,9 @@ static void on_change(enum proto_delta_op op, const struct proto_object *old,
 		launcher_nodeclaim_deleted(l, old->nodeclaim->name, old->nodeclaim->uid);
 	else if (now && now->kind == PROTO_OBJECT_NODECLAIM && now->nodeclaim->deletion_time)
 		launcher_nodeclaim_deleted(l, now->nodeclaim->name, now->nodeclaim->uid);
+	else if (now && now->kind == PROTO_OBJECT_NODEPOOL)
+		launcher_static_observe(l, old && old->kind == PROTO_OBJECT_NODEPOOL ? old->nodepool : NULL,
+					now->nodepool);
 	if (!l->resolver)
 		return;
 	if (now && now->kind == PROTO_OBJECT_NODECLASS)
@@ -425,6 +428,7 @@ static void teardown(struct daemon *d, void *userdata)
 	launcher_registering_calls_free(l);
 	free_values(&l->releasing, free);
 	free_values(&l->static_refused, free);
+	launcher_static_done(l);
 	nodeclass_resolver_free(l->resolver);
 	l->resolver = NULL;
 	launcher_catalog_free(l->catalog);

@@ -119,6 +119,7 @@ struct launcher {
 	struct registering_call *registering_calls; /* reconcile.c: Ready patches in flight */
 	struct hashmap releasing;     /* Node name → uint64_t µs of the patch taking its hold off */
 	struct hashmap static_refused; /* static.c: NodePool → uint64_t µs before its next try */
+	sd_event_source *static_soon;  /* static.c: a pass soon after a replicas change */
 	struct launch *queue_head, *queue_tail;
 	unsigned n_running;
 	struct hashmap fleet_batches; /* batch.c: query text → struct fleet_batch */
@@ -269,7 +270,12 @@ int launch_retry_in(struct launch *la, uint64_t delay_usec);
 
 /* reconcile.c: recovery on start and the periodic level-triggered pass. */
 int launcher_reconcile(struct loop *loop, void *userdata);
-/* static.c: static NodePools (spec.replicas) brought up to their count. */
+/* static.c: static NodePools (spec.replicas) brought up to their count;
+ * observe: a NodePool added or changed (replica, daemon.c), so that a new
+ * count is acted on at once; done: at teardown. */
 void launcher_static_reconcile(struct launcher *l);
+void launcher_static_observe(struct launcher *l, const struct proto_nodepool *old,
+			     const struct proto_nodepool *now);
+void launcher_static_done(struct launcher *l);
 
 #endif

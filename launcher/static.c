@@ -43,16 +43,20 @@
 #include "common/hashmap.h"
 #include "common/log.h"
 #include "proto/karpenter.h"
+#include "state/replica.h"
 #include "state/state-store.h"
 #include "launcher/catalog.h"
 #include "launcher/launcher.h"
 
 /* Upstream requeues a pool after 30 s when its node limit is reached; a
- * pool whose claim was refused (limits, no compatible or available type,
- * its EC2NodeClass) waits as long, rather than an Event every pass. */
+ * pool whose claim was refused (limits, no compatible type, no offering
+ * with capacity) waits as long, rather than an Event every pass. */
 #define STATIC_REFUSED_RETRY_USEC (30ULL * 1000 * 1000)
 /* Claims queued per pool and pass: a pass stays short; the next adds more. */
 #define STATIC_MAX_PER_PASS 50
+/* A replicas change is acted on this soon, not at the next reconcile
+ * pass (10 s by default); the delay folds a burst of updates into one. */
+#define STATIC_SOON_USEC (100ULL * 1000)
 /* "<pool>-static-<n>" within a Kubernetes name (253). */
 #define STATIC_POOL_PREFIX_MAX 230
 
@@ -251,17 +255,17 @@ static void reconcile_pool(struct launcher *l, const struct proto_nodepool *np, 
 	unsigned next = 0;
 	char name[PROTO_MAX_NAME_LEN + 1];
 
-	if (waiting(l, np->name, now))
-		return;
 	count_pool(l, np->name, &n);
 	if ((int64_t)n.active >= np->replicas)
 		return;
+	/* Checked every pass, without waiting: the EC2NodeClass's own status
+	 * and Events say why it is not ready; the pool goes once it is. */
 	if ((why = not_ready(l, np))) {
-		log_warn_kv(LOG_KV({ "nodepool", np->name }),
-			    "not provisioning nodeclaims of static nodepool %s: %s", np->name, why);
-		wait_before_retry(l, np->name, now);
+		log_debug("not provisioning nodeclaims of static nodepool %s: %s", np->name, why);
 		return;
 	}
+	if (waiting(l, np->name, now))
+		return;
 	want = np->replicas - (int64_t)n.active;
 	if (limit >= 0 && want > limit - (int64_t)n.total)
 		want = limit - (int64_t)n.total;
@@ -302,4 +306,36 @@ void launcher_static_reconcile(struct launcher *l)
 	while ((e = state_store_next(st, &it)))
 		if (e->obj.kind == PROTO_OBJECT_NODEPOOL && e->obj.nodepool->static_capacity)
 			reconcile_pool(l, e->obj.nodepool, now);
+}
+
+static int on_soon(struct loop *loop, void *userdata)
+{
+	struct launcher *l = userdata;
+
+	(void)loop;
+	l->static_soon = sd_event_source_disable_unref(l->static_soon);
+	if (l->working && l->aws_ok && l->reconciled_once && l->replica && replica_synced(l->replica))
+		launcher_static_reconcile(l);
+	return 0;
+}
+
+void launcher_static_observe(struct launcher *l, const struct proto_nodepool *old,
+			     const struct proto_nodepool *now)
+{
+	int r;
+
+	if (!now->static_capacity ||
+	    (old && old->static_capacity && old->replicas == now->replicas))
+		return;
+	free(hashmap_remove(&l->static_refused, now->name)); /* a new count: no waiting */
+	if (l->static_soon)
+		return;
+	r = loop_add_timer(l->d->loop, STATIC_SOON_USEC, on_soon, l, &l->static_soon);
+	if (r < 0) /* the next reconcile pass does it */
+		log_debug("Failed to schedule the static nodepool pass: %s", strerror(-r));
+}
+
+void launcher_static_done(struct launcher *l)
+{
+	l->static_soon = sd_event_source_disable_unref(l->static_soon);
 }
