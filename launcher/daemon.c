@@ -159,13 +159,12 @@ static void on_change(enum proto_delta_op op, const struct proto_object *old,
 {
 	struct launcher *l = userdata;
 
+	launcher_static_observe(l, op == PROTO_DELTA_ADD ? NULL : old,
+				op == PROTO_DELTA_DELETE ? NULL : now);
 	if (op == PROTO_DELTA_DELETE && old && old->kind == PROTO_OBJECT_NODECLAIM)
 		launcher_nodeclaim_deleted(l, old->nodeclaim->name, old->nodeclaim->uid);
 	else if (now && now->kind == PROTO_OBJECT_NODECLAIM && now->nodeclaim->deletion_time)
 		launcher_nodeclaim_deleted(l, now->nodeclaim->name, now->nodeclaim->uid);
-	else if (now && now->kind == PROTO_OBJECT_NODEPOOL)
-		launcher_static_observe(l, old && old->kind == PROTO_OBJECT_NODEPOOL ? old->nodepool : NULL,
-					now->nodepool);
 	if (!l->resolver)
 		return;
 	if (now && now->kind == PROTO_OBJECT_NODECLASS)

@@ -271,11 +271,12 @@ int launch_retry_in(struct launch *la, uint64_t delay_usec);
 /* reconcile.c: recovery on start and the periodic level-triggered pass. */
 int launcher_reconcile(struct loop *loop, void *userdata);
 /* static.c: static NodePools (spec.replicas) brought up to their count;
- * observe: a NodePool added or changed (replica, daemon.c), so that a new
- * count is acted on at once; done: at teardown. */
+ * observe: every replica change (daemon.c), so that a new count, a
+ * NodeClaim deleted or a Node tainted for a drift is acted on at once;
+ * done: at teardown. */
 void launcher_static_reconcile(struct launcher *l);
-void launcher_static_observe(struct launcher *l, const struct proto_nodepool *old,
-			     const struct proto_nodepool *now);
+void launcher_static_observe(struct launcher *l, const struct proto_object *old,
+			     const struct proto_object *now);
 void launcher_static_done(struct launcher *l);
 
 #endif

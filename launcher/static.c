@@ -319,20 +319,56 @@ static int on_soon(struct loop *loop, void *userdata)
 	return 0;
 }
 
-void launcher_static_observe(struct launcher *l, const struct proto_nodepool *old,
-			     const struct proto_nodepool *now)
+/* A pass soon for pool, without its wait (a new count, or one of its
+ * NodeClaims on its way out), as upstream reconciles on those events. */
+static void soon(struct launcher *l, const char *pool)
 {
 	int r;
 
-	if (!now->static_capacity ||
-	    (old && old->static_capacity && old->replicas == now->replicas))
-		return;
-	free(hashmap_remove(&l->static_refused, now->name)); /* a new count: no waiting */
+	free(hashmap_remove(&l->static_refused, pool));
 	if (l->static_soon)
 		return;
 	r = loop_add_timer(l->d->loop, STATIC_SOON_USEC, on_soon, l, &l->static_soon);
 	if (r < 0) /* the next reconcile pass does it */
 		log_debug("Failed to schedule the static nodepool pass: %s", strerror(-r));
+}
+
+static bool node_disrupted(const struct proto_node *n)
+{
+	for (uint32_t i = 0; n && i < n->n_taints; i++)
+		if (streq(n->taints[i].key, KARPENTER_DISRUPTED_TAINT_KEY))
+			return true;
+	return false;
+}
+
+void launcher_static_observe(struct launcher *l, const struct proto_object *old,
+			     const struct proto_object *now)
+{
+	const struct state_store *st = launcher_store(l);
+	const struct state_entry *pe = NULL;
+	const char *pool = NULL;
+
+	if (now && now->kind == PROTO_OBJECT_NODEPOOL) {
+		if (now->nodepool->static_capacity &&
+		    !(old && old->nodepool->static_capacity &&
+		      old->nodepool->replicas == now->nodepool->replicas))
+			soon(l, now->nodepool->name);
+		return;
+	}
+	if (old && old->kind == PROTO_OBJECT_NODECLAIM &&
+	    (!now || (now->nodeclaim->deletion_time && !old->nodeclaim->deletion_time)))
+		pool = old->nodeclaim->nodepool; /* deleted, or its deletion began */
+	else if (now && now->kind == PROTO_OBJECT_NODE && now->node->nodeclaim &&
+		 node_disrupted(now->node) && !(old && node_disrupted(old->node))) {
+		const struct state_entry *ce = st ? state_store_get(st, PROTO_OBJECT_NODECLAIM, "",
+								    now->node->nodeclaim) : NULL;
+
+		pool = ce ? ce->obj.nodeclaim->nodepool : NULL; /* tainted for a drift */
+	}
+	if (pool && st)
+		pe = state_store_get(st, PROTO_OBJECT_NODEPOOL, "", pool);
+	if (pe && pe->obj.nodepool->static_capacity)
+		soon(l, pool);
 }
 
 void launcher_static_done(struct launcher *l)
