@@ -61,8 +61,8 @@
 #define STATIC_POOL_PREFIX_MAX 230
 
 struct pool_count {
-	uint32_t active;  /* not being deleted */
-	uint32_t total;   /* every NodeClaim with an instance to come or gone */
+	uint32_t active;  /* not being deleted nor tainted for a drift */
+	uint32_t total;   /* all, being deleted included: what limits.nodes caps */
 };
 
 static bool claim_of(const struct proto_nodeclaim *nc, const char *pool)
