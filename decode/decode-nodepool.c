@@ -234,6 +234,39 @@ static int provisioner_defaults(struct decoder *d, struct proto_nodepool *np)
 				      generation, ARRAY_SIZE(generation));
 }
 
+/* v1 spec.replicas (a static NodePool; upstream since v1.8, StaticCapacity):
+ * its presence is what makes the pool static, 0 included. */
+static int static_replicas(struct decoder *d, const json_t *v, struct proto_nodepool *np)
+{
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v))
+		return decode_fail(d, "spec.replicas: expected an integer");
+	np->static_capacity = true;
+	np->replicas = json_integer_value(v);
+	return 0;
+}
+
+/*
+ * The rules the v1 CRD states in x-kubernetes-validations and its schema
+ * for a static NodePool (data/crds/karpenter.sh_nodepools.yaml): an API
+ * server refuses such an object, so one that reaches us anyway (kanna-sim
+ * evaluates no CEL) is invalid rather than half applied. NULL: none.
+ */
+static const char *static_problem(const json_t *spec, const struct proto_nodepool *np)
+{
+	if (!np->static_capacity)
+		return NULL;
+	if (np->replicas < 0)
+		return "spec.replicas must be at least 0";
+	if (json_object_get(spec, "weight") && !json_is_null(json_object_get(spec, "weight")))
+		return "'weight' is not supported on static NodePools";
+	for (uint32_t i = 0; i < np->n_limits; i++)
+		if (!streq(np->limits[i].name, "nodes"))
+			return "only 'limits.nodes' is supported on static NodePools";
+	return NULL;
+}
+
 static int nodepool_v1(struct decoder *d, const json_t *spec, bool beta, struct proto_nodepool *np)
 {
 	const json_t *tmpl = json_object_get(spec, "template");
@@ -292,7 +325,7 @@ static int nodepool_v1(struct decoder *d, const json_t *spec, bool beta, struct 
 	if (beta)
 		return decode_kubelet(d, json_object_get(tspec, "kubelet"), "spec.template.spec.kubelet",
 			       &np->kubelet);
-	return 0;
+	return static_replicas(d, json_object_get(spec, "replicas"), np);
 }
 
 static int provisioner_v1alpha5(struct decoder *d, const json_t *spec, struct proto_nodepool *np)
@@ -475,6 +508,8 @@ int decode_nodepool(struct decoder *d, const json_t *obj, struct proto_nodepool 
 	problem = requirements_problem(np->requirements, np->n_requirements,
 				       provisioner ? "spec.requirements" : "spec.template.spec.requirements",
 				       why, sizeof(why));
+	if (!problem)
+		problem = static_problem(spec, np);
 	if (!problem && np->weight < 0)
 		problem = "weight must be between 0 and 100";
 	if (!problem && np->weight > 100)

@@ -300,6 +300,9 @@ static void filter_candidates(struct launcher *l, struct proto_planned_nodeclaim
 struct drop_ctx {
 	struct launcher *l;
 	const struct proto_planned_nodeclaim *p;
+	/* A static pool's claim starts from the whole catalog (static.c):
+	 * what its requirements leave out is no mistake of a plan's. */
+	bool whole_catalog;
 };
 
 static const struct proto_instance_type *find_type(const char *name, void *userdata)
@@ -328,6 +331,9 @@ static void on_dropped(const struct admit_drop *d, void *userdata)
 	bool routine = d->reason == ADMIT_DROP_NODECLASS || d->reason == ADMIT_DROP_UNAVAILABLE;
 	char what[256];
 
+	if (x->whole_catalog && d->reason == ADMIT_DROP_REQUIREMENTS)
+		return;
+
 	if (d->zone)
 		snprintf(what, sizeof(what), "offering %s/%s/%s", d->instance_type, d->zone,
 			 proto_capacity_type_name(d->capacity_type));
@@ -345,7 +351,7 @@ static int recheck_requirements(struct launcher *l, const struct proto_nodepool 
 {
 	const struct state_entry *ce = np->nodeclass_ref.name
 		? state_store_get(launcher_store(l), PROTO_OBJECT_NODECLASS, "", np->nodeclass_ref.name) : NULL;
-	struct drop_ctx x = { l, la->planned };
+	struct drop_ctx x = { l, la->planned, np->static_capacity };
 	struct admit_requirements_input in = {
 		.nodepool = np, .nodeclass = ce ? ce->obj.nodeclass : NULL, .region = l->region,
 		.find_type = find_type, .unavailable = offering_unavailable, .dropped = on_dropped,
@@ -360,7 +366,39 @@ static int recheck_requirements(struct launcher *l, const struct proto_nodepool 
 	return r < 0 ? -EPERM : 0;
 }
 
-static void admit(struct launcher *l, const char *plan_id, const struct proto_planned_nodeclaim *p)
+static double cheapest_offering(const struct proto_candidate *c)
+{
+	double best = -1;
+
+	for (uint32_t k = 0; k < c->n_offerings; k++)
+		if (best < 0 || c->offerings[k].price < best)
+			best = c->offerings[k].price;
+	return best < 0 ? 1e18 : best;
+}
+
+static int by_cheapest_offering(const void *a, const void *b)
+{
+	const struct proto_candidate *x = a, *y = b;
+	double px = cheapest_offering(x), py = cheapest_offering(y);
+
+	if (px != py)
+		return px < py ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* A static NodePool's claim (static.c) starts from the whole catalog: once
+ * the requirements have pruned it, the cheapest PROTO_MAX_CANDIDATES types
+ * stay, as Karpenter orders by price and keeps MaxInstanceTypes (60). A
+ * scheduler's plan never has more, cheapest first already. */
+static void keep_cheapest(struct proto_planned_nodeclaim *p)
+{
+	if (p->n_instance_types <= PROTO_MAX_CANDIDATES)
+		return;
+	qsort(p->instance_types, p->n_instance_types, sizeof(*p->instance_types), by_cheapest_offering);
+	p->n_instance_types = PROTO_MAX_CANDIDATES;
+}
+
+int launcher_admit(struct launcher *l, const char *plan_id, const struct proto_planned_nodeclaim *p)
 {
 	const struct state_store *st = launcher_store(l);
 	const struct state_entry *pe = state_store_get(st, PROTO_OBJECT_NODEPOOL, "", p->nodepool);
@@ -374,29 +412,30 @@ static void admit(struct launcher *l, const char *plan_id, const struct proto_pl
 	if (hashmap_get(&l->launches, p->id) || state_store_get(st, PROTO_OBJECT_NODECLAIM, "", p->id)) {
 		log_debug("nodeclaim %s of plan %s is already launching; ignoring the replay", p->id,
 			  plan_id);
-		return;
+		return -EEXIST;
 	}
 	if (!pe) {
 		snprintf(why, sizeof(why), "NodePool %s does not exist", p->nodepool);
 		refuse(l, plan_id, p, PROTO_LAUNCH_FAILED, "FailedScheduling", why);
-		return;
+		return -ENOENT;
 	}
 	if (pe->obj.nodepool->status == PROTO_NODEPOOL_INVALID) {
 		snprintf(why, sizeof(why), "NodePool %s is invalid: %s", p->nodepool,
 			 pe->obj.nodepool->status_reason ?: "see its status");
 		refuse(l, plan_id, p, PROTO_LAUNCH_FAILED, "FailedScheduling", why);
-		return;
+		return -ENOENT;
 	}
 	la = launch_new(l, p->id, plan_id, p);
 	if (!la) {
 		log_error("Failed to admit nodeclaim %s: out of memory", p->id);
-		return;
+		return -ENOMEM;
 	}
 	if (recheck_requirements(l, pe->obj.nodepool, la, why, sizeof(why)) < 0) {
 		refuse(l, plan_id, p, PROTO_LAUNCH_FAILED, "NoCompatibleInstanceTypes", why);
 		launch_free(la);
-		return;
+		return -EPERM;
 	}
+	keep_cheapest(la->planned);
 	limits_of(pe->obj.nodepool, &lim);
 	launcher_nodepool_usage(l, p->nodepool, &in_use);
 	filter_candidates(l, la->planned, &lim, &in_use, &la->reserved, &exceeded, &over_limit);
@@ -416,14 +455,15 @@ static void admit(struct launcher *l, const char *plan_id, const struct proto_pl
 						 : PROTO_LAUNCH_INSUFFICIENT_CAPACITY,
 		       over_limit ? "LimitExceeded" : "InsufficientCapacityError", why);
 		launch_free(la);
-		return;
+		return over_limit ? -EDQUOT : -EAGAIN;
 	}
 	if (launch_enqueue(l, la) < 0) {
 		log_error("Failed to admit nodeclaim %s: out of memory", p->id);
 		launch_free(la);
-		return;
+		return -ENOMEM;
 	}
 	launcher_update_usage_metrics(l);
+	return 0;
 }
 
 void launcher_handle_plan(struct launcher *l, const struct proto_launch_plan *plan)
@@ -432,5 +472,5 @@ void launcher_handle_plan(struct launcher *l, const struct proto_launch_plan *pl
 	log_info("received plan %s: %u nodeclaim(s) from shard %u", plan->plan_id, plan->n_nodeclaims,
 		 plan->shard);
 	for (uint32_t i = 0; i < plan->n_nodeclaims; i++)
-		admit(l, plan->plan_id, &plan->nodeclaims[i]);
+		(void)launcher_admit(l, plan->plan_id, &plan->nodeclaims[i]);
 }

@@ -159,6 +159,8 @@ static void on_change(enum proto_delta_op op, const struct proto_object *old,
 {
 	struct launcher *l = userdata;
 
+	launcher_static_observe(l, op == PROTO_DELTA_ADD ? NULL : old,
+				op == PROTO_DELTA_DELETE ? NULL : now);
 	if (op == PROTO_DELTA_DELETE && old && old->kind == PROTO_OBJECT_NODECLAIM)
 		launcher_nodeclaim_deleted(l, old->nodeclaim->name, old->nodeclaim->uid);
 	else if (now && now->kind == PROTO_OBJECT_NODECLAIM && now->nodeclaim->deletion_time)
@@ -424,6 +426,8 @@ static void teardown(struct daemon *d, void *userdata)
 	free_values(&l->registering, free);
 	launcher_registering_calls_free(l);
 	free_values(&l->releasing, free);
+	free_values(&l->static_refused, free);
+	launcher_static_done(l);
 	nodeclass_resolver_free(l->resolver);
 	l->resolver = NULL;
 	launcher_catalog_free(l->catalog);

@@ -118,6 +118,8 @@ struct launcher {
 	struct hashmap registering;   /* NodeClaim name → uint64_t µs of the Ready patch */
 	struct registering_call *registering_calls; /* reconcile.c: Ready patches in flight */
 	struct hashmap releasing;     /* Node name → uint64_t µs of the patch taking its hold off */
+	struct hashmap static_refused; /* static.c: NodePool → uint64_t µs before its next try */
+	sd_event_source *static_soon;  /* static.c: a pass soon after a replicas change */
 	struct launch *queue_head, *queue_tail;
 	unsigned n_running;
 	struct hashmap fleet_batches; /* batch.c: query text → struct fleet_batch */
@@ -151,6 +153,10 @@ void launcher_registering_calls_free(struct launcher *l);
 
 /* admit.c: plans in, requirements and limits re-checked, launches queued. */
 void launcher_handle_plan(struct launcher *l, const struct proto_launch_plan *plan);
+/* One planned NodeClaim: 0 queued; < 0 refused (reported by Event and
+ * launch result): -EEXIST already launching, -ENOENT / -EPERM its NodePool
+ * or requirements, -EDQUOT limits, -EAGAIN no offering available, -ENOMEM. */
+int launcher_admit(struct launcher *l, const char *plan_id, const struct proto_planned_nodeclaim *p);
 bool launcher_offering_unavailable(struct launcher *l, const char *type, const char *zone,
 				   uint8_t capacity_type);
 void launcher_mark_unavailable(struct launcher *l, const char *type, const char *zone,
@@ -264,5 +270,13 @@ int launch_retry_in(struct launch *la, uint64_t delay_usec);
 
 /* reconcile.c: recovery on start and the periodic level-triggered pass. */
 int launcher_reconcile(struct loop *loop, void *userdata);
+/* static.c: static NodePools (spec.replicas) brought up to their count;
+ * observe: every replica change (daemon.c), so that a new count, a
+ * NodeClaim deleted or a Node tainted for a drift is acted on at once;
+ * done: at teardown. */
+void launcher_static_reconcile(struct launcher *l);
+void launcher_static_observe(struct launcher *l, const struct proto_object *old,
+			     const struct proto_object *now);
+void launcher_static_done(struct launcher *l);
 
 #endif

@@ -97,7 +97,8 @@ bin_PROGRAMS += launcher/kanna-launcher
 # it calls back into daemon.c (launcher.h: launcher_store(), the results).
 libkanna_launcher_a_SOURCES += launcher/launcher.h launcher/admit.c \
 	launcher/launch.c launcher/launch-fleet.c launcher/launch-node.c launcher/launch-bind.c \
-	launcher/launch-undo.c launcher/batch.c launcher/reconcile.c
+	launcher/launch-undo.c launcher/batch.c launcher/reconcile.c \
+	launcher/static.c
 launcher_kanna_launcher_SOURCES = launcher/main.c launcher/daemon.h launcher/daemon.c \
 	launcher/config.h launcher/config.c
 launcher_kanna_launcher_LDADD = $(LAUNCHER_LIBS)

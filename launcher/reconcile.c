@@ -17,6 +17,8 @@
  *                          and Ready on the NodeClaim ("registered
  *                          nodeclaim", "initialized nodeclaim").
  *
+ * Then static NodePools are brought up to their replicas (static.c).
+ *
  * Launches that finished are dropped from the table once the replica shows
  * their NodeClaim launched, so the limits count them exactly once.
  */
@@ -458,6 +460,7 @@ int launcher_reconcile(struct loop *loop, void *userdata)
 		l->reconciled_once = true;
 		log_info("recovery pass done: %zu nodeclaim(s) being launched or completed", l->launches.n);
 	}
+	launcher_static_reconcile(l);
 	launcher_update_usage_metrics(l);
 	return 0;
 }

@@ -38,7 +38,8 @@ struct nodepool {
 	uint32_t n_taints;
 	struct resources limits;  /* INT64_MAX: no limit */
 	int64_t node_limit;       /* INT64_MAX: no limit */
-	const char *not_ready;    /* why no NodeClaim may be opened (its node class), or NULL */
+	const char *not_ready;    /* why no NodeClaim may be opened (its node class, or a
+				   * static pool), or NULL */
 	struct resources daemon_overhead; /* requests of DaemonSets that run there */
 	struct resources in_use;  /* capacity of existing nodes of this pool */
 	int64_t nodes_in_use;

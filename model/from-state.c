@@ -264,6 +264,13 @@ static int add_nodepool(struct builder *b, const struct proto_nodepool *p)
 		if (!np->not_ready)
 			return -ENOMEM;
 	}
+	/* A static NodePool (spec.replicas) keeps its count whatever the
+	 * pods: the launcher alone opens its NodeClaims (launcher/static.c),
+	 * as upstream's provisioner leaves static pools out of its scheduler
+	 * (provisioner.go NewScheduler: nodepoolutils.IsStatic). Its nodes
+	 * stay existing capacity for pods and for consolidation's what-if. */
+	if (p->static_capacity && !np->not_ready)
+		np->not_ready = "it is static (spec.replicas): its node count is fixed, pods add no node";
 	for (uint32_t i = 0; i < p->n_limits; i++) {
 		int slot;
 		if (streq(p->limits[i].name, "nodes")) {

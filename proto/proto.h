@@ -18,7 +18,7 @@
 /* Bump MINOR when adding optional fields or messages (old peers skip them);
  * bump MAJOR for anything an old peer would misread: it is refused. */
 #define PROTO_VERSION_MAJOR 2
-#define PROTO_VERSION_MINOR 5
+#define PROTO_VERSION_MINOR 6
 
 /* ------------------------------------------------------------------------
  * Enums: V(CONSTANT, "wire/JSON name"). Values are 0-based and contiguous;
@@ -466,9 +466,17 @@ struct proto_resource {
 	F(S, 22, nodepool_hash, STR, _, PROTO_MAX_NAME_LEN, OPT)              \
 	F(S, 23, nodepool_hash_version, STR, _, PROTO_MAX_NAME_LEN, OPT)      \
 	F(S, 24, min_savings_per_hour, STR, _, PROTO_MAX_NAME_LEN, OPT)       \
-	F(S, 25, min_savings_percent, STR, _, PROTO_MAX_NAME_LEN, OPT)
+	F(S, 25, min_savings_percent, STR, _, PROTO_MAX_NAME_LEN, OPT)      \
+	F(S, 26, static_capacity, BOOL, _, 0, OPT)                            \
+	F(S, 27, replicas, I64, _, 0, OPT)
 
-/* nodepool min_savings_per_hour / min_savings_percent: the NodePool's own
+/* nodepool static_capacity: spec.replicas is set (a static NodePool, since
+ * 2.6): the launcher keeps exactly replicas NodeClaims of it whatever the
+ * pods (launcher/static.c), the reaper removes the surplus
+ * (reaper/static.c), no pod opens a NodeClaim in it and consolidation
+ * leaves its nodes alone. replicas: spec.replicas, meaningful only with
+ * static_capacity (0 is a valid static size, hence the flag).
+ * nodepool min_savings_per_hour / min_savings_percent: the NodePool's own
  * kanna.dev/consolidation-min-savings-per-hour and -percent annotations as
  * written (model/budget.h min_savings_parse() reads them), so that a
  * Karpenter CRD schema need not know them. */

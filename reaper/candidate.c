@@ -111,6 +111,12 @@ const char *candidate_check(const struct state_store *store, const struct candid
 	double sum = 0;
 
 	*event = "Unconsolidatable";
+	/* Upstream consolidation.go ShouldDisrupt: never a static pool's. */
+	if (np->static_capacity) {
+		snprintf(buf, len, "NodePool \"%s\" is static (spec.replicas): its nodes are not "
+			 "consolidated", np->name);
+		return buf;
+	}
 	if (candidate_consolidate_after_s(np) < 0) {
 		snprintf(buf, len, "NodePool \"%s\" has non-empty consolidation disabled", np->name);
 		return buf;

@@ -20,6 +20,7 @@
 #include "reaper/daemon.h"
 #include "reaper/disruption.h"
 #include "reaper/reaper.h"
+#include "reaper/static.h"
 
 static int on_pass(struct loop *loop, void *userdata)
 {
@@ -32,6 +33,7 @@ static int on_pass(struct loop *loop, void *userdata)
 	r->pass++;
 	gc_pass(r, now);
 	termination_pass(r, now);
+	static_pass(r);
 	disruption_pass(r, now);
 	drain_forget(r, false);
 	reaper_forget_work(r, false);

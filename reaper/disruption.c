@@ -38,6 +38,7 @@
 #include "proto/schema.h"
 #include "reaper/disruption.h"
 #include "reaper/drift.h"
+#include "reaper/static.h"
 
 /* By ALLOW_* index. */
 static const char *const reasons[_ALLOW_MAX] = { REASON_EMPTY, REASON_EXPIRED, REASON_DRIFTED,
@@ -212,10 +213,14 @@ static const char *candidate_reason(struct reaper *r, struct claim_work *w,
 										: np->expire_after_s;
 	/* v1beta1 WhenUnderutilized and v1alpha5 consolidation.enabled delete
 	 * empty nodes too, at once (they know no consolidateAfter for it). */
-	bool empties = np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_EMPTY ||
+	/* A static pool (spec.replicas) ignores its consolidation policy:
+	 * its nodes stay, empty or not (upstream emptiness.go ShouldDisrupt:
+	 * OwnedByStaticNodePool); expiry and drift still replace them. */
+	bool empties = !np->static_capacity &&
+		       (np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_EMPTY ||
 		       (np->source_api == PROTO_API_V1 &&
 			(np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_EMPTY_OR_UNDERUTILIZED ||
-			 np->consolidation_policy == PROTO_CONSOLIDATE_BALANCED));
+			 np->consolidation_policy == PROTO_CONSOLIDATE_BALANCED)));
 	bool empties_now = np->source_api != PROTO_API_V1 &&
 			   np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_UNDERUTILIZED;
 
@@ -267,7 +272,9 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 			return;
 		}
 		termination_taint_node(r, w, node);
-		k = pods ? disruption_replace(r, w, nc, node, now_usec) : 1;
+		k = np->static_capacity ? static_replaced(r, np, nc)
+		    : pods		? disruption_replace(r, w, nc, node, now_usec)
+					: 1;
 		if (k > 0)
 			disruption_delete(r, w, nc, w->disrupting, pods);
 		return;
@@ -316,12 +323,24 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 			    "nodeclaim %s has drifted: %s", nc->name, drift_reason_name(drift));
 	w->disrupting = reason;
 	w->disrupting_since_usec = now_usec;
-	if (!pods) {
+	/* A static pool's node is replaced by the launcher (launcher/static.c
+	 * keeps the count), never through a what-if: the replacement is the
+	 * pool's own. Expired: deleted at once, then replaced (upstream's
+	 * expiry is forceful). Drifted: tainted, so that the launcher stops
+	 * counting it and launches its replacement; deleted once that is
+	 * Ready (static_replaced(); upstream disruption/staticdrift.go). */
+	if (np->static_capacity ? reason == REASON_EXPIRED : !pods) {
 		disruption_delete(r, w, nc, reason, 0);
 		return;
 	}
-	log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "reason", reason }),
-		    "disrupting nodeclaim %s (%s): %u pod(s) need a place first", nc->name, why, pods);
+	if (np->static_capacity)
+		log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "reason", reason }),
+			    "disrupting nodeclaim %s (%s): static nodepool %s replaces it first",
+			    nc->name, why, np->name);
+	else
+		log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "reason", reason }),
+			    "disrupting nodeclaim %s (%s): %u pod(s) need a place first", nc->name,
+			    why, pods);
 	termination_taint_node(r, w, node);
 }
 

@@ -5,7 +5,8 @@
 # daemon.c, config.c), so the pieces are unit-tested alone.
 noinst_LIBRARIES += libkanna-reaper.a
 libkanna_reaper_a_SOURCES = reaper/reaper.h reaper/work.c reaper/termination.c reaper/drain.c \
-	reaper/instances.c reaper/disruption.c reaper/inventory.c reaper/gc.c
+	reaper/instances.c reaper/disruption.c reaper/inventory.c reaper/gc.c \
+	reaper/static.h reaper/static.c
 REAPER_LIBS = libkanna-reaper.a $(MODEL_LIBS) $(STATE_LIBS) -lm
 bin_PROGRAMS += reaper/kanna-reaper
 reaper_kanna_reaper_SOURCES = reaper/main.c reaper/daemon.h reaper/daemon.c \
@@ -109,6 +110,11 @@ libkanna_reaper_a_SOURCES += reaper/disruption.h reaper/replace.c reaper/disrupt
 # the daemon's and --what-if's alike, over a state store; the order moves
 # with the pod deletion cost annotation), and the skipped search while the
 # cluster is as it was when a search found nothing (consolidation-state.c).
+check_PROGRAMS += tests/unit/test_reaper_static
+TESTS += tests/unit/test_reaper_static
+tests_unit_test_reaper_static_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_reaper_static_LDADD = libkanna-decode.a $(REAPER_LIBS) $(LDADD) $(TEST_LIBS)
+
 check_PROGRAMS += tests/unit/test_reaper_candidate tests/unit/test_reaper_consolidation_state
 TESTS += tests/unit/test_reaper_candidate tests/unit/test_reaper_consolidation_state
 tests_unit_test_reaper_candidate_CFLAGS = $(TEST_CFLAGS)

@@ -16,6 +16,10 @@ EXTRA_DIST += tests/e2e/chaos-s1.sh tests/e2e/chaos-s1-script.sh tests/e2e/chaos
 # measure): tests/compat/expected.txt.
 TESTS += tests/e2e/compat.sh
 EXTRA_DIST += tests/e2e/compat.sh tests/compat
+# Static NodePools (spec.replicas): the launcher keeps the count, the reaper
+# removes the surplus, a SIGKILL never doubles one, pods add no node.
+TESTS += tests/e2e/static-nodepool.sh
+EXTRA_DIST += tests/e2e/static-nodepool.sh
 # The include graph follows the layering (common → proto → state → daemons).
 TESTS += tests/layering.sh
 EXTRA_DIST += tests/layering.sh

@@ -277,6 +277,31 @@ Test(candidate, a_pool_that_does_not_consolidate_non_empty_nodes_says_so)
 	cr_expect_eq(candidate_consolidate_after_s(&v1_underutilized), 0, "v1beta1: at once");
 }
 
+/* Upstream consolidation.go ShouldDisrupt: OwnedByStaticNodePool. */
+Test(candidate, a_static_pools_node_is_never_a_candidate_empty_or_not)
+{
+	struct proto_nodepool fixed = pool;
+	struct proto_nodeclaim nc = claim("n1"), empty = claim("n2");
+	struct proto_node n = node("n1"), e = node("n2");
+	const char *event;
+
+	fixed.static_capacity = true;
+	fixed.replicas = 2;
+	pod("a1", "n1", "", 0);
+	cr_expect_str_eq(refusal(&fixed, &nc, &n, &event),
+			 "NodePool \"default\" is static (spec.replicas): its nodes are not consolidated");
+	cr_expect_str_eq(event, "Unconsolidatable");
+	cr_expect_not_null(refusal(&fixed, &empty, &e, &event));
+	fixed.static_capacity = false;
+	{
+		double cost;
+		char buf[512];
+
+		cr_expect_null(check(&nc, &fixed, &n, &event, &cost, buf, sizeof(buf)),
+			       "the same pool, dynamic, consolidates");
+	}
+}
+
 Test(candidate, do_not_disrupt_on_the_claim_the_node_or_a_pod_blocks_and_is_named)
 {
 	struct proto_nodeclaim nc = claim("n1");

@@ -447,6 +447,32 @@ Test(from_state, a_nodepool_whose_nodeclass_uses_an_unsupported_field_opens_no_n
 		  "\"%s\"", result->unschedulable[0].reason);
 }
 
+/* A static NodePool (spec.replicas) opens no NodeClaim for pods (upstream's
+ * provisioner leaves it out of its scheduler); the reason names it. Its
+ * existing node still takes a pod that fits it. */
+Test(from_state, a_static_nodepool_opens_no_nodeclaim_but_its_node_takes_pods)
+{
+	struct proto_nodepool np = { .name = "default", .uid = "np", .static_capacity = true,
+				     .replicas = 1 };
+	struct proto_pod p = pod("default", "web-1", NULL);
+	const struct proto_pod *pending[] = { &p };
+
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODEPOOL, .nodepool = &np });
+	solve(pending, 1);
+	cr_assert_eq(result->n_claims, 0);
+	cr_assert_eq(result->n_unschedulable, 1);
+	cr_assert(strstr(result->unschedulable[0].reason, "incompatible with nodepool default: it is static"),
+		  "\"%s\"", result->unschedulable[0].reason);
+	sched_result_free(result);
+	cluster_free(cluster);
+	result = NULL;
+	cluster = NULL;
+	add_node("static-1");
+	solve(pending, 1);
+	cr_assert_eq(result->n_claims, 0);
+	cr_assert_str_eq(node_of(0), "static-1", "the static pool's node is existing capacity");
+}
+
 /* ---- in-flight NodeClaims and the pods planned for them (DESIGN §2 rule 4) ---- */
 
 static struct proto_resource one_cpu[] = { { "cpu", 1000 }, { "memory", 1LL << 30 } };

@@ -663,3 +663,70 @@ Test(decode, daemonset_host_ports_are_carried)
 	cr_assert_eq(ds.host_ports[0].protocol, PROTO_PROTOCOL_TCP);
 	json_decref(j);
 }
+
+/* A v1 NodePool of a given spec (JSON members after "template"). */
+static int static_pool(const char *rest, struct proto_nodepool *np)
+{
+	char text[1024];
+	json_t *j;
+	int r;
+
+	snprintf(text, sizeof(text),
+		 "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"fixed\"},"
+		 " \"spec\":{\"template\":{\"spec\":{\"nodeClassRef\":{\"name\":\"default\"}}}%s}}", rest);
+	j = parse(text);
+	r = decode_nodepool(&dec, j, np);
+	json_decref(j);
+	return r;
+}
+
+/* spec.replicas (karpenter.sh_nodepools.yaml, alpha StaticCapacity): its
+ * presence makes the pool static, 0 included; limits.nodes goes with it. */
+Test(decode, v1_nodepool_with_replicas_is_static_with_its_count_and_node_limit)
+{
+	struct proto_nodepool np;
+
+	cr_assert_eq(static_pool(", \"replicas\":10, \"limits\":{\"nodes\":15}", &np), 0, "%s", dec.error);
+	cr_assert_eq(np.status, PROTO_NODEPOOL_OK, "%s", np.status_reason);
+	cr_assert(np.static_capacity);
+	cr_assert_eq(np.replicas, 10);
+	cr_assert_eq(res(np.limits, np.n_limits, "nodes"), 15);
+	cr_assert_eq(static_pool(", \"replicas\":0", &np), 0, "%s", dec.error);
+	cr_assert(np.static_capacity, "replicas 0 is a static pool of no node, not a dynamic one");
+	cr_assert_eq(np.replicas, 0);
+	cr_assert_eq(static_pool("", &np), 0, "%s", dec.error);
+	cr_assert_not(np.static_capacity);
+	cr_assert_eq(static_pool(", \"replicas\":null", &np), 0, "%s", dec.error);
+	cr_assert_not(np.static_capacity);
+}
+
+Test(decode, replicas_do_not_change_the_nodepool_hash)
+{
+	struct proto_nodepool a, b;
+
+	cr_assert_eq(static_pool(", \"replicas\":3", &a), 0, "%s", dec.error);
+	cr_assert_eq(static_pool(", \"replicas\":5", &b), 0, "%s", dec.error);
+	cr_assert_str_eq(a.nodepool_hash, b.nodepool_hash, "scaling a static pool drifts none of its nodes");
+}
+
+/* The CRD's CEL rules, which kanna-sim does not evaluate. */
+Test(decode, a_static_nodepool_the_crd_refuses_is_invalid_with_the_crd_message)
+{
+	struct proto_nodepool np;
+
+	cr_assert_eq(static_pool(", \"replicas\":2, \"weight\":10", &np), 0, "%s", dec.error);
+	cr_assert_eq(np.status, PROTO_NODEPOOL_INVALID);
+	cr_assert_str_eq(np.status_reason, "'weight' is not supported on static NodePools");
+	cr_assert_eq(static_pool(", \"replicas\":2, \"limits\":{\"nodes\":4,\"cpu\":100}", &np), 0, "%s",
+		     dec.error);
+	cr_assert_eq(np.status, PROTO_NODEPOOL_INVALID);
+	cr_assert_str_eq(np.status_reason, "only 'limits.nodes' is supported on static NodePools");
+	cr_assert_eq(static_pool(", \"replicas\":-1", &np), 0, "%s", dec.error);
+	cr_assert_eq(np.status, PROTO_NODEPOOL_INVALID);
+	cr_assert_str_eq(np.status_reason, "spec.replicas must be at least 0");
+	cr_assert_eq(static_pool(", \"limits\":{\"nodes\":4,\"cpu\":100}, \"weight\":10", &np), 0, "%s",
+		     dec.error);
+	cr_assert_eq(np.status, PROTO_NODEPOOL_OK, "a dynamic pool may have both");
+	cr_assert_eq(static_pool(", \"replicas\":\"ten\"", &np), -EINVAL);
+	cr_assert_str_eq(dec.error, "nodepool fixed: spec.replicas: expected an integer");
+}
