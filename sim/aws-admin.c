@@ -2,8 +2,10 @@
  * The admin endpoint of kanna-sim's AWS side (no SigV4: loopback only, for
  * tests, the demo report and operators):
  *   GET  /_sim/status     instances (launch/terminate times, cost accrued at
- *                         their launch price), totals, faults, the faults
- *                         injected so far by kind, the timeline
+ *                         their launch price, image, launch template),
+ *                         launch templates (image, user data), totals,
+ *                         faults, the faults injected so far by kind, the
+ *                         timeline
  *   GET  /_sim/faults     the current fault set
  *   POST /_sim/faults     replace the fault set (JSON, see aws-faults.c)
  *   POST /_sim/interrupt  {"instanceIds":[...], "kind": "spot-interruption" |
@@ -26,14 +28,30 @@ static json_t *instance_json(const struct aws_instance *i, uint64_t now)
 		json_object_set_new(tags, i->tags.v[k].key, json_string(i->tags.v[k].value));
 	format_iso8601(i->launch_ms, launch);
 	format_iso8601(i->terminate_ms, term);
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:f, s:f, s:o?}",
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:f, s:f, s:o?, s:s, s:s}",
 			 "instanceId", i->id, "instanceType", i->type->name,
 			 "region", i->region->name, "zone", i->zone->name,
 			 "capacityType", i->spot ? "spot" : "on-demand",
 			 "state", aws_instance_state_name(i->state), "launchTime", launch,
 			 "terminateTime", i->terminate_ms ? term : NULL,
 			 "pricePerHour", i->price, "costAccrued", aws_instance_cost(i, now),
-			 "tags", tags);
+			 "tags", tags, "imageId", i->image_id, "launchTemplateId", i->launch_template_id);
+}
+
+/* What each launch template holds: the image and user data (base64, as
+ * sent) a node launched from it boots with. */
+static json_t *templates_json(const struct sim_aws *aws)
+{
+	json_t *v = json_array();
+
+	for (size_t k = 0; v && k < aws->n_templates; k++) {
+		const struct aws_launch_template *lt = aws->templates[k];
+
+		json_array_append_new(v, json_pack("{s:s, s:s, s:s?, s:s?}", "launchTemplateId", lt->id,
+						   "launchTemplateName", lt->name, "imageId", lt->image_id,
+						   "userData", lt->user_data));
+	}
+	return v;
 }
 
 json_t *aws_status_json(struct sim_aws *aws)
@@ -59,7 +77,7 @@ json_t *aws_status_json(struct sim_aws *aws)
 							  "detail", aws->timeline[k].detail));
 	}
 	format_iso8601(now, t);
-	return json_pack("{s:s, s:s, s:s, s:o?, s:I, s:f, s:o?, s:I, s:o?, s:o?, s:I, s:I}",
+	return json_pack("{s:s, s:s, s:s, s:o?, s:I, s:f, s:o?, s:I, s:o?, s:o?, s:I, s:o?, s:I}",
 			 "time", t, "region", aws->region, "endpoint", aws->endpoint,
 			 "instances", instances, "activeInstances", (json_int_t)running,
 			 "totalCost", total, "timeline", timeline,
@@ -67,6 +85,7 @@ json_t *aws_status_json(struct sim_aws *aws)
 			 "faults", aws_faults_to_json(aws),
 			 "faultsInjected", aws_faults_injected_json(aws),
 			 "launchTemplates", (json_int_t)aws->n_templates,
+			 "templates", templates_json(aws),
 			 "interruptionQueueDepth", (json_int_t)aws->n_queue);
 }
 
