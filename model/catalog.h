@@ -165,6 +165,12 @@ unsigned catalog_ct_mask(const struct requirements *reqs, const struct strtab *s
  * types only when reqs name instance types or sizes explicitly (In).
  */
 void catalog_filter(const struct catalog *cat, const struct requirements *reqs, uint64_t *out);
+/* The same for a NodePool; windows: a Windows pool, whose types are
+ * windows with its build whatever the catalog (Linux's labels) says, so
+ * its os and windows-build requirements (met by its own) are not
+ * filtered on. */
+void catalog_filter_pool(const struct catalog *cat, const struct requirements *reqs, bool windows,
+			 uint64_t *out);
 /* Cheapest available offering of type t within the masks, or -1. */
 double catalog_type_price(const struct catalog *cat, uint32_t t, uint64_t zones, unsigned cts);
 
