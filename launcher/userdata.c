@@ -17,12 +17,17 @@
 #include "common/util.h"
 #include "common/yaml-json.h"
 #include "launcher/userdata.h"
+#include "model/kubelet.h"
 
 static const char *const family_names[] = {
 	[AMI_FAMILY_AL2] = "AL2",
 	[AMI_FAMILY_AL2023] = "AL2023",
 	[AMI_FAMILY_BOTTLEROCKET] = "Bottlerocket",
 	[AMI_FAMILY_CUSTOM] = "Custom",
+	[AMI_FAMILY_UBUNTU] = "Ubuntu",
+	[AMI_FAMILY_WINDOWS2019] = "Windows2019",
+	[AMI_FAMILY_WINDOWS2022] = "Windows2022",
+	[AMI_FAMILY_WINDOWS2025] = "Windows2025",
 };
 
 int ami_family_from_name(const char *name, enum ami_family *ret)
@@ -38,6 +43,16 @@ int ami_family_from_name(const char *name, enum ami_family *ret)
 const char *ami_family_name(enum ami_family f)
 {
 	return (size_t)f < ARRAY_SIZE(family_names) ? family_names[f] : "?";
+}
+
+bool ami_family_is_windows(enum ami_family f)
+{
+	return f == AMI_FAMILY_WINDOWS2019 || f == AMI_FAMILY_WINDOWS2022 || f == AMI_FAMILY_WINDOWS2025;
+}
+
+const char *ami_family_windows_build(enum ami_family f)
+{
+	return ami_family_is_windows(f) ? ami_family_windows_build_of(ami_family_name(f)) : NULL;
 }
 
 /* kubelet's --node-labels refuses keys in kubernetes.io and k8s.io other
@@ -275,6 +290,43 @@ static int render_al2(const struct userdata_options *o, char **ret, char why[USE
 		r = mime_write(&parts, ret);
 	mime_parts_clear(&parts);
 	return r;
+}
+
+/* Windows: Karpenter's <powershell> block (aws/karpenter-provider-aws
+ * pkg/providers/amifamily/bootstrap/windows.go): the user's script first,
+ * then Start-EKSBootstrap.ps1 with the kubelet flags AL2 would pass. */
+static int render_windows(const struct userdata_options *o, char **ret)
+{
+	_cleanup_free_ char *buf = NULL, *labels = NULL, *args = NULL;
+	size_t len = 0;
+	FILE *f;
+	int r;
+
+	r = node_labels_flag(o, &labels);
+	if (r >= 0)
+		r = al2_kubelet_args(o, labels, &args);
+	if (r < 0)
+		return r;
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return -ENOMEM;
+	fputs("<powershell>\n", f);
+	if (o->custom && *o->custom)
+		fprintf(f, "%s\n", o->custom);
+	fputs("[string]$EKSBootstrapScriptFile = \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"\n", f);
+	fprintf(f, "& $EKSBootstrapScriptFile -EKSClusterName '%s' -APIServerEndpoint '%s'", o->cluster_name,
+		o->cluster_endpoint);
+	if (o->cluster_ca)
+		fprintf(f, " -Base64ClusterCA '%s'", o->cluster_ca);
+	if (*args)
+		fprintf(f, " -KubeletExtraArgs '%s'", args);
+	if (o->cluster_dns)
+		fprintf(f, " -DNSClusterIP '%s'", o->cluster_dns);
+	fputs("\n</powershell>", f);
+	if (fclose(f) != 0)
+		return -ENOMEM;
+	*ret = TAKE_PTR(buf);
+	return 0;
 }
 
 /* ---- AL2023: nodeadm NodeConfig ---------------------------------------- */
@@ -550,7 +602,13 @@ int userdata_render(const struct userdata_options *o, char **ret, char why[USERD
 	}
 	switch (o->family) {
 	case AMI_FAMILY_AL2:
+	case AMI_FAMILY_UBUNTU:
 		r = render_al2(o, &out, why);
+		break;
+	case AMI_FAMILY_WINDOWS2019:
+	case AMI_FAMILY_WINDOWS2022:
+	case AMI_FAMILY_WINDOWS2025:
+		r = render_windows(o, &out);
 		break;
 	case AMI_FAMILY_AL2023:
 		r = render_al2023(o, &out, why);
