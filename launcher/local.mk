@@ -126,6 +126,10 @@ EXTRA_DIST += tests/e2e/nodeclass-readiness.sh
 # naming it, no NodeClaim; associatePublicIPAddress launches.
 TESTS += tests/e2e/nodeclass-unsupported.sh
 EXTRA_DIST += tests/e2e/nodeclass-unsupported.sh
+# A Windows2022 class boots its Windows AMI with the PowerShell bootstrap;
+# a g5 GPU pod gets the AL2023 nvidia variant (checked in the sim's records).
+TESTS += tests/e2e/nodeclass-families.sh
+EXTRA_DIST += tests/e2e/nodeclass-families.sh
 
 # ./quickstart bench launcher
 BENCH_PROGS += bench/bench-launcher
