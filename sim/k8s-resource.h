@@ -40,6 +40,10 @@ struct k8s_registry {
 	struct k8s_resource *resources;
 	size_t n_resources;
 	json_t *crds; /* CustomResourceDefinition objects, name → object */
+	/* The config's crd-enums: false — custom resources are not checked
+	 * against their schema's enums, as under CRDs of an older release
+	 * that had none (how tests hand kanna values today's CRDs refuse). */
+	bool crd_enums_unchecked;
 };
 
 struct k8s_registry *k8s_registry_new(void);

@@ -22,9 +22,10 @@ int k8s_store_finish_delete(struct k8s_store *store, struct k8s_resource *res,
 /* "pods" or "deployments.apps", as in real error messages. */
 const char *k8s_resource_qualified(const struct k8s_resource *res);
 /* k8s-validate.c: 0, or -EINVAL with upstream's 422 Invalid in err; old
- * is the stored object on an update, NULL on create. */
-int k8s_validate(const struct k8s_resource *res, const char *name, const json_t *obj,
-		 const json_t *old, struct k8s_error *err);
+ * is the stored object on an update, NULL on create; reg: for a custom
+ * resource's CRD schema. */
+int k8s_validate(const struct k8s_registry *reg, const struct k8s_resource *res, const char *name,
+		 const json_t *obj, const json_t *old, struct k8s_error *err);
 /* k8s-rbac.c: appends the RBAC kinds' field errors to causes (0 or -ENOMEM). */
 int k8s_rbac_validate(const struct k8s_resource *res, const json_t *obj, const json_t *old,
 		      json_t *causes);

@@ -8,8 +8,10 @@
  * mount at distinct paths (ValidateVolumeMounts); a workload's selector
  * must select its own pod template (ValidatePodTemplateSpecForReplicaSet);
  * a service-account-token Secret must name its ServiceAccount (ValidateSecret);
- * and the RBAC kinds' structural checks (k8s-rbac.c). Called by
- * k8s-write.c on create and on every spec write.
+ * the RBAC kinds' structural checks (k8s-rbac.c); and a custom resource's
+ * values against the enums of its CRD version's openAPIV3Schema (structural
+ * schema validation: karpenter.k8s.aws/v1 refuses amiFamily Ubuntu, which
+ * v1beta1 allows). Called by k8s-write.c on create and on every spec write.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -264,17 +266,90 @@ static void check_template_selected(struct field_errors *fe, const json_t *obj)
 	field_error(fe, "FieldValueInvalid", "spec.template.metadata.labels", message);
 }
 
-int k8s_validate(const struct k8s_resource *res, const char *name, const json_t *obj,
-		 const json_t *old, struct k8s_error *err)
+/* The openAPIV3Schema of res's version in its CRD, or NULL. */
+static const json_t *crd_schema(const struct k8s_registry *reg, const struct k8s_resource *res)
+{
+	char crd_name[512];
+	const json_t *v;
+	size_t i;
+
+	snprintf(crd_name, sizeof(crd_name), "%s.%s", res->plural, res->group);
+	json_array_foreach(json_object_get(json_object_get(json_object_get(reg->crds, crd_name), "spec"),
+					   "versions"), i, v)
+		if (streq_ptr(json_string_value(json_object_get(v, "name")), res->version))
+			return json_object_get(json_object_get(v, "schema"), "openAPIV3Schema");
+	return NULL;
+}
+
+/* field.NotSupported for every value outside its schema's enum, as
+ * apiextensions' validator reports it: `spec.amiFamily: Unsupported value:
+ * "Ubuntu": supported values: "AL2", "AL2023", …`. */
+static void check_enums(struct field_errors *fe, const json_t *schema, const json_t *v, char *path,
+			size_t size)
+{
+	const json_t *en = json_object_get(schema, "enum"), *e, *child;
+	size_t len = strlen(path), i;
+	const char *key;
+	bool listed = false;
+
+	if (json_is_array(en) && json_array_size(en)) {
+		json_array_foreach(en, i, e)
+			listed |= json_equal(e, v);
+		if (!listed) {
+			char msg[1024];
+			char *shown = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+
+			snprintf(msg, sizeof(msg), "Unsupported value: %s: supported values: ", shown ?: "?");
+			free(shown);
+			json_array_foreach(en, i, e) {
+				char *s = json_dumps(e, JSON_ENCODE_ANY | JSON_COMPACT);
+
+				snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), "%s%s", i ? ", " : "", s ?: "?");
+				free(s);
+			}
+			field_error(fe, "FieldValueNotSupported", path, msg);
+		}
+	}
+	if (json_is_object(v) && json_is_object(json_object_get(schema, "properties")))
+		json_object_foreach((json_t *)v, key, child) {
+			const json_t *sub = json_object_get(json_object_get(schema, "properties"), key);
+
+			if (!sub || (len == 0 && streq(key, "metadata")))
+				continue;
+			snprintf(path + len, size - len, "%s%s", len ? "." : "", key);
+			check_enums(fe, sub, child, path, size);
+			path[len] = '\0';
+		}
+	else if (json_is_array(v) && json_is_object(json_object_get(schema, "items")))
+		json_array_foreach(v, i, child) {
+			snprintf(path + len, size - len, "[%zu]", i);
+			check_enums(fe, json_object_get(schema, "items"), child, path, size);
+			path[len] = '\0';
+		}
+}
+
+int k8s_validate(const struct k8s_registry *reg, const struct k8s_resource *res, const char *name,
+		 const json_t *obj, const json_t *old, struct k8s_error *err)
 {
 	struct field_errors fe = { 0 };
+	const json_t *schema = res->custom && reg && !reg->crd_enums_unchecked ? crd_schema(reg, res)
+										 : NULL;
 	size_t n;
 
+	if (schema) {
+		char path[512] = "";
+
+		fe.causes = json_array();
+		if (!fe.causes)
+			return -ENOMEM;
+		check_enums(&fe, schema, obj, path, sizeof(path));
+	}
 	if (streq(res->group, "rbac.authorization.k8s.io")) {
 		const json_t *c;
 		size_t i;
 
-		fe.causes = json_array();
+		if (!fe.causes)
+			fe.causes = json_array();
 		if (!fe.causes || k8s_rbac_validate(res, obj, old, fe.causes) < 0) {
 			json_decref(fe.causes);
 			return -ENOMEM;
@@ -288,7 +363,8 @@ int k8s_validate(const struct k8s_resource *res, const char *name, const json_t 
 		}
 	}
 	if (streq(res->group, "") && streq(res->kind, "Secret")) {
-		fe.causes = json_array();
+		if (!fe.causes)
+			fe.causes = json_array();
 		if (!fe.causes)
 			return -ENOMEM;
 		check_secret(&fe, obj);
@@ -296,7 +372,8 @@ int k8s_validate(const struct k8s_resource *res, const char *name, const json_t 
 	for (size_t i = 0; i < ARRAY_SIZE(pod_specs); i++) {
 		if (!streq(res->group, pod_specs[i].group) || !streq(res->kind, pod_specs[i].kind))
 			continue;
-		fe.causes = json_array();
+		if (!fe.causes)
+			fe.causes = json_array();
 		if (!fe.causes)
 			return -ENOMEM;
 		if (streq(res->group, "apps"))

@@ -257,7 +257,7 @@ int k8s_store_create_opts(struct k8s_store *store, const struct k8s_resource *cr
 	if (r < 0)
 		goto out;
 	name = json_string_value(json_object_get(meta, "name"));
-	r = k8s_validate(res, name, obj, NULL, err);
+	r = k8s_validate(store->reg, res, name, obj, NULL, err);
 	if (r < 0)
 		goto out;
 	k8s_store_lock(store);
@@ -463,7 +463,7 @@ static int store_write(struct k8s_store *store, struct k8s_resource *res,
 		r = -EINVAL;
 		goto out;
 	}
-	if (mode != K8S_WRITE_STATUS && (r = k8s_validate(res, old->name, next, cur, err)) < 0)
+	if (mode != K8S_WRITE_STATUS && (r = k8s_validate(store->reg, res, old->name, next, cur, err)) < 0)
 		goto out;
 	meta = json_object_get(next, "metadata");
 	json_object_set_new(meta, "resourceVersion", json_string(rvbuf));

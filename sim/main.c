@@ -38,6 +38,7 @@ struct sim_options {
 	size_t watch_window;
 	unsigned kubelet_boot_ms;
 	unsigned pod_gc_quarantine_ms;
+	bool crd_enums_unchecked;
 	const char *cluster_name;
 	const char *region;
 	char *aws_faults; /* JSON */
@@ -86,8 +87,8 @@ static int parse_port(const char *s, uint16_t *ret)
 	return 0;
 }
 
-/* The YAML config: watch-window-events, kubelet-boot-ms, pod-gc-quarantine-ms, cluster-name,
- * region, aws-faults, k8s-faults. */
+/* The YAML config: watch-window-events, kubelet-boot-ms, pod-gc-quarantine-ms, crd-enums,
+ * cluster-name, region, aws-faults, k8s-faults. */
 static int load_config(struct sim_options *o)
 {
 	struct yaml_docs *docs = NULL;
@@ -113,6 +114,8 @@ static int load_config(struct sim_options *o)
 		else if (streq(key, "pod-gc-quarantine-ms") && json_is_integer(v) &&
 			 json_integer_value(v) >= 0 && json_integer_value(v) <= 3600000)
 			o->pod_gc_quarantine_ms = (unsigned)json_integer_value(v);
+		else if (streq(key, "crd-enums") && json_is_boolean(v))
+			o->crd_enums_unchecked = !json_is_true(v);
 		else if (streq(key, "cluster-name") && json_is_string(v))
 			o->cluster_name = json_string_value(v);
 		else if (streq(key, "region") && json_is_string(v))
@@ -300,6 +303,7 @@ static int start_k8s(struct sim *sim)
 	r = k8s_registry_load_crds(sim->reg, dir);
 	if (r < 0)
 		return r;
+	sim->reg->crd_enums_unchecked = sim->opt.crd_enums_unchecked;
 	r = k8s_store_new(sim->reg, sim->opt.watch_window, &sim->store);
 	if (r >= 0)
 		r = k8s_store_seed(sim->store);

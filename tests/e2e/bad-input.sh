@@ -77,7 +77,8 @@ pod_of() { # APP: its first pod's name
 }
 
 e2e_init
-printf 'kubelet-boot-ms: 1000\n' >"$tmp/sim.yaml"
+# crd-enums false: bad operators must reach kanna, as under CRDs without the enum
+printf 'kubelet-boot-ms: 1000\ncrd-enums: false\n' >"$tmp/sim.yaml"
 start_sim --config "$tmp/sim.yaml"
 start_daemons
 start_reaper

@@ -6,7 +6,9 @@
 #    data is the <powershell> Start-EKSBootstrap.ps1 block, and the Node is
 #    kubernetes.io/os windows with build 10.0.20348;
 #  - a pod asking for nvidia.com/gpu on a g5 NodePool of an al2023@latest
-#    class boots the AL2023 nvidia variant, not the standard image.
+#    class boots the AL2023 nvidia variant, not the standard image;
+#  - amiFamily Ubuntu is refused by the karpenter.k8s.aws/v1 CRD's enum
+#    (v1 dropped it) and accepted in v1beta1.
 set -eu
 BUILDDIR=${KANNA_BUILDDIR:-$(pwd)}
 SRCDIR=${KANNA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -110,5 +112,25 @@ g5.*) ok "on a g5" ;;
 *) fail "the GPU pod is on $(node_label gpu node.kubernetes.io/instance-type)" ;;
 esac
 echo "$out" | grep -q "application/node.eks.aws" || fail "the nvidia variant's user data is not nodeadm's"
+
+# --- Ubuntu: v1beta1 only ----------------------------------------------------------------------
+ubuntu() { # API-VERSION
+	kubectl apply -f - 2>&1 <<YAML
+apiVersion: karpenter.k8s.aws/$1
+kind: EC2NodeClass
+metadata: {name: ubuntu}
+spec:
+  amiFamily: Ubuntu
+  role: KarpenterNodeRole-kanna
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: kanna}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: kanna}}]
+YAML
+}
+out=$(ubuntu v1) && fail "a v1 EC2NodeClass with amiFamily Ubuntu was accepted: $out"
+echo "$out" | grep -q 'spec.amiFamily: Unsupported value: "Ubuntu": supported values: "AL2", ' ||
+	fail "the v1 refusal does not say why: $out"
+ok "v1 refuses amiFamily Ubuntu"
+out=$(ubuntu v1beta1) || fail "v1beta1 refused amiFamily Ubuntu: $out"
+ok "v1beta1 takes amiFamily Ubuntu"
 expect_one_instance_per_nodeclaim "at the end"
 echo "PASS"

@@ -20,8 +20,11 @@ export KUBECACHEDIR="$tmp/kubecache" # discovery changes below: keep kubectl's c
 # The comparisons below take the API at one moment and the replica later:
 # the sim's pod garbage collector (the churn leaves pods of deleted nodes)
 # would change the API in between, so it waits an hour here.
+# crd-enums false: the undecodable NodePool below (operator Near) must reach
+# the watcher, as it would under CRDs without the operator enum.
 cat >"$tmp/sim.yaml" <<'YAML'
 pod-gc-quarantine-ms: 3600000
+crd-enums: false
 k8s-faults:
   unservedVersions: [karpenter.sh/v1alpha5, karpenter.k8s.aws/v1]
 YAML
