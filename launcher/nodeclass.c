@@ -789,6 +789,9 @@ static void start_amis(struct nodeclass_resolver *r, struct nc_entry *e)
 			if (!t)
 				alias = family_alias;
 			k = nc_alias_ssm_params(&alias, r->k8s_version, params);
+			if (k < 0)
+				set_why(e, NC_COND_AMIS, false, "Failed to name the SSM parameters of %s: %s",
+					t ? t->alias : ami_family_name(alias.family), strerror(-k));
 			for (int p = 0; p < k; p++)
 				if (call_ssm(r, e, params[p].name, params[p].variants) >= 0)
 					ssm_phase = true;

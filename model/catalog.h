@@ -152,6 +152,10 @@ void catalog_capacity(int64_t vcpus, int64_t memory_mib, int64_t max_pods,
  * price × multiplier (1.0 us-east-1/us-west-2 and unknown regions, 1.1
  * eu-west-1, 1.2 ap-northeast-1); spot = on-demand × (0.3 + 0.4 ×
  * (hash_fnv1a64(type + zone) mod 1000) / 1000).
+ * Windows offerings get the same (Linux) price: the catalog has no Windows
+ * prices (data/README.md), and Karpenter itself prices every offering from
+ * Linux's (aws/karpenter-provider-aws pkg/providers/pricing/pricing.go asks
+ * the Pricing API for operatingSystem Linux only).
  */
 double offering_price(double od_us_east_1, const char *type, const char *zone,
 		      const char *region, bool spot);
