@@ -57,7 +57,8 @@ EXTRA_DIST += tests/fuzz/corpus/describe_instances/two-instances.xml \
 # EC2NodeClass resolution: user data per AMI family, selector terms, AMIs,
 # instance profile, launch templates and the EC2NodeClass status.
 libkanna_launcher_a_SOURCES += launcher/catalog.h launcher/nodeclass.h \
-	launcher/userdata.h launcher/userdata.c launcher/userdata-mime.c launcher/userdata-toml.c
+	launcher/userdata.h launcher/userdata.c launcher/userdata-mime.c launcher/userdata-toml.c \
+	launcher/userdata-windows.c
 libkanna_launcher_a_SOURCES += launcher/nodeclass-ec2.h launcher/nodeclass-ec2.c \
 	launcher/nodeclass-template.c launcher/nodeclass-status.c \
 	launcher/nodeclass-internal.h launcher/nodeclass.c launcher/nodeclass-launch.c

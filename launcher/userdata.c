@@ -147,7 +147,7 @@ static int cmp_kv(const void *a, const void *b)
 }
 
 /* --node-labels="a=b,c=d" (sorted, kubelet-settable only), or "" if none. */
-static int node_labels_flag(const struct userdata_options *o, char **ret)
+int userdata_node_labels_flag(const struct userdata_options *o, char **ret)
 {
 	_cleanup_free_ struct proto_kv *v = calloc(o->n_labels + 1, sizeof(*v));
 	_cleanup_free_ char *buf = NULL;
@@ -195,7 +195,7 @@ static void put_map_flag(FILE *f, const char *flag, const struct proto_resource 
 }
 
 /* The kubelet flags of bootstrap.sh's --kubelet-extra-args, "" if none. */
-static int al2_kubelet_args(const struct userdata_options *o, const char *labels, char **ret)
+int userdata_kubelet_args(const struct userdata_options *o, const char *labels, char **ret)
 {
 	const struct proto_kubelet *k = o->kubelet;
 	_cleanup_free_ char *buf = NULL;
@@ -234,9 +234,9 @@ static int al2_script(const struct userdata_options *o, char **ret)
 	FILE *f;
 	int r;
 
-	r = node_labels_flag(o, &labels);
+	r = userdata_node_labels_flag(o, &labels);
 	if (r >= 0)
-		r = al2_kubelet_args(o, labels, &args);
+		r = userdata_kubelet_args(o, labels, &args);
 	if (r < 0)
 		return r;
 	f = open_memstream(&buf, &len);
@@ -290,43 +290,6 @@ static int render_al2(const struct userdata_options *o, char **ret, char why[USE
 		r = mime_write(&parts, ret);
 	mime_parts_clear(&parts);
 	return r;
-}
-
-/* Windows: Karpenter's <powershell> block (aws/karpenter-provider-aws
- * pkg/providers/amifamily/bootstrap/windows.go): the user's script first,
- * then Start-EKSBootstrap.ps1 with the kubelet flags AL2 would pass. */
-static int render_windows(const struct userdata_options *o, char **ret)
-{
-	_cleanup_free_ char *buf = NULL, *labels = NULL, *args = NULL;
-	size_t len = 0;
-	FILE *f;
-	int r;
-
-	r = node_labels_flag(o, &labels);
-	if (r >= 0)
-		r = al2_kubelet_args(o, labels, &args);
-	if (r < 0)
-		return r;
-	f = open_memstream(&buf, &len);
-	if (!f)
-		return -ENOMEM;
-	fputs("<powershell>\n", f);
-	if (o->custom && *o->custom)
-		fprintf(f, "%s\n", o->custom);
-	fputs("[string]$EKSBootstrapScriptFile = \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"\n", f);
-	fprintf(f, "& $EKSBootstrapScriptFile -EKSClusterName '%s' -APIServerEndpoint '%s'", o->cluster_name,
-		o->cluster_endpoint);
-	if (o->cluster_ca)
-		fprintf(f, " -Base64ClusterCA '%s'", o->cluster_ca);
-	if (*args)
-		fprintf(f, " -KubeletExtraArgs '%s'", args);
-	if (o->cluster_dns)
-		fprintf(f, " -DNSClusterIP '%s'", o->cluster_dns);
-	fputs("\n</powershell>", f);
-	if (fclose(f) != 0)
-		return -ENOMEM;
-	*ret = TAKE_PTR(buf);
-	return 0;
 }
 
 /* ---- AL2023: nodeadm NodeConfig ---------------------------------------- */
@@ -558,7 +521,7 @@ static int render_al2023(const struct userdata_options *o, char **ret, char why[
 	FILE *f;
 	int r;
 
-	r = node_labels_flag(o, &labels);
+	r = userdata_node_labels_flag(o, &labels);
 	if (r < 0)
 		return r;
 	doc = nodeconfig_json(o, labels);
@@ -608,7 +571,7 @@ int userdata_render(const struct userdata_options *o, char **ret, char why[USERD
 	case AMI_FAMILY_WINDOWS2019:
 	case AMI_FAMILY_WINDOWS2022:
 	case AMI_FAMILY_WINDOWS2025:
-		r = render_windows(o, &out);
+		r = windows_render(o, &out);
 		break;
 	case AMI_FAMILY_AL2023:
 		r = render_al2023(o, &out, why);

@@ -113,6 +113,14 @@ int mime_parts_add(struct mime_parts *p, const char *headers, const char *conten
 /* Writes the multipart document with boundary USERDATA_BOUNDARY. */
 int mime_write(const struct mime_parts *p, char **ret);
 
+/* --node-labels="a=b,c=d" (sorted, kubelet-settable only), or "" if none. */
+int userdata_node_labels_flag(const struct userdata_options *o, char **ret);
+/* The kubelet flags of AL2's --kubelet-extra-args and Windows'
+ * -KubeletExtraArgs: labels, taints, max-pods, reserved, eviction; "" if none. */
+int userdata_kubelet_args(const struct userdata_options *o, const char *labels, char **ret);
+/* Windows: the user's script and Start-EKSBootstrap.ps1 in <powershell>. */
+int windows_render(const struct userdata_options *o, char **ret);
+
 /* Bottlerocket: merges kanna's [settings.kubernetes] into the user's TOML. */
 int bottlerocket_merge(const struct userdata_options *o, const char *user_toml, char **ret,
 		       char why[USERDATA_WHY_MAX]);
