@@ -45,7 +45,8 @@ struct checker {
 	struct requirements pool, claim, both;
 	struct requirements amis[PROTO_MAX_RESOLVED];
 	uint32_t n_amis;
-	uint64_t filtered[SCHED_MAX_TYPE_WORDS]; /* catalog_filter(both) */
+	uint32_t windows_build; /* a Windows AMI family's (os fixed); STR_NONE: Linux */
+	uint64_t filtered[SCHED_MAX_TYPE_WORDS]; /* catalog_filter_pool(both) */
 	uint64_t zones, subnet_zones;            /* over catalog zones */
 	unsigned cts;
 	bool check_subnets;
@@ -197,7 +198,8 @@ static bool type_refused(struct checker *k, uint32_t t, char *why, size_t size)
 		const struct requirement *req = &k->both.v[i];
 		uint32_t v;
 
-		if (!type_label_key(req->key))
+		/* a Windows family's os is its own, not the catalog's Linux */
+		if (!type_label_key(req->key) || (req->key == K_OS && k->windows_build != STR_NONE))
 			continue;
 		v = labels_get(it->labels, it->n_labels, req->key);
 		if (requirement_allows(req, &k->c->st, v))
@@ -227,7 +229,12 @@ static bool type_has_ami(struct checker *k, uint32_t t)
 		bool fits = true;
 
 		for (uint32_t i = 0; i < k->amis[a].n && fits; i++) {
-			uint32_t v = labels_get(it->labels, it->n_labels, k->amis[a].v[i].key);
+			uint32_t key = k->amis[a].v[i].key;
+			uint32_t v = labels_get(it->labels, it->n_labels, key);
+
+			/* a Windows family's os is its own, not the catalog's */
+			if (k->windows_build != STR_NONE && (key == K_OS || key == K_WINDOWS_BUILD))
+				continue;
 			fits = v == STR_NONE || requirement_allows(&k->amis[a].v[i], &k->c->st, v);
 		}
 		if (fits)
@@ -387,6 +394,8 @@ static int check(struct checker *k, char *why, size_t size)
 			snprintf(why, size, "NodePool %s's requirements cannot be read", np->name);
 		return r;
 	}
+	if ((r = nodeclass_os_requirements(k->c, k->in->nodeclass, &k->pool, &k->windows_build)) < 0)
+		return r;
 	r = cluster_requirements_from_proto(k->c, &k->claim, k->p->requirements, k->p->n_requirements);
 	if (r == -EINVAL)
 		snprintf(why, size, "its requirements cannot be read (Gt/Lt need one integer)");
@@ -395,7 +404,7 @@ static int check(struct checker *k, char *why, size_t size)
 	    (r = claim_within_pool(k, why, size)) < 0 || (r = load_candidates(k, why, size)) < 0 ||
 	    (r = load_nodeclass(k)) < 0)
 		return r;
-	catalog_filter(&k->c->cat, &k->both, k->filtered);
+	catalog_filter_pool(&k->c->cat, &k->both, k->windows_build != STR_NONE, k->filtered);
 	k->zones = catalog_zone_mask(&k->c->cat, &k->both);
 	k->cts = catalog_ct_mask(&k->both, &k->c->st);
 	for (uint32_t i = 0; i < n_candidates; i++)
@@ -420,7 +429,7 @@ int admit_requirements(const struct admit_requirements_input *in, struct proto_p
 	*ret = (struct admit_requirements_result){ 0 };
 	if (!k)
 		return -ENOMEM;
-	*k = (struct checker){ .in = in, .p = p, .res = ret };
+	*k = (struct checker){ .in = in, .p = p, .res = ret, .windows_build = STR_NONE };
 	r = check(k, why, size);
 	checker_done(k);
 	free(k);

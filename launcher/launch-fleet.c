@@ -128,7 +128,7 @@ void launch_fleet_call(struct launch *la, struct fleet_call *fc, bool per_claim)
 
 	*fc = (struct fleet_call){ 0 };
 	fc->in = (struct fleet_input){ .client_token = fc->token, .planned = la->planned,
-				       .arches = fc->arches, .configs = fc->configs, .arch_of = launch_type_arch,
+				       .arches = fc->arches, .configs = fc->configs, .arch_of = launch_type_group,
 				       .unavailable = launch_offering_is_unavailable, .userdata = l,
 				       .tags = fc->tags };
 	for (unsigned i = 0; i < la->n_arches; i++)

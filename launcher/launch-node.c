@@ -42,6 +42,7 @@ static void launched_instance_of(const struct launch *la, struct launched_instan
 		.type = launcher_catalog_find(la->l->catalog, la->launched.instance_type),
 		/* What the node holds under these, as the scheduler planned it. */
 		.kubelet = kubelet_of(ce ? ce->obj.nodeclass : NULL, pe ? pe->obj.nodepool : NULL),
+		.windows_build = nodeclass_windows_build(ce ? ce->obj.nodeclass : NULL),
 	};
 }
 

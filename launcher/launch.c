@@ -352,15 +352,42 @@ static void launch_create_claim(struct launch *la)
 
 /* ---- resolve the EC2NodeClass ------------------------------------------- */
 
-const char *launch_type_arch(const char *type, void *userdata)
+const char *launch_type_group(const char *type, void *userdata)
 {
+	static const char *const groups[][3] = {
+		{ "amd64", "amd64/nvidia", "amd64/neuron" },
+		{ "arm64", "arm64/nvidia", "arm64/neuron" },
+	};
 	struct launcher *l = userdata;
 	const struct proto_instance_type *it = launcher_catalog_find(l->catalog, type);
+	const char *arch = NULL;
+	unsigned variant = 0;
 
-	for (uint32_t i = 0; it && i < it->n_labels; i++)
-		if (streq(it->labels[i].key, "kubernetes.io/arch"))
-			return it->labels[i].value;
-	return NULL;
+	for (uint32_t i = 0; it && i < it->n_labels; i++) {
+		const char *k = it->labels[i].key;
+
+		if (streq(k, "kubernetes.io/arch"))
+			arch = it->labels[i].value;
+		/* aws/karpenter-provider-aws pkg/providers/amifamily/types.go:
+		 * nvidia where instance-gpu-count exists, neuron where
+		 * instance-accelerator-count does */
+		else if (streq(k, "karpenter.k8s.aws/instance-gpu-count"))
+			variant = 1;
+		else if (streq(k, "karpenter.k8s.aws/instance-accelerator-count") && !variant)
+			variant = 2;
+	}
+	if (streq_ptr(arch, "amd64") || streq_ptr(arch, "arm64"))
+		return groups[streq(arch, "arm64")][variant];
+	return arch;
+}
+
+/* "arm64/nvidia" → arch "arm64", variant "nvidia" (NULL: standard). */
+static void launch_group_split(const char *group, char *arch, size_t size, const char **variant)
+{
+	const char *slash = strchr(group, '/');
+
+	snprintf(arch, size, "%.*s", slash ? (int)(slash - group) : (int)strlen(group), group);
+	*variant = slash ? slash + 1 : NULL;
 }
 
 static int launch_config_copy(struct launch_config *dst, const struct launch_config *src)
@@ -463,17 +490,17 @@ static void launch_resolve(struct launch *la)
 		launch_retry_later(la, "resolve the EC2NodeClass", why);
 		return;
 	}
-	/* The architectures the candidates span, in candidate order. */
+	/* The launch groups the candidates span, in candidate order. */
 	for (unsigned i = 0; i < la->n_arches; i++)
 		launch_arch_clear(&la->arches[i]);
 	la->n_arches = 0;
 	for (uint32_t t = 0; t < la->planned->n_instance_types; t++) {
-		const char *arch = launch_type_arch(la->planned->instance_types[t].name, la->l) ?: "amd64";
+		const char *arch = launch_type_group(la->planned->instance_types[t].name, la->l) ?: "amd64";
 		bool seen = false;
 
 		for (unsigned i = 0; i < la->n_arches; i++)
 			seen |= streq(la->arches[i].arch, arch);
-		if (!seen && la->n_arches < LAUNCH_MAX_ARCHES)
+		if (!seen && la->n_arches < LAUNCH_MAX_GROUPS)
 			snprintf(la->arches[la->n_arches++].arch, sizeof(la->arches[0].arch), "%s", arch);
 	}
 	if (la->n_arches == 0) {
@@ -486,10 +513,13 @@ static void launch_resolve(struct launch *la)
 	/* done() may run before nodeclass_launch_config() returns and, for
 	 * the last architecture, free la: touch only locals after it. */
 	for (unsigned i = 0; i < n; i++) {
-		struct launch_config_request req = { ce->obj.nodeclass, pe->obj.nodepool, la->arches[i].arch };
+		struct launch_config_request req = { ce->obj.nodeclass, pe->obj.nodepool, NULL, NULL };
 		struct resolve_ctx *ctx = malloc(sizeof(*ctx));
+		char arch[16];
 		int r;
 
+		launch_group_split(la->arches[i].arch, arch, sizeof(arch), &req.variant);
+		req.arch = arch;
 		if (!ctx) {
 			la->arches[i].error = -ENOMEM;
 			if (--la->n_resolving == 0)

@@ -43,8 +43,9 @@ struct sock;
 struct sock_ctx;
 struct state_store;
 
-/* Architectures a NodeClaim's candidates may span (one launch template each). */
-#define LAUNCH_MAX_ARCHES 2
+/* Launch groups a NodeClaim's candidates may span, one launch template
+ * each: 2 architectures × 3 AMI variants (standard, nvidia, neuron). */
+#define LAUNCH_MAX_GROUPS 6
 
 enum launch_step {
 	STEP_QUEUED,
@@ -60,7 +61,7 @@ enum launch_step {
 };
 
 struct launch_arch {
-	char arch[16];
+	char arch[16]; /* the launch group: "amd64", "arm64/nvidia" (launch_type_group) */
 	struct launch_config cfg; /* deep copy; cfg.launch_template_name NULL until resolved */
 	int error;
 	char *why;
@@ -88,7 +89,7 @@ struct launch {
 	uint64_t t_mark;       /* start of our current stretch of work */
 	uint64_t busy_usec;    /* our own processing time before CreateFleet */
 	uint64_t deadline;     /* monotonic µs: give up (delete the NodeClaim) */
-	struct launch_arch arches[LAUNCH_MAX_ARCHES];
+	struct launch_arch arches[LAUNCH_MAX_GROUPS];
 	unsigned n_arches, n_resolving;
 	fleet_launched launched;
 	char fleet_batch[FLEET_CLIENT_TOKEN_MAX + 1]; /* token of its batched CreateFleet, or "" */
@@ -191,8 +192,8 @@ void launcher_pump(struct launcher *l);
 #define FLEET_CALL_MAX_TAGS 72
 struct fleet_call {
 	struct fleet_input in;
-	const char *arches[LAUNCH_MAX_ARCHES];
-	struct launch_config configs[LAUNCH_MAX_ARCHES];
+	const char *arches[LAUNCH_MAX_GROUPS];
+	struct launch_config configs[LAUNCH_MAX_GROUPS];
 	struct fleet_tag tags[FLEET_CALL_MAX_TAGS];
 	char cluster_tag[300];
 	char token[FLEET_CLIENT_TOKEN_MAX + 1];
@@ -225,7 +226,10 @@ void launch_resume(struct launch *la);
 void launch_give_up(struct launch *la, enum proto_launch_outcome outcome, const char *why);
 void launch_retry_later(struct launch *la, const char *what, const char *why);
 int launch_adopt_instance(struct launch *la, const struct ec2_instance *e);
-const char *launch_type_arch(const char *type, void *userdata);
+/* The launch group of a catalog type: its architecture, "/nvidia" when it
+ * has GPUs, "/neuron" when it has accelerators (the AMI variant it boots;
+ * Karpenter's launch templates are per AMI); NULL for an unknown type. */
+const char *launch_type_group(const char *type, void *userdata);
 bool launch_offering_is_unavailable(const char *type, const char *zone, uint8_t ct, void *userdata);
 /* per_claim: with the karpenter.sh/nodeclaim and Name tags (one instance). */
 void launch_fleet_call(struct launch *la, struct fleet_call *fc, bool per_claim);

@@ -57,7 +57,8 @@ EXTRA_DIST += tests/fuzz/corpus/describe_instances/two-instances.xml \
 # EC2NodeClass resolution: user data per AMI family, selector terms, AMIs,
 # instance profile, launch templates and the EC2NodeClass status.
 libkanna_launcher_a_SOURCES += launcher/catalog.h launcher/nodeclass.h \
-	launcher/userdata.h launcher/userdata.c launcher/userdata-mime.c launcher/userdata-toml.c
+	launcher/userdata.h launcher/userdata.c launcher/userdata-mime.c launcher/userdata-toml.c \
+	launcher/userdata-windows.c
 libkanna_launcher_a_SOURCES += launcher/nodeclass-ec2.h launcher/nodeclass-ec2.c \
 	launcher/nodeclass-template.c launcher/nodeclass-status.c \
 	launcher/nodeclass-internal.h launcher/nodeclass.c launcher/nodeclass-launch.c
@@ -127,6 +128,10 @@ EXTRA_DIST += tests/e2e/nodeclass-readiness.sh
 # naming it, no NodeClaim; associatePublicIPAddress launches.
 TESTS += tests/e2e/nodeclass-unsupported.sh
 EXTRA_DIST += tests/e2e/nodeclass-unsupported.sh
+# A Windows2022 class boots its Windows AMI with the PowerShell bootstrap;
+# a g5 GPU pod gets the AL2023 nvidia variant (checked in the sim's records).
+TESTS += tests/e2e/nodeclass-families.sh
+EXTRA_DIST += tests/e2e/nodeclass-families.sh
 
 # ./quickstart bench launcher
 BENCH_PROGS += bench/bench-launcher

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,7 +210,7 @@ int nc_images_read(const struct aws_xml_node *root, struct nc_image *out, size_t
 
 		if (!id || !*id)
 			return -EBADMSG;
-		/* Windows, i386 and pending or deprecated-away images never launch a node. */
+		/* i386 and pending or deprecated-away images never launch a node. */
 		if (!arch || (!streq(arch, "x86_64") && !streq(arch, "arm64")) ||
 		    (state && !streq(state, "available")))
 			continue;
@@ -235,7 +236,7 @@ size_t nc_images_newest_per_arch(struct nc_image *v, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		size_t k;
 
-		for (k = 0; k < out && !streq(v[k].arch, v[i].arch); k++)
+		for (k = 0; k < out && !(streq(v[k].arch, v[i].arch) && v[k].variants == v[i].variants); k++)
 			;
 		if (k == out)
 			v[out++] = v[i];
@@ -247,6 +248,46 @@ size_t nc_images_newest_per_arch(struct nc_image *v, size_t n)
 	return out;
 }
 
+const struct nc_image *nc_image_for(const struct nc_image *v, size_t n, const char *arch,
+				    unsigned variant)
+{
+	const struct nc_image *best = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!streq(v[i].arch, arch) || (v[i].variants != NC_VARIANTS_ANY && !(v[i].variants & variant)))
+			continue;
+		if (!best || strcmp(v[i].created, best->created) > 0 ||
+		    (streq(v[i].created, best->created) && strcmp(v[i].name, best->name) > 0))
+			best = &v[i];
+	}
+	return best;
+}
+
+static const struct {
+	const char *name;
+	unsigned bit;
+} variant_names[] = {
+	{ "standard", NC_VARIANT_STANDARD },
+	{ "nvidia", NC_VARIANT_NVIDIA },
+	{ "neuron", NC_VARIANT_NEURON },
+};
+
+const char *nc_variant_name(unsigned variant)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(variant_names); i++)
+		if (variant_names[i].bit == variant)
+			return variant_names[i].name;
+	return NULL;
+}
+
+unsigned nc_variant_from_name(const char *name)
+{
+	for (size_t i = 0; name && i < ARRAY_SIZE(variant_names); i++)
+		if (streq(variant_names[i].name, name))
+			return variant_names[i].bit;
+	return 0;
+}
+
 int nc_alias_parse(const char *alias, struct nc_alias *ret)
 {
 	static const struct {
@@ -256,6 +297,9 @@ int nc_alias_parse(const char *alias, struct nc_alias *ret)
 		{ "al2", AMI_FAMILY_AL2 },
 		{ "al2023", AMI_FAMILY_AL2023 },
 		{ "bottlerocket", AMI_FAMILY_BOTTLEROCKET },
+		{ "windows2019", AMI_FAMILY_WINDOWS2019 },
+		{ "windows2022", AMI_FAMILY_WINDOWS2022 },
+		{ "windows2025", AMI_FAMILY_WINDOWS2025 },
 	};
 	const char *at = alias ? strchr(alias, '@') : NULL;
 	size_t n = at ? (size_t)(at - alias) : 0;
@@ -264,6 +308,9 @@ int nc_alias_parse(const char *alias, struct nc_alias *ret)
 		return -EINVAL;
 	for (size_t i = 0; i < ARRAY_SIZE(families); i++)
 		if (strlen(families[i].name) == n && strncmp(alias, families[i].name, n) == 0) {
+			/* "windows families may only specify version 'latest'" (the CRD) */
+			if (ami_family_is_windows(families[i].family) && !streq(at + 1, "latest"))
+				return -EINVAL;
 			ret->family = families[i].family;
 			snprintf(ret->version, sizeof(ret->version), "%s", at + 1);
 			return 0;
@@ -271,36 +318,95 @@ int nc_alias_parse(const char *alias, struct nc_alias *ret)
 	return -EINVAL;
 }
 
-int nc_alias_ssm_name(const struct nc_alias *a, const char *arch, const char *k8s, char *buf,
-		      size_t size)
+/* Appends one parameter; false when the name did not fit. */
+static bool param(struct nc_alias_param *out, size_t *n, unsigned variants, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static bool param(struct nc_alias_param *out, size_t *n, unsigned variants, const char *fmt, ...)
 {
-	bool latest = streq(a->version, "latest"), arm = streq(arch, "arm64");
-	const char *ec2arch = arm ? "arm64" : "x86_64";
-	char pin[192];
-	int n;
+	va_list ap;
+	int k;
 
-	if (!streq(arch, "amd64") && !arm)
-		return -ENOENT;
+	va_start(ap, fmt);
+	k = vsnprintf(out[*n].name, sizeof(out[*n].name), fmt, ap);
+	va_end(ap);
+	out[*n].variants = variants;
+	(*n)++;
+	return k >= 0 && (size_t)k < sizeof(out[0].name);
+}
+
+/* AL2023's names, aws/karpenter-provider-aws pkg/providers/amifamily/al2023.go
+ * and https://docs.aws.amazon.com/eks/latest/userguide/retrieve-ami-id.html */
+static bool al2023_param(struct nc_alias_param *out, size_t *n, const struct nc_alias *a,
+			 const char *k8s, const char *arch, unsigned variant)
+{
+	const char *v = nc_variant_name(variant);
+	char pin[160];
+
+	snprintf(pin, sizeof(pin), "amazon-eks-node-al2023-%s-%s-%s-%s", arch, v, k8s, a->version);
+	return param(out, n, variant, "/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/%s/%s/image_id",
+		     k8s, arch, v, streq(a->version, "latest") ? "recommended" : pin);
+}
+
+int nc_alias_ssm_params(const struct nc_alias *a, const char *k8s, struct nc_alias_param out[NC_ALIAS_PARAMS_MAX])
+{
+	bool latest = streq(a->version, "latest"), ok = true;
+	const char *br = a->version + (a->version[0] == 'v');
+	size_t n = 0;
+	char p[3][160];
+
 	switch (a->family) {
 	case AMI_FAMILY_AL2:
-		snprintf(pin, sizeof(pin), "amazon-eks-%snode-%s-%s", arm ? "arm64-" : "", k8s, a->version);
-		n = snprintf(buf, size, "/aws/service/eks/optimized-ami/%s/amazon-linux-2%s/%s/image_id", k8s,
-			     arm ? "-arm64" : "", latest ? "recommended" : pin);
+		/* the GPU image (amazon-linux-2-gpu) carries both the NVIDIA and Neuron drivers */
+		snprintf(p[0], sizeof(p[0]), "amazon-eks-node-%s-%s", k8s, a->version);
+		snprintf(p[1], sizeof(p[1]), "amazon-eks-arm64-node-%s-%s", k8s, a->version);
+		snprintf(p[2], sizeof(p[2]), "amazon-eks-gpu-node-%s-%s", k8s, a->version);
+		ok = param(out, &n, NC_VARIANT_STANDARD, "/aws/service/eks/optimized-ami/%s/amazon-linux-2/%s/image_id",
+			   k8s, latest ? "recommended" : p[0]) &&
+		     param(out, &n, NC_VARIANT_STANDARD, "/aws/service/eks/optimized-ami/%s/amazon-linux-2-arm64/%s/image_id",
+			   k8s, latest ? "recommended" : p[1]) &&
+		     param(out, &n, NC_VARIANT_NVIDIA | NC_VARIANT_NEURON,
+			   "/aws/service/eks/optimized-ami/%s/amazon-linux-2-gpu/%s/image_id", k8s,
+			   latest ? "recommended" : p[2]);
 		break;
 	case AMI_FAMILY_AL2023:
-		snprintf(pin, sizeof(pin), "amazon-eks-node-al2023-%s-standard-%s-%s", ec2arch, k8s, a->version);
-		n = snprintf(buf, size, "/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/standard/%s/image_id",
-			     k8s, ec2arch, latest ? "recommended" : pin);
+		ok = al2023_param(out, &n, a, k8s, "x86_64", NC_VARIANT_STANDARD) &&
+		     al2023_param(out, &n, a, k8s, "x86_64", NC_VARIANT_NVIDIA) &&
+		     al2023_param(out, &n, a, k8s, "x86_64", NC_VARIANT_NEURON) &&
+		     al2023_param(out, &n, a, k8s, "arm64", NC_VARIANT_STANDARD) &&
+		     al2023_param(out, &n, a, k8s, "arm64", NC_VARIANT_NVIDIA);
 		break;
 	case AMI_FAMILY_BOTTLEROCKET:
-		/* versions are "v1.20.4" on GitHub and "1.20.4" in SSM: accept both */
-		n = snprintf(buf, size, "/aws/service/bottlerocket/aws-k8s-%s/%s/%s/image_id", k8s, ec2arch,
-			     latest ? "latest" : a->version + (a->version[0] == 'v'));
+		/* versions are "v1.20.4" on GitHub and "1.20.4" in SSM: accept both;
+		 * the x86_64 image has the Neuron driver, -nvidia the NVIDIA one */
+		ok = param(out, &n, NC_VARIANT_STANDARD | NC_VARIANT_NEURON,
+			   "/aws/service/bottlerocket/aws-k8s-%s/x86_64/%s/image_id", k8s, latest ? "latest" : br) &&
+		     param(out, &n, NC_VARIANT_STANDARD, "/aws/service/bottlerocket/aws-k8s-%s/arm64/%s/image_id", k8s,
+			   latest ? "latest" : br) &&
+		     param(out, &n, NC_VARIANT_NVIDIA, "/aws/service/bottlerocket/aws-k8s-%s-nvidia/x86_64/%s/image_id",
+			   k8s, latest ? "latest" : br) &&
+		     param(out, &n, NC_VARIANT_NVIDIA, "/aws/service/bottlerocket/aws-k8s-%s-nvidia/arm64/%s/image_id",
+			   k8s, latest ? "latest" : br);
+		break;
+	case AMI_FAMILY_WINDOWS2019:
+	case AMI_FAMILY_WINDOWS2022:
+	case AMI_FAMILY_WINDOWS2025:
+		/* only Server Core, only latest (pkg/providers/amifamily/windows.go;
+		 * https://docs.aws.amazon.com/eks/latest/userguide/retrieve-windows-ami-id.html) */
+		ok = param(out, &n, NC_VARIANTS_ANY,
+			   "/aws/service/ami-windows-latest/Windows_Server-%s-English-Core-EKS_Optimized-%s/image_id",
+			   ami_family_name(a->family) + strlen("Windows"), k8s);
+		break;
+	case AMI_FAMILY_UBUNTU:
+		/* v1beta1's Ubuntu default AMIs (Canonical's parameters, 20.04) */
+		ok = param(out, &n, NC_VARIANTS_ANY,
+			   "/aws/service/canonical/ubuntu/eks/20.04/%s/stable/current/amd64/hvm/ebs-gp2/ami-id", k8s) &&
+		     param(out, &n, NC_VARIANTS_ANY,
+			   "/aws/service/canonical/ubuntu/eks/20.04/%s/stable/current/arm64/hvm/ebs-gp2/ami-id", k8s);
 		break;
 	default:
-		return -ENOENT;
+		return 0;
 	}
-	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+	return ok ? (int)n : -ENAMETOOLONG;
 }
 
 void nc_instance_profile_name(const char *cluster, const char *region, const char *nodeclass,

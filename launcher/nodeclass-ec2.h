@@ -47,10 +47,25 @@ struct nc_group {
 	char id[NC_ID_MAX], name[NC_NAME_MAX];
 };
 
+/* Variants of the EKS optimized AMIs and the instance types each serves
+ * (aws/karpenter-provider-aws pkg/providers/amifamily/types.go
+ * Variant.Requirements): standard — no GPU and no accelerator; nvidia —
+ * karpenter.k8s.aws/instance-gpu-count exists; neuron —
+ * karpenter.k8s.aws/instance-accelerator-count exists. */
+enum nc_variant {
+	NC_VARIANT_STANDARD = 1u << 0,
+	NC_VARIANT_NVIDIA = 1u << 1,
+	NC_VARIANT_NEURON = 1u << 2,
+};
+/* An image whose variant nobody named (amiSelectorTerms by id, name or
+ * tags; Windows and Ubuntu parameters): it serves every type of its arch. */
+#define NC_VARIANTS_ANY 0u
+
 struct nc_image {
 	char id[NC_ID_MAX], name[NC_NAME_MAX];
 	char arch[16];    /* amd64 | arm64 */
 	char created[40]; /* ISO 8601, compares as text */
+	unsigned variants; /* enum nc_variant bits; NC_VARIANTS_ANY */
 };
 
 /* What one EC2NodeClass resolved to. */
@@ -59,8 +74,9 @@ struct nc_resolved {
 	size_t n_subnets;
 	struct nc_group groups[NC_MAX_SECURITY_GROUPS];
 	size_t n_groups;
-	struct nc_image images[NC_MAX_IMAGES]; /* newest per arch only, once chosen */
+	struct nc_image images[NC_MAX_IMAGES]; /* newest per arch and variants, once chosen */
 	size_t n_images;
+	char windows_build[16]; /* a Windows family's build (its AMIs' os requirement), or "" */
 	char instance_profile[NC_PROFILE_NAME_MAX + 1];
 };
 
@@ -82,20 +98,38 @@ int nc_subnets_read(const struct aws_xml_node *root, struct nc_resolved *res);
 int nc_security_groups_read(const struct aws_xml_node *root, struct nc_resolved *res);
 /* Available images of amd64/arm64 (x86_64 → amd64) into out. */
 int nc_images_read(const struct aws_xml_node *root, struct nc_image *out, size_t max, size_t *n);
-/* Keeps the newest (CreationDate) image per architecture. */
+/* Keeps the newest (CreationDate) image per architecture and variants. */
 size_t nc_images_newest_per_arch(struct nc_image *v, size_t n);
+/* The image an instance type of arch and variant (one enum nc_variant bit)
+ * launches with: the newest that serves it, as Karpenter maps each type to
+ * the first compatible AMI newest first; NULL when none does. */
+const struct nc_image *nc_image_for(const struct nc_image *v, size_t n, const char *arch,
+				    unsigned variant);
+/* "standard", "nvidia", "neuron" ↔ the bit; 0 / NULL for anything else. */
+const char *nc_variant_name(unsigned variant);
+unsigned nc_variant_from_name(const char *name);
 
 /* ---- AMI aliases ---- */
 struct nc_alias {
 	enum ami_family family;
 	char version[64]; /* "latest" or a pin ("v20240807") */
 };
-/* "al2023@latest" → family + version; -EINVAL for unknown families. */
+/* "al2023@latest" → family + version; -EINVAL for families without an
+ * alias (Custom, Ubuntu) and Windows pins (only "latest" exists). */
 int nc_alias_parse(const char *alias, struct nc_alias *ret);
-/* SSM parameter name of the standard image for arch (amd64|arm64) and
- * Kubernetes version "1.32"; -ENOENT when the family has none for it. */
-int nc_alias_ssm_name(const struct nc_alias *a, const char *arch, const char *k8s_version,
-		      char *buf, size_t size);
+
+/* One public SSM parameter of an alias and the variants its image serves. */
+struct nc_alias_param {
+	char name[NC_NAME_MAX];
+	unsigned variants;
+};
+/* Karpenter's per family: AL2 and AL2023 by arch and variant, Bottlerocket
+ * with its -nvidia flavour, Windows Server Core EKS_Optimized, Ubuntu
+ * (v1beta1) from Canonical's parameters. Kubernetes version "1.32".
+ * The count written to out (≤ NC_ALIAS_PARAMS_MAX), or -ENAMETOOLONG. */
+#define NC_ALIAS_PARAMS_MAX 6
+int nc_alias_ssm_params(const struct nc_alias *a, const char *k8s_version,
+			struct nc_alias_param out[NC_ALIAS_PARAMS_MAX]);
 
 /* ---- instance profile ---- */
 /* Karpenter's "<cluster>_<hash of region and NodeClass name>". */

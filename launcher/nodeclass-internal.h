@@ -17,13 +17,14 @@
  * whole refresh period: one bad answer must not stop launches for minutes. */
 #define NC_TRANSIENT_RETRY_USEC (3ULL * 1000 * 1000)
 #define NC_WHY_MAX 1024
-#define NC_SSM_IDS_MAX (PROTO_MAX_SELECTOR_TERMS * NC_ARCHES)
+#define NC_SSM_IDS_MAX (PROTO_MAX_SELECTOR_TERMS * NC_ALIAS_PARAMS_MAX)
 
 /* A launch_config_request waiting for its NodeClass or template. */
 struct nc_waiter {
 	struct nc_waiter *next;
 	struct proto_nodepool *nodepool; /* deep copy */
 	char arch[16];
+	unsigned variant;                /* enum nc_variant: the image it launches */
 	struct launch_config cfg;        /* filled once the template name is known */
 	launch_config_done_fn done;
 	void *userdata;
@@ -42,7 +43,10 @@ struct nc_entry {
 	struct nc_resolved work;
 	struct nc_image candidates[NC_MAX_IMAGES];
 	size_t n_candidates;
-	char ssm_ids[NC_SSM_IDS_MAX][NC_ID_MAX];
+	struct {
+		char id[NC_ID_MAX];
+		unsigned variants; /* of the parameters that named it */
+	} ssm_ids[NC_SSM_IDS_MAX];
 	size_t n_ssm_ids;
 	char work_why[_NC_COND_MAX][512];
 	bool work_transient;        /* an AWS failure, not an empty match */
@@ -87,6 +91,7 @@ struct nc_call {
 	uint64_t gen;
 	int kind;
 	char arg[NC_NAME_MAX];
+	unsigned variants; /* CALL_SSM: of the image the parameter names */
 };
 
 struct nodeclass_resolver {

@@ -389,11 +389,11 @@ void nc_serve(struct nodeclass_resolver *r, struct nc_entry *e, struct nc_waiter
 		finish_waiter(w, -EAGAIN, e->user_data_why);
 		return;
 	}
-	for (size_t i = 0; i < e->res.n_images && !im; i++)
-		if (streq(e->res.images[i].arch, w->arch))
-			im = &e->res.images[i];
+	im = nc_image_for(e->res.images, e->res.n_images, w->arch, w->variant);
 	if (!im) {
-		snprintf(why, sizeof(why), "EC2NodeClass %s has no AMI for architecture %s", nc->name, w->arch);
+		snprintf(why, sizeof(why), "EC2NodeClass %s has no AMI for architecture %s%s%s", nc->name, w->arch,
+			 w->variant == NC_VARIANT_STANDARD ? "" : ", variant ",
+			 w->variant == NC_VARIANT_STANDARD ? "" : nc_variant_name(w->variant));
 		finish_waiter(w, -ENOENT, why);
 		return;
 	}

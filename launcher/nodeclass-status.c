@@ -68,6 +68,51 @@ static int append(json_t *arr, json_t *v)
 	return v && json_array_append_new(arr, v) == 0 ? 0 : -ENOMEM;
 }
 
+static json_t *requirement(const char *key, const char *op, const char *value)
+{
+	return value ? json_pack("{s:s, s:s, s:[s]}", "key", key, "operator", op, "values", value)
+		     : json_pack("{s:s, s:s}", "key", key, "operator", op);
+}
+
+/* One status.amis entry per variant the image serves, with Karpenter's
+ * requirements (aws/karpenter-provider-aws pkg/providers/amifamily/types.go
+ * Variant.Requirements, windows.go): the arch, then standard — neither
+ * accelerator nor GPU; nvidia — a GPU; neuron — an accelerator; Windows —
+ * os windows and its build. */
+static int amis_append(json_t *amis, const struct nc_image *im, const char *windows_build)
+{
+	static const unsigned variants[] = { NC_VARIANT_STANDARD, NC_VARIANT_NVIDIA, NC_VARIANT_NEURON };
+	int r = 0;
+
+	for (size_t v = 0; r >= 0 && v < ARRAY_SIZE(variants); v++) {
+		json_t *reqs;
+
+		if (im->variants != NC_VARIANTS_ANY ? !(im->variants & variants[v]) : v > 0)
+			continue;
+		reqs = json_array();
+		r = reqs ? append(reqs, requirement("kubernetes.io/arch", "In", im->arch)) : -ENOMEM;
+		if (r >= 0 && im->variants & NC_VARIANT_STANDARD && variants[v] == NC_VARIANT_STANDARD) {
+			r = append(reqs, requirement("karpenter.k8s.aws/instance-accelerator-count", "DoesNotExist", NULL));
+			if (r >= 0)
+				r = append(reqs, requirement("karpenter.k8s.aws/instance-gpu-count", "DoesNotExist", NULL));
+		} else if (r >= 0 && variants[v] == NC_VARIANT_NVIDIA) {
+			r = append(reqs, requirement("karpenter.k8s.aws/instance-gpu-count", "Exists", NULL));
+		} else if (r >= 0 && variants[v] == NC_VARIANT_NEURON) {
+			r = append(reqs, requirement("karpenter.k8s.aws/instance-accelerator-count", "Exists", NULL));
+		}
+		if (r >= 0 && *windows_build) {
+			r = append(reqs, requirement("kubernetes.io/os", "In", "windows"));
+			if (r >= 0)
+				r = append(reqs, requirement("node.kubernetes.io/windows-build", "In", windows_build));
+		}
+		if (r < 0)
+			json_decref(reqs);
+		else
+			r = append(amis, json_pack("{s:s, s:s, s:o}", "id", im->id, "name", im->name, "requirements", reqs));
+	}
+	return r;
+}
+
 json_t *nc_status_json(const struct nc_resolved *res, const struct nc_condition_state *conds,
 		       int64_t ready_since)
 {
@@ -82,10 +127,7 @@ json_t *nc_status_json(const struct nc_resolved *res, const struct nc_condition_
 	for (size_t i = 0; r >= 0 && i < res->n_groups; i++)
 		r = append(groups, json_pack("{s:s, s:s}", "id", res->groups[i].id, "name", res->groups[i].name));
 	for (size_t i = 0; r >= 0 && i < res->n_images; i++)
-		r = append(amis, json_pack("{s:s, s:s, s:[{s:s, s:s, s:[s]}]}", "id", res->images[i].id,
-					   "name", res->images[i].name, "requirements", "key",
-					   "kubernetes.io/arch", "operator", "In", "values",
-					   res->images[i].arch));
+		r = amis_append(amis, &res->images[i], res->windows_build);
 	for (int c = 0; r >= 0 && c < _NC_COND_MAX; c++) {
 		if (!conds[c].ok && !failed)
 			failed = &conds[c];

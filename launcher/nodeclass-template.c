@@ -24,6 +24,7 @@
 /* Karpenter's DefaultEBS: 20 GiB gp3, encrypted; Bottlerocket's OS volume 4 GiB. */
 #define DEFAULT_VOLUME_BYTES (20 * GIB)
 #define BOTTLEROCKET_OS_VOLUME_BYTES (4 * GIB)
+#define WINDOWS_VOLUME_BYTES (50 * GIB)
 /* IMDSv2 required, one hop (pods cannot reach the node's credentials). */
 #define DEFAULT_HOP_LIMIT 1
 
@@ -38,6 +39,17 @@ static const struct proto_block_device default_bottlerocket_devices[] = {
 	  .encrypted = true, .delete_on_termination = true },
 };
 
+/* Ubuntu and Windows boot from /dev/sda1; Windows' root is 50 GiB
+ * (aws/karpenter-provider-aws pkg/providers/amifamily/{ubuntu,windows}.go). */
+static const struct proto_block_device default_ubuntu_devices[] = {
+	{ .device_name = "/dev/sda1", .volume_size_bytes = DEFAULT_VOLUME_BYTES, .volume_type = "gp3",
+	  .encrypted = true, .delete_on_termination = true },
+};
+static const struct proto_block_device default_windows_devices[] = {
+	{ .device_name = "/dev/sda1", .volume_size_bytes = WINDOWS_VOLUME_BYTES, .volume_type = "gp3",
+	  .encrypted = true, .delete_on_termination = true },
+};
+
 static const struct proto_block_device *devices(const struct nc_template *t, size_t *n)
 {
 	if (t->n_block_devices) {
@@ -48,6 +60,14 @@ static const struct proto_block_device *devices(const struct nc_template *t, siz
 	case AMI_FAMILY_BOTTLEROCKET:
 		*n = ARRAY_SIZE(default_bottlerocket_devices);
 		return default_bottlerocket_devices;
+	case AMI_FAMILY_UBUNTU:
+		*n = ARRAY_SIZE(default_ubuntu_devices);
+		return default_ubuntu_devices;
+	case AMI_FAMILY_WINDOWS2019:
+	case AMI_FAMILY_WINDOWS2022:
+	case AMI_FAMILY_WINDOWS2025:
+		*n = ARRAY_SIZE(default_windows_devices);
+		return default_windows_devices;
 	case AMI_FAMILY_CUSTOM:
 		*n = 0; /* the AMI's own mappings */
 		return NULL;

@@ -325,11 +325,14 @@ static void validate_launch_inputs(struct nodeclass_resolver *r, struct nc_entry
 	enum ami_family f;
 	int k;
 
-	if (nc->ami_family && ami_family_from_name(nc->ami_family, &f) < 0) {
+	/* karpenter.k8s.aws/v1 dropped Ubuntu (its CRD's enum refuses it);
+	 * v1beta1 and v1alpha5 objects may still name it */
+	if (nc->ami_family && (ami_family_from_name(nc->ami_family, &f) < 0 ||
+			       (f == AMI_FAMILY_UBUNTU && nc->source_api == PROTO_API_V1))) {
 		snprintf(reason, 48, "AMIFamilyUnknown");
 		snprintf(e->work_why[NC_COND_VALIDATION], 512,
-			 "amiFamily %.64s is not one kanna bootstraps (AL2, AL2023, Bottlerocket, Custom)",
-			 nc->ami_family);
+			 "amiFamily %.64s is not one kanna bootstraps (AL2, AL2023, Bottlerocket, Custom, Windows2019, Windows2022, Windows2025%s)",
+			 nc->ami_family, nc->source_api == PROTO_API_V1 ? "" : ", Ubuntu");
 		return;
 	}
 	if (nc_user_data_of(e, &custom) < 0 || !custom)
@@ -362,6 +365,8 @@ static void finish(struct nodeclass_resolver *r, struct nc_entry *e)
 	for (size_t i = 0; i < e->n_candidates && i < NC_MAX_IMAGES; i++)
 		e->work.images[e->work.n_images++] = e->candidates[i];
 	e->work.n_images = nc_images_newest_per_arch(e->work.images, e->work.n_images);
+	snprintf(e->work.windows_build, sizeof(e->work.windows_build), "%s",
+		 ami_family_windows_build(nc_family_of(e->nc)) ?: "");
 	if (!e->work.n_subnets && !*e->work_why[NC_COND_SUBNETS]) {
 		nc_terms_describe(e->nc->subnet_selector_terms, e->nc->n_subnet_selector_terms, terms,
 				  sizeof(terms));
@@ -498,7 +503,7 @@ static int call_query(struct nodeclass_resolver *r, struct nc_entry *e, int kind
 	return 0;
 }
 
-static int call_ssm(struct nodeclass_resolver *r, struct nc_entry *e, const char *name)
+static int call_ssm(struct nodeclass_resolver *r, struct nc_entry *e, const char *name, unsigned variants)
 {
 	struct nc_call *c = nc_call_new(r, e, CALL_SSM);
 	json_t *body = json_pack("{s:s}", "Name", name);
@@ -513,6 +518,7 @@ static int call_ssm(struct nodeclass_resolver *r, struct nc_entry *e, const char
 		return -ENOMEM;
 	}
 	snprintf(c->arg, sizeof(c->arg), "%s", name);
+	c->variants = variants;
 	k = aws_call_json(r->aws, "ssm", "AmazonSSM.GetParameter", body, on_aws, c);
 	if (k < 0) {
 		nc_call_end(c);
@@ -665,7 +671,7 @@ static void start_ssm_images(struct nodeclass_resolver *r, struct nc_entry *e)
 	int k;
 
 	for (size_t i = 0; i < e->n_ssm_ids; i++)
-		ids[i] = e->ssm_ids[i];
+		ids[i] = e->ssm_ids[i].id;
 	k = nc_image_ids_query(ids, e->n_ssm_ids, &q);
 	if (k >= 0)
 		k = call_query(r, e, CALL_SSM_IMAGES, "ec2", q, NULL);
@@ -674,16 +680,24 @@ static void start_ssm_images(struct nodeclass_resolver *r, struct nc_entry *e)
 }
 
 static void on_ssm(struct nodeclass_resolver *r, struct nc_entry *e, const char *name,
-		   const struct aws_response *resp)
+		   unsigned variants, const struct aws_response *resp)
 {
 	const char *id = json_string_value(json_object_get(json_object_get(resp->json, "Parameter"), "Value"));
-	bool dup = false;
+	size_t i;
 
 	if (resp->result == 0 && id && *id) {
-		for (size_t i = 0; i < e->n_ssm_ids; i++)
-			dup |= streq(e->ssm_ids[i], id);
-		if (!dup && e->n_ssm_ids < NC_SSM_IDS_MAX)
-			snprintf(e->ssm_ids[e->n_ssm_ids++], NC_ID_MAX, "%s", id);
+		for (i = 0; i < e->n_ssm_ids && !streq(e->ssm_ids[i].id, id); i++)
+			;
+		if (i == e->n_ssm_ids && e->n_ssm_ids < NC_SSM_IDS_MAX) {
+			snprintf(e->ssm_ids[i].id, NC_ID_MAX, "%s", id);
+			e->ssm_ids[i].variants = variants;
+			e->n_ssm_ids++;
+		} else if (i < e->n_ssm_ids) {
+			/* one image under two parameters serves both's types;
+			 * named without a variant anywhere, it serves all */
+			e->ssm_ids[i].variants = e->ssm_ids[i].variants && variants ?
+						 e->ssm_ids[i].variants | variants : NC_VARIANTS_ANY;
+		}
 	} else if (resp->result == 0 || !streq(resp->error.code, "ParameterNotFound")) {
 		set_why(e, NC_COND_AMIS, resp->result != 0 && !streq(resp->error.code, "ValidationException"),
 			"Failed to get SSM parameter %s: %s", name,
@@ -728,14 +742,21 @@ static void on_aws(struct aws_client *client, const struct aws_response *resp, v
 				resp->result < 0 ? aws_response_strerror(resp) : strerror(-k));
 		break;
 	case CALL_IMAGES:
-	case CALL_SSM_IMAGES:
+	case CALL_SSM_IMAGES: {
+		size_t first = e->n_candidates;
+
 		if (resp->result < 0 ||
 		    (k = nc_images_read(resp->xml, e->candidates, NC_MAX_IMAGES, &e->n_candidates)) < 0)
 			set_why(e, NC_COND_AMIS, resp->result < 0 ? transient : false, "Failed to describe images: %s",
 				resp->result < 0 ? aws_response_strerror(resp) : strerror(-k));
+		for (size_t i = first; c->kind == CALL_SSM_IMAGES && i < e->n_candidates; i++)
+			for (size_t j = 0; j < e->n_ssm_ids; j++)
+				if (streq(e->ssm_ids[j].id, e->candidates[i].id))
+					e->candidates[i].variants = e->ssm_ids[j].variants;
 		break;
+	}
 	case CALL_SSM:
-		on_ssm(r, e, c->arg, resp);
+		on_ssm(r, e, c->arg, c->variants, resp);
 		free(c);
 		return; /* counted by the SSM phase */
 	default:
@@ -750,10 +771,9 @@ static void on_aws(struct aws_client *client, const struct aws_response *resp, v
 static void start_amis(struct nodeclass_resolver *r, struct nc_entry *e)
 {
 	const struct proto_nodeclass *nc = e->nc;
-	static const char *const arches[NC_ARCHES] = { "amd64", "arm64" };
 	struct nc_alias family_alias = { .version = "latest" };
+	struct nc_alias_param params[NC_ALIAS_PARAMS_MAX];
 	bool ssm_phase = false;
-	char name[512];
 	int k;
 
 	e->pending++; /* the AMI phase itself, so that finish() waits for SSM answers */
@@ -777,17 +797,22 @@ static void start_amis(struct nodeclass_resolver *r, struct nc_entry *e)
 			break;
 		if (!t || t->alias) {
 			if (t && nc_alias_parse(t->alias, &alias) < 0) {
-				set_why(e, NC_COND_AMIS, false, "alias %s: kanna knows al2, al2023 and bottlerocket", t->alias);
+				set_why(e, NC_COND_AMIS, false,
+					"alias %s: the families are al2, al2023, bottlerocket, windows2019, windows2022 and windows2025 (windows only @latest)",
+					t->alias);
 				continue;
 			}
 			if (!t)
 				alias = family_alias;
-			for (size_t a = 0; a < NC_ARCHES; a++)
-				if (nc_alias_ssm_name(&alias, arches[a], r->k8s_version, name, sizeof(name)) >= 0 &&
-				    call_ssm(r, e, name) >= 0)
+			k = nc_alias_ssm_params(&alias, r->k8s_version, params);
+			if (k < 0)
+				set_why(e, NC_COND_AMIS, false, "Failed to name the SSM parameters of %s: %s",
+					t ? t->alias : ami_family_name(alias.family), strerror(-k));
+			for (int p = 0; p < k; p++)
+				if (call_ssm(r, e, params[p].name, params[p].variants) >= 0)
 					ssm_phase = true;
 		} else if (t->ssm_parameter) {
-			if (call_ssm(r, e, t->ssm_parameter) >= 0)
+			if (call_ssm(r, e, t->ssm_parameter, NC_VARIANTS_ANY) >= 0)
 				ssm_phase = true;
 		} else {
 			k = nc_image_query(t, &q);
@@ -1082,6 +1107,7 @@ int nodeclass_launch_config(struct nodeclass_resolver *r, const struct launch_co
 		return -ENOMEM;
 	}
 	snprintf(w->arch, sizeof(w->arch), "%s", req->arch);
+	w->variant = nc_variant_from_name(req->variant) ?: NC_VARIANT_STANDARD;
 	w->done = done;
 	w->userdata = userdata;
 	e = entry_find(r, req->nodeclass->name);

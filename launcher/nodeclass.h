@@ -44,11 +44,14 @@ struct launch_config {
 };
 
 /* Inputs of one request. nodepool supplies labels, taints, startupTaints
- * and kubelet settings for the user data; arch is "amd64" or "arm64". */
+ * and kubelet settings for the user data; arch is "amd64" or "arm64";
+ * variant the AMI variant the instance types need ("nvidia", "neuron";
+ * NULL or "standard": neither a GPU nor an accelerator). */
 struct launch_config_request {
 	const struct proto_nodeclass *nodeclass;
 	const struct proto_nodepool *nodepool;
 	const char *arch;
+	const char *variant;
 };
 
 /* error 0: cfg valid during the callback only. Otherwise a negative errno

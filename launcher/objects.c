@@ -410,7 +410,15 @@ int node_labels_collect(const struct launched_instance *li, const struct proto_n
 		r = label_set(out, max, &n, nodepool->labels[i].key, nodepool->labels[i].value);
 	if (r < 0)
 		return r;
-	r = node_well_known_labels(&f, wk, &n_wk);
+	/* the catalog's os is Linux's; a Windows AMI family's nodes are
+	 * windows with the family's build (Karpenter's instance types under
+	 * a Windows EC2NodeClass, pkg/providers/instancetype/types.go) */
+	if (li->windows_build) {
+		f.os = "windows";
+		r = label_set(out, max, &n, "node.kubernetes.io/windows-build", li->windows_build);
+	}
+	if (r >= 0)
+		r = node_well_known_labels(&f, wk, &n_wk);
 	for (size_t i = 0; r >= 0 && i < n_wk; i++)
 		r = label_set(out, max, &n, wk[i].key, wk[i].value);
 	if (r < 0)

@@ -42,6 +42,7 @@ struct launched_instance {
 	const char *node_name;     /* private DNS name */
 	const struct proto_instance_type *type; /* catalog entry; may be NULL */
 	const struct proto_kubelet *kubelet;    /* the NodePool's kubelet settings; may be NULL */
+	const char *windows_build; /* a Windows AMI family's build: kubernetes.io/os windows */
 };
 
 /* "aws:///<zone>/<instance-id>" */

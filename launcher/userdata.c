@@ -17,12 +17,17 @@
 #include "common/util.h"
 #include "common/yaml-json.h"
 #include "launcher/userdata.h"
+#include "model/kubelet.h"
 
 static const char *const family_names[] = {
 	[AMI_FAMILY_AL2] = "AL2",
 	[AMI_FAMILY_AL2023] = "AL2023",
 	[AMI_FAMILY_BOTTLEROCKET] = "Bottlerocket",
 	[AMI_FAMILY_CUSTOM] = "Custom",
+	[AMI_FAMILY_UBUNTU] = "Ubuntu",
+	[AMI_FAMILY_WINDOWS2019] = "Windows2019",
+	[AMI_FAMILY_WINDOWS2022] = "Windows2022",
+	[AMI_FAMILY_WINDOWS2025] = "Windows2025",
 };
 
 int ami_family_from_name(const char *name, enum ami_family *ret)
@@ -38,6 +43,16 @@ int ami_family_from_name(const char *name, enum ami_family *ret)
 const char *ami_family_name(enum ami_family f)
 {
 	return (size_t)f < ARRAY_SIZE(family_names) ? family_names[f] : "?";
+}
+
+bool ami_family_is_windows(enum ami_family f)
+{
+	return f == AMI_FAMILY_WINDOWS2019 || f == AMI_FAMILY_WINDOWS2022 || f == AMI_FAMILY_WINDOWS2025;
+}
+
+const char *ami_family_windows_build(enum ami_family f)
+{
+	return ami_family_is_windows(f) ? ami_family_windows_build_of(ami_family_name(f)) : NULL;
 }
 
 /* kubelet's --node-labels refuses keys in kubernetes.io and k8s.io other
@@ -132,7 +147,7 @@ static int cmp_kv(const void *a, const void *b)
 }
 
 /* --node-labels="a=b,c=d" (sorted, kubelet-settable only), or "" if none. */
-static int node_labels_flag(const struct userdata_options *o, char **ret)
+int userdata_node_labels_flag(const struct userdata_options *o, char **ret)
 {
 	_cleanup_free_ struct proto_kv *v = calloc(o->n_labels + 1, sizeof(*v));
 	_cleanup_free_ char *buf = NULL;
@@ -180,7 +195,7 @@ static void put_map_flag(FILE *f, const char *flag, const struct proto_resource 
 }
 
 /* The kubelet flags of bootstrap.sh's --kubelet-extra-args, "" if none. */
-static int al2_kubelet_args(const struct userdata_options *o, const char *labels, char **ret)
+int userdata_kubelet_args(const struct userdata_options *o, const char *labels, char **ret)
 {
 	const struct proto_kubelet *k = o->kubelet;
 	_cleanup_free_ char *buf = NULL;
@@ -219,9 +234,9 @@ static int al2_script(const struct userdata_options *o, char **ret)
 	FILE *f;
 	int r;
 
-	r = node_labels_flag(o, &labels);
+	r = userdata_node_labels_flag(o, &labels);
 	if (r >= 0)
-		r = al2_kubelet_args(o, labels, &args);
+		r = userdata_kubelet_args(o, labels, &args);
 	if (r < 0)
 		return r;
 	f = open_memstream(&buf, &len);
@@ -506,7 +521,7 @@ static int render_al2023(const struct userdata_options *o, char **ret, char why[
 	FILE *f;
 	int r;
 
-	r = node_labels_flag(o, &labels);
+	r = userdata_node_labels_flag(o, &labels);
 	if (r < 0)
 		return r;
 	doc = nodeconfig_json(o, labels);
@@ -550,7 +565,13 @@ int userdata_render(const struct userdata_options *o, char **ret, char why[USERD
 	}
 	switch (o->family) {
 	case AMI_FAMILY_AL2:
+	case AMI_FAMILY_UBUNTU:
 		r = render_al2(o, &out, why);
+		break;
+	case AMI_FAMILY_WINDOWS2019:
+	case AMI_FAMILY_WINDOWS2022:
+	case AMI_FAMILY_WINDOWS2025:
+		r = windows_render(o, &out);
 		break;
 	case AMI_FAMILY_AL2023:
 		r = render_al2023(o, &out, why);

@@ -11,6 +11,10 @@
  *   Bottlerocket  TOML: the user's settings with [settings.kubernetes]
  *                 cluster-name, api-server, cluster-certificate, max-pods,
  *                 node-labels (merged, ours win) and node-taints (ours);
+ *   Ubuntu        as AL2 (v1beta1's Ubuntu family ran the EKS bootstrap.sh);
+ *   Windows*      a <powershell> block: the user's script, then
+ *                 Start-EKSBootstrap.ps1 with the cluster, CA, the same
+ *                 kubelet flags as AL2 (-KubeletExtraArgs) and -DNSClusterIP;
  *   Custom        the user's userData unchanged.
  * Pure functions (no I/O); the resolver (nodeclass.c) base64-encodes the
  * result into the launch template. The user's userData is outside input:
@@ -40,12 +44,20 @@ enum ami_family {
 	AMI_FAMILY_AL2023,
 	AMI_FAMILY_BOTTLEROCKET,
 	AMI_FAMILY_CUSTOM,
+	AMI_FAMILY_UBUNTU, /* v1beta1 and older only: karpenter.k8s.aws/v1 dropped it */
+	AMI_FAMILY_WINDOWS2019,
+	AMI_FAMILY_WINDOWS2022,
+	AMI_FAMILY_WINDOWS2025,
 };
 
-/* "AL2", "AL2023", "Bottlerocket", "Custom" (Karpenter's spelling);
- * -EINVAL for anything else (Windows and Ubuntu are not supported). */
+/* Karpenter's spelling: "AL2", "AL2023", "Bottlerocket", "Custom", "Ubuntu",
+ * "Windows2019", "Windows2022", "Windows2025"; -EINVAL for anything else. */
 int ami_family_from_name(const char *name, enum ami_family *ret);
 const char *ami_family_name(enum ami_family f);
+bool ami_family_is_windows(enum ami_family f);
+/* node.kubernetes.io/windows-build of a Windows family's nodes
+ * (aws/karpenter-provider-aws pkg/apis/v1/labels.go), NULL for the others. */
+const char *ami_family_windows_build(enum ami_family f);
 
 struct userdata_options {
 	enum ami_family family;
@@ -100,6 +112,14 @@ void mime_parts_truncate(struct mime_parts *p, size_t n);
 int mime_parts_add(struct mime_parts *p, const char *headers, const char *content);
 /* Writes the multipart document with boundary USERDATA_BOUNDARY. */
 int mime_write(const struct mime_parts *p, char **ret);
+
+/* --node-labels="a=b,c=d" (sorted, kubelet-settable only), or "" if none. */
+int userdata_node_labels_flag(const struct userdata_options *o, char **ret);
+/* The kubelet flags of AL2's --kubelet-extra-args and Windows'
+ * -KubeletExtraArgs: labels, taints, max-pods, reserved, eviction; "" if none. */
+int userdata_kubelet_args(const struct userdata_options *o, const char *labels, char **ret);
+/* Windows: the user's script and Start-EKSBootstrap.ps1 in <powershell>. */
+int windows_render(const struct userdata_options *o, char **ret);
 
 /* Bottlerocket: merges kanna's [settings.kubernetes] into the user's TOML. */
 int bottlerocket_merge(const struct userdata_options *o, const char *user_toml, char **ret,

@@ -338,7 +338,20 @@ static bool selects_metal(const struct requirements *reqs)
 	return (a && !a->complement) || (b && !b->complement);
 }
 
+static void filter(const struct catalog *cat, const struct requirements *reqs, bool os_fixed, uint64_t *out);
+
 void catalog_filter(const struct catalog *cat, const struct requirements *reqs, uint64_t *out)
+{
+	filter(cat, reqs, false, out);
+}
+
+void catalog_filter_pool(const struct catalog *cat, const struct requirements *reqs, bool windows,
+			 uint64_t *out)
+{
+	filter(cat, reqs, windows, out);
+}
+
+static void filter(const struct catalog *cat, const struct requirements *reqs, bool os_fixed, uint64_t *out)
 {
 	uint32_t w = cat->words;
 	uint64_t tmp[SCHED_MAX_TYPE_WORDS];
@@ -358,7 +371,7 @@ void catalog_filter(const struct catalog *cat, const struct requirements *reqs, 
 		const struct label_index *ix = &cat->index[k];
 		const struct requirement *req = requirements_get(reqs, ix->key);
 
-		if (!req)
+		if (!req || (os_fixed && (ix->key == K_OS || ix->key == K_WINDOWS_BUILD)))
 			continue;
 		memset(tmp, 0, sizeof(tmp));
 		if (!req->complement) {

@@ -157,6 +157,10 @@ void catalog_capacity(int64_t vcpus, int64_t memory_mib, int64_t max_pods,
  * price × multiplier (1.0 us-east-1/us-west-2 and unknown regions, 1.1
  * eu-west-1, 1.2 ap-northeast-1); spot = on-demand × (0.3 + 0.4 ×
  * (hash_fnv1a64(type + zone) mod 1000) / 1000).
+ * Windows offerings get the same (Linux) price: the catalog has no Windows
+ * prices (data/README.md), and Karpenter itself prices every offering from
+ * Linux's (aws/karpenter-provider-aws pkg/providers/pricing/pricing.go asks
+ * the Pricing API for operatingSystem Linux only).
  */
 double offering_price(double od_us_east_1, const char *type, const char *zone,
 		      const char *region, bool spot);
@@ -170,6 +174,12 @@ unsigned catalog_ct_mask(const struct requirements *reqs, const struct strtab *s
  * types only when reqs name instance types or sizes explicitly (In).
  */
 void catalog_filter(const struct catalog *cat, const struct requirements *reqs, uint64_t *out);
+/* The same for a NodePool; windows: a Windows pool, whose types are
+ * windows with its build whatever the catalog (Linux's labels) says, so
+ * its os and windows-build requirements (met by its own) are not
+ * filtered on. */
+void catalog_filter_pool(const struct catalog *cat, const struct requirements *reqs, bool windows,
+			 uint64_t *out);
 /* Cheapest available offering of type t within the masks, or -1. */
 double catalog_type_price(const struct catalog *cat, uint32_t t, uint64_t zones, unsigned cts);
 

@@ -137,6 +137,7 @@ struct nodepool *cluster_add_nodepool(struct cluster *c)
 		for (int i = 0; i < SCHED_MAX_RESOURCES; i++)
 			np->limits.v[i] = INT64_MAX;
 		np->node_limit = INT64_MAX;
+		np->windows_build = STR_NONE;
 	}
 	return np;
 }

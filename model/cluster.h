@@ -40,6 +40,7 @@ struct nodepool {
 	int64_t node_limit;       /* INT64_MAX: no limit */
 	const char *not_ready;    /* why no NodeClaim may be opened (its node class, or a
 				   * static pool), or NULL */
+	uint32_t windows_build;   /* its EC2NodeClass's Windows build (os windows); STR_NONE: Linux */
 	struct resources daemon_overhead; /* requests of DaemonSets that run there */
 	struct resources in_use;  /* capacity of existing nodes of this pool */
 	int64_t nodes_in_use;

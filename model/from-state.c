@@ -64,6 +64,28 @@ int cluster_requirements_from_proto(struct cluster *c, struct requirements *r,
 	return from_state_requirements(&b, r, q, n);
 }
 
+int nodeclass_os_requirements(struct cluster *c, const struct proto_nodeclass *nc,
+			      struct requirements *ret, uint32_t *windows_build)
+{
+	struct builder b = { .c = c };
+	const char *build = nodeclass_windows_build(nc);
+	uint32_t windows, amd64;
+	int r;
+
+	*windows_build = STR_NONE;
+	if (!build)
+		return 0;
+	windows = intern(&b, "windows");
+	amd64 = intern(&b, "amd64");
+	*windows_build = intern(&b, build);
+	if (windows == STR_NONE || amd64 == STR_NONE || *windows_build == STR_NONE)
+		return -ENOMEM;
+	if ((r = requirements_add(ret, &c->st, K_OS, REQ_IN, &windows, 1, 0)) < 0 ||
+	    (r = requirements_add(ret, &c->st, K_WINDOWS_BUILD, REQ_IN, windows_build, 1, 0)) < 0)
+		return r;
+	return requirements_add(ret, &c->st, K_ARCH, REQ_IN, &amd64, 1, 0);
+}
+
 int nodepool_requirements(struct cluster *c, const struct proto_nodepool *p, struct requirements *ret)
 {
 	struct builder b = { .c = c };
@@ -249,6 +271,10 @@ static int add_nodepool(struct builder *b, const struct proto_nodepool *p)
 						      p->nodeclass_ref.name) : NULL;
 	if (kubelet_settings_from_proto(kubelet_of(nc ? nc->obj.nodeclass : NULL, p), &np->kubelet) < 0)
 		np->kubelet = (struct kubelet_settings){ 0 };
+	/* A Windows AMI family's pool; catalog_filter_pool() takes its os as given. */
+	if ((r = nodeclass_os_requirements(b->c, nc ? nc->obj.nodeclass : NULL, &np->reqs,
+					   &np->windows_build)) < 0)
+		return r;
 	/* Karpenter v1's provisioner plans into Ready NodePools only, and one
 	 * whose EC2NodeClass is not Ready is not (NodeClassReady): a NodeClaim
 	 * there could only fail to launch. Its nodes stay the pool's. */

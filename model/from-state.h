@@ -81,6 +81,15 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
  * plans with it (launcher/admit-requirements.c). 0 or a negative errno.
  */
 int nodepool_requirements(struct cluster *c, const struct proto_nodepool *p, struct requirements *ret);
+/*
+ * What an EC2NodeClass's AMI family adds to its NodePools' requirements: a
+ * Windows family's nodes are kubernetes.io/os windows with its
+ * node.kubernetes.io/windows-build, amd64 only (aws/karpenter-provider-aws
+ * pkg/providers/instancetype/types.go getOS); *windows_build is that build
+ * (interned), or STR_NONE for a Linux family (nothing added). nc may be NULL.
+ */
+int nodeclass_os_requirements(struct cluster *c, const struct proto_nodeclass *nc,
+			      struct requirements *ret, uint32_t *windows_build);
 /* Intersects the proto requirements q[0..n) into r, interned into c's table. */
 int cluster_requirements_from_proto(struct cluster *c, struct requirements *r,
 				    const struct proto_requirement *q, uint32_t n);

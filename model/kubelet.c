@@ -37,6 +37,38 @@ const struct proto_kubelet *kubelet_of(const struct proto_nodeclass *nodeclass,
 	return nodepool ? &nodepool->kubelet : nodeclass ? &nodeclass->kubelet : NULL;
 }
 
+static const struct {
+	const char *family, *alias, *build;
+} windows_builds[] = {
+	{ "Windows2019", "windows2019@", "10.0.17763" },
+	{ "Windows2022", "windows2022@", "10.0.20348" },
+	{ "Windows2025", "windows2025@", "10.0.26100" },
+};
+
+const char *ami_family_windows_build_of(const char *ami_family)
+{
+	for (size_t i = 0; ami_family && i < sizeof(windows_builds) / sizeof(windows_builds[0]); i++)
+		if (strcmp(ami_family, windows_builds[i].family) == 0)
+			return windows_builds[i].build;
+	return NULL;
+}
+
+const char *nodeclass_windows_build(const struct proto_nodeclass *nodeclass)
+{
+	if (!nodeclass)
+		return NULL;
+	if (nodeclass->ami_family)
+		return ami_family_windows_build_of(nodeclass->ami_family);
+	for (uint32_t t = 0; t < nodeclass->n_ami_selector_terms; t++) {
+		const char *alias = nodeclass->ami_selector_terms[t].alias;
+
+		for (size_t i = 0; alias && i < sizeof(windows_builds) / sizeof(windows_builds[0]); i++)
+			if (strncmp(alias, windows_builds[i].alias, strlen(windows_builds[i].alias)) == 0)
+				return windows_builds[i].build;
+	}
+	return NULL;
+}
+
 static int eviction_signal_parse(const char *s, struct eviction_signal *ret)
 {
 	double percent;

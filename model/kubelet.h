@@ -57,6 +57,13 @@ struct kubelet_settings {
 const struct proto_kubelet *kubelet_of(const struct proto_nodeclass *nodeclass,
 				       const struct proto_nodepool *nodepool);
 
+/* node.kubernetes.io/windows-build of a Windows AMI family ("Windows2022")
+ * (aws/karpenter-provider-aws pkg/apis/v1/labels.go), NULL for others. */
+const char *ami_family_windows_build_of(const char *ami_family);
+/* The same for a NodeClass's nodes: its amiFamily, else its first alias
+ * ("windows2022@latest"); NULL: Linux nodes (nodeclass may be NULL). */
+const char *nodeclass_windows_build(const struct proto_nodeclass *nodeclass);
+
 /*
  * Settings from their proto form (k may be NULL: defaults). Unknown
  * resource names (pid, …) and eviction signals other than memory.available

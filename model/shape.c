@@ -163,7 +163,8 @@ static int shape_nodepools(struct solver *s, struct shape *sh, const struct pod 
 			requirements_free(&both);
 			return r;
 		}
-		catalog_filter(s->cat, &both, &sh->np_types[(size_t)i * s->words]);
+		catalog_filter_pool(s->cat, &both, np->windows_build != STR_NONE,
+				    &sh->np_types[(size_t)i * s->words]);
 		for (uint32_t k = 0; k < both.n; k++) {
 			const struct requirement *q = &both.v[k];
 			if (!q->min_values)

@@ -161,7 +161,8 @@ int topology_init(struct solver *s)
 	for (uint32_t i = 0; i < c->n_nodepools; i++) {
 		uint64_t zones = catalog_zone_mask(s->cat, &c->nodepools[i].reqs);
 		unsigned cts = catalog_ct_mask(&c->nodepools[i].reqs, s->st);
-		catalog_filter(s->cat, &c->nodepools[i].reqs, s->scratch);
+		catalog_filter_pool(s->cat, &c->nodepools[i].reqs, c->nodepools[i].windows_build != STR_NONE,
+				    s->scratch);
 		for (uint32_t z = 0; z < s->cat->n_zones; z++)
 			for (unsigned ct = 0; ct < CT_N; ct++) {
 				if (!(zones >> z & 1) || !(cts >> ct & 1))

@@ -69,11 +69,15 @@ static bool requirements_drifted(const struct proto_nodeclaim *nc, const struct 
 
 /* Do the AMI's requirements (kubernetes.io/arch In [...]) allow the
  * NodeClaim's labels? A label it lacks is allowed (Karpenter's
- * AllowUndefinedWellKnownLabels). */
+ * AllowUndefinedWellKnownLabels), except by Exists: an accelerated
+ * variant's "instance-gpu-count Exists" is not a type without GPUs
+ * (Karpenter's instance types say DoesNotExist for the labels they lack). */
 static bool ami_fits(const struct proto_resolved *ami, const struct proto_nodeclaim *nc)
 {
 	for (uint32_t i = 0; i < ami->n_requirements; i++) {
 		const char *v = proto_labels_get(nc->labels, nc->n_labels, ami->requirements[i].key);
+		if (!v && ami->requirements[i].op == PROTO_OP_EXISTS)
+			return false;
 		if (v && !requirements_allow(&ami->requirements[i], 1, ami->requirements[i].key, v))
 			return false;
 	}

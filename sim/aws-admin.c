@@ -2,8 +2,10 @@
  * The admin endpoint of kanna-sim's AWS side (no SigV4: loopback only, for
  * tests, the demo report and operators):
  *   GET  /_sim/status     instances (launch/terminate times, cost accrued at
- *                         their launch price), totals, faults, the faults
- *                         injected so far by kind, the timeline
+ *                         their launch price, image, launch template),
+ *                         launch templates (image, user data), totals,
+ *                         faults, the faults injected so far by kind, the
+ *                         timeline
  *   GET  /_sim/launch-templates  every launch template with the
  *                         LaunchTemplateData it was created with (user data
  *                         base64 as sent)
@@ -41,6 +43,22 @@ static json_t *instance_json(const struct sim_aws *aws, const struct aws_instanc
 			 "launchTemplateId", *i->launch_template_id ? i->launch_template_id : NULL);
 }
 
+/* What each launch template holds: the image and user data (base64, as
+ * sent) a node launched from it boots with. */
+static json_t *templates_json(const struct sim_aws *aws)
+{
+	json_t *v = json_array();
+
+	for (size_t k = 0; v && k < aws->n_templates; k++) {
+		const struct aws_launch_template *lt = aws->templates[k];
+
+		json_array_append_new(v, json_pack("{s:s, s:s, s:s?, s:s?}", "launchTemplateId", lt->id,
+						   "launchTemplateName", lt->name, "imageId", lt->image_id,
+						   "userData", lt->user_data));
+	}
+	return v;
+}
+
 json_t *aws_status_json(struct sim_aws *aws)
 {
 	uint64_t now = (uint64_t)clock_realtime_ms();
@@ -64,7 +82,7 @@ json_t *aws_status_json(struct sim_aws *aws)
 							  "detail", aws->timeline[k].detail));
 	}
 	format_iso8601(now, t);
-	return json_pack("{s:s, s:s, s:s, s:o?, s:I, s:f, s:o?, s:I, s:o?, s:o?, s:I, s:I}",
+	return json_pack("{s:s, s:s, s:s, s:o?, s:I, s:f, s:o?, s:I, s:o?, s:o?, s:I, s:o?, s:I}",
 			 "time", t, "region", aws->region, "endpoint", aws->endpoint,
 			 "instances", instances, "activeInstances", (json_int_t)running,
 			 "totalCost", total, "timeline", timeline,
@@ -72,6 +90,7 @@ json_t *aws_status_json(struct sim_aws *aws)
 			 "faults", aws_faults_to_json(aws),
 			 "faultsInjected", aws_faults_injected_json(aws),
 			 "launchTemplates", (json_int_t)aws->n_templates,
+			 "templates", templates_json(aws),
 			 "interruptionQueueDepth", (json_int_t)aws->n_queue);
 }
 

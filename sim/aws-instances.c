@@ -61,6 +61,8 @@ static void write_state(struct xml *x, const char *tag, enum aws_instance_state 
 
 void ec2_write_instance(struct xml *x, const struct sim_aws *aws, const struct aws_instance *i)
 {
+	const struct aws_image *im = aws_image_by_id(aws, i->region->name, i->image_id);
+	bool windows = im && aws_image_windows_build(im);
 	char t[32];
 
 	format_iso8601(i->launch_ms, t);
@@ -73,6 +75,8 @@ void ec2_write_instance(struct xml *x, const struct sim_aws *aws, const struct a
 	xml_leaf(x, "reason", i->state >= INSTANCE_SHUTTING_DOWN ?
 				      "User initiated" : "");
 	xml_leaf(x, "amiLaunchIndex", "0");
+	if (windows)
+		xml_leaf(x, "platform", "windows");
 	xml_empty(x, "productCodes");
 	xml_leaf(x, "instanceType", i->type->name);
 	xml_leaf(x, "launchTime", t);
@@ -115,7 +119,7 @@ void ec2_write_instance(struct xml *x, const struct sim_aws *aws, const struct a
 	xml_leaf(x, "hypervisor", "xen");
 	xml_leaf_bool(x, "ebsOptimized", true);
 	xml_leaf_bool(x, "enaSupport", true);
-	xml_leaf(x, "platformDetails", "Linux/UNIX");
+	xml_leaf(x, "platformDetails", windows ? "Windows" : "Linux/UNIX");
 	xml_close(x, "item");
 }
 

@@ -108,20 +108,33 @@ const char *aws_type_ec2_arch(const struct aws_instance_type *t);
 uint64_t aws_hash(const char *s, uint64_t seed);
 
 /* ---- images (aws-images.c) ---- */
-enum aws_ami_family { AMI_AL2, AMI_AL2023, AMI_BOTTLEROCKET, _AMI_FAMILY_MAX };
+enum aws_ami_family {
+	AMI_AL2,
+	AMI_AL2023,
+	AMI_BOTTLEROCKET,
+	AMI_UBUNTU,      /* Canonical's EKS images (20.04) */
+	AMI_WINDOWS2019, /* Windows Server Core, EKS optimized */
+	AMI_WINDOWS2022,
+	AMI_WINDOWS2025,
+	_AMI_FAMILY_MAX
+};
+/* The EKS AMI variants: drivers for NVIDIA GPUs or AWS Neuron accelerators. */
+enum aws_ami_variant { AMI_STANDARD, AMI_NVIDIA, AMI_NEURON, _AMI_VARIANT_MAX };
 struct aws_image {
 	char id[32];
 	char name[128];
 	char region[32];
 	const char *arch; /* x86_64 | arm64 */
 	enum aws_ami_family family;
-	bool nvidia;
+	enum aws_ami_variant variant;
 	unsigned k8s_minor;
 };
 int aws_images_build(struct sim_aws *aws);
 const struct aws_image *aws_image_lookup(const struct sim_aws *aws, const char *region,
 					 enum aws_ami_family family, const char *arch,
-					 bool nvidia, unsigned k8s_minor);
+					 enum aws_ami_variant variant, unsigned k8s_minor);
+/* node.kubernetes.io/windows-build of a Windows image, else NULL. */
+const char *aws_image_windows_build(const struct aws_image *im);
 /* which 0: the recommended/latest SSM alias, 1: the pinned one ("" if none). */
 void aws_image_ssm_path(const struct aws_image *im, int which, char *out, size_t len);
 const struct aws_image *aws_image_by_id(const struct sim_aws *aws, const char *region,
@@ -292,6 +305,7 @@ struct aws_launch_template {
 	char id[24];
 	char *name;
 	char *image_id;
+	char *user_data; /* LaunchTemplateData.UserData as sent (base64), or NULL */
 	char region[32];
 	uint64_t create_ms;
 	struct aws_tags tags;

@@ -101,6 +101,7 @@ int ec2_create_launch_template(struct sim_aws *aws, const struct aws_request *re
 {
 	const char *name = aws_params_get(req->params, "LaunchTemplateName");
 	const char *image = aws_params_get(req->params, "LaunchTemplateData.ImageId");
+	const char *user_data = aws_params_get(req->params, "LaunchTemplateData.UserData");
 	struct aws_launch_template *lt;
 	char bad[96];
 	struct xml x;
@@ -122,7 +123,10 @@ int ec2_create_launch_template(struct sim_aws *aws, const struct aws_request *re
 		return -ENOMEM;
 	lt->name = strdup(name);
 	lt->image_id = image ? strdup(image) : NULL;
-	if (!lt->name || (image && !lt->image_id) || template_data_keep(lt, req->params) < 0) {
+	/* kept as sent, for /_sim/status: what a node would have booted with */
+	lt->user_data = user_data ? strdup(user_data) : NULL;
+	if (!lt->name || (image && !lt->image_id) || (user_data && !lt->user_data) ||
+	    template_data_keep(lt, req->params) < 0) {
 		aws_launch_template_free(lt);
 		return -ENOMEM;
 	}

@@ -1,10 +1,13 @@
 /*
- * SSM GetParameter for kanna-sim (awsJson1_1): the public EKS-optimized AMI
- * aliases (/aws/service/eks/optimized-ami/<v>/amazon-linux-2[-arm64|-gpu]/
- * recommended/image_id, .../amazon-linux-2023/<arch>/<standard|nvidia>/
+ * SSM GetParameter for kanna-sim (awsJson1_1): the public AMI parameters
+ * (/aws/service/eks/optimized-ami/<v>/amazon-linux-2[-arm64|-gpu]/
+ * recommended/image_id, .../amazon-linux-2023/<arch>/<standard|nvidia|neuron>/
  * recommended/image_id, /aws/service/bottlerocket/aws-k8s-<v>[-nvidia]/
- * <arch>/latest/image_id, and the pinned-name forms) resolved to the sim's
- * AMIs of the request's region. Anything else is ParameterNotFound.
+ * <arch>/latest/image_id, the pinned-name forms, /aws/service/ami-windows-
+ * latest/Windows_Server-<year>-English-Core-EKS_Optimized-<v>/image_id and
+ * /aws/service/canonical/ubuntu/eks/20.04/<v>/stable/current/<arch>/hvm/
+ * ebs-gp2/ami-id; see aws-images.c) resolved to the sim's AMIs of the
+ * request's region. Anything else is ParameterNotFound.
  */
 #include "sim/aws-internal.h"
 

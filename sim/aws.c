@@ -180,6 +180,7 @@ void aws_launch_template_free(struct aws_launch_template *lt)
 		return;
 	free(lt->name);
 	free(lt->image_id);
+	free(lt->user_data);
 	aws_tags_clear(&lt->tags);
 	aws_params_clear(&lt->data);
 	free(lt);
@@ -331,8 +332,12 @@ int sim_aws_set_faults(struct sim_aws *aws, const char *json, char *err, size_t 
 	return r;
 }
 
-static void instance_info(const struct aws_instance *i, struct sim_aws_instance_info *info)
+static void instance_info(const struct sim_aws *aws, const struct aws_instance *i,
+			  struct sim_aws_instance_info *info)
 {
+	const struct aws_image *im = aws_image_by_id(aws, i->region->name, i->image_id);
+	const char *build = im ? aws_image_windows_build(im) : NULL;
+
 	*info = (struct sim_aws_instance_info){
 		.id = i->id,
 		.instance_type = i->type->name,
@@ -346,6 +351,8 @@ static void instance_info(const struct aws_instance *i, struct sim_aws_instance_
 		.private_ip = i->private_ip,
 		.private_dns_name = i->private_dns,
 		.arch = i->type->arch,
+		.os = build ? "windows" : "linux",
+		.windows_build = build,
 		.launch_time_ms = i->launch_ms,
 		.never_boots = i->never_boots,
 		.terminate_time_ms = i->terminate_ms,
@@ -369,7 +376,7 @@ int sim_aws_foreach_instance(struct sim_aws *aws, sim_aws_instance_fn fn, void *
 	pthread_mutex_lock(&aws->lock);
 	aws_instances_refresh(aws, (uint64_t)clock_realtime_ms());
 	for (size_t k = 0; k < aws->n_instances && r == 0; k++) {
-		instance_info(aws->instances[k], &info);
+		instance_info(aws, aws->instances[k], &info);
 		r = fn(&info, userdata);
 	}
 	pthread_mutex_unlock(&aws->lock);

@@ -95,6 +95,8 @@ struct sim_aws_instance_info {
 	const char *private_ip;
 	const char *private_dns_name; /* "ip-10-0-1-7.us-west-2.compute.internal" */
 	const char *arch;             /* "amd64" | "arm64" (Kubernetes names) */
+	const char *os;               /* "linux" | "windows": its image's platform */
+	const char *windows_build;    /* node.kubernetes.io/windows-build; NULL off Windows */
 	uint64_t launch_time_ms;      /* CLOCK_REALTIME, ms */
 	bool never_boots;             /* the neverBoot fault held at its launch */
 	uint64_t terminate_time_ms;   /* 0 while not terminating */

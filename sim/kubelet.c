@@ -65,7 +65,7 @@ static int copy_instance(const struct sim_aws_instance_info *i, void *userdata)
 				   "node.kubernetes.io/instance-type", i->instance_type,
 				   "topology.kubernetes.io/zone", i->zone,
 				   "topology.kubernetes.io/region", i->region,
-				   "kubernetes.io/arch", i->arch, "kubernetes.io/os", "linux",
+				   "kubernetes.io/arch", i->arch, "kubernetes.io/os", i->os,
 				   "kubernetes.io/hostname", i->private_dns_name,
 				   "karpenter.sh/capacity-type", i->capacity_type);
 	const char *pool = tag(i, "karpenter.sh/nodepool");
@@ -75,6 +75,9 @@ static int copy_instance(const struct sim_aws_instance_info *i, void *userdata)
 		return -ENOMEM;
 	if (pool)
 		json_object_set_new(labels, "karpenter.sh/nodepool", json_string(pool));
+	/* the Windows kubelet labels its Node with its OS build itself */
+	if (i->windows_build)
+		json_object_set_new(labels, "node.kubernetes.io/windows-build", json_string(i->windows_build));
 	/* A Karpenter (or kanna) node's user data registers the kubelet with
 	 * karpenter.sh/unregistered:NoExecute, until the controller has
 	 * labelled the Node (Karpenter's AMI families add it for every
@@ -120,7 +123,8 @@ static json_t *node_status(const json_t *inst, bool ready)
 			 "lastHeartbeatTime", now, "lastTransitionTime", now,
 			 "addresses", "type", "InternalIP", "address", json_object_get(inst, "ip"),
 			 "type", "Hostname", "address", json_object_get(inst, "name"),
-			 "nodeInfo", "kubeletVersion", SIM_KUBELET_VERSION, "operatingSystem", "linux",
+			 "nodeInfo", "kubeletVersion", SIM_KUBELET_VERSION, "operatingSystem",
+			 json_string_value(json_object_get(json_object_get(inst, "labels"), "kubernetes.io/os")) ?: "linux",
 			 "architecture", json_string_value(json_object_get(json_object_get(inst, "labels"),
 									   "kubernetes.io/arch")) ?: "amd64",
 			 "containerRuntimeVersion", "containerd://1.7.0");

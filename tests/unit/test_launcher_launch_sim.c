@@ -230,7 +230,7 @@ static unsigned count_items(const char *uri)
 struct seen {
 	unsigned active; /* pending or running */
 	unsigned all;
-	char type[32], zone[32], capacity_type[16], id[32], nodeclaim[64], batch[80];
+	char type[32], zone[32], capacity_type[16], id[32], nodeclaim[64], batch[80], image[32];
 };
 
 static int see_instance(const struct sim_aws_instance_info *info, void *userdata)
@@ -245,6 +245,7 @@ static int see_instance(const struct sim_aws_instance_info *info, void *userdata
 	snprintf(s->zone, sizeof(s->zone), "%s", info->zone);
 	snprintf(s->capacity_type, sizeof(s->capacity_type), "%s", info->capacity_type);
 	snprintf(s->id, sizeof(s->id), "%s", info->id);
+	snprintf(s->image, sizeof(s->image), "%s", info->image_id);
 	for (size_t i = 0; i < info->n_tags; i++) {
 		if (streq(info->tags[i].key, "karpenter.sh/nodeclaim"))
 			snprintf(s->nodeclaim, sizeof(s->nodeclaim), "%s", info->tags[i].value);
@@ -697,6 +698,37 @@ static bool unavailable(const char *type, const char *zone, uint8_t ct)
 }
 
 /* ---- the happy path ------------------------------------------------------------------------- */
+
+/* Karpenter's launch templates are per AMI: a NodeClaim whose candidates
+ * are a GPU type and a plain one launches with two templates in one
+ * CreateFleet, the GPU type's with the AL2023 nvidia image (a different
+ * one), and the instance boots its own type's image. */
+Test(launcher_launch_sim, gpu_and_plain_candidates_get_a_launch_template_per_ami_variant)
+{
+	const char *name = "default-gpu";
+	struct launch *la;
+	const char *gpu_image = NULL, *plain_image = NULL;
+
+	plan_one(name, "on-demand", (const char *const[]){ "g5.xlarge", "m5.large" }, 2);
+	RUN_UNTIL(launch_done(name), "the launch never finished");
+	la = launch_of(name);
+	cr_assert_not_null(la);
+	cr_assert_eq(la->n_arches, 2, "one launch group per variant");
+	for (unsigned i = 0; i < la->n_arches; i++) {
+		cr_assert_eq(la->arches[i].error, 0, "%s: %s", la->arches[i].arch, la->arches[i].why ?: "");
+		if (streq(la->arches[i].arch, "amd64/nvidia"))
+			gpu_image = la->arches[i].cfg.image_id;
+		else if (streq(la->arches[i].arch, "amd64"))
+			plain_image = la->arches[i].cfg.image_id;
+	}
+	cr_assert_not_null(gpu_image);
+	cr_assert_not_null(plain_image);
+	cr_assert_str_neq(gpu_image, plain_image);
+	cr_assert_str_neq(la->arches[0].cfg.launch_template_name, la->arches[1].cfg.launch_template_name);
+	/* EC2 Fleet's lowest-price picks m5.large; it boots the standard image */
+	cr_assert_str_eq(instances().type, "m5.large");
+	cr_assert_str_eq(instances().image, plain_image);
+}
 
 /* Polled while the launch runs: an instance never exists before its NodeClaim. */
 static bool instance_before_claim;

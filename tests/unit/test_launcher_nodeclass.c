@@ -85,37 +85,123 @@ Test(nodeclass_terms, terms_are_described_as_the_user_wrote_them)
 	cr_assert_eq(strlen(buf), 9);
 }
 
-static void expect_ssm(const char *alias, const char *arch, const char *want)
+/* alias names want (with exactly these variants) among its parameters */
+static void expect_ssm(const char *alias, unsigned variants, const char *want)
 {
+	struct nc_alias_param p[NC_ALIAS_PARAMS_MAX];
 	struct nc_alias a;
-	char buf[256];
+	int n;
 
 	cr_assert_eq(nc_alias_parse(alias, &a), 0, "%s", alias);
-	cr_assert_eq(nc_alias_ssm_name(&a, arch, "1.32", buf, sizeof(buf)), 0);
-	cr_assert_str_eq(buf, want);
+	n = nc_alias_ssm_params(&a, "1.32", p);
+	cr_assert_gt(n, 0);
+	for (int i = 0; i < n; i++)
+		if (streq(p[i].name, want)) {
+			cr_assert_eq(p[i].variants, variants, "%s", want);
+			return;
+		}
+	cr_assert_fail("%s does not name %s", alias, want);
 }
+
+static int count_ssm(const char *alias)
+{
+	struct nc_alias_param p[NC_ALIAS_PARAMS_MAX];
+	struct nc_alias a;
+
+	cr_assert_eq(nc_alias_parse(alias, &a), 0, "%s", alias);
+	return nc_alias_ssm_params(&a, "1.32", p);
+}
+
+#define STD NC_VARIANT_STANDARD
+#define NVIDIA NC_VARIANT_NVIDIA
+#define NEURON NC_VARIANT_NEURON
 
 Test(nodeclass_ami, aliases_name_the_eks_public_ssm_parameters)
 {
-	expect_ssm("al2@latest", "amd64", "/aws/service/eks/optimized-ami/1.32/amazon-linux-2/recommended/image_id");
-	expect_ssm("al2@latest", "arm64", "/aws/service/eks/optimized-ami/1.32/amazon-linux-2-arm64/recommended/image_id");
-	expect_ssm("al2@v20250601", "arm64",
+	expect_ssm("al2@latest", STD, "/aws/service/eks/optimized-ami/1.32/amazon-linux-2/recommended/image_id");
+	expect_ssm("al2@latest", STD, "/aws/service/eks/optimized-ami/1.32/amazon-linux-2-arm64/recommended/image_id");
+	expect_ssm("al2@v20250601", STD,
 		   "/aws/service/eks/optimized-ami/1.32/amazon-linux-2-arm64/amazon-eks-arm64-node-1.32-v20250601/image_id");
-	expect_ssm("al2023@latest", "amd64",
+	expect_ssm("al2023@latest", STD,
 		   "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/x86_64/standard/recommended/image_id");
-	expect_ssm("al2023@v20250601", "arm64",
+	expect_ssm("al2023@v20250601", STD,
 		   "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/arm64/standard/amazon-eks-node-al2023-arm64-standard-1.32-v20250601/image_id");
-	expect_ssm("bottlerocket@latest", "arm64", "/aws/service/bottlerocket/aws-k8s-1.32/arm64/latest/image_id");
-	expect_ssm("bottlerocket@v1.40.0", "amd64", "/aws/service/bottlerocket/aws-k8s-1.32/x86_64/1.40.0/image_id");
+	expect_ssm("bottlerocket@latest", STD, "/aws/service/bottlerocket/aws-k8s-1.32/arm64/latest/image_id");
+	expect_ssm("bottlerocket@v1.40.0", STD | NEURON, "/aws/service/bottlerocket/aws-k8s-1.32/x86_64/1.40.0/image_id");
 }
 
-Test(nodeclass_ami, unknown_alias_families_are_refused)
+Test(nodeclass_ami, accelerated_variants_have_their_own_parameters)
+{
+	expect_ssm("al2@latest", NVIDIA | NEURON, "/aws/service/eks/optimized-ami/1.32/amazon-linux-2-gpu/recommended/image_id");
+	expect_ssm("al2@v20250601", NVIDIA | NEURON,
+		   "/aws/service/eks/optimized-ami/1.32/amazon-linux-2-gpu/amazon-eks-gpu-node-1.32-v20250601/image_id");
+	expect_ssm("al2023@latest", NVIDIA,
+		   "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/x86_64/nvidia/recommended/image_id");
+	expect_ssm("al2023@latest", NVIDIA,
+		   "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/arm64/nvidia/recommended/image_id");
+	expect_ssm("al2023@latest", NEURON,
+		   "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/x86_64/neuron/recommended/image_id");
+	expect_ssm("al2023@v20250601", NEURON,
+		   "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/x86_64/neuron/amazon-eks-node-al2023-x86_64-neuron-1.32-v20250601/image_id");
+	expect_ssm("bottlerocket@latest", NVIDIA, "/aws/service/bottlerocket/aws-k8s-1.32-nvidia/x86_64/latest/image_id");
+	expect_ssm("bottlerocket@latest", NVIDIA, "/aws/service/bottlerocket/aws-k8s-1.32-nvidia/arm64/latest/image_id");
+	/* upstream's table, no more: AL2023 has no arm64 neuron image */
+	cr_assert_eq(count_ssm("al2@latest"), 3);
+	cr_assert_eq(count_ssm("al2023@latest"), 5);
+	cr_assert_eq(count_ssm("bottlerocket@latest"), 4);
+}
+
+Test(nodeclass_ami, windows_aliases_name_the_server_core_eks_optimized_parameter)
+{
+	expect_ssm("windows2019@latest", NC_VARIANTS_ANY,
+		   "/aws/service/ami-windows-latest/Windows_Server-2019-English-Core-EKS_Optimized-1.32/image_id");
+	expect_ssm("windows2022@latest", NC_VARIANTS_ANY,
+		   "/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.32/image_id");
+	expect_ssm("windows2025@latest", NC_VARIANTS_ANY,
+		   "/aws/service/ami-windows-latest/Windows_Server-2025-English-Core-EKS_Optimized-1.32/image_id");
+	cr_assert_eq(count_ssm("windows2022@latest"), 1);
+}
+
+Test(nodeclass_ami, ubuntu_has_canonical_parameters_but_no_alias)
+{
+	struct nc_alias_param p[NC_ALIAS_PARAMS_MAX];
+	struct nc_alias a = { .family = AMI_FAMILY_UBUNTU, .version = "latest" };
+
+	cr_assert_eq(nc_alias_ssm_params(&a, "1.29", p), 2);
+	cr_assert_str_eq(p[0].name, "/aws/service/canonical/ubuntu/eks/20.04/1.29/stable/current/amd64/hvm/ebs-gp2/ami-id");
+	cr_assert_str_eq(p[1].name, "/aws/service/canonical/ubuntu/eks/20.04/1.29/stable/current/arm64/hvm/ebs-gp2/ami-id");
+	cr_assert_eq(nc_alias_parse("ubuntu@latest", &a), -EINVAL);
+}
+
+Test(nodeclass_ami, unknown_alias_families_and_windows_pins_are_refused)
 {
 	struct nc_alias a;
 
-	cr_assert_eq(nc_alias_parse("windows2022@latest", &a), -EINVAL);
+	cr_assert_eq(nc_alias_parse("windows2016@latest", &a), -EINVAL);
+	cr_assert_eq(nc_alias_parse("windows2022@v20250101", &a), -EINVAL);
 	cr_assert_eq(nc_alias_parse("al2023", &a), -EINVAL);
 	cr_assert_eq(nc_alias_parse("al2023@", &a), -EINVAL);
+}
+
+Test(nodeclass_ami, each_instance_type_gets_the_newest_image_of_its_variant)
+{
+	struct nc_image v[] = {
+		{ .id = "ami-std", .arch = "amd64", .created = "2025-01-01", .variants = STD },
+		{ .id = "ami-gpu", .arch = "amd64", .created = "2025-01-01", .variants = NVIDIA | NEURON },
+		{ .id = "ami-gpu-new", .arch = "amd64", .created = "2025-06-01", .variants = NVIDIA },
+		{ .id = "ami-arm", .arch = "arm64", .created = "2025-01-01", .variants = STD },
+	};
+
+	cr_assert_str_eq(nc_image_for(v, 4, "amd64", STD)->id, "ami-std");
+	cr_assert_str_eq(nc_image_for(v, 4, "amd64", NVIDIA)->id, "ami-gpu-new");
+	cr_assert_str_eq(nc_image_for(v, 4, "amd64", NEURON)->id, "ami-gpu");
+	cr_assert_str_eq(nc_image_for(v, 4, "arm64", STD)->id, "ami-arm");
+	cr_assert_null(nc_image_for(v, 4, "arm64", NVIDIA));
+	/* an image chosen by id serves every type of its arch */
+	v[3].variants = NC_VARIANTS_ANY;
+	cr_assert_str_eq(nc_image_for(v, 4, "arm64", NVIDIA)->id, "ami-arm");
+	/* newest per arch and variants: the older NVIDIA-only one would go, not the std one */
+	cr_assert_eq(nc_images_newest_per_arch(v, 4), 4);
 }
 
 Test(nodeclass_ami, the_newest_image_per_architecture_wins)
@@ -192,6 +278,50 @@ Test(userdata, al2_runs_bootstrap_sh_after_the_users_script_in_mime_multipart)
 		  "%s", s);
 	cr_assert_null(strstr(s, "kubernetes.io/role"), "kubelet refuses that label");
 	free(s);
+}
+
+/* aws/karpenter-provider-aws pkg/providers/amifamily/bootstrap/windows.go */
+Test(userdata, windows_runs_start_eksbootstrap_in_a_powershell_block)
+{
+	char *s = render(AMI_FAMILY_WINDOWS2022, "Write-Host hi", 0);
+
+	cr_assert_str_eq(s, "<powershell>\nWrite-Host hi\n"
+			    "[string]$EKSBootstrapScriptFile = \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"\n"
+			    "& $EKSBootstrapScriptFile -EKSClusterName 'demo' -APIServerEndpoint 'https://api.demo:443' "
+			    "-Base64ClusterCA 'Q0E=' -KubeletExtraArgs '--node-labels=\"karpenter.sh/nodepool=default,team=a\" "
+			    "--register-with-taints=\"dedicated=gpu:NoSchedule,karpenter.sh/unregistered=:NoExecute\" --max-pods=110' "
+			    "-DNSClusterIP '10.100.0.10'\n</powershell>");
+	free(s);
+	s = render(AMI_FAMILY_WINDOWS2019, NULL, 0);
+	cr_assert(strstr(s, "<powershell>\n[string]$EKSBootstrapScriptFile") == s, "%s", s);
+	free(s);
+}
+
+Test(userdata, ubuntu_runs_the_eks_bootstrap_sh_as_v1beta1_did)
+{
+	char *s = render(AMI_FAMILY_UBUNTU, "#!/bin/bash\necho hi\n", 0);
+	char *al2 = render(AMI_FAMILY_AL2, "#!/bin/bash\necho hi\n", 0);
+
+	cr_assert_str_eq(s, al2);
+	free(s);
+	free(al2);
+}
+
+Test(userdata, every_family_has_karpenters_name_and_windows_its_build)
+{
+	const char *names[] = { "AL2", "AL2023", "Bottlerocket", "Custom",
+				"Ubuntu", "Windows2019", "Windows2022", "Windows2025" };
+	enum ami_family f;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		cr_assert_eq(ami_family_from_name(names[i], &f), 0, "%s", names[i]);
+		cr_assert_str_eq(ami_family_name(f), names[i]);
+	}
+	cr_assert_eq(ami_family_from_name("windows2022", &f), -EINVAL);
+	cr_assert_str_eq(ami_family_windows_build(AMI_FAMILY_WINDOWS2019), "10.0.17763");
+	cr_assert_str_eq(ami_family_windows_build(AMI_FAMILY_WINDOWS2022), "10.0.20348");
+	cr_assert_str_eq(ami_family_windows_build(AMI_FAMILY_WINDOWS2025), "10.0.26100");
+	cr_assert_null(ami_family_windows_build(AMI_FAMILY_AL2023));
 }
 
 Test(userdata, al2_keeps_the_parts_of_a_users_mime_document)

@@ -120,13 +120,18 @@ static void spin(const unsigned *pending)
 	cr_assert_eq(*pending, 0, "no answer in time");
 }
 
-/* Asks for each (nodeclass, arch) at once, then runs the loop until all answered. */
+/* Asks for each (nodeclass, launch group "arch[/variant]") at once, then
+ * runs the loop until all answered. */
 static struct run ask(const struct proto_nodeclass *ncs, const char *const *arches, unsigned n)
 {
 	struct run run = { .left = n };
 
 	for (unsigned i = 0; i < n; i++) {
-		struct launch_config_request req = { &ncs[i], &nodepool, arches[i] };
+		const char *slash = strchr(arches[i], '/');
+		char arch[16];
+		struct launch_config_request req = { &ncs[i], &nodepool, arch, slash ? slash + 1 : NULL };
+
+		snprintf(arch, sizeof(arch), "%.*s", slash ? (int)(slash - arches[i]) : 15, arches[i]);
 
 		cr_assert_eq(nodeclass_launch_config(resolver, &req, on_done, &run), 0);
 	}
@@ -153,6 +158,8 @@ static void on_plain(struct aws_client *c, const struct aws_response *r, void *u
 	snprintf(p->code, sizeof(p->code), "%s", r->error.code);
 	for (const struct aws_xml_node *it = aws_xml_first(set, "item"); it; it = aws_xml_next(it))
 		p->items++;
+	if (r->xml && aws_xml_text(r->xml, "imagesSet/item/name"))
+		snprintf(p->text, sizeof(p->text), "%s", aws_xml_text(r->xml, "imagesSet/item/name"));
 	if (r->xml && aws_xml_text(r->xml, "GetInstanceProfileResult/InstanceProfile/Roles/member/RoleName"))
 		snprintf(p->text, sizeof(p->text), "%s",
 			 aws_xml_text(r->xml, "GetInstanceProfileResult/InstanceProfile/Roles/member/RoleName"));
@@ -166,6 +173,21 @@ static struct plain plain_call(const char *service, struct aws_query *q)
 	cr_assert_eq(aws_call_query(client, service, q, on_plain, &p), 0);
 	spin(&p.pending);
 	return p;
+}
+
+/* The name of an image the sim serves, or "". */
+static char image_names[8][256];
+static unsigned n_image_names;
+
+static const char *image_name(const char *id)
+{
+	struct aws_query *q = NULL;
+	char *name = image_names[n_image_names++ % 8];
+
+	cr_assert_eq(aws_query_new("DescribeImages", "2016-11-15", &q), 0);
+	cr_assert_eq(aws_query_add(q, id, "ImageId.1"), 0);
+	snprintf(name, 256, "%s", plain_call("ec2", q).text);
+	return name;
 }
 
 static unsigned kanna_templates(void)
@@ -261,7 +283,7 @@ Test(nodeclass_sim, two_resolutions_adding_the_role_at_once_both_end_ready)
 {
 	struct proto_nodeclass nc = nodeclass("race");
 	struct nodeclass_resolver *second = NULL;
-	struct launch_config_request req = { &nc, &nodepool, "amd64" };
+	struct launch_config_request req = { &nc, &nodepool, "amd64", NULL };
 	struct run run = { .left = 2 };
 
 	cr_assert_eq(nodeclass_resolver_new(loop, client, NULL, NULL, NULL, &nopts, &second), 0);
@@ -348,17 +370,87 @@ Test(nodeclass_sim, karpenters_al2023_user_data_example_launches)
 	cr_assert_eq(kanna_templates(), 1);
 }
 
-Test(nodeclass_sim, an_ami_family_kanna_cannot_bootstrap_makes_the_class_not_ready)
+/* karpenter.k8s.aws/v1 dropped Ubuntu (its CRD enum refuses it); a
+ * v1beta1 class may still use it, with Canonical's SSM parameters. */
+Test(nodeclass_sim, ubuntu_is_refused_in_v1_and_resolves_in_v1beta1)
 {
+	struct proto_nodeclass nc = nodeclass("ubuntu");
+	struct run run;
+
+	nc.ami_family = "Ubuntu";
+	nc.n_ami_selector_terms = 0;
+	run = ask(&nc, (const char *const[]){ "amd64" }, 1);
+	cr_assert_lt(run.results[0].error, 0);
+	cr_assert(strstr(run.results[0].why, "amiFamily Ubuntu is not one kanna bootstraps"), "%s",
+		  run.results[0].why);
+	cr_assert_eq(kanna_templates(), 0);
+
+	nc.name = "ubuntu-beta";
+	nc.source_api = PROTO_API_V1BETA1;
+	run = ask(&nc, (const char *const[]){ "arm64" }, 1);
+	cr_assert_eq(run.results[0].error, 0, "%s", run.results[0].why);
+	cr_assert(strstr(image_name(run.results[0].image), "ubuntu-focal-20.04-arm64-server"), "%s",
+		  image_name(run.results[0].image));
+}
+
+Test(nodeclass_sim, a_windows_alias_launches_the_server_core_eks_image_on_amd64_only)
+{
+	struct proto_selector_term windows = { .alias = "windows2022@latest" };
 	struct proto_nodeclass nc = nodeclass("windows");
 	struct run run;
 
-	nc.ami_family = "Windows2022";
+	nc.ami_selector_terms = &windows;
 	run = ask(&nc, (const char *const[]){ "amd64" }, 1);
+	cr_assert_eq(run.results[0].error, 0, "%s", run.results[0].why);
+	cr_assert_str_eq(image_name(run.results[0].image),
+			 "Windows_Server-2022-English-Core-EKS_Optimized-1.32-2025.06.01");
+	run = ask(&nc, (const char *const[]){ "arm64" }, 1);
 	cr_assert_lt(run.results[0].error, 0);
-	cr_assert(strstr(run.results[0].why, "amiFamily Windows2022 is not one kanna bootstraps"), "%s",
-		  run.results[0].why);
-	cr_assert_eq(kanna_templates(), 0);
+	cr_assert(strstr(run.results[0].why, "no AMI for architecture arm64"), "%s", run.results[0].why);
+}
+
+/* aws/karpenter-provider-aws pkg/providers/amifamily/al2023.go: the nvidia
+ * and neuron variants have their own parameters and images. */
+Test(nodeclass_sim, gpu_and_neuron_types_get_the_accelerated_al2023_variants)
+{
+	struct proto_nodeclass ncs[4] = { nodeclass("al2023"), nodeclass("al2023"), nodeclass("al2023"),
+					  nodeclass("al2023") };
+	struct run run = ask(ncs, (const char *const[]){ "amd64", "amd64/nvidia", "amd64/neuron", "arm64/nvidia" }, 4);
+	const char *want[4] = {
+		"amazon-eks-node-al2023-x86_64-standard-1.32-v20250601",
+		"amazon-eks-node-al2023-x86_64-nvidia-1.32-v20250601",
+		"amazon-eks-node-al2023-x86_64-neuron-1.32-v20250601",
+		"amazon-eks-node-al2023-arm64-nvidia-1.32-v20250601",
+	};
+
+	for (unsigned i = 0; i < 4; i++) {
+		cr_assert_eq(run.results[i].error, 0, "%s", run.results[i].why);
+		/* answers may come in any order: find the one with this image */
+		bool found = false;
+		for (unsigned k = 0; k < 4; k++)
+			found |= streq(image_name(run.results[k].image), want[i]);
+		cr_assert(found, "%s not chosen", want[i]);
+	}
+	cr_assert_eq(kanna_templates(), 4, "a launch template per AMI");
+}
+
+Test(nodeclass_sim, al2_gpu_image_serves_nvidia_and_neuron_bottlerocket_has_its_nvidia_flavour)
+{
+	struct proto_selector_term al2 = { .alias = "al2@latest" }, br = { .alias = "bottlerocket@latest" };
+	struct proto_nodeclass ncs[4] = { nodeclass("al2"), nodeclass("al2"), nodeclass("br"), nodeclass("br") };
+	struct run run;
+
+	ncs[0].ami_selector_terms = ncs[1].ami_selector_terms = &al2;
+	ncs[2].ami_selector_terms = ncs[3].ami_selector_terms = &br;
+	run = ask(ncs, (const char *const[]){ "amd64/nvidia", "amd64/neuron" }, 2);
+	cr_assert_eq(run.results[0].error, 0, "%s", run.results[0].why);
+	cr_assert_str_eq(run.results[0].image, run.results[1].image);
+	cr_assert_str_eq(image_name(run.results[0].image), "amazon-eks-gpu-node-1.32-v20250601");
+	run = ask(ncs + 2, (const char *const[]){ "arm64/nvidia" }, 1);
+	cr_assert_eq(run.results[0].error, 0, "%s", run.results[0].why);
+	cr_assert_str_eq(image_name(run.results[0].image), "bottlerocket-aws-k8s-1.32-nvidia-arm64-v1.40.0-a1b2c3d4");
+	run = ask(ncs + 2, (const char *const[]){ "amd64/neuron" }, 1);
+	cr_assert_str_eq(image_name(run.results[0].image), "bottlerocket-aws-k8s-1.32-x86_64-v1.40.0-a1b2c3d4");
 }
 
 /* Karpenter v0.31: a Provisioner's provider (or AWSNodeTemplate) naming no
@@ -369,7 +461,7 @@ Test(nodeclass_sim, a_v1alpha5_class_without_a_profile_takes_default_instance_pr
 	struct proto_nodeclass nc = nodeclass("old");
 	struct nodeclass_resolver_options with_default = nopts;
 	struct nodeclass_resolver *second = NULL;
-	struct launch_config_request req = { &nc, &nodepool, "amd64" };
+	struct launch_config_request req = { &nc, &nodepool, "amd64", NULL };
 	struct run run = { .left = 1 };
 
 	nc.source_api = PROTO_API_V1ALPHA5;

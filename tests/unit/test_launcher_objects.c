@@ -159,7 +159,7 @@ Test(launcher_objects, node_labels_and_taints)
 					 .capacity = type_cap, .n_capacity = 3, .allocatable = type_cap,
 					 .n_allocatable = 3 };
 	struct launched_instance li = { "i-1", "m6g.large", "us-west-2a", "on-demand", "ami-1",
-					"ip-10-0-0-1.us-west-2.compute.internal", &t, NULL };
+					"ip-10-0-0-1.us-west-2.compute.internal", &t, NULL, NULL };
 	struct proto_nodepool np = pool();
 	struct proto_nodeclaim claim = { .name = "default-abcde", .uid = "u-1" };
 	node_label labels[64];
@@ -209,7 +209,7 @@ Test(launcher_objects, the_template_annotations_reach_the_nodeclaim_and_the_node
 					 .capacity = type_cap, .n_capacity = 3, .allocatable = type_cap,
 					 .n_allocatable = 3 };
 	struct launched_instance li = { "i-1", "m6g.large", "us-west-2a", "on-demand", "ami-1",
-					"ip-10-0-0-1.us-west-2.compute.internal", &t, NULL };
+					"ip-10-0-0-1.us-west-2.compute.internal", &t, NULL, NULL };
 	struct proto_planned_nodeclaim p = planned();
 	struct proto_nodepool np = pool();
 	struct proto_nodeclaim claim = { .name = "default-abcde", .uid = "u-1" };
@@ -265,9 +265,40 @@ Test(launcher_objects, the_hold_comes_off_with_every_other_taint_kept_and_the_ve
 	cr_assert_not(node_held(&node));
 }
 
+/* A Windows AMI family's node: os windows and the family's build, not the
+ * catalog's linux (Karpenter's instance types under a Windows EC2NodeClass). */
+Test(launcher_objects, a_windows_nodeclass_labels_its_nodes_windows_with_the_build)
+{
+	struct proto_kv linux_labels[] = { { "kubernetes.io/arch", "amd64" }, { "kubernetes.io/os", "linux" } };
+	struct proto_instance_type t = { .name = "m5.large", .labels = linux_labels, .n_labels = 2 };
+	struct launched_instance li = { "i-1", "m5.large", "us-west-2a", "on-demand", "ami-1", "ip-1", &t, NULL,
+					"10.0.20348" };
+	struct proto_nodepool np = pool();
+	node_label labels[64];
+	const char *os = NULL, *build = NULL;
+	size_t n;
+
+	cr_assert_eq(node_labels_collect(&li, &np, NULL, 0, "us-west-2", labels, 64, &n), 0);
+	for (size_t i = 0; i < n; i++) {
+		if (streq(labels[i].key, "kubernetes.io/os"))
+			os = labels[i].value;
+		if (streq(labels[i].key, "node.kubernetes.io/windows-build"))
+			build = labels[i].value;
+	}
+	cr_assert_str_eq(os, "windows");
+	cr_assert_str_eq(build, "10.0.20348");
+	li.windows_build = NULL;
+	cr_assert_eq(node_labels_collect(&li, &np, NULL, 0, "us-west-2", labels, 64, &n), 0);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_str_neq(labels[i].key, "node.kubernetes.io/windows-build");
+		if (streq(labels[i].key, "kubernetes.io/os"))
+			cr_assert_str_eq(labels[i].value, "linux");
+	}
+}
+
 Test(launcher_objects, launched_status_and_binding)
 {
-	struct launched_instance li = { "i-9", "m5.large", "us-west-2c", "spot", "ami-7", "ip-1", NULL, NULL };
+	struct launched_instance li = { "i-9", "m5.large", "us-west-2c", "spot", "ami-7", "ip-1", NULL, NULL, NULL };
 	json_t *s = nodeclaim_launched_status(&li, "2026-11-24T07:00:00Z");
 	json_t *b = binding_json("inflate-1", "ip-1");
 	const json_t *st = json_object_get(s, "status");
@@ -325,7 +356,7 @@ Test(launcher_objects, node_status_follows_the_kubelet_settings_the_scheduler_pl
 	struct proto_instance_type t = { .name = "m5.xlarge", .capacity = pcap, .n_capacity = 4,
 					 .allocatable = palloc, .n_allocatable = 4 };
 	struct launched_instance li = { "i-1", "m5.xlarge", "us-west-2a", "on-demand", "ami-1",
-					"ip-10-0-0-1", &t, &k };
+					"ip-10-0-0-1", &t, &k, NULL };
 	struct proto_nodeclaim claim = { .name = "default-abcde", .uid = "u-1" };
 	json_t *node, *status;
 

@@ -318,6 +318,41 @@ Test(drift, an_image_that_is_not_the_one_status_amis_gives_its_architecture_is_a
 	cr_assert_eq(drift_check(&nc, &np, &ncl, NULL), DRIFT_NONE);
 }
 
+/* status.amis as the launcher writes it for an alias with variants
+ * (nvidia listed first here): a node without GPUs maps to the standard
+ * image, a GPU node to the nvidia one. */
+#define STATUS_VARIANTS                                                                        \
+	"\"subnets\": [{\"id\": \"subnet-a\", \"zone\": \"us-west-2a\"}],"                      \
+	" \"securityGroups\": [{\"id\": \"sg-1\"}],"                                              \
+	" \"amis\": [{\"id\": \"ami-gpu\", \"requirements\": [{\"key\": \"kubernetes.io/arch\","  \
+	" \"operator\": \"In\", \"values\": [\"amd64\"]}, {\"key\":"                                 \
+	" \"karpenter.k8s.aws/instance-gpu-count\", \"operator\": \"Exists\"}]},"                   \
+	" {\"id\": \"ami-new\", \"requirements\": [{\"key\": \"kubernetes.io/arch\","            \
+	" \"operator\": \"In\", \"values\": [\"amd64\"]}, {\"key\":"                                 \
+	" \"karpenter.k8s.aws/instance-gpu-count\", \"operator\": \"DoesNotExist\"}]}]"
+
+Test(drift, an_accelerated_variants_image_is_not_what_a_node_without_gpus_should_run)
+{
+	struct proto_nodepool np = nodepool(POOL);
+	struct proto_nodeclass ncl = nodeclass(NODECLASS_V1(
+		", \"amiFamily\": \"AL2023\", \"amiSelectorTerms\": [{\"name\": \"x\"}]", STATUS_VARIANTS));
+	struct proto_nodeclaim nc = launched(&np, &ncl, "ami-new");
+	struct proto_kv gpu_labels[16];
+
+	cr_assert_eq(drift_check(&nc, &np, &ncl, NULL), DRIFT_NONE);
+	nc.image_id = "ami-gpu";
+	cr_assert_eq(drift_check(&nc, &np, &ncl, NULL), DRIFT_AMI);
+	/* the same NodeClaim on a GPU type runs the nvidia image rightly */
+	cr_assert_lt(nc.n_labels, 15);
+	memcpy(gpu_labels, nc.labels, nc.n_labels * sizeof(*gpu_labels));
+	gpu_labels[nc.n_labels] = (struct proto_kv){ "karpenter.k8s.aws/instance-gpu-count", "1" };
+	nc.labels = gpu_labels;
+	nc.n_labels++;
+	cr_assert_eq(drift_check(&nc, &np, &ncl, NULL), DRIFT_NONE);
+	nc.image_id = "ami-new";
+	cr_assert_eq(drift_check(&nc, &np, &ncl, NULL), DRIFT_AMI);
+}
+
 Test(drift, security_groups_must_be_exactly_the_resolved_ones)
 {
 	struct proto_nodepool np = nodepool(POOL);

@@ -473,6 +473,49 @@ Test(from_state, a_static_nodepool_opens_no_nodeclaim_but_its_node_takes_pods)
 	cr_assert_str_eq(node_of(0), "static-1", "the static pool's node is existing capacity");
 }
 
+/* Karpenter's instance types under a Windows AMI family are os windows
+ * with its build, amd64 only (instancetype/types.go getOS): the catalog's
+ * Linux labels do not keep a Windows pod out, and a Linux one stays out. */
+Test(from_state, a_windows_nodeclass_pool_takes_windows_pods_on_amd64_only)
+{
+	struct proto_selector_term alias = { .alias = "windows2022@latest" };
+	struct proto_nodepool np = { .name = "win", .uid = "np",
+				     .nodeclass_ref = { .group = "karpenter.k8s.aws", .kind = "EC2NodeClass",
+							.name = "win" } };
+	struct proto_nodeclass nc = { .name = "win", .uid = "nc", .ready = PROTO_COND_TRUE,
+				      .ami_selector_terms = &alias, .n_ami_selector_terms = 1 };
+	struct proto_kv windows[] = { { "kubernetes.io/os", "windows" } }, linux_os[] = { { "kubernetes.io/os", "linux" } };
+	struct proto_pod w = pod("default", "iis-1", NULL), l = pod("default", "web-1", NULL);
+	const struct proto_pod *pending[] = { &w, &l };
+	const struct requirement *build;
+	uint32_t amd64;
+
+	fx_template(&w)->node_selector = windows;
+	fx_template(&w)->n_node_selector = 1;
+	fx_template(&l)->node_selector = linux_os;
+	fx_template(&l)->n_node_selector = 1;
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODECLASS, .nodeclass = &nc });
+	add((struct proto_object){ .kind = PROTO_OBJECT_NODEPOOL, .nodepool = &np });
+	solve(pending, 2);
+	cr_assert_eq(result->n_claims, 1);
+	cr_assert_eq(result->claims[0].n_pods, 1);
+	cr_assert_eq(result->claims[0].pods[0], 0, "the Windows pod has the NodeClaim");
+	cr_assert_eq(result->n_unschedulable, 1);
+	cr_assert_eq(result->unschedulable[0].pod, 1);
+	cr_assert(strstr(result->unschedulable[0].reason, "kubernetes.io/os"), "\"%s\"",
+		  result->unschedulable[0].reason);
+	amd64 = strtab_lookup(&cluster->st, "amd64");
+	cr_assert_gt(result->claims[0].n_types, 0);
+	for (uint32_t i = 0; i < result->claims[0].n_types; i++) {
+		const struct instance_type *it = &cluster->cat.types[result->claims[0].types[i]];
+
+		cr_assert_eq(labels_get(it->labels, it->n_labels, K_ARCH), amd64, "type %u is not amd64", i);
+	}
+	build = requirements_get(&result->claims[0].reqs, K_WINDOWS_BUILD);
+	cr_assert_not_null(build);
+	cr_assert(requirement_allows(build, &cluster->st, strtab_lookup(&cluster->st, "10.0.20348")));
+}
+
 /* ---- in-flight NodeClaims and the pods planned for them (DESIGN §2 rule 4) ---- */
 
 static struct proto_resource one_cpu[] = { { "cpu", 1000 }, { "memory", 1LL << 30 } };

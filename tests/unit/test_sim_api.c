@@ -32,11 +32,29 @@ static void add_crd(const char *text)
 	json_decref(crd);
 }
 
+#define EC2NODECLASSES "/apis/karpenter.k8s.aws/%s/ec2nodeclasses"
+/* As the shipped CRDs say (data/crds): v1 dropped Ubuntu, v1beta1 had it. */
+#define NODECLASS_VERSION(name, storage, families) \
+	"{\"name\":\"" name "\",\"served\":true,\"storage\":" storage ",\"schema\":{\"openAPIV3Schema\":" \
+	"{\"type\":\"object\",\"properties\":{\"spec\":{\"type\":\"object\",\"properties\":{\"amiFamily\":" \
+	"{\"type\":\"string\",\"enum\":[" families "]},\"amiSelectorTerms\":{\"type\":\"array\",\"items\":" \
+	"{\"type\":\"object\",\"properties\":{\"alias\":{\"type\":\"string\"}}}}}}}}}}"
+
+static void add_nodeclass_crd(void)
+{
+	add_crd("{\"kind\":\"CustomResourceDefinition\",\"metadata\":{\"name\":\"ec2nodeclasses.karpenter.k8s.aws\"},"
+		"\"spec\":{\"group\":\"karpenter.k8s.aws\",\"scope\":\"Cluster\",\"names\":{\"kind\":\"EC2NodeClass\","
+		"\"plural\":\"ec2nodeclasses\",\"singular\":\"ec2nodeclass\"},\"versions\":["
+		NODECLASS_VERSION("v1", "true", "\"AL2\",\"AL2023\",\"Windows2022\"") ","
+		NODECLASS_VERSION("v1beta1", "false", "\"AL2\",\"Ubuntu\"") "]}}");
+}
+
 static void setup(void)
 {
 	reg = k8s_registry_new();
 	add_crd(CRD(CRD_VERSION("v1", "false", "old v1") "," CRD_VERSION("v1beta1", "true", "beta")));
 	add_crd(CRD(CRD_VERSION("v1", "true", "NodePool is the Schema for the NodePools API")));
+	add_nodeclass_crd();
 	cr_assert_eq(k8s_store_new(reg, 0, &store), 0);
 	cr_assert_eq(k8s_store_seed(store), 0);
 	k8s_api_init(&api, reg, store);
@@ -604,4 +622,33 @@ Test(sim_api, an_immediate_delete_answers_the_object_or_a_status_as_the_registry
 	cr_assert_str_eq(json_string_value(json_object_get(obj, "kind")), "NodePool");
 	cr_assert_not_null(metadata_str(obj, "deletionTimestamp"));
 	json_decref(obj);
+}
+
+static json_t *post_nodeclass(const char *version, const char *family, int want)
+{
+	char path[128], body[256];
+
+	snprintf(path, sizeof(path), EC2NODECLASSES, version);
+	snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"nc-%s\"},\"spec\":{\"amiFamily\":\"%s\","
+		 "\"amiSelectorTerms\":[{\"alias\":\"x@latest\"}]}}", version, family);
+	return call("POST", path, NULL, body, want);
+}
+
+/* apiextensions-apiserver validates a custom resource against its
+ * version's structural schema: a value outside an enum is 422
+ * FieldValueNotSupported naming the field and the supported values. */
+Test(sim_api, a_custom_resource_value_outside_its_schema_enum_is_refused_per_version)
+{
+	json_t *err, *cause;
+
+	err = post_nodeclass("v1", "Ubuntu", 422);
+	cr_assert_str_eq(json_string_value(json_object_get(err, "message")),
+			 "EC2NodeClass.karpenter.k8s.aws \"nc-v1\" is invalid: spec.amiFamily: Unsupported value: "
+			 "\"Ubuntu\": supported values: \"AL2\", \"AL2023\", \"Windows2022\"");
+	cause = json_array_get(json_object_get(json_object_get(err, "details"), "causes"), 0);
+	cr_assert_str_eq(json_string_value(json_object_get(cause, "reason")), "FieldValueNotSupported");
+	cr_assert_str_eq(json_string_value(json_object_get(cause, "field")), "spec.amiFamily");
+	json_decref(err);
+	json_decref(post_nodeclass("v1beta1", "Ubuntu", 201));
+	json_decref(post_nodeclass("v1", "Windows2022", 201));
 }
