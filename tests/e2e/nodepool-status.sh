@@ -112,6 +112,7 @@ spec:
   template:
     spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: missing}
+      requirements: []
 ---
 apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -123,6 +124,7 @@ spec:
   template:
     spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
 ---
 apiVersion: karpenter.k8s.aws/v1beta1
 kind: EC2NodeClass
@@ -147,7 +149,7 @@ spec:
   providerRef: {name: legacy}
 YAML
 v1beta1_pool beta '{maxPods: 7}'
-v1beta1_pool soft '{maxPods: 7, evictionSoft: {memory.available: 10%}}'
+v1beta1_pool soft '{maxPods: 7, evictionSoft: {memory.available: 10%}, evictionSoftGracePeriod: {memory.available: 1m}}'
 for app in general beta soft; do
 	workload "$app"
 done
@@ -207,7 +209,7 @@ expect_eq "v1beta1 status has resources only" \
 	"$(kubectl get nodepools.v1beta1.karpenter.sh beta -o jsonpath='{.status.conditions}{.status.nodes}')" ""
 soft_event() {
 	kubectl get events -o jsonpath='{range .items[*]}{.reason} {.involvedObject.kind}/{.involvedObject.name} {.message}{"\n"}{end}' |
-		grep -q '^FailedValidation NodePool/soft spec.template.spec.kubelet.evictionSoft is not supported by kanna$'
+		grep -q '^FailedValidation NodePool/soft spec.template.spec.kubelet.evictionSoft[ ,].*supported by kanna$'
 }
 wait_for "a FailedValidation Event on NodePool soft naming evictionSoft" 30 soft_event
 wait_for "ValidationSucceeded=False on NodePool converted" 15 cond_is nodepool converted ValidationSucceeded \
