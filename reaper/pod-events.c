@@ -58,10 +58,12 @@ bool pod_event_observe(struct pod_event_clock *c, const struct pod_event_sight *
 		c->pods_hash = s->pods_hash;
 		event_now(c, s);
 	}
-	if (s->nominated)
-		event_now(c, s);
 	if (s->recorded_ms > c->written_ms)
 		c->written_ms = s->recorded_ms;
+	if (s->nominated) {
+		event_now(c, s);
+		return false;
+	}
 	return !c->patch_sent && c->last_ms > c->written_ms &&
 	       (!c->written_ms || s->now_ms - c->written_ms >= POD_EVENT_DEDUPE_MS);
 }

@@ -39,7 +39,9 @@ struct pod_event_sight {
 	int64_t recorded_ms;    /* its status.lastPodEventTime (0: unset) */
 	uint64_t pods_hash;     /* the pods counted on its Node */
 	int64_t newest_bind_ms; /* the latest of their bind (else creation) times */
-	bool nominated;         /* pods on their way to it: an event now */
+	bool nominated;         /* pods on their way to it: an event now,
+				 * written once they stop coming (it is no
+				 * candidate meanwhile, restarted or not) */
 	int64_t now_ms;         /* wall clock */
 	uint64_t now_usec;      /* monotonic */
 };

@@ -97,17 +97,24 @@ Test(pod_events, a_pod_bound_while_no_reaper_ran_moves_the_record_to_its_bind_ti
 	cr_assert_eq(age_s(&c, 60000), 60);
 }
 
-Test(pod_events, pods_on_their_way_are_an_event_every_pass)
+Test(pod_events, pods_on_their_way_are_an_event_every_pass_written_once_they_stop_coming)
 {
 	struct pod_event_clock c = { 0 };
 	struct pod_event_sight s = at(0, T0_MS - 600000, 0);
 
 	cr_assert_not(pod_event_observe(&c, &s));
 	cr_assert_eq(age_s(&c, 0), 600);
-	s = at(5000, T0_MS - 600000, 0);
-	s.nominated = true;
-	cr_assert(pod_event_observe(&c, &s));
-	cr_assert_eq(age_s(&c, 5000), 0);
+	for (int64_t t = 5000; t <= 65000; t += 500) {
+		s = at(t, T0_MS - 600000, 0);
+		s.nominated = true;
+		cr_assert_not(pod_event_observe(&c, &s), "no write while they come (%lld ms)",
+			      (long long)t);
+		cr_assert_eq(age_s(&c, t), 0);
+	}
+	s = at(65500, T0_MS - 600000, 0);
+	cr_assert(pod_event_observe(&c, &s), "they stopped coming: written");
+	cr_assert_eq(c.last_ms, T0_MS + 65000, "the last pass that saw them coming");
+	cr_assert_eq(age_s(&c, 65500), 0);
 }
 
 Test(pod_events, a_record_older_than_the_monotonic_clock_counts_from_its_start_not_below_zero)
