@@ -70,7 +70,7 @@ bool pod_event_observe(struct pod_event_clock *c, const struct pod_event_sight *
 
 uint64_t pod_event_age_usec(const struct pod_event_clock *c, uint64_t now_usec)
 {
-	return now_usec > c->last_usec ? now_usec - c->last_usec : 0;
+	return c->seen && now_usec > c->last_usec ? now_usec - c->last_usec : 0;
 }
 
 /* ---- the pass --------------------------------------------------------------------------- */

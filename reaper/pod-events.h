@@ -52,7 +52,7 @@ struct pod_event_sight {
  * reaper ran); without a record the event is now — never earlier than it
  * could have been. */
 bool pod_event_observe(struct pod_event_clock *c, const struct pod_event_sight *s);
-/* Time since the last pod event (monotonic). */
+/* Time since the last pod event (monotonic; 0 before pod_event_observe()). */
 uint64_t pod_event_age_usec(const struct pod_event_clock *c, uint64_t now_usec);
 
 #endif

@@ -48,6 +48,8 @@ Test(pod_events, without_a_record_the_event_is_now_and_is_written_once)
 	struct pod_event_clock c = { 0 };
 	struct pod_event_sight s = at(400, 0, 7);
 
+	cr_assert_eq(pod_event_age_usec(&c, MONO0_USEC), 0, "never looked at: no age");
+
 	cr_assert(pod_event_observe(&c, &s));
 	cr_assert_eq(c.last_ms, T0_MS + 1000, "whole seconds, rounded up: late, not early");
 	cr_assert_eq(age_s(&c, 400), 0);
