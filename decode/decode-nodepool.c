@@ -564,6 +564,7 @@ int decode_nodeclaim(struct decoder *d, const json_t *obj, struct proto_nodeclai
 				  &nc->allocatable, &nc->n_allocatable)) < 0 ||
 	    (r = decode_conditions(d, json_object_get(status, "conditions"), "status.conditions",
 				   &nc->conditions, &nc->n_conditions)) < 0 ||
+	    (r = decode_time(d, status, "lastPodEventTime", "status", &nc->last_pod_event_time)) < 0 ||
 	    (r = decode_string(d, m.annotations, KARPENTER_NODEPOOL_HASH_ANNOTATION, "metadata.annotations",
 			       &nc->nodepool_hash)) < 0 ||
 	    (r = decode_string(d, m.annotations, KARPENTER_NODEPOOL_HASH_VERSION_ANNOTATION,

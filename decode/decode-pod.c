@@ -576,6 +576,9 @@ int decode_pod(struct decoder *d, const json_t *obj, struct proto_pod *p)
 			json_string_value(json_object_get(c, "status")));
 		if ((r = decode_string(d, c, "reason", "status.conditions", &p->scheduled_reason)) < 0)
 			goto fail;
+		/* When it was bound (the reaper's pod events, reaper/pod-events.c). */
+		if (p->scheduled == PROTO_COND_TRUE)
+			p->scheduled_time = decode_time_ms(json_object_get(c, "lastTransitionTime"));
 	}
 	return 0;
 fail:

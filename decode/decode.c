@@ -4,6 +4,7 @@
  * lists, durations and timestamps. Each checks the JSON type of what it
  * reads and says where it was when it is wrong.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -189,6 +190,48 @@ int64_t decode_time_ms(const json_t *v)
 	if (!end)
 		return 0;
 	return (int64_t)timegm(&tm) * 1000;
+}
+
+/* RFC 3339 as the API server validates format: date-time: a fraction
+ * (kept to the millisecond), then Z or a ±hh:mm offset. */
+int decode_time(struct decoder *d, const json_t *o, const char *key, const char *where,
+		int64_t *ret)
+{
+	const json_t *v = json_object_get(o, key);
+	const char *s = json_string_value(v), *p;
+	struct tm tm = { 0 };
+	int64_t ms = 0, scale = 100;
+	int oh, om;
+
+	*ret = 0;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!s || !(p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)))
+		goto bad;
+	if (*p == '.') {
+		if (!isdigit((unsigned char)*++p))
+			goto bad;
+		for (; isdigit((unsigned char)*p); p++, scale /= 10)
+			ms += (*p - '0') * scale;
+	}
+	ms += (int64_t)timegm(&tm) * 1000;
+	if (*p == 'Z' || *p == 'z')
+		p++;
+	else if ((*p == '+' || *p == '-') && isdigit((unsigned char)p[1]) &&
+		 isdigit((unsigned char)p[2]) && p[3] == ':' && isdigit((unsigned char)p[4]) &&
+		 isdigit((unsigned char)p[5]) && (oh = (p[1] - '0') * 10 + p[2] - '0') < 24 &&
+		 (om = (p[4] - '0') * 10 + p[5] - '0') < 60) {
+		ms -= (*p == '-' ? -1 : 1) * ((int64_t)oh * 3600 + om * 60) * 1000;
+		p += 6;
+	} else
+		goto bad;
+	if (*p)
+		goto bad;
+	*ret = ms;
+	return 0;
+bad:
+	return decode_fail(d, "%s.%s: expected an RFC 3339 time like 2024-01-02T15:04:05Z", where,
+			   key);
 }
 
 int decode_metadata(struct decoder *d, const json_t *obj, const char *kind, bool namespaced,

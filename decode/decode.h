@@ -157,6 +157,10 @@ extern const size_t decode_kubelet_n_unsupported_fields;
 /* Go duration ("720h", "30s") or "Never" (-1) into seconds. */
 int decode_duration(struct decoder *d, const json_t *v, const char *where, int64_t *ret);
 int64_t decode_time_ms(const json_t *v);
+/* Optional RFC 3339 time at key into Unix ms (absent or null: 0); -EINVAL
+ * when it is not one. */
+int decode_time(struct decoder *d, const json_t *o, const char *key, const char *where,
+		int64_t *ret);
 int decode_condition_status(const char *s);
 const json_t *json_path(const json_t *o, const char *dotted);
 

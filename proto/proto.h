@@ -406,7 +406,8 @@ struct proto_resource {
  * pod (DESIGN §2 rule 4). deletion_cost: the pod's
  * controller.kubernetes.io/pod-deletion-cost annotation (0 when absent or
  * not a number), which consolidation weighs as Karpenter's EvictionCost
- * does (since 2.3). */
+ * does (since 2.3). scheduled_time: lastTransitionTime of its PodScheduled
+ * condition when True (when it was bound; since 2.6). */
 #define proto_fields_pod(F, S)                                                \
 	F(S, 1, ns, STR, _, PROTO_MAX_NAME_LEN, REQ)                          \
 	F(S, 2, name, STR, _, PROTO_MAX_NAME_LEN, REQ)                        \
@@ -422,7 +423,8 @@ struct proto_resource {
 	F(S, 27, deletion_time, I64, _, 0, OPT)                               \
 	F(S, 29, mirror, BOOL, _, 0, OPT)                                     \
 	F(S, 32, template, OBJS, pod_template, 1, OPT)                        \
-	F(S, 33, deletion_cost, F64, _, 0, OPT)
+	F(S, 33, deletion_cost, F64, _, 0, OPT)                               \
+	F(S, 34, scheduled_time, I64, _, 0, OPT)
 
 #define proto_fields_node(F, S)                                               \
 	F(S, 1, name, STR, _, PROTO_MAX_NAME_LEN, REQ)                        \
@@ -488,7 +490,10 @@ struct proto_resource {
  * the NodePool's and EC2NodeClass's own for static drift (decode/decode.h). do_not_disrupt: the
  * karpenter.sh/do-not-disrupt annotation (also on nodes and pods).
  * fleet_batch: the kanna.dev/fleet-batch annotation, the ClientToken of
- * the CreateFleet call that launched several NodeClaims at once. */
+ * the CreateFleet call that launched several NodeClaims at once.
+ * last_pod_event_time: status.lastPodEventTime, when the set of pods on its
+ * Node last changed, as the reaper records it (reaper/pod-events.c; since
+ * 2.6). */
 #define proto_fields_nodeclaim(F, S)                                          \
 	F(S, 1, name, STR, _, PROTO_MAX_NAME_LEN, REQ)                        \
 	F(S, 2, uid, STR, _, PROTO_MAX_NAME_LEN, REQ)                         \
@@ -520,7 +525,8 @@ struct proto_resource {
 	F(S, 28, fleet_batch, STR, _, PROTO_MAX_ID_LEN, OPT)                  \
 	F(S, 29, finalizers, STRS, PROTO_MAX_NAME_LEN, PROTO_MAX_FINALIZERS, OPT) \
 	F(S, 30, nodepool_hash_version, STR, _, PROTO_MAX_NAME_LEN, OPT)      \
-	F(S, 31, nodeclass_hash_version, STR, _, PROTO_MAX_NAME_LEN, OPT)
+	F(S, 31, nodeclass_hash_version, STR, _, PROTO_MAX_NAME_LEN, OPT)     \
+	F(S, 32, last_pod_event_time, I64, _, 0, OPT)
 
 /* EC2NodeClass (v1; v1beta1 EC2NodeClass and v1alpha1 AWSNodeTemplate
  * converted). status_*: what the launcher resolved. nodeclass_hash(_version):

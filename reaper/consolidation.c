@@ -143,24 +143,6 @@ static void tell(struct reaper *r, struct claim_work *w, const struct proto_node
 	kube_event_record(r->d->events, &nref, KUBE_EVENT_NORMAL, reason, "%s", msg);
 }
 
-/* Karpenter's lastPodEventTime: when the set of pods on the node changed
- * last (first seen: now — late, never early). */
-static uint64_t pods_changed(struct reaper *r, struct claim_work *w, const struct proto_node *n,
-			     uint64_t now_usec)
-{
-	const struct state_pod_set *set = state_store_pods_on(reaper_store(r), n->name);
-	uint64_t h = HASH_FNV1A64_OFFSET;
-
-	for (uint32_t i = 0; set && i < set->n; i++)
-		if (!drain_pod_stays(set->pods[i]) && !set->pods[i]->deletion_time)
-			h ^= hash_fnv1a64_field(hash_fnv1a64(set->pods[i]->ns), set->pods[i]->name);
-	if (!w->pods_changed_usec || h != w->pods_hash) {
-		w->pods_hash = h;
-		w->pods_changed_usec = now_usec;
-	}
-	return w->pods_changed_usec;
-}
-
 static int job_add(struct job *j, uint32_t node, uint32_t pool, const struct proto_nodeclaim *nc,
 		   unsigned pods, double cost, double reschedule_cost)
 {
@@ -262,10 +244,10 @@ static int gather_one(struct reaper *r, struct job *j, struct hashmap *pools, ch
 		return 0;
 	if (nothing_to_move(r, nc, node, &pods))
 		return 0;
-	/* Consolidatable: consolidateAfter passed since a pod last landed on
-	 * or left it (not yet: nothing to tell). */
+	/* Consolidatable: consolidateAfter passed since its last pod event
+	 * (pod-events.h; not yet: nothing to tell). */
 	after_s = candidate_consolidate_after_s(np);
-	if (after_s >= 0 && now - pods_changed(r, w, node, now) < (uint64_t)after_s * 1000000)
+	if (after_s >= 0 && pod_event_age_usec(&w->pod_events, now) < (uint64_t)after_s * 1000000)
 		return 0;
 	if ((why = candidate_check(reaper_store(r), pdbs, nc, np, node, clock_realtime_ms(), &event,
 				   &cost, buf, sizeof(buf)))) {

@@ -3,9 +3,9 @@
  *  - Empty: a NodeClaim of a NodePool whose consolidationPolicy removes
  *    empty nodes (v1 WhenEmpty and WhenEmptyOrUnderutilized, v1beta1
  *    WhenEmpty, v1alpha5 ttlSecondsAfterEmpty) whose Node has carried no
- *    pod but DaemonSet, mirror and finished ones for consolidateAfter. The
- *    clock starts again when a pod lands (and, after a restart, when the
- *    reaper first sees the node empty: late, never early).
+ *    pod but DaemonSet, mirror and finished ones for consolidateAfter,
+ *    counted from its last pod event (pod-events.h: Karpenter's
+ *    lastPodEventTime, on the NodeClaim, so that a restart keeps it).
  *  - Expired: older than its expireAfter (the NodeClaim's, else its
  *    NodePool's; v1alpha5 ttlSecondsUntilExpired).
  *  - Drifted: no longer what its NodePool and EC2NodeClass would launch
@@ -224,14 +224,11 @@ static const char *candidate_reason(struct reaper *r, struct claim_work *w,
 	bool empties_now = np->source_api != PROTO_API_V1 &&
 			   np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_UNDERUTILIZED;
 
-	if (pods)
-		w->empty_since_usec = 0;
-	else if (!w->empty_since_usec)
-		w->empty_since_usec = now_usec;
 	if (expire_s > 0 && clock_realtime_ms() - nc->creation_time >= expire_s * 1000)
 		return REASON_EXPIRED;
+	/* Empty since its last pod event (the pods counted there are these). */
 	if (!pods && (empties_now || (empties && np->consolidate_after_s >= 0 &&
-				      now_usec - w->empty_since_usec >=
+				      pod_event_age_usec(&w->pod_events, now_usec) >=
 					      (uint64_t)np->consolidate_after_s * 1000000)))
 		return REASON_EMPTY;
 	/* The instance as EC2 last described it (NULL until the inventory has
@@ -279,10 +276,8 @@ static void consider(struct reaper *r, const struct proto_nodeclaim *nc, struct 
 			disruption_delete(r, w, nc, w->disrupting, pods);
 		return;
 	}
-	if (disruption_nominated(r, nc, node)) {
-		w->empty_since_usec = 0; /* its pods are on their way */
+	if (disruption_nominated(r, nc, node)) /* its pods are on their way: a pod event */
 		return;
-	}
 	reason = candidate_reason(r, w, nc, np, pods, now_usec, &drift);
 	/* "Drifted (AMIDrift)": the drift's kind in logs and Events. */
 	snprintf(why, sizeof(why), "%s%s%s%s", reason ?: "", drift ? " (" : "",
@@ -353,6 +348,7 @@ void disruption_pass(struct reaper *r, uint64_t now_usec)
 	void *v;
 	size_t it = 0;
 
+	pod_events_pass(r, now_usec);
 	if (count_pools(r, &pools, clock_realtime_ms() / 1000) >= 0) {
 		while ((e = state_store_next(reaper_store(r), &it)))
 			if (e->obj.kind == PROTO_OBJECT_NODECLAIM && e->obj.nodeclaim->provider_id &&

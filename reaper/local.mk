@@ -7,6 +7,7 @@ noinst_LIBRARIES += libkanna-reaper.a
 libkanna_reaper_a_SOURCES = reaper/reaper.h reaper/work.c reaper/termination.c reaper/drain.c \
 	reaper/instances.c reaper/disruption.c reaper/inventory.c reaper/gc.c \
 	reaper/static.h reaper/static.c
+	reaper/pod-events.h reaper/pod-events.c
 REAPER_LIBS = libkanna-reaper.a $(MODEL_LIBS) $(STATE_LIBS) -lm
 bin_PROGRAMS += reaper/kanna-reaper
 reaper_kanna_reaper_SOURCES = reaper/main.c reaper/daemon.h reaper/daemon.c \
@@ -121,6 +122,11 @@ tests_unit_test_reaper_candidate_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_reaper_candidate_LDADD = libkanna-decode.a $(REAPER_LIBS) $(LDADD) $(TEST_LIBS)
 tests_unit_test_reaper_consolidation_state_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_reaper_consolidation_state_LDADD = $(REAPER_LIBS) $(LDADD) $(TEST_LIBS)
+# The last pod event: read from the NodeClaim, changed, written back (pod-events.c).
+check_PROGRAMS += tests/unit/test_reaper_pod_events
+TESTS += tests/unit/test_reaper_pod_events
+tests_unit_test_reaper_pod_events_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_reaper_pod_events_LDADD = $(REAPER_LIBS) $(LDADD) $(TEST_LIBS)
 check_PROGRAMS += tests/unit/test_reaper_consolidation
 TESTS += tests/unit/test_reaper_consolidation
 tests_unit_test_reaper_consolidation_SOURCES = tests/unit/test_reaper_consolidation.c \

@@ -27,6 +27,7 @@
 #include "state/msg.h"
 #include "state/replica.h"
 #include "reaper/config.h"
+#include "reaper/pod-events.h"
 
 /* Eviction retries (a PodDisruptionBudget said no: 429): Karpenter's
  * eviction queue backs off exponentially from 100 ms to 10 s per pod. */
@@ -50,8 +51,10 @@ enum instance_state {
 struct claim_work {
 	char *name;
 	uint64_t seen_pass;
+	/* The last pod event (pod-events.c): emptiness and consolidateAfter
+	 * count from it. */
+	struct pod_event_clock pod_events;
 	/* Voluntary disruption (disruption.c). */
-	uint64_t empty_since_usec;   /* 0: not empty when last looked at */
 	const char *disrupting;      /* reason ("Empty", "Expired") once decided */
 	uint64_t disrupting_since_usec;
 	char **replacements;         /* NodeClaims launched to take its pods */
@@ -64,10 +67,9 @@ struct claim_work {
 	 * when this reaper last gave the disruption up (its untaint on its
 	 * way; 0: not since). */
 	uint64_t ready_unplaced_usec, abandoned_usec;
-	/* Consolidation (consolidation.c): the pods on the node when last
-	 * looked at (a hash), since when (Karpenter's lastPodEventTime), and
-	 * the last Unconsolidatable reason told (a hash: once per change). */
-	uint64_t pods_hash, pods_changed_usec, unconsolidatable_hash;
+	/* Consolidation (consolidation.c): the last Unconsolidatable reason
+	 * told (a hash: once per change). */
+	uint64_t unconsolidatable_hash;
 	/* Termination (termination.c): requests in flight. */
 	bool claim_delete_sent, node_delete_sent, taint_sent, node_finalizer_sent,
 		claim_finalizer_sent;
@@ -210,6 +212,9 @@ void interruption_free(struct reaper *r);
 
 /* disruption.c: emptiness, expiry and drift; one pass. */
 void disruption_pass(struct reaper *r, uint64_t now_usec);
+/* pod-events.c: every NodeClaim's last pod event, looked at and recorded
+ * on the NodeClaim; one pass (disruption_pass() calls it first). */
+void pod_events_pass(struct reaper *r, uint64_t now_usec);
 
 /* "aws:///us-west-2a/i-0123" → "i-0123" (NULL when it is not one). */
 const char *provider_instance_id(const char *provider_id);

@@ -104,13 +104,17 @@ pick() { # WORDS...: p = one of them
 
 e2e_init
 $CHECK selftest >/dev/null || { $CHECK selftest; fail "the invariant checker fails its self-test"; }
-# Keep the evidence, then clean up as lib.sh does.
+# Keep the evidence, then clean up as lib.sh does. e2e_cleanup exits with
+# the $? it is called with: the run's, not that of the copy (an if's status
+# is 0 whatever ran, and a failed run passed).
 chaos_exit() {
+	local rc=$?
 	if [ -n "$ARTIFACTS" ]; then
 		mkdir -p "$ARTIFACTS"
 		cp "$tmp"/*.log "$tmp"/*.out "$tmp"/ledger "$tmp"/snap/*.json "$tmp"/snap/operator-deleted \
 			"$ARTIFACTS"/ 2>/dev/null || true
 	fi
+	(exit "$rc")
 	e2e_cleanup
 }
 trap chaos_exit EXIT INT TERM

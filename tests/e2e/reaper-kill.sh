@@ -14,7 +14,11 @@
 #     and Node are gone;
 #  4. the instance terminated, its Node's finalizer not yet removed (every
 #     write to nodes answered 500 meanwhile): the new reaper removes the
-#     finalizers without a second termination.
+#     finalizers without a second termination;
+#  5. a node of a WhenEmpty pool (consolidateAfter 20s) emptied, its
+#     NodeClaim's status.lastPodEventTime recorded; the reaper killed 8 s
+#     into the 20 and restarted: the node goes about 20 s after its pod
+#     left, not 20 s after the restart (Karpenter's lastPodEventTime).
 # At the end every NodeClaim has one live instance, none leaked, and every
 # terminated instance was terminated by one TerminateInstances call.
 set -eu
@@ -106,6 +110,32 @@ spec:
       containers:
       - {name: c, image: pause, resources: {requests: {cpu: "1", memory: 1Gi}}}
 ---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: idle}
+spec:
+  template:
+    metadata: {labels: {intent: idle}}
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      expireAfter: Never
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: 20s}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: idle}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: idle}}
+  template:
+    metadata: {labels: {app: idle}}
+    spec:
+      nodeSelector: {intent: idle}
+      containers:
+      - {name: c, image: pause, resources: {requests: {cpu: "1", memory: 1Gi}}}
+---
 apiVersion: policy/v1
 kind: PodDisruptionBudget
 metadata: {name: kill, namespace: default}
@@ -191,6 +221,52 @@ start_reaper
 wait_for "NodeClaim $claim_c gone" 60 gone nodeclaim "$claim_c"
 expect_eq "4: its Node is gone" "$(gone node "$node" && echo gone)" gone
 expect_eq "4: instance $instance terminated once" "$(terminations "$instance")" 1
+
+# --- 5. emptiness across a restart ----------------------------------------------------------
+# The sim's timeline: when EVENT DETAIL happened, in Unix seconds.
+timeline_at() { # EVENT DETAIL
+	k8s_status | python3 -c '
+import datetime, json, sys
+for e in json.load(sys.stdin)["timeline"]:
+    if e["event"] == sys.argv[1] and e["detail"] == sys.argv[2]:
+        t = datetime.datetime.fromisoformat(e["time"].replace("Z", "+00:00"))
+        print("%.1f" % t.timestamp())' "$1" "$2"
+}
+last_pod_event() { # NODECLAIM
+	kubectl get nodeclaim "$1" -o jsonpath='{.status.lastPodEventTime}'
+}
+last_pod_event_moved() { # NODECLAIM FROM
+	[ "$(last_pod_event "$1")" != "$2" ]
+}
+deleting() { # NODE: the sim saw its deletion begin
+	[ -n "$(timeline_at node-deleting "$1")" ]
+}
+wait_for "the idle pod bound" 60 placed idle=1
+claim=$(claims_of idle)
+node=$(node_of "$claim")
+bound_at=$(last_pod_event "$claim")
+[ -n "$bound_at" ] || fail "5: no lastPodEventTime on $claim while its pod ran"
+ok "5: nodeclaim $claim: lastPodEventTime $bound_at with its pod"
+kubectl scale deployment idle --replicas 0 >/dev/null
+wait_for "the idle pod's leaving recorded" 30 last_pod_event_moved "$claim" "$bound_at"
+left_at=$(last_pod_event "$claim")
+left_s=$(date -d "$left_at" +%s)
+ok "5: kubectl get nodeclaim -o jsonpath='{.status.lastPodEventTime}': $left_at (was $bound_at)"
+pause=$((left_s + 8 - $(date +%s)))
+[ "$pause" -le 0 ] || sleep "$pause"
+kill_reaper "5: 8 s into consolidateAfter"
+sleep 2
+restart_s=$(date +%s)
+start_reaper
+wait_for "node $node deleted for emptiness" 60 deleting "$node"
+deleted_s=$(timeline_at node-deleting "$node")
+after=$(python3 -c "print('%.1f' % ($deleted_s - $left_s))")
+python3 -c "import sys; sys.exit(not 19 <= $deleted_s - $left_s <= 24)" ||
+	fail "5: node $node deleted ${after} s after its last pod event, restart at +$((restart_s - left_s)) s; want ~20 s after the event, not after the restart"
+ok "5: node $node deleted ${after} s after its last pod event (restarted at +$((restart_s - left_s)) s; consolidateAfter 20s)"
+since_start "disrupting nodeclaim(s) via delete, terminating 1 nodes (0 pods) $node/.*reason Empty" ||
+	fail "5: the restarted reaper did not delete $node as Empty"
+wait_for "NodeClaim $claim gone" 60 gone nodeclaim "$claim"
 
 # --- at the end ---------------------------------------------------------------------------
 for id in $(sim_instances | sed -n 's/^instance \([^ ]*\) state=\(shutting-down\|terminated\) .*/\1/p'); do

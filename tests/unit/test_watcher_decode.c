@@ -352,6 +352,59 @@ Test(decode, nodeclaim_status_labels_and_planned_pods)
 	json_decref(j);
 }
 
+/* status.lastPodEventTime (the reaper's pod events, reaper/pod-events.c):
+ * RFC 3339 into Unix ms, a fraction and an offset too; anything else is
+ * an error naming the field, not a time silently lost. A pod's bind time
+ * is its PodScheduled=True lastTransitionTime. */
+Test(decode, nodeclaim_last_pod_event_time_and_pod_bind_time)
+{
+	static const struct {
+		const char *json;
+		int64_t ms;
+	} good[] = {
+		{ "\"2026-11-27T13:05:07Z\"", 1795784707000 },
+		{ "\"2026-11-27T13:05:07.25Z\"", 1795784707250 },
+		{ "\"2026-11-27T14:05:07+01:00\"", 1795784707000 },
+		{ "\"2026-11-27T12:35:07-00:30\"", 1795784707000 },
+		{ "null", 0 },
+	};
+	static const char *const bad[] = { "\"2026-11-27T13:05:07\"", "\"2026-11-27 13:05:07Z\"",
+					   "\"2026-11-27T13:05:07Zjunk\"", "\"2026-11-27T13:05:07.Z\"",
+					   "\"2026-11-27T13:05:07+1:00\"", "1795784707", "\"yesterday\"" };
+	char text[512];
+	struct proto_nodeclaim nc;
+	struct proto_pod p;
+	json_t *j;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(text, sizeof(text),
+			 "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodeClaim\",\"metadata\":{\"name\":\"c\"},"
+			 " \"spec\":{},\"status\":{\"lastPodEventTime\":%s}}", good[i].json);
+		j = parse(text);
+		cr_assert_eq(decode_nodeclaim(&dec, j, &nc), 0, "%s: %s", good[i].json, dec.error);
+		cr_assert_eq(nc.last_pod_event_time, good[i].ms, "%s: %lld", good[i].json,
+			     (long long)nc.last_pod_event_time);
+		json_decref(j);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text),
+			 "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodeClaim\",\"metadata\":{\"name\":\"c\"},"
+			 " \"spec\":{},\"status\":{\"lastPodEventTime\":%s}}", bad[i]);
+		j = parse(text);
+		cr_assert_eq(decode_nodeclaim(&dec, j, &nc), -EINVAL, "%s accepted", bad[i]);
+		cr_assert_str_eq(dec.error, "nodeclaim c: status.lastPodEventTime: expected an RFC 3339 "
+					    "time like 2024-01-02T15:04:05Z");
+		json_decref(j);
+	}
+	j = parse("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"d\",\"uid\":\"u\"},"
+		  " \"spec\":{\"nodeName\":\"n\",\"containers\":[{\"name\":\"c\"}]},"
+		  " \"status\":{\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"True\","
+		  "  \"lastTransitionTime\":\"2026-11-27T13:05:07Z\"}]}}");
+	cr_assert_eq(decode_pod(&dec, j, &p), 0, "%s", dec.error);
+	cr_assert_eq(p.scheduled_time, 1795784707000);
+	json_decref(j);
+}
+
 Test(decode, ec2nodeclass_v1_and_awsnodetemplate_selectors)
 {
 	json_t *j = parse(
