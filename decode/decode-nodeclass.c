@@ -128,6 +128,8 @@ static int map_selector(struct decoder *d, const json_t *map, const char *where,
 	json_decref(rest);
 	if (r < 0)
 		return r;
+	if (ami && !n_owners && !n_ids && !n_names && !n_tags)
+		return 0; /* {}: no selector, the family's default AMIs */
 	if (ami) {
 		/* The product, with "" (none) standing in for an empty list. */
 		size_t no = n_owners ?: 1, ni = n_ids ?: 1, nn = n_names ?: 1;

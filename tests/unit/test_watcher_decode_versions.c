@@ -163,6 +163,11 @@ Test(decode_versions, ami_map_selector_honours_aws_ids_and_aws_owners)
 				  "\"amiSelector\":{\"aws::owners\":\"123456789012\"}}}", &nc), 0, "%s", dec.error);
 	cr_assert_eq(nc.n_ami_selector_terms, 1);
 	cr_assert_not_null(ami_term(&nc, "123456789012", NULL, NULL));
+	/* an empty map selects nothing: the family's default AMIs */
+	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.k8s.aws/v1alpha1\",\"kind\":\"AWSNodeTemplate\","
+				  "\"metadata\":{\"name\":\"d\"},\"spec\":{" SELECTORS_V1ALPHA1 ","
+				  "\"amiSelector\":{}}}", &nc), 0, "%s", dec.error);
+	cr_assert_eq(nc.n_ami_selector_terms, 0);
 }
 
 Test(decode_versions, imds_hop_limit_defaults_to_2_before_v1_and_1_in_v1)
