@@ -77,8 +77,9 @@ static int split_values(struct decoder *d, const json_t *map, const char *key, c
 
 /*
  * v1alpha1 map selector → terms. Subnets and security groups: "aws-ids"
- * gives one term per id, "aws::name" a name term, the remaining keys one
- * tags term ("*" means the tag merely exists, as the old webhook had it).
+ * (or its alias "aws::ids", as upstream's conversion reads it) gives one
+ * term per id, "aws::name" a name term, the remaining keys one tags term
+ * ("*" means the tag merely exists, as the old webhook had it).
  * AMIs as upstream's conversion to v1beta1 (NewAMISelectorTerms) and the
  * v0.31 DescribeImages it replaced (getFiltersAndOwners): "aws-ids" or its
  * alias "aws::ids", "aws::name" and "aws::owners" (comma-separated) give a
@@ -108,7 +109,7 @@ static int map_selector(struct decoder *d, const json_t *map, const char *where,
 	if (!*ret)
 		return -ENOMEM;
 	if ((r = split_values(d, map, "aws-ids", where, ids, &n_ids)) < 0 ||
-	    (ami && (r = split_values(d, map, "aws::ids", where, ids, &n_ids)) < 0) ||
+	    (r = split_values(d, map, "aws::ids", where, ids, &n_ids)) < 0 ||
 	    (ami && (r = split_values(d, map, "aws::owners", where, owners, &n_owners)) < 0))
 		return r;
 	if (ami)
@@ -122,8 +123,7 @@ static int map_selector(struct decoder *d, const json_t *map, const char *where,
 	if (!rest)
 		return -ENOMEM;
 	for (size_t i = 0; i < ARRAY_SIZE(special); i++)
-		if (ami || !streq(special[i], "aws::ids"))
-			json_object_del(rest, special[i]);
+		json_object_del(rest, special[i]);
 	r = json_object_size(rest) ? decode_kv(d, rest, where, PROTO_MAX_LABELS, PROTO_MAX_VALUE_LEN, &tags, &n_tags) : 0;
 	json_decref(rest);
 	if (r < 0)

@@ -163,6 +163,15 @@ Test(decode_versions, ami_map_selector_honours_aws_ids_and_aws_owners)
 				  "\"amiSelector\":{\"aws::owners\":\"123456789012\"}}}", &nc), 0, "%s", dec.error);
 	cr_assert_eq(nc.n_ami_selector_terms, 1);
 	cr_assert_not_null(ami_term(&nc, "123456789012", NULL, NULL));
+	/* aws::ids is aws-ids for subnets and security groups too */
+	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.k8s.aws/v1alpha1\",\"kind\":\"AWSNodeTemplate\","
+				  "\"metadata\":{\"name\":\"s\"},\"spec\":{\"subnetSelector\":{\"aws::ids\":\"subnet-1,subnet-2\"},"
+				  "\"securityGroupSelector\":{\"aws::ids\":\"sg-1\"}}}", &nc), 0, "%s", dec.error);
+	cr_assert_eq(nc.n_subnet_selector_terms, 2);
+	cr_assert_str_eq(nc.subnet_selector_terms[1].id ?: "(none)", "subnet-2");
+	cr_assert_eq(nc.subnet_selector_terms[1].n_tags, 0);
+	cr_assert_eq(nc.n_security_group_selector_terms, 1);
+	cr_assert_str_eq(nc.security_group_selector_terms[0].id ?: "(none)", "sg-1");
 	/* an empty map selects nothing: the family's default AMIs */
 	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.k8s.aws/v1alpha1\",\"kind\":\"AWSNodeTemplate\","
 				  "\"metadata\":{\"name\":\"d\"},\"spec\":{" SELECTORS_V1ALPHA1 ","
