@@ -46,18 +46,57 @@ static int selector_terms(struct decoder *d, const json_t *arr, const char *wher
 	return 0;
 }
 
+/* The comma-separated values of map[key] (absent: none), spaces around
+ * each trimmed, appended to list at *n. */
+static int split_values(struct decoder *d, const json_t *map, const char *key, const char *where,
+			char **list, size_t *n)
+{
+	const char *p = json_string_value(json_object_get(map, key));
+
+	while (p && *p) {
+		size_t len = strcspn(p, ",");
+		const char *v = p;
+
+		p += len;
+		if (*p == ',')
+			p++;
+		while (len && *v == ' ')
+			v++, len--;
+		while (len && v[len - 1] == ' ')
+			len--;
+		if (!len)
+			continue;
+		if (*n == PROTO_MAX_SELECTOR_TERMS)
+			return decode_fail(d, "%s.%s: more than %u values", where, key,
+					   PROTO_MAX_SELECTOR_TERMS);
+		if (!(list[(*n)++] = arena_strndup(d->arena, v, len)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /*
- * v1alpha1 map selector → terms: "aws-ids" (comma-separated) gives one
- * term per id; "aws::name" a name term; the remaining keys are one tags term
+ * v1alpha1 map selector → terms. Subnets and security groups: "aws-ids"
+ * (or its alias "aws::ids", as upstream's conversion reads it) gives one
+ * term per id, "aws::name" a name term, the remaining keys one tags term
  * ("*" means the tag merely exists, as the old webhook had it).
+ * AMIs as upstream's conversion to v1beta1 (NewAMISelectorTerms) and the
+ * v0.31 DescribeImages it replaced (getFiltersAndOwners): "aws-ids" or its
+ * alias "aws::ids", "aws::name" and "aws::owners" (comma-separated) give a
+ * term for each owner × id × name, each with the remaining keys as tags;
+ * a term without owner or id is searched among self's and Amazon's images
+ * (launcher/nodeclass-ec2.c).
  */
-static int map_selector(struct decoder *d, const json_t *map, const char *where,
+static int map_selector(struct decoder *d, const json_t *map, const char *where, bool ami,
 			struct proto_selector_term **ret, uint32_t *n)
 {
-	const char *ids = json_string_value(json_object_get(map, "aws-ids"));
-	const char *name = json_string_value(json_object_get(map, "aws::name"));
-	json_t *tags;
-	uint32_t k = 0;
+	static const char *const special[] = { "aws-ids", "aws::ids", "aws::name", "aws::owners" };
+	char *ids[PROTO_MAX_SELECTOR_TERMS + 1] = { NULL }, *names[PROTO_MAX_SELECTOR_TERMS + 1] = { NULL },
+	     *owners[PROTO_MAX_SELECTOR_TERMS + 1] = { NULL };
+	size_t n_ids = 0, n_names = 0, n_owners = 0;
+	struct proto_kv *tags = NULL;
+	uint32_t n_tags = 0, k = 0;
+	json_t *rest;
 	int r;
 
 	*ret = NULL;
@@ -69,38 +108,52 @@ static int map_selector(struct decoder *d, const json_t *map, const char *where,
 	*ret = arena_calloc(d->arena, PROTO_MAX_SELECTOR_TERMS + 1, sizeof(**ret));
 	if (!*ret)
 		return -ENOMEM;
-	for (const char *p = ids; p && *p;) {
-		size_t len = strcspn(p, ",");
-		while (len && *p == ' ')
-			p++, len--;
-		if (len) {
-			if (k == PROTO_MAX_SELECTOR_TERMS)
-				return decode_fail(d, "%s.aws-ids: more than %u ids", where,
-						   PROTO_MAX_SELECTOR_TERMS);
-			if (!((*ret)[k++].id = arena_strndup(d->arena, p, len)))
-				return -ENOMEM;
-		}
-		p += len;
-		if (*p == ',')
-			p++;
-	}
-	if (name && k < PROTO_MAX_SELECTOR_TERMS && !((*ret)[k++].name = arena_strdup(d->arena, name)))
+	if ((r = split_values(d, map, "aws-ids", where, ids, &n_ids)) < 0 ||
+	    (r = split_values(d, map, "aws::ids", where, ids, &n_ids)) < 0 ||
+	    (ami && (r = split_values(d, map, "aws::owners", where, owners, &n_owners)) < 0))
+		return r;
+	if (ami)
+		r = split_values(d, map, "aws::name", where, names, &n_names);
+	else if (json_string_value(json_object_get(map, "aws::name")) &&
+		 !(names[n_names++] = arena_strdup(d->arena, json_string_value(json_object_get(map, "aws::name")))))
+		r = -ENOMEM;
+	if (r < 0)
+		return r;
+	rest = json_deep_copy(map);
+	if (!rest)
 		return -ENOMEM;
-	tags = json_deep_copy(map);
-	if (!tags)
-		return -ENOMEM;
-	json_object_del(tags, "aws-ids");
-	json_object_del(tags, "aws::name");
-	json_object_del(tags, "aws::owners");
-	if (json_object_size(tags) > 0 && k < PROTO_MAX_SELECTOR_TERMS) {
-		r = decode_kv(d, tags, where, PROTO_MAX_LABELS, PROTO_MAX_VALUE_LEN, &(*ret)[k].tags, &(*ret)[k].n_tags);
-		if (r < 0) {
-			json_decref(tags);
-			return r;
-		}
-		k++;
+	for (size_t i = 0; i < ARRAY_SIZE(special); i++)
+		json_object_del(rest, special[i]);
+	r = json_object_size(rest) ? decode_kv(d, rest, where, PROTO_MAX_LABELS, PROTO_MAX_VALUE_LEN, &tags, &n_tags) : 0;
+	json_decref(rest);
+	if (r < 0)
+		return r;
+	if (ami && !n_owners && !n_ids && !n_names && !n_tags)
+		return 0; /* {}: no selector, the family's default AMIs */
+	if (ami) {
+		/* The product, with "" (none) standing in for an empty list. */
+		size_t no = n_owners ?: 1, ni = n_ids ?: 1, nn = n_names ?: 1;
+
+		if (no * ni * nn > PROTO_MAX_SELECTOR_TERMS)
+			return decode_fail(d, "%s: %zu owners × %zu ids × %zu names make more than %u terms",
+					   where, no, ni, nn, PROTO_MAX_SELECTOR_TERMS);
+		for (size_t o = 0; o < no; o++)
+			for (size_t i = 0; i < ni; i++)
+				for (size_t m = 0; m < nn; m++, k++) {
+					(*ret)[k] = (struct proto_selector_term){
+						.owner = owners[o], .id = ids[i], .name = names[m],
+						.tags = tags, .n_tags = n_tags,
+					};
+				}
+		*n = k;
+		return 0;
 	}
-	json_decref(tags);
+	for (size_t i = 0; i < n_ids && k < PROTO_MAX_SELECTOR_TERMS; i++)
+		(*ret)[k++].id = ids[i];
+	if (n_names && k < PROTO_MAX_SELECTOR_TERMS)
+		(*ret)[k++].name = names[0];
+	if (n_tags && k < PROTO_MAX_SELECTOR_TERMS)
+		(*ret)[k++] = (struct proto_selector_term){ .tags = tags, .n_tags = n_tags };
 	*n = k;
 	return 0;
 }
@@ -221,12 +274,26 @@ static const char *const unsupported_spec_fields[] = {
 	"networkInterfaces", "connectionTracking",
 	"instanceStorePolicy", "capacityReservationSelectorTerms", "placementGroupSelector",
 	"cpuOptions", "ipPrefixCount", "context",
+	/* v1alpha1 (and the v1alpha5 provider): a launch template of the
+	 * user's; kanna builds its own (launcher/nodeclass-template.c). */
+	"launchTemplate",
 };
 static const char *const unsupported_ebs_fields[] = { "volumeInitializationRate" };
 
 static void note_unsupported(FILE *f, unsigned *n, const char *path)
 {
 	fprintf(f, "%s%s", (*n)++ ? ", " : "", path);
+}
+
+static bool kubelet_key_known(const char *key)
+{
+	for (size_t k = 0; k < decode_kubelet_n_fields; k++)
+		if (streq(key, decode_kubelet_fields[k]))
+			return true;
+	for (size_t k = 0; k < decode_kubelet_n_unsupported_fields; k++)
+		if (streq(key, decode_kubelet_unsupported_fields[k]))
+			return true;
+	return false;
 }
 
 /* "spec.a is not supported by kanna" / "spec.a, spec.b are not supported
@@ -268,6 +335,20 @@ static int unsupported_fields(struct decoder *d, const json_t *spec, const char 
 				    decode_kubelet_unsupported_fields[k]);
 			note_unsupported(f, &n, at);
 		}
+	/* v1's kubelet is an open map (any KubeletConfiguration key): a key
+	 * kanna neither reads nor lists above is refused too, by name. */
+	if (json_is_object(kubelet)) {
+		const char *key;
+		const json_t *v;
+		char at[128];
+
+		json_object_foreach((json_t *)kubelet, key, v) {
+			if (kubelet_key_known(key))
+				continue;
+			decode_path(at, sizeof(at), "%s.kubelet.%s", prefix, key);
+			note_unsupported(f, &n, at);
+		}
+	}
 	if (n)
 		fprintf(f, " %s not supported by kanna", n == 1 ? "is" : "are");
 	if (fclose(f) != 0) {
@@ -365,11 +446,11 @@ int decode_nodeclass(struct decoder *d, const json_t *obj, struct proto_nodeclas
 		goto fail;
 	if (legacy) {
 		if ((r = map_selector(d, json_object_get(spec, "subnetSelector"), "spec.subnetSelector",
-				      &nc->subnet_selector_terms, &nc->n_subnet_selector_terms)) < 0 ||
+				      false, &nc->subnet_selector_terms, &nc->n_subnet_selector_terms)) < 0 ||
 		    (r = map_selector(d, json_object_get(spec, "securityGroupSelector"),
-				      "spec.securityGroupSelector", &nc->security_group_selector_terms,
+				      "spec.securityGroupSelector", false, &nc->security_group_selector_terms,
 				      &nc->n_security_group_selector_terms)) < 0 ||
-		    (r = map_selector(d, json_object_get(spec, "amiSelector"), "spec.amiSelector",
+		    (r = map_selector(d, json_object_get(spec, "amiSelector"), "spec.amiSelector", true,
 				      &nc->ami_selector_terms, &nc->n_ami_selector_terms)) < 0)
 			goto fail;
 		/* 0.x defaulted to Amazon Linux 2. */

@@ -374,8 +374,19 @@ static int provisioner_v1alpha5(struct decoder *d, const json_t *spec, struct pr
 	np->n_budgets = 1;
 	/* providerRef names an AWSNodeTemplate; an inline provider becomes a
 	 * node class named after the Provisioner (decode_nodeclass). */
-	if (json_is_object(ref))
+	if (json_is_object(ref)) {
+		const char *api = json_string_value(json_object_get(ref, "apiVersion"));
+		const char *kind = json_string_value(json_object_get(ref, "kind"));
+
+		/* Kept only when they name something else, which refuses the
+		 * Provisioner (decode_nodepool): a reference to the
+		 * AWSNodeTemplate reads, hashes and writes as before. */
+		if (!decode_nodeclass_ref_supported(api, kind, true) &&
+		    ((r = decode_string(d, ref, "apiVersion", "spec.providerRef", &np->nodeclass_ref.group)) < 0 ||
+		     (r = decode_string(d, ref, "kind", "spec.providerRef", &np->nodeclass_ref.kind)) < 0))
+			return r;
 		return decode_string(d, ref, "name", "spec.providerRef", &np->nodeclass_ref.name);
+	}
 	if (json_is_object(json_object_get(spec, "provider")) &&
 	    !(np->nodeclass_ref.name = arena_strdup(d->arena, np->name)))
 		return -ENOMEM;
@@ -451,6 +462,28 @@ static int nodepool_kubelet(struct decoder *d, const json_t *spec, const json_t 
 	return r;
 }
 
+/*
+ * A nodeClassRef (providerRef) naming another kind of node class than the
+ * one kanna launches with, or NULL. Karpenter v1 looks that class up among
+ * its own kinds only and sets NodeClassReady=False NodeClassNotFound
+ * (nodepool/readiness), and provisions nothing into the NodePool; kanna
+ * refuses the pool, never looks the name up as an EC2NodeClass.
+ */
+static const char *nodeclass_ref_problem(const struct proto_nodepool *np, char *buf, size_t size)
+{
+	bool v1alpha5 = np->source_api == PROTO_API_V1ALPHA5;
+	const char *where = v1alpha5 ? "spec.providerRef" : "spec.template.spec.nodeClassRef";
+
+	if (decode_nodeclass_ref_supported(np->nodeclass_ref.group, np->nodeclass_ref.kind, v1alpha5))
+		return NULL;
+	snprintf(buf, size, "%s: NodeClass not found on cluster: %s %s %s is not %s %s, "
+		 "the only node class kanna launches with", where,
+		 np->source_api == PROTO_API_V1 ? "group" : "apiVersion",
+		 np->nodeclass_ref.group ?: "(default)", np->nodeclass_ref.kind ?: "(default kind)",
+		 NODECLASS_REF_DEFAULT_GROUP, v1alpha5 ? "AWSNodeTemplate" : NODECLASS_REF_DEFAULT_KIND);
+	return buf;
+}
+
 /* A min-savings annotation as written; one that is not a short string is
  * carried as "<malformed>", so that the watcher reports it and the reaper
  * ignores it, and the NodePool itself stays valid. */
@@ -517,6 +550,8 @@ int decode_nodepool(struct decoder *d, const json_t *obj, struct proto_nodepool 
 	/* Refused, not launched without it (as an EC2NodeClass's field). */
 	if (!problem)
 		problem = unsupported;
+	if (!problem)
+		problem = nodeclass_ref_problem(np, why, sizeof(why));
 	if (problem) {
 		np->status = PROTO_NODEPOOL_INVALID;
 		if (!(np->status_reason = arena_strdup(d->arena, problem)))
@@ -587,6 +622,20 @@ int decode_nodeclaim(struct decoder *d, const json_t *obj, struct proto_nodeclai
 	if (json_is_object(ref) &&
 	    (r = decode_string(d, ref, "name", "spec.nodeClassRef", &nc->nodeclass)) < 0)
 		goto fail;
+	/* Another provider's NodeClaim: Karpenter's controllers leave a claim
+	 * whose class is not one of theirs alone, and so does kanna — it is
+	 * reported (FailedValidation names the field), never launched with the
+	 * EC2NodeClass of the same name. A group with a version (kanna wrote
+	 * the apiVersion of a v1beta1 NodePool's ref there) counts by group. */
+	if (json_is_object(ref) &&
+	    !decode_nodeclass_ref_supported(json_string_value(json_object_get(ref, "group")),
+					    json_string_value(json_object_get(ref, "kind")), false)) {
+		r = decode_fail(d, "spec.nodeClassRef: %s %s is not %s %s, the only node class kanna launches with",
+				json_string_value(json_object_get(ref, "group")) ?: "(no group)",
+				json_string_value(json_object_get(ref, "kind")) ?: "(no kind)",
+				NODECLASS_REF_DEFAULT_GROUP, NODECLASS_REF_DEFAULT_KIND);
+		goto fail;
+	}
 	for (uint32_t i = 0; i < nc->n_labels; i++) {
 		char *k = nc->labels[i].key, *v = nc->labels[i].value;
 		if (streq(k, "karpenter.sh/nodepool"))

@@ -613,6 +613,22 @@ const char *const decode_kubelet_unsupported_fields[] = {
 	"imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "cpuCFSQuota", "clusterDNS",
 };
 const size_t decode_kubelet_n_unsupported_fields = ARRAY_SIZE(decode_kubelet_unsupported_fields);
+bool decode_nodeclass_ref_supported(const char *group, const char *kind, bool v1alpha5)
+{
+	const char *want_kind = v1alpha5 ? "AWSNodeTemplate" : NODECLASS_REF_DEFAULT_KIND;
+	size_t len = group ? strcspn(group, "/") : 0;
+
+	if (group && !(len == strlen(NODECLASS_REF_DEFAULT_GROUP) &&
+		       !strncmp(group, NODECLASS_REF_DEFAULT_GROUP, len)))
+		return false;
+	return !kind || streq(kind, want_kind);
+}
+
+/* What decode_kubelet reads (and the launcher renders into user data). */
+const char *const decode_kubelet_fields[] = {
+	"maxPods", "podsPerCore", "systemReserved", "kubeReserved", "evictionHard",
+};
+const size_t decode_kubelet_n_fields = ARRAY_SIZE(decode_kubelet_fields);
 
 int decode_kubelet(struct decoder *d, const json_t *k, const char *where, struct proto_kubelet *ret)
 {

@@ -154,6 +154,17 @@ int decode_kubelet(struct decoder *d, const json_t *k, const char *where, struct
  * NodePool, v1alpha5 Provisioner) that decode_kubelet does not read. */
 extern const char *const decode_kubelet_unsupported_fields[];
 extern const size_t decode_kubelet_n_unsupported_fields;
+/*
+ * Whether a nodeClassRef (v1alpha5: providerRef) names the node class kanna
+ * launches with: karpenter.k8s.aws EC2NodeClass, or for a v1alpha5
+ * Provisioner karpenter.k8s.aws AWSNodeTemplate. group may be an apiVersion
+ * (v1beta1, v1alpha5): its group part counts, as upstream's conversion to
+ * v1 takes it. An absent group or kind is the default.
+ */
+bool decode_nodeclass_ref_supported(const char *group, const char *kind, bool v1alpha5);
+/* The kubelet fields decode_kubelet reads. */
+extern const char *const decode_kubelet_fields[];
+extern const size_t decode_kubelet_n_fields;
 /* Go duration ("720h", "30s") or "Never" (-1) into seconds. */
 int decode_duration(struct decoder *d, const json_t *v, const char *where, int64_t *ret);
 int64_t decode_time_ms(const json_t *v);

@@ -1,7 +1,7 @@
 /*
  * The Kubernetes side of a launched NodeClaim (launch.c drives the chain):
  * its status and labels recorded, the Node created with the well-known
- * labels, the NodePool's labels and taints and the termination finalizer
+ * labels, the NodePool's labels, the NodeClaim's taints and the termination finalizer
  * (the binds that follow: launch-bind.c).
  */
 #include <errno.h>
@@ -160,10 +160,35 @@ void launch_record(struct launch *la)
 
 /* ---- create the Node ------------------------------------------------------------------ */
 
+/*
+ * The taints the Node registers with: its NodeClaim's (Karpenter's
+ * registration, lifecycle/registration.go), as the replica shows the claim;
+ * before it does, the NodePool's, which nodeclaim_json() wrote on the claim.
+ */
+static void claim_taints(struct launch *la, const struct proto_nodepool *np, struct proto_nodeclaim *claim)
+{
+	const struct state_entry *ce = state_store_get(launcher_store(la->l), PROTO_OBJECT_NODECLAIM, "",
+						       la->name);
+	const struct proto_nodeclaim *c = ce ? ce->obj.nodeclaim : NULL;
+
+	if (c) {
+		claim->taints = c->taints;
+		claim->n_taints = c->n_taints;
+		claim->startup_taints = c->startup_taints;
+		claim->n_startup_taints = c->n_startup_taints;
+	} else if (np) {
+		claim->taints = np->taints;
+		claim->n_taints = np->n_taints;
+		claim->startup_taints = np->startup_taints;
+		claim->n_startup_taints = np->n_startup_taints;
+	}
+}
+
 static json_t *launch_node_json(struct launch *la)
 {
 	const struct state_entry *pe = state_store_get(launcher_store(la->l), PROTO_OBJECT_NODEPOOL, "",
 						       la->planned->nodepool);
+	const struct proto_nodepool *np = pe ? pe->obj.nodepool : NULL;
 	struct proto_nodeclaim claim = { .name = la->name, .uid = la->uid };
 	node_label labels[LAUNCH_MAX_LABELS];
 	struct launched_instance li;
@@ -172,7 +197,8 @@ static json_t *launch_node_json(struct launch *la)
 	if (launch_labels(la, labels, &n) < 0)
 		return NULL;
 	launched_instance_of(la, &li);
-	return node_json(&li, &claim, pe ? pe->obj.nodepool : NULL, labels, n);
+	claim_taints(la, np, &claim);
+	return node_json(&li, &claim, np, labels, n);
 }
 
 static void on_node_created(struct kube_client *c, const struct kube_response *resp, void *userdata);
@@ -260,8 +286,8 @@ void launch_create_node(struct launch *la)
 	}
 }
 
-/* The Node as the replica will show it: the labels, NodePool taints,
- * startup taints and resources launch_node_json() gives it (the hold left
+/* The Node as the replica will show it: the labels, the NodeClaim's taints
+ * and startup taints, and resources launch_node_json() gives it (the hold left
  * out: it refuses no pod, see bind-check.h). Noted only while
  * the replica does not show those labels (bind_recent_note_node()). */
 int launch_note_node(struct launch *la)
@@ -270,6 +296,7 @@ int launch_note_node(struct launch *la)
 						       la->planned->nodepool);
 	struct proto_resource cap[PROTO_MAX_RESOURCES], alloc[PROTO_MAX_RESOURCES];
 	struct proto_taint taints[PROTO_MAX_TAINTS];
+	struct proto_nodeclaim claim = { 0 };
 	uint32_t n_taints = 0;
 	node_label labels[LAUNCH_MAX_LABELS];
 	struct proto_kv kv[LAUNCH_MAX_LABELS];
@@ -297,16 +324,13 @@ int launch_note_node(struct launch *la)
 		node.allocatable = alloc;
 		node.n_allocatable = n_alloc;
 	}
-	if (pe) {
-		const struct proto_nodepool *np = pe->obj.nodepool;
-
-		for (uint32_t i = 0; i < np->n_taints && n_taints < PROTO_MAX_TAINTS; i++)
-			taints[n_taints++] = np->taints[i];
-		for (uint32_t i = 0; i < np->n_startup_taints && n_taints < PROTO_MAX_TAINTS; i++)
-			taints[n_taints++] = np->startup_taints[i];
-		node.taints = taints;
-		node.n_taints = n_taints;
-	}
+	claim_taints(la, pe ? pe->obj.nodepool : NULL, &claim);
+	for (uint32_t i = 0; i < claim.n_taints && n_taints < PROTO_MAX_TAINTS; i++)
+		taints[n_taints++] = claim.taints[i];
+	for (uint32_t i = 0; i < claim.n_startup_taints && n_taints < PROTO_MAX_TAINTS; i++)
+		taints[n_taints++] = claim.startup_taints[i];
+	node.taints = taints;
+	node.n_taints = n_taints;
 	r = bind_recent_note_node(&la->l->recent, launcher_store(la->l), &node, clock_monotonic_usec() / 1000);
 	return r < 0 ? r : 0;
 }

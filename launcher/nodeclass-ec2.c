@@ -40,7 +40,8 @@ static int add_tag_filters(struct aws_query *q, const struct proto_selector_term
 }
 
 static int term_query(const char *action, const struct proto_selector_term *t,
-		      const char *id_filter, const char *name_filter, struct aws_query **ret)
+		      const char *id_filter, const char *name_filter, bool owner_selects,
+		      struct aws_query **ret)
 {
 	_cleanup_(aws_query_freep) struct aws_query *q = NULL;
 	unsigned idx = 0;
@@ -53,8 +54,10 @@ static int term_query(const char *action, const struct proto_selector_term *t,
 		r = aws_query_add_filter(q, ++idx, name_filter, (const char *const *)&t->name, 1);
 	if (r >= 0)
 		r = add_tag_filters(q, t, &idx);
-	if (r >= 0 && idx == 0)
-		r = -EINVAL; /* a term that selects nothing would select everything */
+	/* a term that selects nothing would select everything; an AMI
+	 * owner alone (v1alpha1 aws::owners) selects that owner's images */
+	if (r >= 0 && idx == 0 && !(owner_selects && t->owner))
+		r = -EINVAL;
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(q);
@@ -63,12 +66,12 @@ static int term_query(const char *action, const struct proto_selector_term *t,
 
 int nc_subnet_query(const struct proto_selector_term *t, struct aws_query **ret)
 {
-	return term_query("DescribeSubnets", t, "subnet-id", NULL, ret);
+	return term_query("DescribeSubnets", t, "subnet-id", NULL, false, ret);
 }
 
 int nc_security_group_query(const struct proto_selector_term *t, struct aws_query **ret)
 {
-	return term_query("DescribeSecurityGroups", t, "group-id", "group-name", ret);
+	return term_query("DescribeSecurityGroups", t, "group-id", "group-name", false, ret);
 }
 
 int nc_image_query(const struct proto_selector_term *t, struct aws_query **ret)
@@ -76,7 +79,7 @@ int nc_image_query(const struct proto_selector_term *t, struct aws_query **ret)
 	_cleanup_(aws_query_freep) struct aws_query *q = NULL;
 	int r;
 
-	r = term_query("DescribeImages", t, "image-id", "name", &q);
+	r = term_query("DescribeImages", t, "image-id", "name", true, &q);
 	if (r < 0)
 		return r;
 	/* Karpenter: without an id, images of this account and of Amazon. */

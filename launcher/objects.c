@@ -144,6 +144,9 @@ json_t *nodeclaim_json(const struct proto_planned_nodeclaim *planned, const char
 {
 	json_t *labels = json_object(), *annotations = json_object(), *spec, *pods, *o = NULL;
 	const char *nc_name = planned->nodeclass ?: nodepool->nodeclass_ref.name;
+	/* A v1beta1 NodePool's ref has an apiVersion: its group part, as
+	 * upstream's conversion to v1 takes it (the group may have no "/"). */
+	const char *group = nodepool->nodeclass_ref.group ?: "karpenter.k8s.aws";
 	char *pods_text = NULL, dur[32];
 
 	if (!labels || !annotations)
@@ -183,8 +186,8 @@ json_t *nodeclaim_json(const struct proto_planned_nodeclaim *planned, const char
 			json_object_set_new(annotations, KARPENTER_NODECLASS_HASH_VERSION_ANNOTATION,
 					    json_string(nodeclass->nodeclass_hash_version));
 	}
-	spec = json_pack("{s:{s:s, s:s, s:s?}, s:o, s:{s:o}}",
-			 "nodeClassRef", "group", nodepool->nodeclass_ref.group ?: "karpenter.k8s.aws",
+	spec = json_pack("{s:{s:s%, s:s, s:s?}, s:o, s:{s:o}}",
+			 "nodeClassRef", "group", group, strcspn(group, "/"),
 			 "kind", nodepool->nodeclass_ref.kind ?: "EC2NodeClass", "name", nc_name,
 			 "requirements", requirements_json(planned),
 			 "resources", "requests", resources_json(planned->requests, planned->n_requests));
@@ -338,10 +341,10 @@ json_t *node_json(const struct launched_instance *li, const struct proto_nodecla
 		json_decref(taints);
 		return NULL;
 	}
-	if (nodepool) {
-		taints = taints_json(nodepool->taints, nodepool->n_taints, taints);
-		taints = taints_json(nodepool->startup_taints, nodepool->n_startup_taints, taints);
-	}
+	/* the NodeClaim's taints, as Karpenter's registration syncs them
+	 * onto the Node (lifecycle/registration.go) */
+	taints = taints_json(claim->taints, claim->n_taints, taints);
+	taints = taints_json(claim->startup_taints, claim->n_startup_taints, taints);
 	taints = taints_json(&node_hold, 1, taints);
 	spec = json_pack("{s:s, s:o}", "providerID", provider, "taints", taints);
 	meta = json_pack("{s:s, s:o, s:[s]}", "name", li->node_name, "labels",

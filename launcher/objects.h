@@ -60,8 +60,8 @@ json_t *nodeclaim_launched_status(const struct launched_instance *li, const char
 
 /*
  * The Node: name = private DNS name; labels = well-known + catalog +
- * NodePool labels + single-valued requirements; taints = NodePool taints +
- * startupTaints + the hold (KARPENTER_UNREGISTERED_TAINT_KEY:NoSchedule);
+ * NodePool labels + single-valued requirements; taints = the NodeClaim's
+ * taints + startupTaints + the hold (KARPENTER_UNREGISTERED_TAINT_KEY:NoSchedule);
  * providerID; the termination finalizer; owner reference to
  * the NodeClaim (uid). capacity / allocatable in status: the catalog's
  * under the kubelet settings (kubelet_type_resources(), as the scheduler

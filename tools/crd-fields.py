@@ -231,6 +231,8 @@ def check(srcdir):
             wanted += [f"{prefix}.{f}" for f in lists["spec"]]
             wanted += [f"{prefix}.blockDeviceMappings[].ebs.{f}" for f in lists["ebs"]]
             wanted += [f"{prefix}.kubelet.{f}" for f in lists["kubelet"]]
+            # any other key of an open kubelet map (unsupported_fields())
+            wanted.append(f"{prefix}.kubelet{{}}")
         if (kind, version) in KUBELET_REFUSING:
             wanted += [f"{KUBELET_REFUSING[(kind, version)]}.{f}" for f in lists["kubelet"]]
         for r in mine:

@@ -130,17 +130,21 @@ static enum proto_api_version informer_api(const struct informer *inf)
 
 /* Hands the pool's status as seen, and what its decode says, to the
  * status writer. */
-static void nodepool_observe(struct informer *inf, const json_t *obj,
+static void nodepool_observe(struct informer *inf, const json_t *obj, const struct proto_nodepool *np,
 			     const struct nodepool_condition *want, size_t n)
 {
+	const char *nodeclass = json_string_value(json_path(obj, "spec.template.spec.nodeClassRef.name"));
 	int r;
 
 	if (!inf->env.nodepool_status)
 		return;
+	/* A reference to another kind of node class finds none, whatever its
+	 * name: NodeClassReady=False NodeClassNotFound, as Karpenter's. */
+	if (np && !decode_nodeclass_ref_supported(np->nodeclass_ref.group, np->nodeclass_ref.kind,
+						   np->source_api == PROTO_API_V1ALPHA5))
+		nodeclass = NULL;
 	r = nodepool_status_observe(inf->env.nodepool_status, inf->def->kind, inf->collection,
-				    informer_api(inf), obj,
-				    json_string_value(json_path(obj, "spec.template.spec.nodeClassRef.name")),
-				    want, n);
+				    informer_api(inf), obj, nodeclass, want, n);
 	if (r < 0)
 		log_warn_errno(r, "Failed to note the status of %s: %m", inf->def->kind);
 }
@@ -408,7 +412,7 @@ static void on_event(enum kube_event_type type, json_t *obj, void *userdata)
 		/* A bad budget stops disruption only (the reaper leaves the
 		 * NodePool's nodes alone); provisioning goes on. A
 		 * Provisioner has no budgets. */
-		nodepool_observe(inf, obj, want,
+		nodepool_observe(inf, obj, r >= 0 ? o.nodepool : NULL, want,
 				 r < 0 || streq(inf->def->kind, "Provisioner") ? 1 : ARRAY_SIZE(want));
 		if (budget_bad) {
 			struct kube_object_ref ref = { inf->api_version, inf->def->kind, NULL,

@@ -3,6 +3,8 @@
 # visibly, never dropped (kanna-sim, whole daemon set):
 #  - spec.cpuOptions: ValidationSucceeded=False UnsupportedField naming the
 #    field, Ready=False, a FailedScheduling Event on the pod, no NodeClaim;
+#  - spec.kubelet.registryPullQPS (a KubeletConfiguration key of v1's open
+#    kubelet map that kanna neither reads nor lists): the same, by name;
 #  - spec.associatePublicIPAddress (implemented: the launch template's
 #    network interface) launches.
 set -eu
@@ -76,7 +78,8 @@ wait_for "the launcher to take plans" 30 grep -q "taking launch plans" "$tmp/lau
 
 nodeclass pinned 'cpuOptions: {nestedVirtualization: enabled}'
 nodeclass public 'associatePublicIPAddress: false'
-for p in pinned public; do
+nodeclass tuned 'kubelet: {maxPods: 20, registryPullQPS: 10}'
+for p in pinned public tuned; do
 	nodepool_and_workload "$p"
 done
 
@@ -93,7 +96,12 @@ condition_is pinned Ready '^False UnsupportedField spec.cpuOptions is not suppor
 ok "cpuOptions: $(condition pinned Ready)"
 wait_for "a FailedScheduling Event naming the field" 60 pod_event_says pinned \
 	"EC2NodeClass pinned is not ready: spec.cpuOptions is not supported by kanna"
+wait_for "ValidationSucceeded=False on tuned" 60 condition_is tuned ValidationSucceeded \
+	'^False UnsupportedField spec.kubelet.registryPullQPS is not supported by kanna$'
+ok "kubelet registryPullQPS: $(condition tuned ValidationSucceeded)"
 sleep 3
+expect_eq "no NodeClaim for NodePool tuned" "$(claims_of tuned | grep -c . || true)" 0
+expect_eq "its pod is not bound" "$(bound_pods app=tuned)" 0
 expect_eq "no NodeClaim for NodePool pinned" "$(claims_of pinned | grep -c . || true)" 0
 expect_eq "its pod is not bound" "$(bound_pods app=pinned)" 0
 expect_one_instance_per_nodeclaim "at the end"

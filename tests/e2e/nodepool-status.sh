@@ -6,7 +6,10 @@
 #    ValidationSucceeded, NodeClassReady and Ready True, as `kubectl get
 #    nodepool -o yaml` shows them; a NodePool whose EC2NodeClass does not
 #    exist: NodeClassReady=False NodeClassNotFound, Ready=False
-#    UnhealthyDependents;
+#    UnhealthyDependents; one whose nodeClassRef names another group (with
+#    the name of a Ready EC2NodeClass): NodeClassReady=False
+#    NodeClassNotFound as Karpenter's, ValidationSucceeded=False naming the
+#    field, and no NodeClaim for its pod;
 #  - a v1beta1 NodePool (read at v1beta1) with kubelet maxPods 7: its
 #    NodeClaim's capacity and allocatable pods are 7, and its
 #    status.resources counts it (v1beta1's status schema has resources only);
@@ -116,6 +119,15 @@ spec:
 ---
 apiVersion: karpenter.sh/v1
 kind: NodePool
+metadata: {name: foreign}
+spec:
+  template:
+    metadata: {labels: {intent: foreign}}
+    spec:
+      nodeClassRef: {group: example.com, kind: EC2NodeClass, name: default}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
 metadata:
   name: converted
   annotations:
@@ -150,7 +162,7 @@ spec:
 YAML
 v1beta1_pool beta '{maxPods: 7}'
 v1beta1_pool soft '{maxPods: 7, evictionSoft: {memory.available: 10%}, evictionSoftGracePeriod: {memory.available: 1m}}'
-for app in general beta soft; do
+for app in general beta soft foreign; do
 	workload "$app"
 done
 
@@ -194,6 +206,11 @@ wait_for "NodeClassReady=False on NodePool lost" 15 cond_is nodepool lost NodeCl
 cond_is nodepool lost Ready '^False UnhealthyDependents NodeClassReady=False$' ||
 	fail "NodePool lost: Ready is '$(cond nodepool lost Ready)'"
 ok "lost: $(cond nodepool lost Ready)"
+wait_for "NodeClassReady=False on NodePool foreign" 15 cond_is nodepool foreign NodeClassReady \
+	'^False NodeClassNotFound NodeClass not found on cluster$'
+cond_is nodepool foreign ValidationSucceeded '^False ValidationFailed spec.template.spec.nodeClassRef: ' ||
+	fail "NodePool foreign: ValidationSucceeded is '$(cond nodepool foreign ValidationSucceeded)'"
+ok "foreign: $(cond nodepool foreign ValidationSucceeded)"
 
 # --- v1beta1: kubelet maxPods honoured, evictionSoft refused -----------------------------------
 wait_for "the beta pod bound" 60 placed beta=1
@@ -217,6 +234,8 @@ wait_for "ValidationSucceeded=False on NodePool converted" 15 cond_is nodepool c
 ok "converted: $(cond nodepool converted ValidationSucceeded)"
 expect_eq "no NodeClaim for NodePool soft" "$(claims_of soft | grep -c . || true)" 0
 expect_eq "its pod is not bound" "$(bound_pods app=soft)" 0
+expect_eq "no NodeClaim for NodePool foreign (another group's class)" "$(claims_of foreign | grep -c . || true)" 0
+expect_eq "its pod is not bound" "$(bound_pods app=foreign)" 0
 
 # --- v1alpha5: the Provisioner's status and its AWSNodeTemplate's ------------------------------
 wait_for "status.resources on Provisioner legacy" 15 res_is provisioner legacy nodes 0
@@ -227,7 +246,7 @@ wait_for "subnets on AWSNodeTemplate legacy" 30 sh -c \
 ok "AWSNodeTemplate legacy: subnets $(kubectl get awsnodetemplate legacy -o jsonpath='{.status.subnets[*].zone}')"
 # --- a status written once: our own write, echoed back, changes nothing -----------------------
 rv() {
-	for np in general lost converted; do
+	for np in general lost foreign converted; do
 		kubectl get nodepool "$np" -o jsonpath='{.metadata.resourceVersion} '
 	done
 	kubectl get nodepools.v1beta1.karpenter.sh beta -o jsonpath='{.metadata.resourceVersion} '

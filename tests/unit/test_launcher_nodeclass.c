@@ -74,6 +74,23 @@ Test(nodeclass_terms, image_terms_default_to_self_and_amazon_owners)
 	free(s);
 }
 
+/* v1alpha1 aws::owners alone: DescribeImages of that owner's images. */
+Test(nodeclass_terms, an_image_owner_alone_selects_that_owners_images)
+{
+	struct proto_selector_term owner_only = { .owner = "amazon" };
+	struct proto_selector_term none = { 0 };
+	struct aws_query *q = NULL;
+	char *s;
+
+	cr_assert_eq(nc_image_query(&owner_only, &q), 0);
+	s = encoded(q);
+	cr_assert(strstr(s, "Owner.1=amazon") && !strstr(s, "Filter."), "%s", s);
+	free(s);
+	cr_assert_eq(nc_image_query(&none, &q), -EINVAL);
+	owner_only = (struct proto_selector_term){ .owner = "amazon" };
+	cr_assert_eq(nc_subnet_query(&owner_only, &q), -EINVAL);
+}
+
 Test(nodeclass_terms, terms_are_described_as_the_user_wrote_them)
 {
 	struct proto_selector_term t[] = { { .tags = discovery, .n_tags = 1 }, { .id = "sg-1" } };

@@ -493,3 +493,27 @@ Test(nodeclass_sim, associate_public_ip_address_makes_a_template_ec2_accepts)
 	cr_assert_eq(run.results[0].error, 0, "%s", run.results[0].why);
 	cr_assert_eq(kanna_templates(), 1);
 }
+
+/* A v1alpha1 amiSelector with aws::owners: DescribeImages by those owners.
+ * kanna-sim's AMIs are Amazon's (EKS account): owner amazon finds them,
+ * owner self none, as EC2 would answer. */
+Test(nodeclass_sim, an_ami_owner_term_selects_that_owners_images_only)
+{
+	struct proto_selector_term amazon = { .owner = "amazon", .name = "amazon-eks-node-al2023-*" },
+				   self = { .owner = "self", .name = "amazon-eks-node-al2023-*" };
+	struct proto_nodeclass nc = nodeclass("owned");
+	struct run run;
+
+	nc.ami_family = "AL2023";
+	nc.ami_selector_terms = &amazon;
+	run = ask(&nc, (const char *const[]){ "amd64" }, 1);
+	cr_assert_eq(run.results[0].error, 0, "%s", run.results[0].why);
+	cr_assert(strncmp(run.results[0].image, "ami-", 4) == 0, "%s", run.results[0].image);
+
+	nc = nodeclass("mine");
+	nc.ami_family = "AL2023";
+	nc.ami_selector_terms = &self;
+	run = ask(&nc, (const char *const[]){ "amd64" }, 1);
+	cr_assert_lt(run.results[0].error, 0);
+	cr_assert(strstr(run.results[0].why, "owner: self"), "%s", run.results[0].why);
+}

@@ -111,6 +111,27 @@ Test(launcher_objects, nodeclaim_records_candidates_pods_owner_and_finalizer)
 	json_decref(o);
 }
 
+/* A v1beta1 NodePool's nodeClassRef.apiVersion: the NodeClaim's group is
+ * its group part (the v1 CRD's pattern ^[^/]*$), as upstream converts it. */
+Test(launcher_objects, nodeclaim_group_is_the_group_of_a_v1beta1_apiversion)
+{
+	struct proto_planned_nodeclaim p = planned();
+	struct proto_nodepool np = pool();
+	json_t *o;
+
+	np.nodeclass_ref.group = "karpenter.k8s.aws/v1beta1";
+	o = nodeclaim_json(&p, NULL, &np, NULL);
+	cr_assert_not_null(o);
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(o, "spec"), "nodeClassRef"), "group")),
+			 "karpenter.k8s.aws");
+	json_decref(o);
+	np.nodeclass_ref.group = NULL;
+	o = nodeclaim_json(&p, NULL, &np, NULL);
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(o, "spec"), "nodeClassRef"), "group")),
+			 "karpenter.k8s.aws");
+	json_decref(o);
+}
+
 Test(launcher_objects, nodeclaim_carries_the_drift_hashes_with_their_versions)
 {
 	struct proto_planned_nodeclaim p = planned();
@@ -161,7 +182,8 @@ Test(launcher_objects, node_labels_and_taints)
 	struct launched_instance li = { "i-1", "m6g.large", "us-west-2a", "on-demand", "ami-1",
 					"ip-10-0-0-1.us-west-2.compute.internal", &t, NULL, NULL };
 	struct proto_nodepool np = pool();
-	struct proto_nodeclaim claim = { .name = "default-abcde", .uid = "u-1" };
+	struct proto_nodeclaim claim = { .name = "default-abcde", .uid = "u-1", .taints = pool_taints,
+					 .n_taints = 1, .startup_taints = startup, .n_startup_taints = 1 };
 	node_label labels[64];
 	size_t n;
 	json_t *node;
@@ -182,7 +204,7 @@ Test(launcher_objects, node_labels_and_taints)
 	cr_assert_null(json_object_get(l, "karpenter.sh/provisioner-name"));
 	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(node, "spec"), "providerID")),
 			 "aws:///us-west-2a/i-1");
-	/* The NodePool's taint, its startup taint, and the hold until the
+	/* The NodeClaim's taint, its startup taint, and the hold until the
 	 * planned pods are bound. */
 	cr_assert_eq(json_array_size(json_object_get(json_object_get(node, "spec"), "taints")), 3);
 	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(
@@ -197,6 +219,33 @@ Test(launcher_objects, node_labels_and_taints)
 	np.source_api = PROTO_API_V1ALPHA5;
 	cr_assert_eq(node_labels_collect(&li, &np, reqs, 3, "us-west-2", labels, 64, &n), 0);
 	cr_assert_eq(node_labels_collect(&li, &np, reqs, 3, "us-west-2", labels, 3, &n), -E2BIG);
+}
+
+/* The Node registers with its NodeClaim's taints, not its NodePool's
+ * (Karpenter's lifecycle/registration.go): a claim written before the pool
+ * changed, or by Karpenter, keeps its own. */
+Test(launcher_objects, the_node_gets_the_nodeclaims_taints)
+{
+	struct proto_taint own[] = { { .key = "gpu", .value = "yes", .effect = PROTO_EFFECT_NO_EXECUTE } };
+	struct proto_instance_type t = { .name = "m6g.large", .labels = type_labels, .n_labels = 4,
+					 .capacity = type_cap, .n_capacity = 3, .allocatable = type_cap,
+					 .n_allocatable = 3 };
+	struct launched_instance li = { "i-1", "m6g.large", "us-west-2a", "on-demand", "ami-1",
+					"ip-10-0-0-1.us-west-2.compute.internal", &t, NULL };
+	struct proto_nodepool np = pool();
+	struct proto_nodeclaim claim = { .name = "default-abcde", .uid = "u-1", .taints = own, .n_taints = 1 };
+	const json_t *taints;
+	json_t *node;
+
+	node = node_json(&li, &claim, &np, NULL, 0);
+	cr_assert_not_null(node);
+	taints = json_object_get(json_object_get(node, "spec"), "taints");
+	cr_assert_eq(json_array_size(taints), 2, "the claim's taint and the hold only");
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(taints, 0), "key")), "gpu");
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(taints, 0), "effect")), "NoExecute");
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(taints, 1), "key")),
+			 "karpenter.sh/unregistered");
+	json_decref(node);
 }
 
 /* spec.template.metadata.annotations reach the NodeClaim and its Node;

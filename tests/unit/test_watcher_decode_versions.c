@@ -118,6 +118,67 @@ static int decode_class(const char *text, struct proto_nodeclass *nc)
 #define SELECTORS_V1 "\"subnetSelectorTerms\":[{\"id\":\"subnet-1\"}],\"securityGroupSelectorTerms\":[{\"id\":\"sg-1\"}]"
 #define SELECTORS_V1ALPHA1 "\"subnetSelector\":{\"aws-ids\":\"subnet-1\"},\"securityGroupSelector\":{\"aws-ids\":\"sg-1\"}"
 
+static const struct proto_selector_term *ami_term(const struct proto_nodeclass *nc, const char *owner,
+						 const char *id, const char *name)
+{
+	for (uint32_t i = 0; i < nc->n_ami_selector_terms; i++) {
+		const struct proto_selector_term *t = &nc->ami_selector_terms[i];
+		if (streq_ptr(t->owner, owner) && streq_ptr(t->id, id) && streq_ptr(t->name, name))
+			return t;
+	}
+	return NULL;
+}
+
+/* Upstream's conversion of a v1alpha1 amiSelector (NewAMISelectorTerms):
+ * aws::ids is aws-ids, aws::owners the DescribeImages owners, one term per
+ * owner × id × name, each with the other keys as tags. */
+Test(decode_versions, ami_map_selector_honours_aws_ids_and_aws_owners)
+{
+	struct proto_nodeclass nc;
+	const struct proto_selector_term *t;
+
+	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.k8s.aws/v1alpha1\",\"kind\":\"AWSNodeTemplate\","
+				  "\"metadata\":{\"name\":\"a\"},\"spec\":{" SELECTORS_V1ALPHA1 ","
+				  "\"amiSelector\":{\"aws::ids\":\"ami-1, ami-2\",\"aws::owners\":\"self,amazon\","
+				  "\"team\":\"x\"}}}", &nc), 0, "%s", dec.error);
+	cr_assert_eq(nc.n_ami_selector_terms, 4);
+	t = ami_term(&nc, "amazon", "ami-2", NULL);
+	cr_assert_not_null(t);
+	cr_assert_eq(t->n_tags, 1);
+	cr_assert_str_eq(t->tags[0].key, "team");
+	cr_assert_not_null(ami_term(&nc, "self", "ami-1", NULL));
+	for (uint32_t i = 0; i < nc.n_ami_selector_terms; i++)
+		for (uint32_t k = 0; k < nc.ami_selector_terms[i].n_tags; k++)
+			cr_assert(strncmp(nc.ami_selector_terms[i].tags[k].key, "aws:", 4) != 0,
+				  "%s is a tag", nc.ami_selector_terms[i].tags[k].key);
+	/* aws-ids and a name: one term with both, owners left to the launcher */
+	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.k8s.aws/v1alpha1\",\"kind\":\"AWSNodeTemplate\","
+				  "\"metadata\":{\"name\":\"b\"},\"spec\":{" SELECTORS_V1ALPHA1 ","
+				  "\"amiSelector\":{\"aws-ids\":\"ami-1\",\"aws::name\":\"n\"}}}", &nc), 0, "%s", dec.error);
+	cr_assert_eq(nc.n_ami_selector_terms, 1);
+	cr_assert_not_null(ami_term(&nc, NULL, "ami-1", "n"));
+	/* owners alone */
+	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.k8s.aws/v1alpha1\",\"kind\":\"AWSNodeTemplate\","
+				  "\"metadata\":{\"name\":\"c\"},\"spec\":{" SELECTORS_V1ALPHA1 ","
+				  "\"amiSelector\":{\"aws::owners\":\"123456789012\"}}}", &nc), 0, "%s", dec.error);
+	cr_assert_eq(nc.n_ami_selector_terms, 1);
+	cr_assert_not_null(ami_term(&nc, "123456789012", NULL, NULL));
+	/* aws::ids is aws-ids for subnets and security groups too */
+	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.k8s.aws/v1alpha1\",\"kind\":\"AWSNodeTemplate\","
+				  "\"metadata\":{\"name\":\"s\"},\"spec\":{\"subnetSelector\":{\"aws::ids\":\"subnet-1,subnet-2\"},"
+				  "\"securityGroupSelector\":{\"aws::ids\":\"sg-1\"}}}", &nc), 0, "%s", dec.error);
+	cr_assert_eq(nc.n_subnet_selector_terms, 2);
+	cr_assert_str_eq(nc.subnet_selector_terms[1].id ?: "(none)", "subnet-2");
+	cr_assert_eq(nc.subnet_selector_terms[1].n_tags, 0);
+	cr_assert_eq(nc.n_security_group_selector_terms, 1);
+	cr_assert_str_eq(nc.security_group_selector_terms[0].id ?: "(none)", "sg-1");
+	/* an empty map selects nothing: the family's default AMIs */
+	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.k8s.aws/v1alpha1\",\"kind\":\"AWSNodeTemplate\","
+				  "\"metadata\":{\"name\":\"d\"},\"spec\":{" SELECTORS_V1ALPHA1 ","
+				  "\"amiSelector\":{}}}", &nc), 0, "%s", dec.error);
+	cr_assert_eq(nc.n_ami_selector_terms, 0);
+}
+
 Test(decode_versions, imds_hop_limit_defaults_to_2_before_v1_and_1_in_v1)
 {
 	struct proto_nodeclass nc;
@@ -164,6 +225,9 @@ Test(decode_versions, each_unimplemented_field_is_named_never_dropped)
 		{ "\"kubelet\":{\"imageGCLowThresholdPercent\":80}", "spec.kubelet.imageGCLowThresholdPercent" },
 		{ "\"kubelet\":{\"cpuCFSQuota\":false}", "spec.kubelet.cpuCFSQuota" },
 		{ "\"kubelet\":{\"clusterDNS\":[\"10.0.0.10\"]}", "spec.kubelet.clusterDNS" },
+		/* any other KubeletConfiguration key of v1's open map */
+		{ "\"kubelet\":{\"maxPods\":20,\"registryPullQPS\":10}", "spec.kubelet.registryPullQPS" },
+		{ "\"launchTemplate\":\"mine\"", "spec.launchTemplate" },
 	};
 	struct proto_nodeclass nc;
 	char text[1024], want[256];
@@ -192,6 +256,15 @@ Test(decode_versions, each_unimplemented_field_is_named_never_dropped)
 				  "\"metadata\":{\"name\":\"p\"},\"spec\":{\"provider\":{" SELECTORS_V1ALPHA1 ","
 				  "\"context\":\"c\",\"cpuOptions\":{\"coreCount\":2}}}}", &nc), 0, "%s", dec.error);
 	cr_assert_str_eq(nc.unsupported, "spec.provider.cpuOptions, spec.provider.context are not supported by kanna");
+	/* v1alpha1 and the v1alpha5 provider: a launch template of the user's */
+	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.sh/v1alpha5\",\"kind\":\"Provisioner\","
+				  "\"metadata\":{\"name\":\"p\"},\"spec\":{\"provider\":{" SELECTORS_V1ALPHA1 ","
+				  "\"launchTemplate\":\"lt\"}}}", &nc), 0, "%s", dec.error);
+	cr_assert_str_eq(nc.unsupported ?: "(none)", "spec.provider.launchTemplate is not supported by kanna");
+	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.k8s.aws/v1alpha1\",\"kind\":\"AWSNodeTemplate\","
+				  "\"metadata\":{\"name\":\"t\"},\"spec\":{" SELECTORS_V1ALPHA1 ","
+				  "\"launchTemplate\":\"lt\"}}", &nc), 0, "%s", dec.error);
+	cr_assert_str_eq(nc.unsupported ?: "(none)", "spec.launchTemplate is not supported by kanna");
 }
 
 static int decode_pool(const char *text, struct proto_nodepool *np)
@@ -267,4 +340,89 @@ Test(decode_versions, older_kubelet_fields_kanna_does_not_implement_make_the_poo
 	/* a conversion annotation that is not a kubelet's JSON does not decode */
 	cr_assert_eq(decode_pool(NODEPOOL_V1_COMPAT("\"maxPods=3\""), &np), -EINVAL);
 	cr_assert(strstr(dec.error, "v1beta1-kubelet-conversion: expected the JSON"), "%s", dec.error);
+}
+
+/* A nodeClassRef (providerRef) to another kind of node class: the pool is
+ * refused, naming the field, and never launched with the EC2NodeClass (or
+ * AWSNodeTemplate) of that name (Karpenter v1: NodeClassNotFound). */
+Test(decode_versions, a_reference_to_another_kind_of_node_class_refuses_the_pool)
+{
+	static const struct {
+		const char *text, *field;
+	} refused[] = {
+		{ "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"a\"},"
+		  "\"spec\":{\"template\":{\"spec\":{\"requirements\":[],\"nodeClassRef\":"
+		  "{\"group\":\"example.com\",\"kind\":\"EC2NodeClass\",\"name\":\"c\"}}}}}",
+		  "spec.template.spec.nodeClassRef: " },
+		{ "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"b\"},"
+		  "\"spec\":{\"template\":{\"spec\":{\"requirements\":[],\"nodeClassRef\":"
+		  "{\"group\":\"karpenter.k8s.aws\",\"kind\":\"OtherNodeClass\",\"name\":\"c\"}}}}}",
+		  "spec.template.spec.nodeClassRef: " },
+		{ "{\"apiVersion\":\"karpenter.sh/v1beta1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"c\"},"
+		  "\"spec\":{\"template\":{\"spec\":{\"requirements\":[],\"nodeClassRef\":"
+		  "{\"apiVersion\":\"example.com/v1\",\"name\":\"c\"}}}}}",
+		  "spec.template.spec.nodeClassRef: " },
+		{ "{\"apiVersion\":\"karpenter.sh/v1alpha5\",\"kind\":\"Provisioner\",\"metadata\":{\"name\":\"d\"},"
+		  "\"spec\":{\"providerRef\":{\"kind\":\"EC2NodeClass\",\"name\":\"t\"}}}",
+		  "spec.providerRef: " },
+	};
+	static const char *const accepted[] = {
+		"{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"e\"},"
+		"\"spec\":{\"template\":{\"spec\":{\"requirements\":[],\"nodeClassRef\":"
+		"{\"group\":\"karpenter.k8s.aws\",\"kind\":\"EC2NodeClass\",\"name\":\"c\"}}}}}",
+		"{\"apiVersion\":\"karpenter.sh/v1beta1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"f\"},"
+		"\"spec\":{\"template\":{\"spec\":{\"requirements\":[],\"nodeClassRef\":"
+		"{\"apiVersion\":\"karpenter.k8s.aws/v1beta1\",\"kind\":\"EC2NodeClass\",\"name\":\"c\"}}}}}",
+		"{\"apiVersion\":\"karpenter.sh/v1alpha5\",\"kind\":\"Provisioner\",\"metadata\":{\"name\":\"g\"},"
+		"\"spec\":{\"providerRef\":{\"apiVersion\":\"karpenter.k8s.aws/v1alpha1\","
+		"\"kind\":\"AWSNodeTemplate\",\"name\":\"t\"}}}",
+	};
+	struct proto_nodepool np;
+
+	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
+		cr_assert_eq(decode_pool(refused[i].text, &np), 0, "%s", dec.error);
+		cr_expect_eq(np.status, PROTO_NODEPOOL_INVALID, "case %zu is not refused", i);
+		cr_expect(np.status_reason && !strncmp(np.status_reason, refused[i].field, strlen(refused[i].field)),
+			  "case %zu: %s", i, np.status_reason ?: "(none)");
+	}
+	for (size_t i = 0; i < sizeof(accepted) / sizeof(*accepted); i++) {
+		cr_assert_eq(decode_pool(accepted[i], &np), 0, "%s", dec.error);
+		cr_expect_eq(np.status, PROTO_NODEPOOL_OK, "case %zu: %s", i, np.status_reason ?: "");
+	}
+	/* the Provisioner's explicit AWSNodeTemplate ref reads (and hashes) as
+	 * one left to the default */
+	cr_expect_null(np.nodeclass_ref.group);
+	cr_expect_null(np.nodeclass_ref.kind);
+}
+
+static int decode_claim(const char *ref, struct proto_nodeclaim *nc)
+{
+	char text[512];
+	json_t *j;
+	int r;
+
+	snprintf(text, sizeof(text), "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodeClaim\","
+		 "\"metadata\":{\"name\":\"x\"},\"spec\":{\"requirements\":[],\"nodeClassRef\":%s}}", ref);
+	j = parse(text);
+	r = decode_nodeclaim(&dec, j, nc);
+	json_decref(j);
+	return r;
+}
+
+/* Another provider's NodeClaim is not kanna's to launch: reported, naming
+ * the field. kanna's own (a v1beta1 pool's apiVersion as group) still read. */
+Test(decode_versions, a_nodeclaim_of_another_kind_of_node_class_is_refused)
+{
+	struct proto_nodeclaim nc;
+
+	cr_assert_eq(decode_claim("{\"group\":\"example.com\",\"kind\":\"EC2NodeClass\",\"name\":\"c\"}", &nc),
+		     -EINVAL);
+	cr_assert(strstr(dec.error, "spec.nodeClassRef: example.com EC2NodeClass is not"), "%s", dec.error);
+	cr_assert_eq(decode_claim("{\"group\":\"karpenter.k8s.aws\",\"kind\":\"Other\",\"name\":\"c\"}", &nc),
+		     -EINVAL);
+	cr_assert_eq(decode_claim("{\"group\":\"karpenter.k8s.aws\",\"kind\":\"EC2NodeClass\",\"name\":\"c\"}", &nc),
+		     0, "%s", dec.error);
+	cr_assert_str_eq(nc.nodeclass, "c");
+	cr_assert_eq(decode_claim("{\"group\":\"karpenter.k8s.aws/v1beta1\",\"kind\":\"EC2NodeClass\",\"name\":\"c\"}",
+				  &nc), 0, "%s", dec.error);
 }
