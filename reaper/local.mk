@@ -6,7 +6,7 @@
 noinst_LIBRARIES += libkanna-reaper.a
 libkanna_reaper_a_SOURCES = reaper/reaper.h reaper/work.c reaper/termination.c reaper/drain.c \
 	reaper/instances.c reaper/disruption.c reaper/inventory.c reaper/gc.c \
-	reaper/static.h reaper/static.c
+	reaper/static.h reaper/static.c \
 	reaper/pod-events.h reaper/pod-events.c
 REAPER_LIBS = libkanna-reaper.a $(MODEL_LIBS) $(STATE_LIBS) -lm
 bin_PROGRAMS += reaper/kanna-reaper

@@ -17,7 +17,8 @@ SRCDIR=${KANNA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 command -v kubectl >/dev/null 2>&1 || { echo "SKIP: no kubectl on PATH (./quickstart deps)"; exit 77; }
 command -v curl >/dev/null 2>&1 || { echo "SKIP: no curl on PATH"; exit 77; }
 
-# nodeclass NAME AMI-TERM (stdin: the userData, indented 4, or nothing)
+# nodeclass NAME AMI-TERM (stdin: the userData, indented 4, or nothing);
+# a term that is no alias needs an amiFamily (the CRD's rule): AL2023.
 nodeclass() {
 	{
 		cat <<YAML
@@ -25,6 +26,7 @@ apiVersion: karpenter.k8s.aws/v1
 kind: EC2NodeClass
 metadata: {name: $1}
 spec:
+$(case $2 in *alias:*) ;; *) echo "  amiFamily: AL2023" ;; esac)
   amiSelectorTerms: [$2]
   role: KarpenterNodeRole-kanna
   subnetSelectorTerms: [{tags: {karpenter.sh/discovery: kanna}}]
