@@ -231,7 +231,7 @@ Test(launcher_objects, the_node_gets_the_nodeclaims_taints)
 					 .capacity = type_cap, .n_capacity = 3, .allocatable = type_cap,
 					 .n_allocatable = 3 };
 	struct launched_instance li = { "i-1", "m6g.large", "us-west-2a", "on-demand", "ami-1",
-					"ip-10-0-0-1.us-west-2.compute.internal", &t, NULL };
+					"ip-10-0-0-1.us-west-2.compute.internal", &t, NULL, NULL };
 	struct proto_nodepool np = pool();
 	struct proto_nodeclaim claim = { .name = "default-abcde", .uid = "u-1", .taints = own, .n_taints = 1 };
 	const json_t *taints;
