@@ -199,6 +199,27 @@ nodes_of_app() { # APP: its pods' nodes as placed last saw them, sorted, once ea
 	awk -v a="$1" '$1 == a && NF == 3 { print $3 }' "$tmp/placed" | sort -u
 }
 
+# intent_deployment NAME [CPU [MEMORY]]: the YAML of a Deployment of one pod
+# (app=NAME, 1 CPU and 256Mi unless given) that selects the nodes labelled
+# intent=NAME, as a NodePool's template labels them.
+intent_deployment() {
+	cat <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: $1}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: $1}}
+  template:
+    metadata: {labels: {app: $1}}
+    spec:
+      terminationGracePeriodSeconds: 0
+      nodeSelector: {intent: $1}
+      containers:
+      - {name: c, image: pause, resources: {requests: {cpu: "${2:-1}", memory: ${3:-256Mi}}}}
+YAML
+}
+
 # Lines "instance ID state=… type=… zone=… capacity=… price=… nodeclaim=…"
 # from the sim (python3, not a test program: the demo uses this too).
 sim_instances() {

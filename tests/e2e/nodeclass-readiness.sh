@@ -57,21 +57,7 @@ spec:
 YAML
 }
 workload() { # NAME
-	kubectl apply -f - >/dev/null <<YAML
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: $1}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: $1}}
-  template:
-    metadata: {labels: {app: $1}}
-    spec:
-      terminationGracePeriodSeconds: 0
-      nodeSelector: {intent: $1}
-      containers:
-      - {name: c, image: pause, resources: {requests: {cpu: "1", memory: 256Mi}}}
-YAML
+	intent_deployment "$1" | kubectl apply -f - >/dev/null
 }
 condition() { # KIND NAME TYPE: "STATUS REASON MESSAGE"
 	kubectl get "$1" "$2" -o jsonpath="{.status.conditions[?(@.type==\"$3\")].status} {.status.conditions[?(@.type==\"$3\")].reason} {.status.conditions[?(@.type==\"$3\")].message}"

@@ -41,19 +41,7 @@ spec:
       - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
   limits: {cpu: 100}
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: $1}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: $1}}
-  template:
-    metadata: {labels: {app: $1}}
-    spec:
-      terminationGracePeriodSeconds: 0
-      nodeSelector: {intent: $1}
-      containers:
-      - {name: c, image: pause, resources: {requests: {cpu: "1", memory: 256Mi}}}
+$(intent_deployment "$1")
 YAML
 }
 condition() { # NAME TYPE: "STATUS REASON MESSAGE"

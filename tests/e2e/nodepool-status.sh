@@ -40,21 +40,7 @@ res_is() { # KIND NAME RESOURCE VALUE
 	[ "$(res "$1" "$2" "$3")" = "$4" ]
 }
 workload() { # APP
-	kubectl apply -f - >/dev/null <<YAML
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: $1}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: $1}}
-  template:
-    metadata: {labels: {app: $1}}
-    spec:
-      terminationGracePeriodSeconds: 0
-      nodeSelector: {intent: $1}
-      containers:
-      - {name: c, image: pause, resources: {requests: {cpu: 500m, memory: 128Mi}}}
-YAML
+	intent_deployment "$1" 500m 128Mi | kubectl apply -f - >/dev/null
 }
 v1beta1_pool() { # NAME KUBELET
 	kubectl apply -f - >/dev/null <<YAML
@@ -125,6 +111,7 @@ spec:
     metadata: {labels: {intent: foreign}}
     spec:
       nodeClassRef: {group: example.com, kind: EC2NodeClass, name: default}
+      requirements: []
 ---
 apiVersion: karpenter.sh/v1
 kind: NodePool
