@@ -233,7 +233,7 @@ static struct from_state_options model_options(struct scheduler *s)
 /* Builds the catalog part of the model before a batch needs it (a new
  * catalog, an offering marked or its mark expired), so that a batch's
  * model is only its own pods and nodes: called from the tick while no
- * batch is due, and when the catalog or an offering changes. */
+ * batch is due, so that a burst of changes costs one rebuild. */
 static void warm_model_base(struct scheduler *s)
 {
 	struct from_state_options fo = model_options(s);
@@ -364,7 +364,8 @@ static void remember_unavailable(struct scheduler *s, const struct proto_offerin
 	}
 	log_info("offering %s/%s/%s unavailable until %" PRId64, u->instance_type, u->zone,
 		 proto_capacity_type_name(u->capacity_type), u->until);
-	warm_model_base(s);
+	/* No rebuild here: one capacity error marks ~180 offerings, a
+	 * message each; the next tick rebuilds once for all of them. */
 }
 
 /* The launcher's live catalog replaces the shipped table. The newest
@@ -399,7 +400,6 @@ static void on_catalog(struct scheduler *s, const struct proto_msg *m)
 	s->catalog = copy;
 	log_info("planning with the launcher's instance-type catalog generation %" PRIu64
 		 " (%u instance types)", cat->generation, cat->n_instance_types);
-	warm_model_base(s);
 }
 
 static int on_offering_unavailable(const struct proto_msg *m, void *userdata)
