@@ -78,8 +78,9 @@ static int split_values(struct decoder *d, const json_t *map, const char *key, c
 /*
  * v1alpha1 map selector → terms. Subnets and security groups: "aws-ids"
  * (or its alias "aws::ids", as upstream's conversion reads it) gives one
- * term per id, "aws::name" a name term, the remaining keys one tags term
- * ("*" means the tag merely exists, as the old webhook had it).
+ * term per id, each with the remaining keys as its tags (without ids, one
+ * tags term), "aws::name" a name term ("*" means the tag merely exists, as
+ * the old webhook had it).
  * AMIs as upstream's conversion to v1beta1 (NewAMISelectorTerms) and the
  * v0.31 DescribeImages it replaced (getFiltersAndOwners): "aws-ids" or its
  * alias "aws::ids", "aws::name" and "aws::owners" (comma-separated) give a
@@ -148,11 +149,14 @@ static int map_selector(struct decoder *d, const json_t *map, const char *where,
 		*n = k;
 		return 0;
 	}
+	/* Each id AND the tags (v0.32's NewSubnetSelectorTerms and
+	 * NewSecurityGroupSelectorTerms, pkg/utils/nodeclass/nodeclass.go:
+	 * one term per id, each with every other key as its tags). */
 	for (size_t i = 0; i < n_ids && k < PROTO_MAX_SELECTOR_TERMS; i++)
-		(*ret)[k++].id = ids[i];
+		(*ret)[k++] = (struct proto_selector_term){ .id = ids[i], .tags = tags, .n_tags = n_tags };
 	if (n_names && k < PROTO_MAX_SELECTOR_TERMS)
 		(*ret)[k++].name = names[0];
-	if (n_tags && k < PROTO_MAX_SELECTOR_TERMS)
+	if (n_tags && !n_ids && k < PROTO_MAX_SELECTOR_TERMS)
 		(*ret)[k++] = (struct proto_selector_term){ .tags = tags, .n_tags = n_tags };
 	*n = k;
 	return 0;

@@ -318,7 +318,7 @@ int launch_note_node(struct launch *la)
 				    .capacity = li.type->capacity, .n_capacity = li.type->n_capacity,
 				    .allocatable = li.type->allocatable,
 				    .n_allocatable = li.type->n_allocatable };
-	if (kubelet_type_resources(li.kubelet, li.type, cap, &n_cap, alloc, &n_alloc) >= 0) {
+	if (kubelet_type_resources(li.kubelet, li.windows_build != NULL, li.type, cap, &n_cap, alloc, &n_alloc) >= 0) {
 		node.capacity = cap;
 		node.n_capacity = n_cap;
 		node.allocatable = alloc;

@@ -275,7 +275,7 @@ static json_t *type_resources(const struct launched_instance *li, bool allocatab
 
 	if (!li->type)
 		return json_object();
-	if (kubelet_type_resources(li->kubelet, li->type, cap, &n_cap, alloc, &n_alloc) < 0)
+	if (kubelet_type_resources(li->kubelet, li->windows_build != NULL, li->type, cap, &n_cap, alloc, &n_alloc) < 0)
 		/* Refused by the watcher's decoder: cannot come from the replica. */
 		return allocatable ? resources_json(li->type->allocatable, li->type->n_allocatable)
 				   : resources_json(li->type->capacity, li->type->n_capacity);

@@ -364,6 +364,16 @@ static void filter(const struct catalog *cat, const struct requirements *reqs, b
 			if ((zones >> z & 1) && (cts >> c & 1))
 				bits_or(tmp, cat->offer[z * CT_N + c], w);
 	memcpy(out, tmp, w * sizeof(uint64_t));
+	/* The catalog's types are Linux's, which have no windows-build label
+	 * (Karpenter gives them windows-build DoesNotExist: aws/karpenter-
+	 * provider-aws pkg/providers/instancetype/types.go computeRequirements):
+	 * outside a Windows pool, a requirement the label's absence does not
+	 * meet leaves no type, whether or not the catalog indexes the key. */
+	const struct requirement *build = requirements_get(reqs, K_WINDOWS_BUILD);
+	if (!os_fixed && build && !requirement_allows(build, cat->st, STR_NONE)) {
+		memset(out, 0, w * sizeof(uint64_t));
+		return;
+	}
 	if (!selects_metal(reqs))
 		for (uint32_t i = 0; i < w; i++)
 			out[i] &= ~cat->metal[i];

@@ -275,6 +275,7 @@ static int add_nodepool(struct builder *b, const struct proto_nodepool *p)
 	if ((r = nodeclass_os_requirements(b->c, nc ? nc->obj.nodeclass : NULL, &np->reqs,
 					   &np->windows_build)) < 0)
 		return r;
+	kubelet_settings_windows(&np->kubelet, np->windows_build != STR_NONE);
 	/* Karpenter v1's provisioner plans into Ready NodePools only, and one
 	 * whose EC2NodeClass is not Ready is not (NodeClassReady): a NodeClaim
 	 * there could only fail to launch. Its nodes stay the pool's. */

@@ -20,6 +20,9 @@
 /* kube-reserved memory: 11Mi per (ENI-limited) pod plus 255Mi. */
 #define KUBE_RESERVED_MIB_PER_POD 11
 #define KUBE_RESERVED_MIB_BASE 255
+/* Windows nodes' pods without maxPods: no ENI limit (the Windows AMI
+ * families' SupportsENILimitedPodDensity is false; pods() then gives 110). */
+#define WINDOWS_DEFAULT_PODS 110
 
 static bool kubelet_set(const struct proto_kubelet *k)
 {
@@ -126,6 +129,12 @@ int kubelet_settings_from_proto(const struct proto_kubelet *k, struct kubelet_se
 	return 0;
 }
 
+void kubelet_settings_windows(struct kubelet_settings *k, bool windows)
+{
+	k->windows = windows;
+	k->set |= windows;
+}
+
 /* Karpenter's kube-reserved cpu: a share of each range of millicores. */
 static int64_t kube_reserved_cpu(int64_t cpu)
 {
@@ -170,11 +179,15 @@ void kubelet_node_resources(const struct kubelet_settings *k, const struct resou
 	*allocatable = *type_allocatable;
 	if (k->max_pods > 0)
 		pods = k->max_pods;
+	else if (k->windows)
+		pods = WINDOWS_DEFAULT_PODS;
 	if (k->pods_per_core > 0)
 		pods = MIN(pods, (int64_t)k->pods_per_core * (type_capacity->v[RES_CPU] / 1000));
 	capacity->v[RES_PODS] = pods;
 	reserved.v[RES_CPU] = kube_reserved_cpu(capacity->v[RES_CPU]);
-	reserved.v[RES_MEMORY] = (KUBE_RESERVED_MIB_PER_POD * eni_pods + KUBE_RESERVED_MIB_BASE) << 20;
+	/* Windows (UsesENILimitedMemoryOverhead false): by the pods it holds. */
+	reserved.v[RES_MEMORY] = (KUBE_RESERVED_MIB_PER_POD * (k->windows ? pods : eni_pods) +
+				  KUBE_RESERVED_MIB_BASE) << 20;
 	reserved.v[RES_EPHEMERAL_STORAGE] = KUBE_RESERVED_EPHEMERAL_BYTES;
 	for (int r = 0; r < RES_N_BUILTIN; r++) {
 		if (k->kube_reserved_set >> r & 1)
@@ -225,7 +238,8 @@ static uint32_t from_resources(const struct proto_resource *list, uint32_t n,
 	return k;
 }
 
-int kubelet_type_resources(const struct proto_kubelet *k, const struct proto_instance_type *it,
+int kubelet_type_resources(const struct proto_kubelet *k, bool windows,
+			   const struct proto_instance_type *it,
 			   struct proto_resource *capacity, uint32_t *n_capacity,
 			   struct proto_resource *allocatable, uint32_t *n_allocatable)
 {
@@ -235,6 +249,7 @@ int kubelet_type_resources(const struct proto_kubelet *k, const struct proto_ins
 
 	if (r < 0)
 		return r;
+	kubelet_settings_windows(&ks, windows);
 	to_resources(it->capacity, it->n_capacity, &cap);
 	to_resources(it->allocatable, it->n_allocatable, &alloc);
 	if (ks.set)

@@ -9,13 +9,15 @@
  * (catalog.c, from-state.c) and the launcher (the capacity and allocatable
  * it writes on NodeClaims and Nodes), so that both sides agree.
  *
- *   pods        = maxPods, else the ENI-limited count (the catalog's);
- *                 with podsPerCore, at most podsPerCore × vCPUs
+ *   pods        = maxPods, else the ENI-limited count (the catalog's),
+ *                 on Windows 110 (no ENI limit); with podsPerCore, at
+ *                 most podsPerCore × vCPUs
  *   allocatable = capacity − kubeReserved − systemReserved − eviction
  *   kubeReserved: cpu 6% of the first core, 1% of the second, 0.5% of the
  *                 next two, 0.25% of the rest; memory 11Mi × ENI-limited
  *                 pods + 255Mi (AL2/AL2023 size it by the ENI limit even
- *                 when maxPods is set); ephemeral-storage 1Gi — each
+ *                 when maxPods is set, Windows by its pods); ephemeral-
+ *                 storage 1Gi — each
  *                 replaced by the kubeReserved value given for it
  *   eviction:     memory 100Mi, ephemeral-storage 10% — replaced by
  *                 evictionHard memory.available / nodefs.available, an
@@ -44,6 +46,7 @@ struct kubelet_settings {
 	bool set;              /* something below differs from the defaults */
 	int32_t max_pods;      /* 0: the ENI-limited count */
 	int32_t pods_per_core; /* 0: no cap */
+	bool windows;          /* Windows nodes (kubelet_settings_windows()) */
 	struct resources kube_reserved;   /* cpu, memory, ephemeral-storage slots */
 	uint32_t kube_reserved_set;       /* bit per slot given */
 	struct resources system_reserved;
@@ -72,6 +75,10 @@ const char *nodeclass_windows_build(const struct proto_nodeclass *nodeclass);
  * refuses such objects: see quantity_or_percent_parse()).
  */
 int kubelet_settings_from_proto(const struct proto_kubelet *k, struct kubelet_settings *ret);
+/* Marks the settings as Windows nodes' (a Windows AMI family's pool):
+ * their pods are not ENI-limited (aws/karpenter-provider-aws
+ * pkg/providers/instancetype/types.go pods(), kubeReservedResources()). */
+void kubelet_settings_windows(struct kubelet_settings *k, bool windows);
 
 /*
  * The capacity and allocatable of a node of a type whose default capacity
@@ -84,11 +91,13 @@ void kubelet_node_resources(const struct kubelet_settings *k, const struct resou
 			    struct resources *allocatable);
 
 /*
- * The same over proto resource lists (the launcher's catalog entries):
+ * The same over proto resource lists (the launcher's catalog entries),
+ * for Windows nodes when windows:
  * writes at most PROTO_MAX_RESOURCES entries to capacity and allocatable
  * (their names point into it). Returns 0 or -EINVAL (see above).
  */
-int kubelet_type_resources(const struct proto_kubelet *k, const struct proto_instance_type *it,
+int kubelet_type_resources(const struct proto_kubelet *k, bool windows,
+			   const struct proto_instance_type *it,
 			   struct proto_resource *capacity, uint32_t *n_capacity,
 			   struct proto_resource *allocatable, uint32_t *n_allocatable);
 

@@ -172,7 +172,8 @@ EXTRA_DIST += tests/reaper-what-if/run.sh \
 	tests/reaper-what-if/deletion-cost.yaml tests/reaper-what-if/deletion-cost.expected \
 	tests/reaper-what-if/deletion-cost-malformed.yaml \
 	tests/reaper-what-if/deletion-cost-malformed.expected \
-	tests/reaper-what-if/invalid.yaml tests/reaper-what-if/invalid.expected
+	tests/reaper-what-if/invalid.yaml tests/reaper-what-if/invalid.expected \
+	tests/reaper-what-if/pod-events.yaml tests/reaper-what-if/pod-events.expected
 FUZZ_PROGS += tests/fuzz/fuzz_what_if
 tests_fuzz_fuzz_what_if_SOURCES = tests/fuzz/fuzz_what_if.c tests/fuzz/standalone.c
 tests_fuzz_fuzz_what_if_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS=\"$(srcdir)/tests/fuzz/corpus/what_if\"

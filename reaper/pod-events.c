@@ -121,12 +121,9 @@ static void patch_claim(struct reaper *r, struct claim_work *w)
 	w->in_flight++;
 }
 
-/* The pods that count (those a disruption would move: not DaemonSet,
- * mirror, finished or leaving), as one order-free hash, and the latest
- * time one of them was bound. */
-static uint64_t pods_on(struct reaper *r, const struct proto_node *n, int64_t *newest_bind_ms)
+uint64_t pod_events_pods_on(const struct state_store *store, const char *node, int64_t *newest_bind_ms)
 {
-	const struct state_pod_set *set = state_store_pods_on(reaper_store(r), n->name);
+	const struct state_pod_set *set = state_store_pods_on(store, node);
 	uint64_t h = HASH_FNV1A64_OFFSET;
 
 	*newest_bind_ms = 0;
@@ -162,7 +159,7 @@ void pod_events_pass(struct reaper *r, uint64_t now_usec)
 					      .nominated = disruption_nominated(r, nc, node),
 					      .now_ms = clock_realtime_ms(),
 					      .now_usec = now_usec };
-		s.pods_hash = pods_on(r, node, &s.newest_bind_ms);
+		s.pods_hash = pod_events_pods_on(reaper_store(r), node->name, &s.newest_bind_ms);
 		if (pod_event_observe(&w->pod_events, &s))
 			patch_claim(r, w);
 	}

@@ -55,4 +55,11 @@ bool pod_event_observe(struct pod_event_clock *c, const struct pod_event_sight *
 /* Time since the last pod event (monotonic; 0 before pod_event_observe()). */
 uint64_t pod_event_age_usec(const struct pod_event_clock *c, uint64_t now_usec);
 
+struct state_store;
+/* The pods on a node that count (those a disruption would move: not
+ * DaemonSet, mirror, finished or leaving), as one order-free hash, and the
+ * latest time one of them was bound (else created): a sight's pods_hash
+ * and newest_bind_ms, for the daemon's pass and --what-if alike. */
+uint64_t pod_events_pods_on(const struct state_store *store, const char *node, int64_t *newest_bind_ms);
+
 #endif

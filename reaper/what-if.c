@@ -4,9 +4,11 @@
  * drift, consolidation — each taking its nodes away before the next looks
  * and within the NodePools' budgets per reason (model/budget.h). The rules
  * are the daemon's (disruption.c, consolidation.c), minus what a dump
- * cannot tell: consolidateAfter counts as passed, EC2's view of an
- * instance is unknown (no subnet or security group drift), no node is
- * disrupting already. Consolidation's candidates are candidate.c's and its
+ * cannot tell: EC2's view of an instance is unknown (no subnet or security
+ * group drift), no node is disrupting already, no pod is nominated.
+ * consolidateAfter counts from each NodeClaim's last pod event as a
+ * restarted daemon reads it (pod-events.h: status.lastPodEventTime, moved
+ * on to a pod bound since; without it, now). Consolidation's candidates are candidate.c's and its
  * search consolidation-search.c's, as the daemon's. Pure: reads its
  * arguments, writes the report.
  * Cleanup style: explicit frees, one exit path per function.
@@ -22,6 +24,7 @@
 #include "reaper/candidate.h"
 #include "reaper/consolidation.h"
 #include "reaper/drift.h"
+#include "reaper/pod-events.h"
 #include "reaper/reaper.h"
 #include "reaper/what-if.h"
 
@@ -42,6 +45,7 @@ struct wi_node {
 	const struct proto_node *node;
 	uint32_t idx, pool; /* model node, index into pools */
 	unsigned pods;      /* that would have to move */
+	uint64_t idle_usec; /* since its last pod event (pod-events.h) */
 	bool gone;          /* a method took it */
 };
 
@@ -236,7 +240,11 @@ static enum wi_method per_node_reason(const struct wi *w, const struct wi_node *
 		return _WI_METHOD_MAX; /* consolidation names it */
 	if (expire_s > 0 && w->now_ms - n->nc->creation_time >= expire_s * 1000)
 		return WI_EXPIRATION;
-	if (!n->pods && empties && np->consolidate_after_s >= 0)
+	/* v1beta1 WhenUnderutilized and v1alpha5 consolidation.enabled delete
+	 * empty nodes at once, others once consolidateAfter has passed. */
+	if (!n->pods && ((before_v1 && np->consolidation_policy == PROTO_CONSOLIDATE_WHEN_UNDERUTILIZED) ||
+			 (empties && np->consolidate_after_s >= 0 &&
+			  n->idle_usec >= (uint64_t)np->consolidate_after_s * 1000000)))
 		return WI_EMPTINESS;
 	*drift = drift_check(n->nc, np, nodeclass_of(w, n), NULL);
 	return *drift != DRIFT_NONE ? WI_DRIFT : _WI_METHOD_MAX;
@@ -294,9 +302,19 @@ static int consolidate(struct wi *w)
 		const char *why, *event;
 		double cost = 0;
 
+		int64_t after_s = candidate_consolidate_after_s(w->pools[x->pool].np);
+
 		if (x->gone || !x->pods)
 			continue;
-		/* As the daemon's, consolidateAfter counting as passed. */
+		/* As the daemon's: not before consolidateAfter since its last pod
+		 * event (the daemon tells nothing then; said here). */
+		if (after_s >= 0 && x->idle_usec < (uint64_t)after_s * 1000000) {
+			snprintf(buf, sizeof(buf), "consolidateAfter (%llds) has not passed since its last pod "
+				 "event (%llus ago)", (long long)after_s,
+				 (unsigned long long)(x->idle_usec / 1000000));
+			r = block(w, WI_CONSOLIDATION, x, buf);
+			continue;
+		}
 		if ((why = candidate_check(w->store, &pdbs, x->nc, w->pools[x->pool].np, x->node,
 					   w->now_ms, &event, &cost, buf, sizeof(buf)))) {
 			r = block(w, WI_CONSOLIDATION, x, why);
@@ -356,6 +374,20 @@ static uint32_t pool_of(struct wi *w, const struct proto_nodepool *np)
 	return w->n_pools++;
 }
 
+/* Time since nc's last pod event, as the daemon's first look at it
+ * finds it (pod_event_observe(): its record, moved on to a pod bound
+ * since; none: now), on a monotonic clock that reads now_ms. */
+static uint64_t idle_usec(const struct wi *w, const struct proto_nodeclaim *nc)
+{
+	struct pod_event_clock clock = { 0 };
+	struct pod_event_sight s = { .recorded_ms = nc->last_pod_event_time, .now_ms = w->now_ms,
+				     .now_usec = (uint64_t)w->now_ms * 1000 };
+
+	s.pods_hash = pod_events_pods_on(w->store, nc->node_name, &s.newest_bind_ms);
+	(void)pod_event_observe(&clock, &s);
+	return pod_event_age_usec(&clock, s.now_usec);
+}
+
 /* The NodePools' launched NodeClaims with a Ready Node in the model, and
  * the budgets of their pools now. */
 static int gather(struct wi *w)
@@ -393,6 +425,7 @@ static int gather(struct wi *w)
 		set = state_store_pods_on(w->store, nc->node_name);
 		for (uint32_t i = 0; set && i < set->n; i++)
 			n->pods += !drain_pod_stays(set->pods[i]) && !set->pods[i]->deletion_time;
+		n->idle_usec = idle_usec(w, nc);
 	}
 	qsort(w->nodes, w->n_nodes, sizeof(*w->nodes), node_cmp); /* output order */
 	for (uint32_t p = 0; p < w->n_pools; p++) {

@@ -65,6 +65,8 @@ EXTRA_DIST += \
 	tests/scheduling/nodepool-node-limit.yaml \
 	tests/scheduling/nodepool-weights.yaml \
 	tests/scheduling/provisioner-name-not-well-known.yaml \
+	tests/scheduling/windows-build-linux-pool.yaml \
+	tests/scheduling/windows-pods-not-eni-limited.yaml \
 	tests/scheduling/pod-anti-affinity-hostname.yaml \
 	tests/scheduling/pod-anti-affinity-namespace-selector.yaml \
 	tests/scheduling/pod-anti-affinity-all-namespaces.yaml \

@@ -436,6 +436,20 @@ Test(launcher_objects, node_status_follows_the_kubelet_settings_the_scheduler_pl
 	cr_assert_eq(status_quantity(node, "allocatable", "cpu"), alloc.v[RES_CPU]);
 	cr_assert_eq(status_quantity(node, "allocatable", "pods"), 58);
 	json_decref(node);
+	/* A Windows node is not ENI-limited: 110 pods, as the scheduler
+	 * planned its Windows pool (model/kubelet.h). */
+	li.windows_build = "10.0.20348";
+	node = node_json(&li, &claim, NULL, NULL, 0);
+	status = nodeclaim_launched_status(&li, "2026-11-24T07:00:00Z");
+	cr_assert_not_null(node);
+	cr_assert_not_null(status);
+	cr_assert_eq(status_quantity(node, "capacity", "pods"), 110);
+	cr_assert_eq(status_quantity(node, "allocatable", "pods"), 110);
+	cr_assert_eq(status_quantity(status, "allocatable", "pods"), 110);
+	cr_assert_eq(status_quantity(status, "allocatable", "memory"),
+		     cap.v[RES_MEMORY] - ((11 * 110 + 255 + 100) << 20));
+	json_decref(node);
+	json_decref(status);
 }
 
 /* ---- CreateFleet ---------------------------------------------------------------- */

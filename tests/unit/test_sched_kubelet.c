@@ -159,7 +159,7 @@ Test(kubelet, proto_resource_lists_get_the_same_figures)
 	}
 	pcap[4] = palloc[4] = (struct proto_resource){ "vpc.amazonaws.com/pod-eni", 9 };
 	node(&k, &c, &a);
-	cr_assert_eq(kubelet_type_resources(&k, &t, oc, &nc, oa, &na), 0);
+	cr_assert_eq(kubelet_type_resources(&k, false, &t, oc, &nc, oa, &na), 0);
 	cr_assert_eq(nc, 5);
 	cr_assert_eq(na, 5);
 	for (int i = 0; i < 4; i++) {
@@ -167,4 +167,54 @@ Test(kubelet, proto_resource_lists_get_the_same_figures)
 		cr_assert_eq(oa[i].value, a.v[i], "%s", names[i]);
 	}
 	cr_assert_eq(oa[4].value, 9, "extended resources are the type's");
+}
+
+/* Windows nodes (a Windows AMI family's pool) are not ENI-limited: 110 pods
+ * unless maxPods says otherwise, podsPerCore still caps them, and the
+ * kube-reserved memory follows those pods (aws/karpenter-provider-aws
+ * pkg/providers/instancetype/types.go pods(), kubeReservedResources(); the
+ * Windows families' feature flags). The launcher's proto form agrees. */
+Test(kubelet, windows_nodes_hold_110_pods_and_reserve_memory_by_them)
+{
+	struct proto_kubelet max = { .max_pods = 30 }, per_core = { .pods_per_core = 10 };
+	struct proto_resource pcap[4], palloc[4], oc[PROTO_MAX_RESOURCES], oa[PROTO_MAX_RESOURCES];
+	static const char *const names[] = { "cpu", "memory", "pods", "ephemeral-storage" };
+	struct proto_instance_type t = { .name = "m5.xlarge", .capacity = pcap, .n_capacity = 4,
+					 .allocatable = palloc, .n_allocatable = 4 };
+	struct kubelet_settings ks;
+	struct resources c, a;
+	uint32_t nc, na;
+
+	cr_assert_eq(kubelet_settings_from_proto(NULL, &ks), 0);
+	kubelet_settings_windows(&ks, true);
+	cr_assert(ks.set, "Windows nodes differ from the catalog's figures");
+	kubelet_node_resources(&ks, &cap, &alloc, &c, &a);
+	cr_assert_eq(c.v[RES_PODS], 110);
+	cr_assert_eq(a.v[RES_PODS], 110);
+	cr_assert_eq(a.v[RES_MEMORY], (15155 - 11 * 110 - 255 - 100) * MI);
+	cr_assert_eq(a.v[RES_CPU], alloc.v[RES_CPU]);
+	cr_assert_eq(kubelet_settings_from_proto(&max, &ks), 0);
+	kubelet_settings_windows(&ks, true);
+	kubelet_node_resources(&ks, &cap, &alloc, &c, &a);
+	cr_assert_eq(a.v[RES_PODS], 30);
+	cr_assert_eq(a.v[RES_MEMORY], (15155 - 11 * 30 - 255 - 100) * MI, "by maxPods, not the ENI limit");
+	cr_assert_eq(kubelet_settings_from_proto(&per_core, &ks), 0);
+	kubelet_settings_windows(&ks, true);
+	kubelet_node_resources(&ks, &cap, &alloc, &c, &a);
+	cr_assert_eq(a.v[RES_PODS], 40, "10 per core × 4");
+	/* Linux keeps the ENI limit. */
+	kubelet_settings_windows(&ks, false);
+	cr_assert_eq(kubelet_settings_from_proto(NULL, &ks), 0);
+	kubelet_node_resources(&ks, &cap, &alloc, &c, &a);
+	cr_assert_eq(a.v[RES_PODS], 58);
+	for (int i = 0; i < 4; i++) {
+		pcap[i] = (struct proto_resource){ (char *)names[i], cap.v[i] };
+		palloc[i] = (struct proto_resource){ (char *)names[i], alloc.v[i] };
+	}
+	cr_assert_eq(kubelet_type_resources(NULL, true, &t, oc, &nc, oa, &na), 0);
+	cr_assert_eq(oc[2].value, 110);
+	cr_assert_eq(oa[2].value, 110);
+	cr_assert_eq(oa[1].value, (15155 - 11 * 110 - 255 - 100) * MI);
+	cr_assert_eq(kubelet_type_resources(NULL, false, &t, oc, &nc, oa, &na), 0);
+	cr_assert_eq(oa[2].value, 58);
 }

@@ -179,6 +179,37 @@ Test(decode_versions, ami_map_selector_honours_aws_ids_and_aws_owners)
 	cr_assert_eq(nc.n_ami_selector_terms, 0);
 }
 
+/* Upstream's conversion of v1alpha1 subnet and security group selectors
+ * (v0.32 NewSubnetSelectorTerms, NewSecurityGroupSelectorTerms): ids
+ * together with tag keys are ANDed, one term per id carrying every tag;
+ * no separate tags-only term that would OR in every tagged subnet. */
+Test(decode_versions, map_selector_ands_ids_with_tags)
+{
+	struct proto_nodeclass nc;
+
+	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.k8s.aws/v1alpha1\",\"kind\":\"AWSNodeTemplate\","
+				  "\"metadata\":{\"name\":\"s\"},\"spec\":{\"subnetSelector\":"
+				  "{\"aws-ids\":\"subnet-1,subnet-2\",\"team\":\"x\"},"
+				  "\"securityGroupSelector\":{\"aws::ids\":\"sg-1\",\"team\":\"x\",\"env\":\"*\"}}}",
+				  &nc), 0, "%s", dec.error);
+	cr_assert_eq(nc.n_subnet_selector_terms, 2);
+	for (uint32_t i = 0; i < 2; i++) {
+		cr_assert_str_eq(nc.subnet_selector_terms[i].id ?: "(none)", i ? "subnet-2" : "subnet-1");
+		cr_assert_eq(nc.subnet_selector_terms[i].n_tags, 1, "term %u", i);
+		cr_assert_str_eq(nc.subnet_selector_terms[i].tags[0].key, "team");
+	}
+	cr_assert_eq(nc.n_security_group_selector_terms, 1);
+	cr_assert_str_eq(nc.security_group_selector_terms[0].id ?: "(none)", "sg-1");
+	cr_assert_eq(nc.security_group_selector_terms[0].n_tags, 2);
+	/* tags alone: one tags term, as before */
+	cr_assert_eq(decode_class("{\"apiVersion\":\"karpenter.k8s.aws/v1alpha1\",\"kind\":\"AWSNodeTemplate\","
+				  "\"metadata\":{\"name\":\"t\"},\"spec\":{\"subnetSelector\":{\"team\":\"x\"},"
+				  "\"securityGroupSelector\":{\"team\":\"x\"}}}", &nc), 0, "%s", dec.error);
+	cr_assert_eq(nc.n_subnet_selector_terms, 1);
+	cr_assert_null(nc.subnet_selector_terms[0].id);
+	cr_assert_eq(nc.subnet_selector_terms[0].n_tags, 1);
+}
+
 Test(decode_versions, imds_hop_limit_defaults_to_2_before_v1_and_1_in_v1)
 {
 	struct proto_nodeclass nc;
