@@ -60,6 +60,12 @@ struct from_state_options {
 	 * cache (model/model-base.h) rather than loaded for this model alone.
 	 * Not with fill_catalog or a scoped model. NULL: loaded here. */
 	struct model_base_cache *base_cache;
+	/* The NodeOverlays applied to the catalog, in precedence order
+	 * (node_overlays_collect()). cluster_from_state() takes them from its
+	 * store; whoever calls model_base_get() or model_catalog_load()
+	 * directly passes them here. */
+	const struct proto_nodeoverlay *const *node_overlays;
+	size_t n_node_overlays;
 };
 
 /*
