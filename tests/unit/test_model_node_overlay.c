@@ -5,7 +5,9 @@
  * and the base is rebuilt when an overlay changes; a heavier overlay's
  * price wins over a lighter one's, and of two equal weights the
  * alphabetically first; a capacity overlay adds the extended resource a
- * pod requests to the types it selects; an invalid overlay is not applied.
+ * pod requests to the types it selects; an invalid overlay is not applied;
+ * a running node is priced with the overlay too (the reaper's consolidation
+ * compares what nodes cost through cluster_node_price()).
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 #include "model/node-overlay.h"
 #include "model/plan.h"
 #include "model/solver.h"
+#include "model/what-if.h"
 #include "tests/unit/pod-template-fixture.h"
 
 static struct state_store store;
@@ -206,4 +209,51 @@ Test(node_overlay, a_capacity_overlay_adds_the_extended_resource_a_pod_requests)
 	cr_assert_eq(ch.unschedulable, 0);
 	cr_assert(!strncmp(ch.first, "m5.", 3) && !strncmp(ch.second, "m5.", 3), "%s, %s", ch.first,
 		  ch.second);
+}
+
+/* The price of the one Node in the model the reaper would build. */
+static double node_price(void)
+{
+	struct from_state_options fo = { .region = "us-west-2", .now_ms = 1000 };
+	struct cluster *c;
+	char err[512];
+	double p;
+
+	cr_assert_eq(cluster_from_state(&store, NULL, 0, &fo, &c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c->n_nodes, 1);
+	p = cluster_node_price(c, 0);
+	cluster_free(c);
+	return p;
+}
+
+Test(node_overlay, a_running_node_is_priced_with_the_overlay_as_consolidation_compares)
+{
+	static struct proto_kv labels[] = { { "kubernetes.io/hostname", "n1" },
+					    { "node.kubernetes.io/instance-type", "m5.large" },
+					    { "topology.kubernetes.io/zone", "us-west-2b" },
+					    { "karpenter.sh/capacity-type", "on-demand" },
+					    { "karpenter.sh/nodepool", "default" } };
+	static struct proto_resource size[] = { { "cpu", 1930 }, { "memory", 7LL << 30 }, { "pods", 29 } };
+	static struct proto_node n1 = { .name = "n1", .uid = "n1", .labels = labels, .n_labels = 5,
+					.allocatable = size, .n_allocatable = 3 };
+	static char *zone[] = { "us-west-2b" }, *ct[] = { "on-demand" };
+	struct proto_requirement req[] = {
+		{ .key = "topology.kubernetes.io/zone", .op = PROTO_OP_IN, .values = zone, .n_values = 1 },
+		{ .key = "karpenter.sh/capacity-type", .op = PROTO_OP_IN, .values = ct, .n_values = 1 },
+	};
+	struct proto_nodeoverlay ov = { .name = "zone-b", .resource_version = "1", .has_adjustment = true,
+					.adjustment_percent = true, .adjustment = -50, .requirements = req,
+					.n_requirements = 2 };
+	double before;
+
+	pool();
+	apply(PROTO_DELTA_ADD, (struct proto_object){ .kind = PROTO_OBJECT_NODE, .node = &n1 });
+	before = node_price();
+	cr_assert_gt(before, 0);
+	apply(PROTO_DELTA_ADD, (struct proto_object){ .kind = PROTO_OBJECT_NODEOVERLAY, .nodeoverlay = &ov });
+	cr_assert_float_eq(node_price(), before / 2, 1e-12);
+	zone[0] = "us-west-2a"; /* the overlay's zone is not the node's */
+	ov.resource_version = "2";
+	apply(PROTO_DELTA_UPDATE, (struct proto_object){ .kind = PROTO_OBJECT_NODEOVERLAY, .nodeoverlay = &ov });
+	cr_assert_float_eq(node_price(), before, 1e-12);
 }
