@@ -649,6 +649,18 @@ static int add_daemonset(struct builder *b, const struct proto_daemonset *ds)
 	return pod_spec(b, &tmpl, p);
 }
 
+/* A dump's catalog, with the NodeOverlays as model_catalog_load() applies them. */
+static int fill_catalog(struct catalog *cat, const struct from_state_options *opts, char *err,
+			size_t errlen)
+{
+	int r = opts->fill_catalog(cat, opts->userdata, err, errlen);
+
+	if (r >= 0 && (r = catalog_apply_overlays(cat, opts->node_overlays, opts->n_node_overlays)) < 0)
+		snprintf(err, errlen, "Failed to apply the NodeOverlays to the instance-type catalog: %s",
+			 strerror(-r));
+	return r < 0 ? r : catalog_finalize(cat);
+}
+
 static int cluster_from_state_with(const struct state_store *s, const struct proto_pod *const *pending,
 				   size_t n_pending, const struct from_state_options *opts,
 				   struct cluster **ret, char *err, size_t errlen);
@@ -748,7 +760,7 @@ static int cluster_from_state_with(const struct state_store *s, const struct pro
 	if (r >= 0 && b.scope)
 		r = catalog_finalize(&b.c->cat);
 	else if (r >= 0 && !b.c->base)
-		r = opts->fill_catalog ? opts->fill_catalog(&b.c->cat, opts->userdata, err, errlen) :
+		r = opts->fill_catalog ? fill_catalog(&b.c->cat, opts, err, errlen) :
 					 model_catalog_load(&b.c->cat, opts, err, errlen);
 	if (r >= 0)
 		r = cluster_apply_kubelet(b.c);
