@@ -104,6 +104,7 @@ int decode_object(struct decoder *d, const char *kind, const json_t *obj,
 	KIND("StorageClass", PROTO_OBJECT_STORAGECLASS, storageclass, decode_storageclass)
 	KIND("DaemonSet", PROTO_OBJECT_DAEMONSET, daemonset, decode_daemonset)
 	KIND("Namespace", PROTO_OBJECT_NAMESPACE, namespace, decode_namespace)
+	KIND("NodeOverlay", PROTO_OBJECT_NODEOVERLAY, nodeoverlay, decode_nodeoverlay)
 #undef KIND
 	return decode_fail(d, "kind %s is not one the watcher decodes", kind);
 }

@@ -71,6 +71,8 @@ int decode_pv(struct decoder *d, const json_t *obj, struct proto_pv *ret);
 int decode_storageclass(struct decoder *d, const json_t *obj, struct proto_storageclass *ret);
 int decode_daemonset(struct decoder *d, const json_t *obj, struct proto_daemonset *ret);
 int decode_namespace(struct decoder *d, const json_t *obj, struct proto_namespace *ret);
+/* karpenter.sh/v1alpha1 NodeOverlay: ret->invalid says why it is not applied. */
+int decode_nodeoverlay(struct decoder *d, const json_t *obj, struct proto_nodeoverlay *ret);
 
 /* The static-drift hashes (decode/decode-hash.c): over a decoded object,
  * the same whatever order its maps and lists were written in. The decoders

@@ -7,4 +7,4 @@ noinst_LIBRARIES += libkanna-decode.a
 libkanna_decode_a_SOURCES = \
 	decode/decode.h decode/decode.c decode/decode-pod.c decode/decode-node.c \
 	decode/decode-nodepool.c decode/decode-nodeclass.c decode/decode-storage.c \
-	decode/decode-namespace.c decode/decode-hash.c
+	decode/decode-namespace.c decode/decode-nodeoverlay.c decode/decode-hash.c

@@ -478,5 +478,5 @@ int dump_fill_catalog(struct catalog *cat, void *userdata, char *err, size_t err
 	if (r >= 0 && !own)
 		r = in->opts && in->opts->fake_types ? catalog_add_fake_types(cat, in->opts->fake_types) :
 						       shipped_catalog(in, cat, err, errlen);
-	return r < 0 ? r : catalog_finalize(cat);
+	return r; /* cluster_from_state() applies the NodeOverlays and finalizes */
 }

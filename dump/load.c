@@ -31,7 +31,7 @@
 /* Kinds the model reads (from-state.c), by their decoders' names. */
 static const char *const modelled_kinds[] = {
 	"Pod", "Node", "NodePool", "Provisioner", "NodeClaim", "PersistentVolumeClaim",
-	"PersistentVolume", "StorageClass", "DaemonSet", "Namespace", "EC2NodeClass",
+	"PersistentVolume", "StorageClass", "DaemonSet", "Namespace", "EC2NodeClass", "NodeOverlay",
 };
 
 const char *dump_kind(const json_t *obj)
@@ -298,6 +298,9 @@ static int check_decoded(struct dump_input *in, const json_t *obj, const struct 
 		return dump_error(in, at ? at : bad_weight ? weight : spec, obj, "%s \"%s\": %s",
 				  dump_kind(obj), o->nodepool->name, why);
 	}
+	if (o->kind == PROTO_OBJECT_NODEOVERLAY && o->nodeoverlay->invalid)
+		return dump_error(in, json_object_get(obj, "spec"), obj, "NodeOverlay \"%s\": %s",
+				  o->nodeoverlay->name, o->nodeoverlay->invalid);
 	if (o->kind == PROTO_OBJECT_NODE && !o->node->n_allocatable && !o->node->n_capacity)
 		return dump_error(in, obj, NULL, "Node \"%s\" has no status.allocatable or status.capacity",
 				  o->node->name);

@@ -19,6 +19,7 @@
 #include "model/catalog-proto.h"
 #include "model/from-state-internal.h"
 #include "model/model-base.h"
+#include "model/node-overlay.h"
 
 /* Pod (anti-)affinity and spread terms one pod may carry. */
 #define POD_MAX_TOPO_TERMS 64
@@ -649,9 +650,47 @@ static int add_daemonset(struct builder *b, const struct proto_daemonset *ds)
 	return pod_spec(b, &tmpl, p);
 }
 
+/* A dump's catalog, with the NodeOverlays as model_catalog_load() applies them. */
+static int fill_catalog(struct catalog *cat, const struct from_state_options *opts, char *err,
+			size_t errlen)
+{
+	int r = opts->fill_catalog(cat, opts->userdata, err, errlen);
+
+	if (r >= 0 && (r = catalog_apply_overlays(cat, opts->node_overlays, opts->n_node_overlays)) < 0)
+		snprintf(err, errlen, "Failed to apply the NodeOverlays to the instance-type catalog: %s",
+			 strerror(-r));
+	return r < 0 ? r : catalog_finalize(cat);
+}
+
+static int cluster_from_state_with(const struct state_store *s, const struct proto_pod *const *pending,
+				   size_t n_pending, const struct from_state_options *opts,
+				   struct cluster **ret, char *err, size_t errlen);
+
+/* The store's NodeOverlays go into the catalog (model/node-overlay.h)
+ * unless the caller passed its own. */
 int cluster_from_state(const struct state_store *s, const struct proto_pod *const *pending,
 		       size_t n_pending, const struct from_state_options *opts,
 		       struct cluster **ret, char *err, size_t errlen)
+{
+	struct from_state_options with = *opts;
+	const struct proto_nodeoverlay **ov = NULL;
+	size_t n = 0;
+	int r;
+
+	if (opts->node_overlays)
+		return cluster_from_state_with(s, pending, n_pending, opts, ret, err, errlen);
+	if ((r = node_overlays_collect(s, &ov, &n)) < 0)
+		return r;
+	with.node_overlays = ov;
+	with.n_node_overlays = n;
+	r = cluster_from_state_with(s, pending, n_pending, &with, ret, err, errlen);
+	free(ov);
+	return r;
+}
+
+static int cluster_from_state_with(const struct state_store *s, const struct proto_pod *const *pending,
+				   size_t n_pending, const struct from_state_options *opts,
+				   struct cluster **ret, char *err, size_t errlen)
 {
 	struct builder b = { .s = s, .err = err, .errlen = errlen,
 			     .startup_taints_block = opts->startup_taints_block };
@@ -714,7 +753,7 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 
 		cluster_free(b.c);
 		uncached.base_cache = NULL;
-		return cluster_from_state(s, pending, n_pending, &uncached, ret, err, errlen);
+		return cluster_from_state_with(s, pending, n_pending, &uncached, ret, err, errlen);
 	}
 	/* A check of one Node opens no NodeClaim and, scoped, counts no zone
 	 * domains: the instance types (~1,400, the bulk of a small build)
@@ -722,7 +761,7 @@ int cluster_from_state(const struct state_store *s, const struct proto_pod *cons
 	if (r >= 0 && b.scope)
 		r = catalog_finalize(&b.c->cat);
 	else if (r >= 0 && !b.c->base)
-		r = opts->fill_catalog ? opts->fill_catalog(&b.c->cat, opts->userdata, err, errlen) :
+		r = opts->fill_catalog ? fill_catalog(&b.c->cat, opts, err, errlen) :
 					 model_catalog_load(&b.c->cat, opts, err, errlen);
 	if (r >= 0)
 		r = cluster_apply_kubelet(b.c);

@@ -25,9 +25,10 @@ struct from_state_options {
 	const struct unavailable_offering *unavailable;
 	size_t n_unavailable;
 	int64_t now_ms;
-	/* When set, fills and finalizes the catalog instead of the one above
-	 * (--simulate: its InstanceType objects, or the zones its input
-	 * names); returns 0 or a negative errno with err filled. */
+	/* When set, fills the catalog instead of the one above (--simulate:
+	 * its InstanceType objects, or the zones its input names), which
+	 * cluster_from_state() then amends with the NodeOverlays and
+	 * finalizes; returns 0 or a negative errno with err filled. */
 	int (*fill_catalog)(struct catalog *cat, void *userdata, char *err, size_t errlen);
 	void *userdata;
 	/* Objects this process wrote moments ago that s may not show yet (the
@@ -60,6 +61,12 @@ struct from_state_options {
 	 * cache (model/model-base.h) rather than loaded for this model alone.
 	 * Not with fill_catalog or a scoped model. NULL: loaded here. */
 	struct model_base_cache *base_cache;
+	/* The NodeOverlays applied to the catalog, in precedence order
+	 * (node_overlays_collect()). cluster_from_state() takes them from its
+	 * store; whoever calls model_base_get() or model_catalog_load()
+	 * directly passes them here. */
+	const struct proto_nodeoverlay *const *node_overlays;
+	size_t n_node_overlays;
 };
 
 /*

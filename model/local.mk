@@ -17,6 +17,6 @@ libkanna_model_a_SOURCES = \
 	model/shape.c model/topology.c model/host-group.c model/solve.c model/finish.c \
 	model/node-check.c \
 	model/from-state.h model/from-state-internal.h model/from-state.c \
-	model/model-base.h model/model-base.c \
+	model/model-base.h model/model-base.c model/node-overlay.h model/node-overlay.c \
 	model/from-state-view.c model/from-state-volumes.c
 MODEL_LIBS = libkanna-model.a

@@ -11,6 +11,7 @@
 
 #include "model/catalog-proto.h"
 #include "model/model-base.h"
+#include "model/node-overlay.h"
 
 int model_catalog_load(struct catalog *cat, const struct from_state_options *o, char *err,
 		       size_t errlen)
@@ -62,6 +63,11 @@ int model_catalog_load(struct catalog *cat, const struct from_state_options *o, 
 					it->offerings[f].available = false;
 		}
 	}
+	if ((r = catalog_apply_overlays(cat, o->node_overlays, o->n_node_overlays)) < 0) {
+		snprintf(err, errlen, "Failed to apply the NodeOverlays to the instance-type catalog: %s",
+			 strerror(-r));
+		return r;
+	}
 	return catalog_finalize(cat);
 }
 
@@ -89,26 +95,29 @@ static char *unavailable_key(const struct from_state_options *o)
 }
 
 static bool key_matches(const struct model_base *b, const struct from_state_options *o,
-			const char *path, const char *unavailable)
+			const char *path, const char *unavailable, const char *overlays)
 {
 	if (o->catalog ? (b->msg != o->catalog || b->generation != o->catalog->generation)
 		       : (b->msg || !streq_ptr(b->path, path)))
 		return false;
-	return streq_ptr(b->region, o->region) && streq(b->unavailable, unavailable);
+	return streq_ptr(b->region, o->region) && streq(b->unavailable, unavailable) &&
+	       streq(b->overlays, overlays);
 }
 
 static int base_new(const struct from_state_options *o, const char *path, char *unavailable,
-		    struct model_base **ret, char *err, size_t errlen)
+		    char *overlays, struct model_base **ret, char *err, size_t errlen)
 {
 	struct model_base *b = calloc(1, sizeof(*b));
 	int r;
 
 	if (!b) {
 		free(unavailable);
+		free(overlays);
 		return -ENOMEM;
 	}
 	atomic_init(&b->refs, 1);
 	b->unavailable = unavailable;
+	b->overlays = overlays;
 	b->msg = o->catalog;
 	b->generation = o->catalog ? o->catalog->generation : 0;
 	if ((r = strtab_init(&b->st)) < 0 || (r = wellknown_intern(&b->st)) < 0 ||
@@ -131,23 +140,28 @@ int model_base_get(struct model_base_cache *cache, const struct from_state_optio
 {
 	char path[4096];
 	char *unavailable = unavailable_key(o);
+	char *overlays = node_overlays_key(o->node_overlays, o->n_node_overlays);
 	struct model_base *b;
 	int r;
 
 	err[0] = '\0';
-	if (!unavailable)
+	if (!unavailable || !overlays) {
+		free(unavailable);
+		free(overlays);
 		return -ENOMEM;
+	}
 	if (o->catalog_path)
 		snprintf(path, sizeof(path), "%s", o->catalog_path);
 	else
 		catalog_default_path(path, sizeof(path));
-	if (cache->cur && key_matches(cache->cur, o, o->catalog ? NULL : path, unavailable)) {
+	if (cache->cur && key_matches(cache->cur, o, o->catalog ? NULL : path, unavailable, overlays)) {
 		free(unavailable);
+		free(overlays);
 		cache->reuses++;
 		*ret = model_base_ref(cache->cur);
 		return 0;
 	}
-	r = base_new(o, o->catalog ? NULL : path, unavailable, &b, err, errlen);
+	r = base_new(o, o->catalog ? NULL : path, unavailable, overlays, &b, err, errlen);
 	if (r < 0)
 		return r;
 	cache->builds++;
@@ -173,6 +187,7 @@ void model_base_unref(struct model_base *b)
 	free(b->path);
 	free(b->region);
 	free(b->unavailable);
+	free(b->overlays);
 	free(b);
 }
 

@@ -36,6 +36,7 @@ struct model_base {
 	char *path;   /* the shipped table's, when msg is NULL */
 	char *region;
 	char *unavailable; /* "type\tzone\tct\n" of each offering marked */
+	char *overlays;    /* node_overlays_key() of the NodeOverlays applied */
 };
 
 /* The cache a daemon keeps between batches (zeroed to start). */

@@ -18,7 +18,7 @@
 /* Bump MINOR when adding optional fields or messages (old peers skip them);
  * bump MAJOR for anything an old peer would misread: it is refused. */
 #define PROTO_VERSION_MAJOR 2
-#define PROTO_VERSION_MINOR 6
+#define PROTO_VERSION_MINOR 7
 
 /* ------------------------------------------------------------------------
  * Enums: V(CONSTANT, "wire/JSON name"). Values are 0-based and contiguous;
@@ -61,7 +61,8 @@
 	O(a, PROTO_OBJECT_PV, pv)                                                \
 	O(a, PROTO_OBJECT_STORAGECLASS, storageclass)                            \
 	O(a, PROTO_OBJECT_DAEMONSET, daemonset)                                  \
-	O(a, PROTO_OBJECT_NAMESPACE, namespace)
+	O(a, PROTO_OBJECT_NAMESPACE, namespace)                                  \
+	O(a, PROTO_OBJECT_NODEOVERLAY, nodeoverlay)
 
 /* Generated from PROTO_MESSAGES / PROTO_OBJECTS above. */
 #define PROTO_AS_VALUE_(V, c, name) V(c, #name)
@@ -632,6 +633,25 @@ struct proto_resource {
 	F(S, 3, resource_version, STR, _, PROTO_MAX_NAME_LEN, OPT)            \
 	F(S, 4, labels, KV, PROTO_MAX_LABEL_VALUE_LEN, PROTO_MAX_LABELS, OPT)
 
+/* A karpenter.sh/v1alpha1 NodeOverlay (decode/decode-nodeoverlay.c):
+ * requirements select instance types and offerings; price (absolute,
+ * has_price) or price_adjustment (a delta, or adjustment_percent: a
+ * percentage) change the offerings' prices; capacity adds extended
+ * resources. invalid: why it fails validation (then it is not applied). */
+#define proto_fields_nodeoverlay(F, S)                                        \
+	F(S, 1, name, STR, _, PROTO_MAX_NAME_LEN, REQ)                        \
+	F(S, 2, uid, STR, _, PROTO_MAX_NAME_LEN, OPT)                         \
+	F(S, 3, resource_version, STR, _, PROTO_MAX_NAME_LEN, OPT)            \
+	F(S, 4, weight, I32, _, 0, OPT)                                       \
+	F(S, 5, requirements, OBJS, requirement, PROTO_MAX_REQUIREMENTS, OPT) \
+	F(S, 6, has_price, BOOL, _, 0, OPT)                                   \
+	F(S, 7, price, F64, _, 0, OPT)                                        \
+	F(S, 8, has_adjustment, BOOL, _, 0, OPT)                              \
+	F(S, 9, adjustment, F64, _, 0, OPT)                                   \
+	F(S, 10, adjustment_percent, BOOL, _, 0, OPT)                         \
+	F(S, 11, capacity, RES, _, PROTO_MAX_RESOURCES, OPT)                  \
+	F(S, 12, invalid, STR, _, PROTO_MAX_TEXT_LEN, OPT)
+
 /* ---- plans and results --------------------------------------------------- */
 
 /* One NodeClaim to create. id: chosen by the scheduler, unique per plan, and
@@ -761,7 +781,7 @@ struct proto_resource {
 	X(metadata_options) X(resolved) X(offering) X(candidate)              \
 	X(instance_type) X(pod) X(node) X(nodepool) X(nodeclaim)              \
 	X(nodeclass) X(pdb) X(pvc) X(pv) X(storageclass) X(daemonset)         \
-	X(namespace)                                                          \
+	X(namespace) X(nodeoverlay)                                           \
 	X(planned_nodeclaim) X(disruption_candidate) X(envelope)              \
 	PROTO_MESSAGES(PROTO_MSG_STRUCT_, X)
 #define PROTO_MSG_STRUCT_(X, c, name) X(name)

@@ -29,6 +29,7 @@
 #include "scheduler/daemon.h"
 #include "model/from-state.h"
 #include "model/model-base.h"
+#include "model/node-overlay.h"
 #include "model/plan.h"
 #include "scheduler/solve.h"
 #include "scheduler/unschedulable.h"
@@ -237,9 +238,17 @@ static struct from_state_options model_options(struct scheduler *s)
 static void warm_model_base(struct scheduler *s)
 {
 	struct from_state_options fo = model_options(s);
+	const struct proto_nodeoverlay **ov = NULL;
 	struct model_base *b = NULL;
-	char err[512];
-	int r = model_base_get(&s->base_cache, &fo, &b, err, sizeof(err));
+	char err[512] = "";
+	size_t n_ov = 0;
+	int r = node_overlays_collect(replica_store(s->replica), &ov, &n_ov);
+
+	fo.node_overlays = ov;
+	fo.n_node_overlays = n_ov;
+	if (r >= 0)
+		r = model_base_get(&s->base_cache, &fo, &b, err, sizeof(err));
+	free(ov);
 
 	if (r < 0 && (!s->base_error || !streq(s->base_error, err))) {
 		/* The batch's build reports it; said once here. */

@@ -175,6 +175,11 @@ check_PROGRAMS += tests/unit/test_sched_model_base
 TESTS += tests/unit/test_sched_model_base
 tests_unit_test_sched_model_base_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_sched_model_base_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
+# NodeOverlays on the catalog: prices, weights, extended resources.
+check_PROGRAMS += tests/unit/test_model_node_overlay
+TESTS += tests/unit/test_model_node_overlay
+tests_unit_test_model_node_overlay_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_model_node_overlay_LDADD = $(SCHED_LIBS) $(TEST_LIBS)
 # Standby readiness of every daemon, and the scheduler's SIGHUP and SIGTERM.
 TESTS += tests/e2e/daemon-signals.sh
 EXTRA_DIST += tests/e2e/daemon-signals.sh

@@ -33,6 +33,7 @@ void state_object_name(const struct proto_object *o, const char **ns, const char
 	case PROTO_OBJECT_STORAGECLASS: *name = o->storageclass->name; break;
 	case PROTO_OBJECT_DAEMONSET: *ns = o->daemonset->ns; *name = o->daemonset->name; break;
 	case PROTO_OBJECT_NAMESPACE: *name = o->namespace->name; break;
+	case PROTO_OBJECT_NODEOVERLAY: *name = o->nodeoverlay->name; break;
 	}
 	if (!*ns)
 		*ns = "";
@@ -52,7 +53,7 @@ int state_key(const struct proto_object *obj, char *buf, size_t size)
 {
 	const char *ns, *name;
 
-	if (obj->kind > PROTO_OBJECT_NAMESPACE || !obj->ptr)
+	if (obj->kind > PROTO_OBJECT_NODEOVERLAY || !obj->ptr)
 		return -EINVAL;
 	state_object_name(obj, &ns, &name);
 	return state_key_of(obj->kind, ns, name, buf, size);
@@ -255,7 +256,7 @@ static void entry_free(struct state_store *s, struct state_entry *e)
 {
 	if (e->obj.kind == PROTO_OBJECT_POD)
 		pod_index_remove(s, e->obj.pod);
-	if (e->obj.kind <= PROTO_OBJECT_NAMESPACE)
+	if (e->obj.kind <= PROTO_OBJECT_NODEOVERLAY)
 		s->count[e->obj.kind]--;
 	proto_object_free_shared(s->share, e, &e->obj);
 }
@@ -284,7 +285,7 @@ int state_store_apply(struct state_store *s, enum proto_delta_op op,
 	ssize_t at;
 	int r;
 
-	if (obj->kind > PROTO_OBJECT_NAMESPACE || !obj->ptr)
+	if (obj->kind > PROTO_OBJECT_NODEOVERLAY || !obj->ptr)
 		return -EINVAL;
 	state_object_name(obj, &ns, &name);
 	h = index_hash(obj->kind, ns, name);
@@ -352,7 +353,7 @@ struct state_entry *state_store_find(struct state_store *s, const struct proto_o
 {
 	const char *ns, *name;
 
-	if (obj->kind > PROTO_OBJECT_NAMESPACE || !obj->ptr)
+	if (obj->kind > PROTO_OBJECT_NODEOVERLAY || !obj->ptr)
 		return NULL;
 	state_object_name(obj, &ns, &name);
 	return (struct state_entry *)state_store_get(s, obj->kind, ns, name);

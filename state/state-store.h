@@ -47,7 +47,7 @@ struct state_store {
 	 * one entry is one block, its struct and the strings naming it. */
 	struct proto_share *share;
 	uint64_t seq;                /* last change applied */
-	uint64_t count[PROTO_OBJECT_NAMESPACE + 1];
+	uint64_t count[PROTO_OBJECT_NODEOVERLAY + 1];
 };
 
 /* The pods bound to one node (an index the reaper and scheduler need). */

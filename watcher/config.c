@@ -33,7 +33,7 @@ static const struct config_option watcher_options[] = {
 	  .offset = offsetof(struct watcher_config, resources),
 	  .default_value = "pods,nodes,nodepools,provisioners,nodeclaims,ec2nodeclasses,"
 			   "awsnodetemplates,poddisruptionbudgets,persistentvolumeclaims,"
-			   "persistentvolumes,storageclasses,daemonsets,namespaces",
+			   "persistentvolumes,storageclasses,daemonsets,namespaces,nodeoverlays",
 	  .metavar = "LIST",
 	  .help = "Kinds to watch. NodePools and EC2NodeClasses are read at v1 where the API "
 		  "serves it, else v1beta1 (nodepools.v1beta1, ec2nodeclasses.v1beta1: that "

@@ -54,6 +54,8 @@ const struct informer_def informer_defs[] = {
 	GROUP("daemonsets", "apps", "daemonsets", "DaemonSet", PROTO_OBJECT_DAEMONSET, true, false,
 	      "v1"),
 	CORE("namespaces", "namespaces", "Namespace", PROTO_OBJECT_NAMESPACE, false),
+	GROUP("nodeoverlays", "karpenter.sh", "nodeoverlays", "NodeOverlay", PROTO_OBJECT_NODEOVERLAY,
+	      false, true, "v1alpha1"),
 };
 const size_t informer_n_defs = ARRAY_SIZE(informer_defs);
 /* An informer's mark is a bit of the entries' 16-bit owners and listed. */
@@ -325,6 +327,44 @@ static int publish_invalid_nodepool(struct informer *inf, enum proto_delta_op op
 							 .nodepool = &np });
 }
 
+/*
+ * A NodeOverlay: ValidationSucceeded (and the Ready over it) says whether
+ * kanna applies it, naming the field when not; one that does not decode is
+ * published invalid, so that a valid version before it stops applying.
+ */
+static int nodeoverlay_event(struct informer *inf, enum proto_delta_op op, const json_t *obj,
+			     struct decoder *d, struct proto_object *o, int r)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	struct proto_nodeoverlay stub = {
+		.name = (char *)json_string_value(json_object_get(meta, "name")),
+		.uid = (char *)json_string_value(json_object_get(meta, "uid")),
+		.resource_version = (char *)json_string_value(json_object_get(meta, "resourceVersion")),
+		.invalid = d->error,
+	};
+	const char *why = r < 0 ? d->error : o->nodeoverlay->invalid;
+	const struct nodepool_condition want[] = {
+		{ CONDITION_VALIDATION, !why, "ValidationSucceeded",
+		  why && strstr(why, " supported by kanna") ? "UnsupportedField" : "ValidationFailed",
+		  why },
+	};
+
+	if (inf->env.nodepool_status &&
+	    nodepool_status_observe(inf->env.nodepool_status, inf->def->kind, inf->collection,
+				    PROTO_API_V1, obj, NULL, want, ARRAY_SIZE(want)) < 0)
+		log_warn("Failed to note the status of a NodeOverlay: out of memory");
+	if (why)
+		log_warn_kv(LOG_KV({ "nodeoverlay", stub.name ?: "" }),
+			    "nodeoverlay %s is not applied: %s", stub.name ?: "", why);
+	if (r >= 0)
+		return publish(inf, op, o);
+	report_invalid(inf, obj, d->error);
+	if (!stub.name || !*stub.name)
+		return 0;
+	return publish(inf, op, &(struct proto_object){ .kind = PROTO_OBJECT_NODEOVERLAY,
+							 .nodeoverlay = &stub });
+}
+
 /* The node class a v1alpha5 Provisioner carries inline, or none any more. */
 static int publish_provider(struct informer *inf, enum proto_delta_op op, const json_t *obj,
 			    const char *name)
@@ -362,7 +402,8 @@ static void on_deleted(struct informer *inf, const json_t *obj)
 		return;
 	}
 	r = forget(inf, inf->def->object_kind, ns, name);
-	if (inf->def->object_kind == PROTO_OBJECT_NODEPOOL && inf->env.nodepool_status)
+	if ((inf->def->object_kind == PROTO_OBJECT_NODEPOOL ||
+	     inf->def->object_kind == PROTO_OBJECT_NODEOVERLAY) && inf->env.nodepool_status)
 		nodepool_status_forget(inf->env.nodepool_status, inf->def->kind, name);
 	if (r >= 0 && streq(inf->def->kind, "Provisioner"))
 		r = forget(inf, PROTO_OBJECT_NODECLASS, "", name);
@@ -393,6 +434,10 @@ static void on_event(enum kube_event_type type, json_t *obj, void *userdata)
 		json_object_set_new(obj, "kind", json_string(inf->def->kind));
 	}
 	r = decode_object(&d, inf->def->kind, obj, &o);
+	if (inf->def->object_kind == PROTO_OBJECT_NODEOVERLAY && r != -ENOMEM) {
+		r = nodeoverlay_event(inf, op, obj, &d, &o, r);
+		goto done;
+	}
 	if (nodepool && r != -ENOMEM) {
 		bool valid = r >= 0 && o.nodepool->status == PROTO_NODEPOOL_OK;
 		char budget_err[512] = "";
@@ -444,6 +489,7 @@ static void on_event(enum kube_event_type type, json_t *obj, void *userdata)
 		if (r >= 0 && streq(inf->def->kind, "Provisioner"))
 			r = publish_provider(inf, op, obj, o.nodepool->name);
 	}
+done:
 	if (r == -EBADMSG || r == -EMSGSIZE)
 		metrics_counter_add(inf->metrics.decode_errors, 1, inf->def->resource, NULL);
 	else if (r < 0)

@@ -58,6 +58,9 @@ EXTRA_DIST += tests/e2e/watcher-announce.sh
 # NodePool/Provisioner status of every version; older kubelet settings.
 TESTS += tests/e2e/nodepool-status.sh
 EXTRA_DIST += tests/e2e/nodepool-status.sh
+# NodeOverlays: their status, and an extended resource one adds launches.
+TESTS += tests/e2e/nodeoverlay.sh
+EXTRA_DIST += tests/e2e/nodeoverlay.sh
 EXTRA_DIST += tests/e2e/watcher.sh tests/e2e/lib.sh
 
 # ./quickstart bench watcher

@@ -33,6 +33,7 @@ struct pool_record {
 	json_t *want;     /* the validation conditions [{type, status, reason, message}] */
 	char *sent;       /* the last patch sent, without transition times */
 	uint64_t sent_usec;
+	bool conditions_only; /* a NodeOverlay: its conditions, no resources */
 };
 
 struct nodepool_status {
@@ -147,6 +148,7 @@ int nodepool_status_observe(struct nodepool_status *s, const char *kind, const c
 	json_decref(p->observed);
 	p->observed = status ? json_deep_copy(status) : NULL;
 	p->api = api;
+	p->conditions_only = streq(kind, "NodeOverlay");
 	p->generation = json_integer_value(json_path(obj, "metadata.generation"));
 	return 0;
 }
@@ -420,6 +422,20 @@ fail:
 	return NULL;
 }
 
+json_t *nodeoverlay_status_patch(const json_t *want, const json_t *observed, int64_t generation,
+				 const char *now)
+{
+	json_t *ours = json_copy((json_t *)want), *conds;
+
+	if (!ours || ready_condition(ours) < 0 || conditions_same(ours, observed, true, generation)) {
+		json_decref(ours);
+		return NULL;
+	}
+	conds = conditions_json(ours, observed, true, generation, now);
+	json_decref(ours);
+	return conds ? json_pack("{s:{s:o}}", "status", "conditions", conds) : NULL;
+}
+
 /* ---- flush ----------------------------------------------------------------------------- */
 
 static void on_written(struct kube_client *c, const struct kube_response *resp, void *userdata)
@@ -427,7 +443,8 @@ static void on_written(struct kube_client *c, const struct kube_response *resp, 
 	(void)c;
 	(void)userdata;
 	if (resp->status < 200 || resp->status >= 300)
-		log_warn("Failed to update a NodePool's status: %s", resp->error ?: "no response");
+		log_warn("Failed to update a NodePool's or NodeOverlay's status: %s",
+			 resp->error ?: "no response");
 }
 
 /* The patch without its transition times: what a resend is compared by. */
@@ -453,9 +470,12 @@ static void flush_one(struct nodepool_status *s, struct pool_record *p,
 	json_t *patch;
 	int r;
 
-	patch = nodepool_status_patch(p->api, p->want, nc ? nc->obj.nodeclass->ready : -1,
-				      nc ? nc->obj.nodeclass->ready_reason : NULL, usage, p->observed,
-				      p->generation, now);
+	if (p->conditions_only)
+		patch = nodeoverlay_status_patch(p->want, p->observed, p->generation, now);
+	else
+		patch = nodepool_status_patch(p->api, p->want, nc ? nc->obj.nodeclass->ready : -1,
+					      nc ? nc->obj.nodeclass->ready_reason : NULL, usage,
+					      p->observed, p->generation, now);
 	if (!patch)
 		return;
 	untimed = untimed_text(patch);
@@ -494,7 +514,7 @@ static int usage_by_pool(const struct nodepool_status *s, struct hashmap *by_nam
 	for (size_t it = 0; hashmap_next(&s->pools, &it, &key, &v);) {
 		const struct pool_record *p = v;
 
-		if (hashmap_get(by_name, p->name))
+		if (p->conditions_only || hashmap_get(by_name, p->name))
 			continue;
 		usage_init(&all[k]);
 		if (hashmap_put(by_name, p->name, &all[k++], NULL) < 0) {

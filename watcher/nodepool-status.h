@@ -67,6 +67,8 @@ struct nodepool_status *nodepool_status_free(struct nodepool_status *s);
  * A NodePool or Provisioner as the API has it now (obj, at collection
  * "/apis/karpenter.sh/v1/nodepools" of api), with the validation
  * conditions its decode gave. nodeclass: its nodeClassRef name, or NULL.
+ * kind "NodeOverlay": a NodeOverlay, whose status is its conditions only
+ * (want and the Ready over them; no resources, no NodeClassReady).
  */
 int nodepool_status_observe(struct nodepool_status *s, const char *kind, const char *collection,
 			    enum proto_api_version api, const json_t *obj, const char *nodeclass,
@@ -90,5 +92,9 @@ int nodepool_usage_of(const struct state_store *store, const char *pool, struct 
 json_t *nodepool_status_patch(enum proto_api_version api, const json_t *want, int nodeclass_ready,
 			      const char *nodeclass_why, const struct nodepool_usage *usage,
 			      const json_t *observed, int64_t generation, const char *now);
+/* The same for a NodeOverlay: want's conditions and Ready, with
+ * observedGeneration; NULL when observed already says so. */
+json_t *nodeoverlay_status_patch(const json_t *want, const json_t *observed, int64_t generation,
+				 const char *now);
 
 #endif

@@ -176,7 +176,7 @@ static uint64_t rv_of(const struct proto_object *o)
 	RV_CASE(PROTO_OBJECT_NODECLASS, nodeclass) RV_CASE(PROTO_OBJECT_PDB, pdb)
 	RV_CASE(PROTO_OBJECT_PVC, pvc) RV_CASE(PROTO_OBJECT_PV, pv)
 	RV_CASE(PROTO_OBJECT_STORAGECLASS, storageclass) RV_CASE(PROTO_OBJECT_DAEMONSET, daemonset)
-	RV_CASE(PROTO_OBJECT_NAMESPACE, namespace)
+	RV_CASE(PROTO_OBJECT_NAMESPACE, namespace) RV_CASE(PROTO_OBJECT_NODEOVERLAY, nodeoverlay)
 #undef RV_CASE
 	}
 	return rv ? strtoull(rv, NULL, 10) : 0;

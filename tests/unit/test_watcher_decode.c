@@ -783,3 +783,72 @@ Test(decode, a_static_nodepool_the_crd_refuses_is_invalid_with_the_crd_message)
 	cr_assert_eq(static_pool(", \"replicas\":\"ten\"", &np), -EINVAL);
 	cr_assert_str_eq(dec.error, "nodepool fixed: spec.replicas: expected an integer");
 }
+
+Test(decode, nodeoverlays_decode_price_adjustment_capacity_and_say_why_one_is_not_applied)
+{
+	json_t *j = parse("{\"metadata\":{\"name\":\"cheap-c5\",\"uid\":\"u-o\",\"resourceVersion\":\"7\"},"
+			  "\"spec\":{\"weight\":10,\"requirements\":[{\"key\":\"karpenter.k8s.aws/instance-family\","
+			  "\"operator\":\"In\",\"values\":[\"c5\"]}],\"priceAdjustment\":\"-15%\","
+			  "\"capacity\":{\"hugepages-2Mi\":\"100Mi\",\"example.com/fuse\":1}}}");
+	struct proto_object o;
+
+	cr_assert_eq(decode_object(&dec, "NodeOverlay", j, &o), 0, "%s", dec.error);
+	cr_assert_eq(o.kind, PROTO_OBJECT_NODEOVERLAY);
+	cr_assert_str_eq(o.nodeoverlay->name, "cheap-c5");
+	cr_assert_str_eq(o.nodeoverlay->resource_version, "7");
+	cr_assert_eq(o.nodeoverlay->weight, 10);
+	cr_assert_eq(o.nodeoverlay->n_requirements, 1);
+	cr_assert(o.nodeoverlay->has_adjustment && o.nodeoverlay->adjustment_percent);
+	cr_assert_float_eq(o.nodeoverlay->adjustment, -15.0, 1e-9);
+	cr_assert_not(o.nodeoverlay->has_price);
+	cr_assert_eq(res(o.nodeoverlay->capacity, o.nodeoverlay->n_capacity, "hugepages-2Mi"), 100LL << 20);
+	cr_assert_eq(res(o.nodeoverlay->capacity, o.nodeoverlay->n_capacity, "example.com/fuse"), 1);
+	cr_assert_null(o.nodeoverlay->invalid);
+	json_decref(j);
+
+	j = parse("{\"metadata\":{\"name\":\"flat\"},\"spec\":{\"requirements\":[],\"price\":\"0.25\"}}");
+	cr_assert_eq(decode_object(&dec, "NodeOverlay", j, &o), 0, "%s", dec.error);
+	cr_assert(o.nodeoverlay->has_price);
+	cr_assert_float_eq(o.nodeoverlay->price, 0.25, 1e-12);
+	cr_assert_eq(o.nodeoverlay->weight, 0);
+	json_decref(j);
+
+	j = parse("{\"metadata\":{\"name\":\"delta\"},\"spec\":{\"requirements\":[],\"priceAdjustment\":\"+0.5\"}}");
+	cr_assert_eq(decode_object(&dec, "NodeOverlay", j, &o), 0, "%s", dec.error);
+	cr_assert(o.nodeoverlay->has_adjustment && !o.nodeoverlay->adjustment_percent);
+	cr_assert_float_eq(o.nodeoverlay->adjustment, 0.5, 1e-12);
+	json_decref(j);
+
+	/* Decoded, but not applied, and the watcher's condition names why. */
+	static const struct {
+		const char *spec, *why;
+	} bad[] = {
+		{ "{\"requirements\":[{\"key\":\"karpenter.sh/nodepool\",\"operator\":\"In\",\"values\":[\"a\"]}],"
+		  "\"price\":\"1\"}",
+		  "spec.requirements: key karpenter.sh/nodepool is not supported by kanna" },
+		{ "{\"requirements\":[],\"capacity\":{\"memory\":\"1Gi\"}}",
+		  "spec.capacity.memory: invalid resource restricted" },
+		{ "{\"requirements\":[],\"price\":\"1\",\"priceAdjustment\":\"+1\"}",
+		  "spec: cannot set both 'price' and 'priceAdjustment'" },
+		{ "{\"requirements\":[],\"priceAdjustment\":\"10%\"}",
+		  "spec.priceAdjustment: '10%' is neither a signed amount nor a percentage" },
+		{ "{\"requirements\":[],\"priceAdjustment\":\"-150%\"}",
+		  "spec.priceAdjustment: '-150%' is neither" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		char text[512];
+
+		snprintf(text, sizeof(text), "{\"metadata\":{\"name\":\"bad\"},\"spec\":%s}", bad[i].spec);
+		j = parse(text);
+		cr_assert_eq(decode_object(&dec, "NodeOverlay", j, &o), 0, "%s", dec.error);
+		cr_assert_not_null(o.nodeoverlay->invalid, "%s", bad[i].spec);
+		cr_assert(!strncmp(o.nodeoverlay->invalid, bad[i].why, strlen(bad[i].why)), "%s: %s",
+			  bad[i].spec, o.nodeoverlay->invalid);
+		json_decref(j);
+	}
+
+	j = parse("{\"metadata\":{\"name\":\"w\"},\"spec\":{\"requirements\":[],\"weight\":0}}");
+	cr_assert_eq(decode_object(&dec, "NodeOverlay", j, &o), -EINVAL);
+	cr_assert_str_eq(dec.error, "nodeoverlay w: spec.weight: expected an integer from 1 to 10000");
+	json_decref(j);
+}

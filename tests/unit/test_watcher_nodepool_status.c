@@ -197,3 +197,37 @@ Test(nodepool_status, nothing_is_sent_when_the_object_says_it_already_and_gone_r
 	json_decref(patch);
 	json_decref(want);
 }
+
+Test(nodepool_status, a_nodeoverlay_gets_its_validation_and_ready_only_then_nothing_more)
+{
+	json_t *bad = json_pack("[{s:s, s:s, s:s, s:s}]", "type", "ValidationSucceeded", "status", "False",
+				"reason", "UnsupportedField", "message",
+				"spec.requirements: key karpenter.sh/nodepool is not supported by kanna");
+	json_t *good = want_valid();
+	json_t *patch = nodeoverlay_status_patch(bad, NULL, 3, "2026-11-27T00:00:00Z"), *observed;
+	const json_t *v, *ready;
+
+	cr_assert_not_null(patch);
+	cr_assert_null(json_object_get(json_object_get(patch, "status"), "resources"));
+	cr_assert_null(condition(patch, "NodeClassReady"));
+	v = condition(patch, "ValidationSucceeded");
+	ready = condition(patch, "Ready");
+	cr_assert_str_eq(field(v, "reason"), "UnsupportedField");
+	cr_assert_str_eq(field(ready, "status"), "False");
+	cr_assert_str_eq(field(ready, "message"), "ValidationSucceeded=False");
+	cr_assert_eq(json_integer_value(json_object_get(ready, "observedGeneration")), 3);
+	json_decref(patch);
+
+	patch = nodeoverlay_status_patch(good, NULL, 4, "2026-11-27T00:00:01Z");
+	cr_assert_str_eq(field(condition(patch, "Ready"), "status"), "True");
+	observed = json_deep_copy(json_object_get(patch, "status"));
+	json_decref(patch);
+	cr_assert_null(nodeoverlay_status_patch(good, observed, 4, "2026-11-27T00:00:02Z"),
+		       "the object says it already");
+	cr_assert_not_null(patch = nodeoverlay_status_patch(good, observed, 5, "2026-11-27T00:00:02Z"),
+			   "a new generation is observed");
+	json_decref(patch);
+	json_decref(observed);
+	json_decref(good);
+	json_decref(bad);
+}
