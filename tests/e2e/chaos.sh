@@ -498,7 +498,9 @@ while [ "$round" -le "$ROUNDS" ]; do
 		fi
 		sleep 2
 	done
-	snapshot
+	# Checked: the snapshot found settled (a fresh one may catch a
+	# disruption the reaper began since, still under way, as stuck).
+	$settled || snapshot
 	if $settled; then
 		echo "  converged in $(($(date +%s) - deadline + SETTLE))s"
 	else

@@ -237,11 +237,22 @@ bound_pods() {
 }
 
 # Fails unless every NodeClaim has exactly one live instance and every live
-# instance a NodeClaim (nothing leaked, nothing launched twice).
-expect_one_instance_per_nodeclaim() {
+# instance a NodeClaim (nothing leaked, nothing launched twice). An instance
+# of a batched CreateFleet gets its karpenter.sh/nodeclaim tag once its
+# NodeClaim is bound (CreateTags, launcher/batch.c): up to 30 s for that.
+claims_match_instances() {
 	claims=$(kubectl get nodeclaims -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort)
 	live=$(sim_instances | grep -E 'state=(pending|running)' | sed 's/.*nodeclaim=//' | sort)
-	[ "$claims" = "$live" ] || fail "NodeClaims and live instances differ: claims=[$claims] instances=[$live]"
+	[ "$claims" = "$live" ]
+}
+expect_one_instance_per_nodeclaim() {
+	local t0
+	t0=$(date +%s)
+	until claims_match_instances; do
+		[ $(($(date +%s) - t0)) -lt 30 ] ||
+			fail "NodeClaims and live instances differ: claims=[$claims] instances=[$live]"
+		sleep 1
+	done
 	ok "$1: one instance per NodeClaim ($(echo "$claims" | grep -c .) of each)"
 }
 
