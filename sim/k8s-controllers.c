@@ -368,9 +368,7 @@ static void *controllers_main(void *userdata)
 		}
 		pthread_mutex_lock(&c->lock);
 		ts = clock_realtime_in_ms(K8S_CONTROLLER_INTERVAL_MS);
-		/* A scheduler pass that let the API in and found the store
-		 * changed goes on at once, over the new view. */
-		if (!c->stop && !c->store->sched_cut)
+		if (!c->stop)
 			pthread_cond_timedwait(&c->cond, &c->lock, &ts);
 	}
 	pthread_mutex_unlock(&c->lock);

@@ -11,13 +11,11 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/clock.h"
 #include "common/util.h"
 #include "sim/k8s-api.h"
 #include "sim/k8s-controllers.h"
@@ -502,20 +500,12 @@ unschedulable:
 
 static int scheduler_pass(struct k8s_store *store);
 
-/* How long a scheduler pass holds the store before letting the API in. */
-#define K8S_SCHEDULER_SLICE_MS 5
-
 /*
  * One pass over the pending pods, as one decision against one view of the
  * cluster: the store's lock (recursive) is held throughout, so that no Node
  * or binding written meanwhile through the API is missing from the view a
  * bind is decided on (a Node created between the snapshot and a bind would
- * leave its zone out of a spread constraint's domains). Every
- * K8S_SCHEDULER_SLICE_MS the lock is let go for the API's requests, as a
- * kube-scheduler thinking over 10,000 pods does not hold up the API
- * server's writes (held throughout, a NodeClaim's create waited seconds);
- * if anything was written meanwhile the pass ends there and the next one,
- * over the new view, starts at the pod it stopped at.
+ * leave its zone out of a spread constraint's domains).
  */
 int k8s_scheduler_reconcile(struct k8s_store *store)
 {
@@ -532,11 +522,8 @@ static int scheduler_pass(struct k8s_store *store)
 	const struct k8s_resource *pods = k8s_registry_find(store->reg, "", "v1", "pods");
 	struct pod_scan scan = {};
 	json_t *nodes = NULL, *by_name = NULL;
-	uint64_t slice_start;
-	size_t first;
 	int writes = 0;
 
-	store->sched_cut = false;
 	k8s_store_foreach(store, pods, NULL, scan_pod, &scan);
 	if (scan.n_pending == 0)
 		return 0;
@@ -551,28 +538,12 @@ static int scheduler_pass(struct k8s_store *store)
 	for (size_t i = 0; by_name && i < scan.n_fits; i++)
 		if (scan.fits[i].name)
 			json_object_set(by_name, scan.fits[i].name, (json_t *)scan.fits[i].node);
-	slice_start = clock_monotonic_ms();
-	first = store->sched_cursor % scan.n_pending;
-	for (size_t k = 0; by_name && k < scan.n_pending; k++) {
-		size_t i = (first + k) % scan.n_pending;
+	for (size_t i = 0; by_name && i < scan.n_pending; i++) {
 		json_t *pod = k8s_object_parse(scan.pending[i]);
 
 		if (pod && is_pending(pod))
 			writes += schedule_one(store, pod, scan.fits, scan.n_fits, by_name);
 		json_decref(pod);
-		store->sched_cursor = i + 1;
-		if (clock_monotonic_ms() - slice_start >= K8S_SCHEDULER_SLICE_MS) {
-			uint64_t rv = store->rv;
-
-			pthread_mutex_unlock(&store->lock);
-			sched_yield(); /* a request waiting for the lock gets it */
-			pthread_mutex_lock(&store->lock);
-			if (store->rv != rv) {
-				store->sched_cut = true; /* the view is stale: the next pass takes a new one */
-				break;
-			}
-			slice_start = clock_monotonic_ms();
-		}
 	}
 	json_decref(by_name);
 out:

@@ -118,8 +118,6 @@ struct k8s_store {
 	struct k8s_timeline timeline;
 	struct k8s_event_slot *event_slots; /* K8S_EVENT_CACHE_SIZE, allocated on first use */
 	uint64_t last_event_stamp;
-	size_t sched_cursor; /* the pending pod a scheduler pass cut short resumes at */
-	bool sched_cut;      /* the last pass was cut short: the next one is due now */
 };
 
 int k8s_store_new(struct k8s_registry *reg, size_t window, struct k8s_store **ret);
