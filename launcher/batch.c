@@ -435,7 +435,7 @@ static void describe_flush(struct launcher *l)
  * sent alone may start a new batch in l's), and nothing is allocated on
  * the way: a flush that could fail for memory would leave its members
  * busy, stuck until a restart. */
-static void fleet_batches_flush(struct launcher *l)
+static void batches_flush(struct launcher *l)
 {
 	struct hashmap batches = l->fleet_batches;
 	const char *key;
@@ -460,33 +460,7 @@ static void fleet_batches_flush(struct launcher *l)
 		}
 	}
 	hashmap_done(&batches);
-}
-
-static void batches_flush(struct launcher *l)
-{
-	fleet_batches_flush(l);
 	describe_flush(l);
-}
-
-/* Is a launch on its way to the CreateFleet batcher: creating its
- * NodeClaim, resolving its EC2NodeClass or looking for an instance, with
- * a call outstanding (not queued for a run slot, not waiting out a
- * backoff)? While none is, no member can join within the idle window but
- * one of a plan not yet received, and the batches go at once. */
-static bool launch_on_its_way(struct launcher *l)
-{
-	const char *key;
-	void *value;
-	size_t it = 0;
-
-	while (hashmap_next(&l->launches, &it, &key, &value)) {
-		const struct launch *la = value;
-
-		if ((la->step == STEP_CREATE_CLAIM || la->step == STEP_RESOLVE ||
-		     la->step == STEP_FIND_INSTANCE) && !la->timer && !la->deleted)
-			return true;
-	}
-	return false;
 }
 
 static int on_batch_timer(struct loop *loop, void *userdata)
@@ -547,12 +521,6 @@ int fleet_batcher_add(struct launcher *l, struct launch *la, const char *key)
 		/* Full: it goes now, a new one starts for the next member. */
 		hashmap_remove(&l->fleet_batches, key);
 		batch_start(b);
-		return 0;
-	}
-	/* The last of a plan's NodeClaims to get here: waiting out the idle
-	 * window (5 ms of each launch) would gather nothing more. */
-	if (!launch_on_its_way(l)) {
-		fleet_batches_flush(l);
 		return 0;
 	}
 	return batch_arm(l);
