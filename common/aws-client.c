@@ -47,6 +47,7 @@ struct aws_call {
 	unsigned attempts;
 	aws_done_fn done;
 	void *userdata;
+	bool owns_userdata; /* aws_call_query_owned(): free()d with the call */
 };
 
 struct aws_client {
@@ -155,6 +156,8 @@ static void call_destroy(struct aws_call *call)
 	free(call->target);
 	free(call->body);
 	free(call->response);
+	if (call->owns_userdata)
+		free(call->userdata);
 	free(call);
 }
 
@@ -588,8 +591,8 @@ static int call_start(struct aws_call *call)
 	return r;
 }
 
-int aws_call_query(struct aws_client *c, const char *service, struct aws_query *q,
-		   aws_done_fn done, void *userdata)
+static int call_query(struct aws_client *c, const char *service, struct aws_query *q,
+		      aws_done_fn done, void *userdata, bool owned)
 {
 	struct aws_call *call;
 	char *body = NULL;
@@ -597,16 +600,34 @@ int aws_call_query(struct aws_client *c, const char *service, struct aws_query *
 
 	if (!c || !service || !q || !done) {
 		aws_query_free(q);
-		return -EINVAL;
+		r = -EINVAL;
+		goto fail;
 	}
 	r = aws_query_encode(q, &body);
 	aws_query_free(q);
 	if (r < 0)
-		return r;
+		goto fail;
 	r = call_new(c, AWS_PROTOCOL_QUERY, service, NULL, body, done, userdata, &call);
 	if (r < 0)
-		return r;
+		goto fail;
+	call->owns_userdata = owned; /* from here on call_free() frees it */
 	return call_start(call);
+fail:
+	if (owned)
+		free(userdata);
+	return r;
+}
+
+int aws_call_query(struct aws_client *c, const char *service, struct aws_query *q,
+		   aws_done_fn done, void *userdata)
+{
+	return call_query(c, service, q, done, userdata, false);
+}
+
+int aws_call_query_owned(struct aws_client *c, const char *service, struct aws_query *q,
+			 aws_done_fn done, void *userdata)
+{
+	return call_query(c, service, q, done, userdata, true);
 }
 
 int aws_call_json(struct aws_client *c, const char *service, const char *target,

@@ -330,6 +330,12 @@ const struct aws_credentials *aws_client_credentials(const struct aws_client *c)
 /* Query protocol (service "ec2", "sts", "sqs", "iam"); q is always consumed. */
 int aws_call_query(struct aws_client *c, const char *service, struct aws_query *q,
 		   aws_done_fn done, void *userdata);
+/* aws_call_query() whose userdata, from malloc(), is the client's from this
+ * call on, even when it fails: freed after done() returns, or with the call
+ * when aws_client_free() cancels it without calling back. done() must not
+ * free it. */
+int aws_call_query_owned(struct aws_client *c, const char *service, struct aws_query *q,
+			 aws_done_fn done, void *userdata);
 /* JSON protocol: target "AmazonSSM.GetParameter"; body is always consumed
  * (reference stolen). */
 int aws_call_json(struct aws_client *c, const char *service, const char *target,

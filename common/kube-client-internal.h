@@ -62,6 +62,7 @@ struct kube_req {
 	bool body_raw;
 	kube_done_fn done;
 	void *userdata;
+	bool owns_userdata; /* kube_request_owned(): free()d with the request */
 	/* Streaming (watch): bytes go to on_chunk; the end to on_stream_end. */
 	int (*on_chunk)(struct kube_req *req, const char *data, size_t len);
 	void (*on_stream_end)(struct kube_req *req, CURLcode result, long status);

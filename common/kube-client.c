@@ -192,6 +192,8 @@ void kube_req_free(struct kube_req *req)
 		c->requests = req->next;
 	if (req->next)
 		req->next->prev = req->prev;
+	if (req->owns_userdata)
+		free(req->userdata);
 	free(req->method);
 	free(req->path);
 	free(req->content_type);
@@ -639,24 +641,44 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 				  userdata, NULL);
 }
 
-int kube_request_bulk(struct kube_client *c, const char *method, const char *path,
-		      const char *content_type, const char *body, kube_done_fn done,
-		      void *userdata)
+static int request_start(struct kube_client *c, bool bulk, bool owned, const char *method,
+			 const char *path, const char *content_type, const char *body,
+			 kube_done_fn done, void *userdata)
 {
 	struct kube_req *req;
 	int r;
 
 	r = kube_req_new(c, method, path, content_type, body, &req);
-	if (r < 0)
+	if (r < 0) {
+		if (owned)
+			free(userdata);
 		return r;
-	req->limit = &c->bulk_limit;
-	req->bulk = true;
+	}
+	req->limit = bulk ? &c->bulk_limit : &c->limit;
+	req->bulk = bulk;
 	req->done = done;
 	req->userdata = userdata;
+	req->owns_userdata = owned;
 	r = kube_req_start(req);
-	if (r < 0)
+	if (r < 0) {
 		kube_req_free(req);
-	return r;
+		return r;
+	}
+	return 0;
+}
+
+int kube_request_bulk(struct kube_client *c, const char *method, const char *path,
+		      const char *content_type, const char *body, kube_done_fn done,
+		      void *userdata)
+{
+	return request_start(c, true, false, method, path, content_type, body, done, userdata);
+}
+
+int kube_request_owned(struct kube_client *c, bool bulk, const char *method, const char *path,
+		       const char *content_type, const char *body, kube_done_fn done,
+		       void *userdata)
+{
+	return request_start(c, bulk, true, method, path, content_type, body, done, userdata);
 }
 
 int kube_request_event(struct kube_client *c, const char *method, const char *path,

@@ -104,6 +104,17 @@ int kube_request_bulk(struct kube_client *c, const char *method, const char *pat
 		      const char *content_type, const char *body, kube_done_fn done,
 		      void *userdata);
 
+/*
+ * kube_request() (bulk: kube_request_bulk()) whose userdata, from malloc(),
+ * is the client's from this call on, even when it fails: freed after done()
+ * returns, or with the request when it is cancelled — a request still in
+ * flight when the client is freed calls nothing back, so a record that only
+ * done() freed would be lost. done() must not free it.
+ */
+int kube_request_owned(struct kube_client *c, bool bulk, const char *method, const char *path,
+		       const char *content_type, const char *body, kube_done_fn done,
+		       void *userdata);
+
 /* The loop the client runs its transfers on. */
 struct loop *kube_client_loop(const struct kube_client *c);
 

@@ -92,7 +92,6 @@ static void on_tagged(struct aws_client *c, const struct aws_response *resp, voi
 		log_warn_kv(LOG_KV({ "nodeclaim", name }),
 			    "Failed to tag the instance of nodeclaim %s: %s (its fleet-batch tag still "
 			    "identifies it)", name, aws_response_strerror(resp));
-	free(name);
 }
 
 /* karpenter.sh/nodeclaim and Name on an instance launched in a batch. */
@@ -112,8 +111,7 @@ void launcher_tag_instance(struct launcher *l, const char *instance_id, const ch
 		free(name);
 		return;
 	}
-	if (aws_call_query(l->aws, "ec2", q, on_tagged, name) < 0)
-		free(name);
+	(void)aws_call_query_owned(l->aws, "ec2", q, on_tagged, name);
 }
 
 /* ---- the batched CreateFleet -------------------------------------------------- */
@@ -317,7 +315,6 @@ static void on_batch_recorded(struct kube_client *c, const struct kube_response 
 				break;
 			}
 	}
-	free(p);
 	batch_recorded_one(b);
 }
 
@@ -346,13 +343,13 @@ static void batch_start(struct fleet_batch *b)
 		if (p) {
 			*p = (struct batch_patch){ b, la };
 			b->patches_outstanding++;
-			if (kube_request(l->d->kube, "PATCH", path, "application/merge-patch+json", body,
-					 on_batch_recorded, p) >= 0) {
+			if (kube_request_owned(l->d->kube, false, "PATCH", path,
+					       "application/merge-patch+json", body, on_batch_recorded,
+					       p) >= 0) {
 				i++;
 				continue;
 			}
 			b->patches_outstanding--;
-			free(p);
 		}
 		batch_drop_member(b, i); /* could not even ask: it goes alone */
 	}
@@ -362,8 +359,8 @@ static void batch_start(struct fleet_batch *b)
 /* ---- batched DescribeInstances ------------------------------------------------------ */
 
 struct describe_call {
-	struct launch **launches;
 	size_t n;
+	struct launch *launches[DESCRIBE_BATCH_MAX];
 };
 
 static void on_batch_describe(struct aws_client *c, const struct aws_response *resp, void *userdata)
@@ -390,41 +387,39 @@ static void on_batch_describe(struct aws_client *c, const struct aws_response *r
 						  : NULL);
 	}
 	free(found);
-	free(d->launches);
-	free(d);
 }
 
 static void describe_flush(struct launcher *l)
 {
 	while (l->describe_head) {
-		struct describe_call *d = calloc(1, sizeof(*d));
+		struct describe_call *d = malloc(sizeof(*d));
+		struct launch *taken[DESCRIBE_BATCH_MAX];
 		struct aws_query *q = NULL;
-		int r = d ? 0 : -ENOMEM;
+		int r = d ? aws_query_new("DescribeInstances", "2016-11-15", &q) : -ENOMEM;
+		size_t n = 0;
 
-		if (d && !(d->launches = calloc(DESCRIBE_BATCH_MAX, sizeof(*d->launches))))
-			r = -ENOMEM;
-		if (r >= 0)
-			r = aws_query_new("DescribeInstances", "2016-11-15", &q);
-		while (r >= 0 && l->describe_head && d->n < DESCRIBE_BATCH_MAX) {
+		while (r >= 0 && l->describe_head && n < DESCRIBE_BATCH_MAX) {
 			struct launch *la = l->describe_head;
 
 			l->describe_head = la->next_describe;
 			la->next_describe = NULL;
-			d->launches[d->n++] = la;
-			r = aws_query_add(q, la->launched.instance_id, "InstanceId.%zu", d->n);
+			taken[n++] = la;
+			r = aws_query_add(q, la->launched.instance_id, "InstanceId.%zu", n);
 		}
-		if (r >= 0)
-			r = aws_call_query(l->aws, "ec2", q, on_batch_describe, d);
-		else
+		if (r >= 0) {
+			d->n = n;
+			memcpy(d->launches, taken, n * sizeof(*taken));
+			/* the client's from here, also when it fails */
+			r = aws_call_query_owned(l->aws, "ec2", q, on_batch_describe, d);
+		} else {
 			aws_query_free(q);
-		if (r < 0) {
-			for (size_t i = 0; d && i < d->n; i++)
-				launch_described(d->launches[i], NULL, strerror(-r));
-			if (d)
-				free(d->launches);
 			free(d);
-			if (!d)
-				return;
+		}
+		if (r < 0) {
+			for (size_t i = 0; i < n; i++)
+				launch_described(taken[i], NULL, strerror(-r));
+			if (!n)
+				return; /* nothing taken: no progress to make now */
 		}
 	}
 }

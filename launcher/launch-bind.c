@@ -85,7 +85,6 @@ static void on_bound(struct kube_client *c, const struct kube_response *resp, vo
 				    "Failed to bind pod %s/%s to node %s: %s", call->ns, call->name,
 				    la->node_name, resp->error ?: "HTTP error");
 	}
-	free(call);
 	if (--la->binds_outstanding == 0)
 		binds_finished(la);
 }
@@ -129,8 +128,9 @@ static void send_bind(struct launch *la, const struct proto_pod *p)
 		r = bind_recent_note_pod(&la->l->recent, p, la->node_name, clock_monotonic_usec() / 1000);
 		if (r >= 0) {
 			la->binds_outstanding++;
-			r = kube_request_bulk(la->l->d->kube, "POST", path, NULL, text, on_bound,
-					      call);
+			r = kube_request_owned(la->l->d->kube, true, "POST", path, NULL, text, on_bound,
+					       call);
+			call = NULL; /* the client's now */
 			if (r < 0) {
 				la->binds_outstanding--;
 				bind_recent_forget_pod(&la->l->recent, p->ns, p->name);
@@ -172,7 +172,6 @@ static void on_released(struct kube_client *c, const struct kube_response *resp,
 			    "Failed to release the pods that no longer fit from nodeclaim %s: %s (they "
 			    "are planned again once its nomination lapses)", name,
 			    resp->error ?: "HTTP error");
-	free(name);
 }
 
 /* The refused pods leave the NodeClaim's planned-pods annotation: the
@@ -189,13 +188,15 @@ static void release_refused(struct launch *la, char *const *refused, size_t n)
 
 	json_decref(patch);
 	snprintf(path, sizeof(path), NODECLAIMS_PATH "/%s", la->name);
-	if (!text || !name ||
-	    kube_request(la->l->d->kube, "PATCH", path, MERGE_PATCH, text, on_released, name) < 0) {
+	if (!text || !name) {
+		free(name);
+		name = NULL;
+	}
+	if (!name || kube_request_owned(la->l->d->kube, false, "PATCH", path, MERGE_PATCH, text,
+					on_released, name) < 0)
 		log_warn_kv(LOG_KV({ "nodeclaim", la->name }),
 			    "Failed to release the pods that no longer fit from nodeclaim %s: out of memory",
 			    la->name);
-		free(name);
-	}
 	free(text);
 }
 

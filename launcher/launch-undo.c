@@ -86,7 +86,6 @@ static void on_terminated(struct aws_client *c, const struct aws_response *resp,
 	launch_resume(la);
 	/* Gone already is what we asked for. */
 	if (resp->result < 0 && !streq(resp->error.code, "InvalidInstanceID.NotFound")) {
-		free(t);
 		undo_retry_later(la, "terminate the instance", aws_response_strerror(resp));
 		return;
 	}
@@ -94,7 +93,6 @@ static void on_terminated(struct aws_client *c, const struct aws_response *resp,
 		log_info_kv(LOG_KV({ "nodeclaim", la->name }, { "instance", t->ids[i] }),
 			    "terminated instance %s launched for deleted nodeclaim %s", t->ids[i],
 			    la->name);
-	free(t);
 	la->launched.instance_id[0] = 0;
 	la->fleet_in_doubt = false;
 	la->failures = 0;
@@ -112,7 +110,8 @@ static void terminate(struct terminate_ctx *t)
 	if (r >= 0) {
 		launch_account_busy(la);
 		la->busy = true;
-		r = aws_call_query(la->l->aws, "ec2", q, on_terminated, t);
+		r = aws_call_query_owned(la->l->aws, "ec2", q, on_terminated, t);
+		t = NULL; /* the client's, also when it failed */
 		q = NULL;
 		if (r < 0)
 			la->busy = false;

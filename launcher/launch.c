@@ -179,7 +179,6 @@ static void on_claim_deleted(struct kube_client *c, const struct kube_response *
 		log_warn_kv(LOG_KV({ "nodeclaim", name }),
 			    "Failed to delete nodeclaim %s: %s (the reaper or the next start will)", name,
 			    resp->error ?: "unknown error");
-	free(name);
 }
 
 /*
@@ -198,11 +197,9 @@ static void delete_unlaunched_claim(struct launcher *l, const char *name)
 		return;
 	}
 	snprintf(path, sizeof(path), NODECLAIMS_PATH "/%s", name);
-	if (kube_request(l->d->kube, "PATCH", path, MERGE_PATCH, "{\"metadata\":{\"finalizers\":null}}",
-			 on_claim_deleted, n1) < 0)
-		free(n1);
-	if (kube_request(l->d->kube, "DELETE", path, NULL, NULL, on_claim_deleted, n2) < 0)
-		free(n2);
+	(void)kube_request_owned(l->d->kube, false, "PATCH", path, MERGE_PATCH,
+				 "{\"metadata\":{\"finalizers\":null}}", on_claim_deleted, n1);
+	(void)kube_request_owned(l->d->kube, false, "DELETE", path, NULL, NULL, on_claim_deleted, n2);
 }
 
 /* Gives up: pods go back to the schedulers, the NodeClaim is removed. */

@@ -1032,10 +1032,13 @@ void nodeclass_resolver_free(struct nodeclass_resolver *r)
 		return;
 	if (*r->periodic_name)
 		loop_remove_periodic(r->loop, r->periodic_name);
-	/* answers still in flight find r == NULL and are dropped */
-	for (struct nc_call *c = r->calls; c; c = c->next)
-		c->r = NULL;
-	r->calls = NULL;
+	/* the clients, freed next, cancel these without calling back */
+	while (r->calls) {
+		struct nc_call *c = r->calls;
+
+		r->calls = c->next;
+		free(c);
+	}
 	while (r->entries) {
 		struct nc_entry *e = r->entries;
 

@@ -65,6 +65,9 @@ int nodeclass_resolver_new(struct loop *loop, struct aws_client *aws, struct kub
 			   struct kube_events *events, struct metrics_registry *metrics,
 			   const struct nodeclass_resolver_options *opts,
 			   struct nodeclass_resolver **ret);
+/* At teardown, just before its clients are freed: their calls still in
+ * flight are cancelled then and call nothing back, so their records are
+ * freed here. */
 void nodeclass_resolver_free(struct nodeclass_resolver *r);
 
 /* Every EC2NodeClass add/update from the replica (resolves it and writes

@@ -346,7 +346,6 @@ static void on_hold_released(struct kube_client *c, const struct kube_response *
 		log_warn_kv(LOG_KV({ "node", name }),
 			    "Failed to take the %s taint off node %s: %s (tried again shortly)",
 			    KARPENTER_UNREGISTERED_TAINT_KEY, name, resp->error ?: "HTTP error");
-	free(name);
 }
 
 void launcher_release_hold(struct launcher *l, const struct proto_nodeclaim *nc,
@@ -365,13 +364,15 @@ void launcher_release_hold(struct launcher *l, const struct proto_nodeclaim *nc,
 	json_decref(patch);
 	name = strdup(node->name);
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s", node->name);
-	if (!body || !name ||
-	    kube_request(l->d->kube, "PATCH", path, MERGE_PATCH, body, on_hold_released, name) < 0) {
+	if (!body || !name) {
+		free(name);
+		name = NULL;
+	}
+	if (!name || kube_request_owned(l->d->kube, false, "PATCH", path, MERGE_PATCH, body,
+					on_hold_released, name) < 0)
 		log_warn_kv(LOG_KV({ "node", node->name }),
 			    "Failed to take the %s taint off node %s: out of memory (tried again shortly)",
 			    KARPENTER_UNREGISTERED_TAINT_KEY, node->name);
-		free(name);
-	}
 	free(body);
 }
 

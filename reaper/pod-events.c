@@ -75,48 +75,38 @@ uint64_t pod_event_age_usec(const struct pod_event_clock *c, uint64_t now_usec)
 
 /* ---- the pass --------------------------------------------------------------------------- */
 
-struct patch_call {
-	struct claim_work *w;
-	int64_t ms;
-};
-
 static void on_patched(struct kube_client *kc, const struct kube_response *resp, void *userdata)
 {
-	struct patch_call *call = userdata;
-	struct claim_work *w = call->w;
+	struct claim_work *w = userdata;
 
 	(void)kc;
 	w->in_flight--;
 	w->pod_events.patch_sent = false;
 	if (resp->status >= 200 && resp->status < 300) {
-		if (call->ms > w->pod_events.written_ms)
-			w->pod_events.written_ms = call->ms;
+		if (w->pod_events.sending_ms > w->pod_events.written_ms)
+			w->pod_events.written_ms = w->pod_events.sending_ms;
 	} else if (resp->status != 404) { /* gone: nothing to record */
 		log_warn_kv(LOG_KV({ "nodeclaim", w->name }),
 			    "Failed to record the last pod event of nodeclaim %s: HTTP %ld: %s",
 			    w->name, resp->status, resp->error ?: "no reason given");
 	}
-	free(call);
 }
 
+/* The claim_work is the callback's userdata, nothing allocated: a request
+ * cancelled at teardown calls nothing back and so leaves nothing behind. */
 static void patch_claim(struct reaper *r, struct claim_work *w)
 {
-	struct patch_call *call = malloc(sizeof(*call));
 	time_t t = (time_t)(w->pod_events.last_ms / 1000);
 	char path[512], body[96], ts[32];
 	struct tm tm;
 
-	if (!call)
-		return;
-	*call = (struct patch_call){ w, w->pod_events.last_ms };
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
 	snprintf(path, sizeof(path), KARPENTER_NODECLAIMS_PATH "/%s/status", w->name);
 	snprintf(body, sizeof(body), "{\"status\":{\"lastPodEventTime\":\"%s\"}}", ts);
-	if (kube_request(r->d->kube, "PATCH", path, KUBE_MERGE_PATCH, body, on_patched, call) < 0) {
-		free(call);
+	if (kube_request(r->d->kube, "PATCH", path, KUBE_MERGE_PATCH, body, on_patched, w) < 0)
 		return;
-	}
 	log_debug_kv(LOG_KV({ "nodeclaim", w->name }), "nodeclaim %s: last pod event %s", w->name, ts);
+	w->pod_events.sending_ms = w->pod_events.last_ms;
 	w->pod_events.patch_sent = true;
 	w->in_flight++;
 }

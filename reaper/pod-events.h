@@ -31,6 +31,7 @@ struct pod_event_clock {
 	uint64_t last_usec;  /* monotonic: the last pod event */
 	int64_t last_ms;     /* the same, wall clock, whole seconds */
 	int64_t written_ms;  /* what the NodeClaim holds (read or patched; 0: nothing) */
+	int64_t sending_ms;  /* what the PATCH in flight writes */
 	bool patch_sent;     /* a PATCH in flight */
 };
 

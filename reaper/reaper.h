@@ -48,6 +48,14 @@ enum instance_state {
 };
 
 /* What the reaper is doing for one NodeClaim (or a Node without one), by name. */
+/* termination.c: the userdata of one kind of request, so nothing is
+ * allocated for it — a request cancelled at teardown calls nothing back. */
+#define CLAIM_CALLS 5
+struct claim_call {
+	struct claim_work *w;
+	unsigned what;
+};
+
 struct claim_work {
 	char *name;
 	uint64_t seen_pass;
@@ -73,6 +81,7 @@ struct claim_work {
 	/* Termination (termination.c): requests in flight. */
 	bool claim_delete_sent, node_delete_sent, taint_sent, node_finalizer_sent,
 		claim_finalizer_sent;
+	struct claim_call calls[CLAIM_CALLS];
 	uint64_t last_drain_event_usec;
 	bool drained_logged, logged_terminating;
 	unsigned in_flight;          /* requests whose answer has not come */

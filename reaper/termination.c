@@ -34,14 +34,11 @@
 #include "proto/schema.h"
 #include "reaper/reaper.h"
 
-/* Which request a callback answers; the claim_work is the userdata. */
+/* Which request a callback answers: its claim_call in the claim_work is
+ * the userdata. */
 enum claim_request { REQ_DELETE_CLAIM, REQ_DELETE_NODE, REQ_TAINT, REQ_NODE_FINALIZER,
 		     REQ_CLAIM_FINALIZER };
-
-struct claim_call {
-	struct claim_work *w;
-	enum claim_request what;
-};
+_Static_assert(REQ_CLAIM_FINALIZER < CLAIM_CALLS, "one claim_call a request");
 
 static bool *request_flag(struct claim_work *w, enum claim_request what)
 {
@@ -83,25 +80,21 @@ static void on_answer(struct kube_client *c, const struct kube_response *resp, v
 				    request_names[call->what], w->name, resp->status,
 				    resp->error ?: "no reason given");
 	}
-	free(call);
 }
 
 static void send_request(struct reaper *r, struct claim_work *w, enum claim_request what,
 			 const char *method, const char *path, const char *content_type,
 			 const char *body)
 {
-	struct claim_call *call;
+	struct claim_call *call = &w->calls[what];
 	bool *flag = request_flag(w, what);
 
 	if (*flag)
 		return;
-	if (!(call = malloc(sizeof(*call))))
-		return;
+	/* The same for a request sent again while one is in flight. */
 	*call = (struct claim_call){ w, what };
-	if (kube_request(r->d->kube, method, path, content_type, body, on_answer, call) < 0) {
-		free(call);
+	if (kube_request(r->d->kube, method, path, content_type, body, on_answer, call) < 0)
 		return;
-	}
 	*flag = true;
 	w->in_flight++;
 }
