@@ -430,7 +430,7 @@ static void describe_flush(struct launcher *l)
  * sent alone may start a new batch in l's), and nothing is allocated on
  * the way: a flush that could fail for memory would leave its members
  * busy, stuck until a restart. */
-static void batches_flush(struct launcher *l)
+static void fleet_batches_flush(struct launcher *l)
 {
 	struct hashmap batches = l->fleet_batches;
 	const char *key;
@@ -455,6 +455,11 @@ static void batches_flush(struct launcher *l)
 		}
 	}
 	hashmap_done(&batches);
+}
+
+static void batches_flush(struct launcher *l)
+{
+	fleet_batches_flush(l);
 	describe_flush(l);
 }
 
@@ -470,6 +475,17 @@ static int on_batch_timer(struct loop *loop, void *userdata)
 			   &l->batch_timer) >= 0)
 		return 0;
 	batches_flush(l);
+	return 0;
+}
+
+static int on_batch_soon(struct loop *loop, void *userdata)
+{
+	struct launcher *l = userdata;
+
+	(void)loop;
+	l->batch_soon = sd_event_source_disable_unref(l->batch_soon);
+	if (l->launches_before_batcher == 0)
+		fleet_batches_flush(l); /* else the idle window's timer sends them */
 	return 0;
 }
 
@@ -512,13 +528,21 @@ int fleet_batcher_add(struct launcher *l, struct launch *la, const char *key)
 	launch_account_busy(la);
 	la->busy = true;
 	b->members[b->n++] = la;
+	launch_reached_batcher(la);
 	if (b->n == FLEET_MAX_INSTANCES) {
 		/* Full: it goes now, a new one starts for the next member. */
 		hashmap_remove(&l->fleet_batches, key);
 		batch_start(b);
 		return 0;
 	}
-	return batch_arm(l);
+	r = batch_arm(l);
+	/* The last launch on its way here (a plan's only NodeClaim, or the
+	 * last of its identical ones): waiting out the idle window would
+	 * gather nothing more but a plan not received yet. Checked again once
+	 * the loop is back (the rest of a plan may be being enqueued). */
+	if (r >= 0 && l->launches_before_batcher == 0 && !l->batch_soon)
+		r = loop_add_timer(l->d->loop, 0, on_batch_soon, l, &l->batch_soon);
+	return r;
 }
 
 int describe_batcher_add(struct launcher *l, struct launch *la)
@@ -539,6 +563,8 @@ void batcher_done(struct launcher *l)
 	hashmap_done(&l->fleet_batches);
 	if (l->batch_timer)
 		l->batch_timer = sd_event_source_disable_unref(l->batch_timer);
+	if (l->batch_soon)
+		l->batch_soon = sd_event_source_disable_unref(l->batch_soon);
 }
 
 /* ---- recovery ----------------------------------------------------------------------------------- */

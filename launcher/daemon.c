@@ -154,6 +154,20 @@ static void maybe_take_plans(struct launcher *l)
 
 /* ---- replica --------------------------------------------------------------------- */
 
+/* The launch templates of every NodePool of one EC2NodeClass (NULL: all). */
+static void prewarm_nodeclass(struct launcher *l, const char *nodeclass)
+{
+	const struct state_entry *e;
+	size_t it = 0;
+
+	if (!l->replica || !replica_synced(l->replica))
+		return;
+	while ((e = state_store_next(replica_store(l->replica), &it)))
+		if (e->obj.kind == PROTO_OBJECT_NODEPOOL &&
+		    (!nodeclass || streq_ptr(e->obj.nodepool->nodeclass_ref.name, nodeclass)))
+			launcher_prewarm_templates(l, e->obj.nodepool);
+}
+
 static void on_change(enum proto_delta_op op, const struct proto_object *old,
 		      const struct proto_object *now, void *userdata)
 {
@@ -167,10 +181,15 @@ static void on_change(enum proto_delta_op op, const struct proto_object *old,
 		launcher_nodeclaim_deleted(l, now->nodeclaim->name, now->nodeclaim->uid);
 	if (!l->resolver)
 		return;
-	if (now && now->kind == PROTO_OBJECT_NODECLASS)
+	if (now && now->kind == PROTO_OBJECT_NODECLASS) {
 		nodeclass_resolver_observe(l->resolver, now->nodeclass);
-	else if (op == PROTO_DELTA_DELETE && old && old->kind == PROTO_OBJECT_NODECLASS)
+		prewarm_nodeclass(l, now->nodeclass->name);
+	} else if (op == PROTO_DELTA_DELETE && old && old->kind == PROTO_OBJECT_NODECLASS) {
 		nodeclass_resolver_forget(l->resolver, old->nodeclass->name);
+	} else if (now && now->kind == PROTO_OBJECT_NODEPOOL && op != PROTO_DELTA_DELETE &&
+		   replica_synced(l->replica)) {
+		launcher_prewarm_templates(l, now->nodepool);
+	}
 }
 
 static void on_synced(uint64_t seq, void *userdata)
@@ -183,6 +202,7 @@ static void on_synced(uint64_t seq, void *userdata)
 	while (l->resolver && (e = state_store_next(replica_store(l->replica), &it)))
 		if (e->obj.kind == PROTO_OBJECT_NODECLASS)
 			nodeclass_resolver_observe(l->resolver, e->obj.nodeclass);
+	prewarm_nodeclass(l, NULL);
 	maybe_take_plans(l);
 }
 
@@ -240,6 +260,7 @@ static int start_aws_users(struct aws_client *aws, void *userdata)
 	       (e = state_store_next(replica_store(l->replica), &it)))
 		if (e->obj.kind == PROTO_OBJECT_NODECLASS)
 			nodeclass_resolver_observe(l->resolver, e->obj.nodeclass);
+	prewarm_nodeclass(l, NULL);
 	return 0;
 }
 
@@ -422,14 +443,17 @@ static void teardown(struct daemon *d, void *userdata)
 	(void)d;
 	batcher_done(l);
 	l->plans_rx = sock_free(l->plans_rx);
+	/* Before the launches: it fails the resolutions they wait for, and
+	 * on_launch_config() sees stopping and only lets go of them. */
+	l->stopping = true;
+	nodeclass_resolver_free(l->resolver);
+	l->resolver = NULL;
 	free_values(&l->launches, launch_free_value);
 	free_values(&l->registering, free);
 	launcher_registering_calls_free(l);
 	free_values(&l->releasing, free);
 	free_values(&l->static_refused, free);
 	launcher_static_done(l);
-	nodeclass_resolver_free(l->resolver);
-	l->resolver = NULL;
 	launcher_catalog_free(l->catalog);
 	l->catalog = NULL;
 	l->aws_start = aws_start_free(l->aws_start);

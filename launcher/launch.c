@@ -32,6 +32,7 @@
 #include "launcher/fleet.h"
 #include "launcher/launcher.h"
 #include "launcher/objects.h"
+#include "model/match.h"
 #include "proto/schema.h"
 
 /* Backoff of a step that failed for a reason other than capacity. */
@@ -80,6 +81,7 @@ void launch_free(struct launch *la)
 {
 	if (!la)
 		return;
+	launch_reached_batcher(la);
 	if (la->timer)
 		sd_event_source_disable_unref(la->timer);
 	for (unsigned i = 0; i < la->n_arches; i++)
@@ -97,6 +99,10 @@ int launch_enqueue(struct launcher *l, struct launch *la)
 
 	if (r < 0)
 		return r;
+	if (la->step <= STEP_FLEET) {
+		la->before_batcher = true;
+		l->launches_before_batcher++;
+	}
 	if (l->queue_tail)
 		l->queue_tail->next_queued = la;
 	else
@@ -104,6 +110,14 @@ int launch_enqueue(struct launcher *l, struct launch *la)
 	l->queue_tail = la;
 	launcher_pump(l);
 	return 0;
+}
+
+void launch_reached_batcher(struct launch *la)
+{
+	if (!la->before_batcher)
+		return;
+	la->before_batcher = false;
+	la->l->launches_before_batcher--;
 }
 
 void launcher_pump(struct launcher *l)
@@ -149,6 +163,7 @@ void launch_finish(struct launch *la, bool keep_reservation)
 
 	l->n_running--;
 	la->step = STEP_DONE;
+	launch_reached_batcher(la);
 	if (keep_reservation) {
 		/* Stays in the table, holding its capacity for the limits,
 		 * until the replica shows the launched NodeClaim (reconcile.c). */
@@ -457,6 +472,10 @@ static void on_launch_config(int error, const char *why, const struct launch_con
 	struct launch_arch *a = &la->arches[ctx->arch];
 
 	free(ctx);
+	if (la->l->stopping) { /* teardown: nothing more to do */
+		la->n_resolving--;
+		return;
+	}
 	a->error = error;
 	if (error == 0 && launch_config_copy(&a->cfg, cfg) < 0)
 		a->error = -ENOMEM;
@@ -530,6 +549,52 @@ static void launch_resolve(struct launch *la)
 	}
 }
 
+/* ---- launch templates ahead of the first launch ---------------------------------------------- */
+
+static void on_prewarmed(int error, const char *why, const struct launch_config *cfg, void *userdata)
+{
+	char *nodepool = userdata; /* done() runs exactly once, also at teardown */
+
+	(void)cfg;
+	if (error && error != -ECANCELED)
+		log_debug_kv(LOG_KV({ "nodepool", nodepool }),
+			     "no launch template ahead of a launch for nodepool %s: %s", nodepool,
+			     why ?: strerror(-error));
+	free(nodepool);
+}
+
+/*
+ * The launch templates a NodePool's first launches will want, created now
+ * rather than between their NodeClaim's create and the CreateFleet (two
+ * AWS round trips on the path of the first pods): one per architecture its
+ * requirements allow, standard AMI variant (GPU and accelerator variants
+ * are made by the launches that need them). A template already made is a
+ * cache hit; one no launch uses is deleted by the resolver's collector
+ * like any other.
+ */
+void launcher_prewarm_templates(struct launcher *l, const struct proto_nodepool *np)
+{
+	static const char *const arches[] = { "amd64", "arm64" };
+	const struct state_entry *ce;
+
+	if (!l->resolver || !np->nodeclass_ref.name)
+		return;
+	ce = state_store_get(launcher_store(l), PROTO_OBJECT_NODECLASS, "", np->nodeclass_ref.name);
+	if (!ce)
+		return;
+	for (size_t i = 0; i < ARRAY_SIZE(arches); i++) {
+		struct launch_config_request req = { ce->obj.nodeclass, np, arches[i], NULL };
+		char *name;
+
+		if (!requirements_allow(np->requirements, np->n_requirements, "kubernetes.io/arch",
+					arches[i]) ||
+		    !(name = strdup(np->name)))
+			continue;
+		if (nodeclass_launch_config(l->resolver, &req, on_prewarmed, name) < 0)
+			free(name);
+	}
+}
+
 /* ---- the chain ----------------------------------------------------------------------------- */
 
 /* Deleted, as daemon.c heard, or as the replica shows now (a snapshot
@@ -550,7 +615,10 @@ void launch_advance(struct launch *la)
 {
 	if (la->busy)
 		return;
+	if (la->step > STEP_FLEET) /* an instance found, or launched alone */
+		launch_reached_batcher(la);
 	if (la->step != STEP_DONE && claim_deleted(la)) {
+		launch_reached_batcher(la);
 		launch_undo(la);
 		return;
 	}

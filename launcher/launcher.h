@@ -80,6 +80,7 @@ struct launch {
 	bool deleted;          /* its NodeClaim was deleted: launch-undo.c takes over */
 	bool undoing;          /* launch-undo.c has taken over */
 	bool fleet_in_doubt;   /* a CreateFleet of ours may have launched what we never heard of */
+	bool before_batcher;   /* counted in l->launches_before_batcher */
 	unsigned attempt;      /* ClientToken attempt */
 	uint8_t fleet_capacity_type; /* of the last CreateFleet */
 	uint64_t finished_at;  /* monotonic µs when it reached STEP_DONE */
@@ -123,9 +124,13 @@ struct launcher {
 	sd_event_source *static_soon;  /* static.c: a pass soon after a replicas change */
 	struct launch *queue_head, *queue_tail;
 	unsigned n_running;
+	/* Launches that may still reach the CreateFleet batcher (queued, or
+	 * before STEP_FLEET): none left, a batch goes without waiting. */
+	unsigned launches_before_batcher;
+	bool stopping; /* teardown under way */
 	struct hashmap fleet_batches; /* batch.c: query text → struct fleet_batch */
 	struct launch *describe_head;  /* batch.c: launches waiting for DescribeInstances */
-	sd_event_source *batch_timer;
+	sd_event_source *batch_timer, *batch_soon;
 	uint64_t batch_first_usec, batch_last_usec;
 	struct unavailable_offerings unavailable; /* model/unavailable.h */
 	/* bind-check.h: Nodes created and pods bound moments ago, until the
@@ -168,6 +173,8 @@ void launcher_republish_unavailable(struct launcher *l, const struct proto_plann
 void launcher_nodepool_usage(struct launcher *l, const char *nodepool, resource_vector *ret);
 void resource_vector_from(const struct proto_resource *res, uint32_t n, resource_vector *ret);
 void launcher_update_usage_metrics(struct launcher *l);
+/* launch.c: the launch templates np's launches will want, made ahead. */
+void launcher_prewarm_templates(struct launcher *l, const struct proto_nodepool *np);
 
 /* reconcile.c: takes the hold (objects.h) off nc's Node, written by us,
  * once no pod planned for it waits to be bound. */
@@ -185,6 +192,9 @@ struct launch *launch_new(struct launcher *l, const char *name, const char *plan
 void launch_free(struct launch *la);
 /* Adds to the table and the queue; starts it when a slot is free. */
 int launch_enqueue(struct launcher *l, struct launch *la);
+/* It is past the batcher (added to a batch, past STEP_FLEET, or ended):
+ * no longer counted in launches_before_batcher. */
+void launch_reached_batcher(struct launch *la);
 /* Starts queued launches while fewer than max-concurrent-launches run. */
 void launcher_pump(struct launcher *l);
 

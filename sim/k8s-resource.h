@@ -39,6 +39,7 @@ struct k8s_resource {
 	/* Owned by the store (see k8s-store.c). */
 	void *objects;
 	size_t n_objects;
+	uint64_t write_rv; /* the store's resourceVersion at its last write */
 };
 
 struct k8s_registry {

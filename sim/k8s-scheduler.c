@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/util.h"
 #include "sim/k8s-api.h"
 #include "sim/k8s-controllers.h"
@@ -509,10 +510,26 @@ static int scheduler_pass(struct k8s_store *store);
  */
 int k8s_scheduler_reconcile(struct k8s_store *store)
 {
-	int r;
+	static const char *const inputs[] = { "pods", "nodes", "persistentvolumeclaims",
+					       "persistentvolumes" };
+	uint64_t inputs_rv = 0, now = clock_monotonic_ms();
+	int r = 0;
 
 	pthread_mutex_lock(&store->lock);
-	r = scheduler_pass(store);
+	for (size_t i = 0; i < ARRAY_SIZE(inputs); i++) {
+		const struct k8s_resource *res = k8s_registry_find(store->reg, "", "v1", inputs[i]);
+
+		if (res && res->write_rv > inputs_rv)
+			inputs_rv = res->write_rv;
+	}
+	/* Nothing it reads was written since its last pass (only Events,
+	 * Leases, NodeClaims…): the pass would decide and write the same,
+	 * while holding the API's writes up. Still one pass a tick. */
+	if (inputs_rv != store->sched_inputs_rv || now - store->sched_pass_ms >= K8S_CONTROLLER_TICK_MS) {
+		r = scheduler_pass(store);
+		store->sched_inputs_rv = inputs_rv;
+		store->sched_pass_ms = now;
+	}
 	pthread_mutex_unlock(&store->lock);
 	return r;
 }

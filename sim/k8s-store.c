@@ -207,6 +207,7 @@ int k8s_store_commit(struct k8s_store *store, struct k8s_resource *res,
 	if (!o)
 		return -ENOMEM;
 	store->rv++;
+	res->write_rv = store->rv;
 	if (type == K8S_EVENT_DELETED) {
 		struct k8s_object *old = k8s_store_lookup(res, o->ns, o->name);
 

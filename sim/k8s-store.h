@@ -117,6 +117,9 @@ struct k8s_store {
 	bool closing;
 	struct k8s_timeline timeline;
 	struct k8s_event_slot *event_slots; /* K8S_EVENT_CACHE_SIZE, allocated on first use */
+	/* k8s-scheduler.c: its inputs' last write when its last pass ran,
+	 * and when (monotonic ms). */
+	uint64_t sched_inputs_rv, sched_pass_ms;
 	uint64_t last_event_stamp;
 };
 

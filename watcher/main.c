@@ -27,6 +27,11 @@
  * periodic ones. */
 #define WATCHER_EARLY_ANNOUNCE_GAP_USEC (100ULL * 1000)
 
+/* A burst of watch events is read as one: newly pending pods are announced
+ * once it is through, or once the first has waited this long, whichever
+ * comes first (100 pod events take the watcher ~7 ms). */
+#define WATCHER_FRESH_MAX_WAIT_USEC 1000ULL
+
 /* How often gauges (node count, pending pods) are refreshed. */
 #define WATCHER_GAUGE_PERIOD_USEC (5ULL * 1000 * 1000)
 
@@ -46,6 +51,7 @@ struct watcher {
 	size_t n_fresh, cap_fresh;
 	sd_event_source *announce_timer;
 	uint64_t last_early_usec;
+	uint64_t fresh_since_usec; /* when the first of fresh came */
 	struct msg_io io;
 	struct informer **informers;
 	size_t n_informers;
@@ -122,8 +128,13 @@ static void on_pod_pending(const struct proto_pod *pod, void *userdata)
 	if (asprintf(&key, "%s/%s", pod->ns, pod->name) < 0)
 		return;
 	w->fresh[w->n_fresh++] = key;
-	if (w->announce_timer)
+	if (w->announce_timer) {
+		/* One shard: no gap to keep between announcements. */
+		if (w->cfg.shards <= 1 && now - w->fresh_since_usec >= WATCHER_FRESH_MAX_WAIT_USEC)
+			on_announce_now(w->d->loop, w);
 		return;
+	}
+	w->fresh_since_usec = now;
 	if (w->pending && w->cfg.shards > 1 && now < w->last_early_usec + WATCHER_EARLY_ANNOUNCE_GAP_USEC)
 		delay = w->last_early_usec + WATCHER_EARLY_ANNOUNCE_GAP_USEC - now;
 	if (loop_add_timer(w->d->loop, delay, on_announce_now, w, &w->announce_timer) < 0)

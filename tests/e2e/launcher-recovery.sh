@@ -53,12 +53,13 @@ for i in 0 1; do
 done
 start_launcher --log-level debug
 wait_for "the launcher to take plans" 30 grep -q "taking launch plans" "$tmp/launcher.log"
-kubectl apply -f "$SRCDIR/examples/s5-inflate.yaml" >/dev/null
 
 # --- kill -9 after the NodeClaim, before CreateFleet --------------------------
 # Every AWS answer takes 3 s, so the launcher is still resolving the
-# EC2NodeClass when its NodeClaim appears.
+# EC2NodeClass (it starts when the NodePool appears, to make its launch
+# templates ahead) when its NodeClaim appears.
 aws_faults '{"latencyMs": 3000}'
+kubectl apply -f "$SRCDIR/examples/s5-inflate.yaml" >/dev/null
 deployment first 5 1
 wait_for "the first NodeClaim" 30 sh -c "kubectl get nodeclaims -o name | grep -q ."
 kill -9 "$pid_launcher"
