@@ -329,7 +329,7 @@ part_shards() {
 		row "$n shard(s): \$/h of the instances launched" "$(cat "$out/shards-$n.cost")" "\$/h" - "<"
 		# Sharding packs each shard's groups apart: what that costs.
 		[ "$n" = 1 ] || row "$n shard(s): \$/h against 1 shard's" "$(awk -v a="$(cat "$out/shards-$n.cost")" \
-			-v b="$(cat "$out/shards-1.cost")" 'BEGIN { printf "%.3f", b > 0 ? a / b : 0 }')" x - "<"
+			-v b="$(cat "$out/shards-1.cost")" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')" x - "<"
 		echo "    $n shard(s): $(cat "$out/shards-$n.claims")"
 		cmp -s "$out/shards-1.claims" "$out/shards-$n.claims" && cmp -s "$out/shards-1.count" "$out/shards-$n.count" || same=no
 	done
