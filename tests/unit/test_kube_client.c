@@ -599,6 +599,18 @@ static enum MHD_Result slow_handler(void *cls, struct MHD_Connection *conn, cons
 	return reply(conn, 200, "{\"kind\":\"Pod\"}", NULL, NULL);
 }
 
+/* The slow server, a thread per connection: requests overlap on the wire. */
+static struct MHD_Daemon *slow_server_start(uint16_t *port)
+{
+	struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION |
+							MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+						0, NULL, NULL, slow_handler, NULL, MHD_OPTION_END);
+
+	cr_assert_not_null(d);
+	*port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
+	return d;
+}
+
 struct wire_count {
 	struct loop *loop;
 	int done, ok, want;
@@ -623,16 +635,12 @@ Test(kube_client, a_burst_keeps_at_most_max_in_flight_on_the_wire_and_all_comple
 	struct kube_client *c = NULL;
 	struct kube_req *cancelled = NULL;
 	struct wire_count w = { .want = 3 * KUBE_CLIENT_MAX_IN_FLIGHT };
-	const union MHD_DaemonInfo *info;
+	uint16_t port;
 
-	d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-				     MHD_USE_ERROR_LOG,
-			     0, NULL, NULL, slow_handler, NULL, MHD_OPTION_END);
-	cr_assert_not_null(d);
-	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	d = slow_server_start(&port);
 	cr_assert_eq(loop_new(&loop, "test"), 0);
 	w.loop = loop;
-	cr_assert_eq(kube_client_new(&c, loop, config_for("http", info->port),
+	cr_assert_eq(kube_client_new(&c, loop, config_for("http", port),
 				     &(struct kube_client_options){ .allow_insecure_http = true,
 								    .qps = 10000, .burst = 1000 }), 0);
 	for (int i = 0; i < w.want; i++)
@@ -713,17 +721,13 @@ Test(kube_client, requests_queued_after_bulk_ones_go_first_and_all_complete, .ti
 	struct loop *loop;
 	struct kube_client *c = NULL;
 	struct lanes l = { .bulk_want = 4 * KUBE_CLIENT_MAX_IN_FLIGHT, .urgent_want = 8 };
-	const union MHD_DaemonInfo *info;
+	uint16_t port;
 
 	wire.now = wire.most = wire.served = 0;
-	d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-				     MHD_USE_ERROR_LOG,
-			     0, NULL, NULL, slow_handler, NULL, MHD_OPTION_END);
-	cr_assert_not_null(d);
-	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	d = slow_server_start(&port);
 	cr_assert_eq(loop_new(&loop, "test"), 0);
 	l.loop = loop;
-	cr_assert_eq(kube_client_new(&c, loop, config_for("http", info->port),
+	cr_assert_eq(kube_client_new(&c, loop, config_for("http", port),
 				     &(struct kube_client_options){ .allow_insecure_http = true,
 								    .qps = 10000, .burst = 1000 }), 0);
 	for (int i = 0; i < l.bulk_want; i++)
@@ -792,18 +796,14 @@ Test(kube_client, owned_userdata_is_freed_after_done_and_when_cancelled_in_fligh
 	struct MHD_Daemon *d;
 	struct loop *loop;
 	struct kube_client *c = NULL;
-	const union MHD_DaemonInfo *info;
+	uint16_t port;
 	long before, one, grown;
 	void *probe;
 
-	d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-				     MHD_USE_ERROR_LOG,
-			     0, NULL, NULL, slow_handler, NULL, MHD_OPTION_END);
-	cr_assert_not_null(d);
-	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	d = slow_server_start(&port);
 	cr_assert_eq(loop_new(&loop, "test"), 0);
 	owned_seen.loop = loop;
-	cr_assert_eq(kube_client_new(&c, loop, config_for("http", info->port),
+	cr_assert_eq(kube_client_new(&c, loop, config_for("http", port),
 				     &(struct kube_client_options){ .allow_insecure_http = true }), 0);
 	/* What one takes (0 under AddressSanitizer: its allocator is its own);
 	 * a fixed threshold, or the first free raises it past OWNED_BYTES. */
