@@ -10,12 +10,14 @@
  * is tapping.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -62,12 +64,59 @@ int sock_runtime_dir(const char *override, char **ret)
 	return sock_runtime_dir_shared(override, SOCK_NO_GROUP, ret);
 }
 
+/*
+ * Creates dir with its group and mode, or finds it made. Daemons of one pod
+ * start together under different uids: the directory appears under its
+ * name only once it is what the others expect, made aside and renamed into
+ * place (a plain mkdir() showed it to them before its group and mode were
+ * set, and a daemon that opened it then was refused for good). Where the
+ * filesystem cannot rename without replacing, the plain way.
+ */
+static int runtime_dir_create(const char *dir, gid_t group, mode_t mode)
+{
+	_cleanup_free_ char *tmp = NULL;
+	int k;
+
+	if (asprintf(&tmp, "%s.XXXXXX", dir) < 0)
+		return -ENOMEM;
+	if (access(dir, F_OK) == 0)
+		return 0;
+	if (!mkdtemp(tmp))
+		goto plain;
+	/* mkdtemp() makes it 0700; the mode is set after the group (chown()
+	 * may clear the setgid bit). */
+	if ((group != SOCK_NO_GROUP && chown(tmp, (uid_t)-1, group) < 0) || chmod(tmp, mode) < 0) {
+		k = errno;
+		(void)rmdir(tmp);
+		return -k;
+	}
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_NOREPLACE) == 0)
+		return 0;
+	k = errno;
+	(void)rmdir(tmp);
+	if (k == EEXIST) /* another daemon's won */
+		return 0;
+	if (k != EINVAL && k != ENOSYS)
+		return -k;
+plain:
+	if (mkdir(dir, mode) == 0) {
+		/* mkdir() honours the umask; the mode is part of the contract */
+		if ((group != SOCK_NO_GROUP && chown(dir, (uid_t)-1, group) < 0) ||
+		    chmod(dir, mode) < 0)
+			return -errno;
+	} else if (errno != EEXIST) {
+		return -errno;
+	}
+	return 0;
+}
+
 int sock_runtime_dir_shared(const char *override, gid_t group, char **ret)
 {
 	mode_t mode = group == SOCK_NO_GROUP ? SOCK_RUNTIME_DIR_MODE : 02770;
 	const char *env = getenv("RUNTIME_DIRECTORY");
 	_cleanup_free_ char *dir = NULL;
 	struct stat st;
+	int r;
 
 	if (override)
 		dir = strdup(override);
@@ -77,15 +126,9 @@ int sock_runtime_dir_shared(const char *override, gid_t group, char **ret)
 		dir = strdup(SOCK_RUNTIME_DIR_DEFAULT);
 	if (!dir)
 		return -ENOMEM;
-	if (mkdir(dir, mode) == 0) {
-		/* mkdir() honours the umask; the mode is part of the contract
-		 * (set after the group: chown() may clear the setgid bit). */
-		if ((group != SOCK_NO_GROUP && chown(dir, (uid_t)-1, group) < 0) ||
-		    chmod(dir, mode) < 0)
-			return -errno;
-	} else if (errno != EEXIST) {
-		return -errno;
-	}
+	r = runtime_dir_create(dir, group, mode);
+	if (r < 0)
+		return r;
 	if (stat(dir, &st) < 0)
 		return -errno;
 	if (!S_ISDIR(st.st_mode))

@@ -5,6 +5,7 @@
  * (as root) refusing a stranger who can reach the file through its group.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <grp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -102,6 +103,19 @@ Test(sock_guard, runtime_directory_owned_by_a_peer_daemon_is_trusted_by_the_othe
 		     "a peer's directory others may write is still refused");
 }
 
+static size_t entries_in(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	size_t n = 0;
+
+	cr_assert_not_null(d);
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
 Test(sock_guard, runtime_directory_created_for_a_socket_group_is_shared_setgid_02770)
 {
 	char sub[512], *made = NULL, err[512];
@@ -116,6 +130,12 @@ Test(sock_guard, runtime_directory_created_for_a_socket_group_is_shared_setgid_0
 	cr_assert_eq(st.st_mode & 07777, 02770, "mode %04o", (unsigned)(st.st_mode & 07777));
 	cr_assert_eq(st.st_gid, group);
 	cr_assert_eq(sock_runtime_dir_check(sub, &a, err, sizeof(err)), 0, "%s", err);
+	free(made);
+	/* Made aside and renamed into place: nothing else left beside it,
+	 * and a second daemon finds it as it is. */
+	cr_assert_eq(entries_in(dir), 1, "%zu entries in %s", entries_in(dir), dir);
+	cr_assert_eq(sock_runtime_dir_shared(sub, group, &made), 0);
+	cr_assert_eq(entries_in(dir), 1);
 	free(made);
 }
 
