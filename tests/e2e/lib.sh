@@ -57,6 +57,7 @@ fail() {
 		echo "--- $(basename "$log") (last lines):" >&2
 		tail -n 15 "$log" >&2
 	done
+	echo "FAIL: $*" >&2 # again, below the logs
 	exit 1
 }
 
