@@ -23,8 +23,9 @@ SRCDIR=${KANNA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 command -v kubectl >/dev/null 2>&1 || { echo "SKIP: no kubectl on PATH (./quickstart deps)"; exit 77; }
 command -v curl >/dev/null 2>&1 || { echo "SKIP: no curl on PATH"; exit 77; }
 
-# pool NAME CPUS [ANNOTATIONS]: a v1 NodePool of on-demand c/m types with
-# CPUS vCPUs (a JSON list), consolidating underutilized nodes after 2 s.
+# pool NAME CPUS [ANNOTATIONS [AFTER]]: a v1 NodePool of on-demand c/m
+# types with CPUS vCPUs (a JSON list), consolidating underutilized nodes
+# after AFTER (2s).
 pool() {
 	kubectl apply -f - >/dev/null <<YAML
 apiVersion: karpenter.sh/v1
@@ -42,7 +43,7 @@ spec:
       - {key: karpenter.k8s.aws/instance-cpu, operator: In, values: $2}
   disruption:
     consolidationPolicy: WhenEmptyOrUnderutilized
-    consolidateAfter: 2s
+    consolidateAfter: ${4:-2s}
     budgets: [{nodes: "100%"}]
 YAML
 }
@@ -150,7 +151,12 @@ wait_for "the thrift NodeClaim replaced once its saving passes the threshold" 90
 ok "minimum savings: $(events | grep -o 'replacement not cheaper enough.*' | head -n 1), then replaced at 0.01"
 
 # --- multi-node: three 2-CPU nodes, one small pod each → one node -----------------------
-pool multi '["2"]'
+# The three become consolidatable together: consolidateAfter counts from
+# each node's status.lastPodEventTime, in whole seconds, so pod deletions
+# that straddle a second would let single-node consolidation take the
+# first node alone before the others qualify (as Karpenter would). The
+# pool waits 1h until every big pod is gone and 3 s more, then 2s.
+pool multi '["2"]' '' 1h
 deploy big multi 3 1500m
 wait_for "3 big pods bound" 90 bound big 3
 expect_eq "three NodeClaims in multi" "$(count_of multi)" 3
@@ -159,6 +165,10 @@ wait_for "3 small pods bound" 60 bound small 3
 expect_eq "one small pod per node" \
 	"$(kubectl get pods -l app=small -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u | grep -c .)" 3
 kubectl scale deployment big --replicas 0 >/dev/null
+wait_for "every big pod gone" 60 sh -c "! kubectl get pods -l app=big -o name | grep -q ."
+sleep 3
+expect_eq "three NodeClaims in multi before its consolidateAfter passes" "$(count_of multi)" 3
+pool multi '["2"]' '' 2s
 wait_for "multi down to one NodeClaim" 90 sh -c "[ \$(kubectl get nodeclaims -l karpenter.sh/nodepool=multi -o name | grep -c .) = 1 ]"
 wait_for "every small pod bound on the last node" 60 sh -c \
 	"[ \$(kubectl get pods -l app=small -o jsonpath='{range .items[*]}{.spec.nodeName}{\"\\n\"}{end}' | sort -u | grep -c .) = 1 ] && [ \$(kubectl get pods -l app=small -o jsonpath='{range .items[*]}{.spec.nodeName}{\"\\n\"}{end}' | grep -c .) = 3 ]"
