@@ -409,8 +409,11 @@ static void reconcile_claim(struct launcher *l, const struct proto_nodeclaim *nc
 		 * recording the launch and creating the Node: it has neither
 		 * the NodePool's labels nor its taints, and binding to it
 		 * would refuse (or misplace) every pod that selects them. The
-		 * Node step labels it (its POST meets 409 and patches). */
-		if (!young || !(la = launch_for_instance(l, nc)))
+		 * Node step labels it (its POST meets 409 and patches). This is
+		 * registration, done at any age as Karpenter's registration
+		 * controller does: past launch-timeout nobody else would, and
+		 * the Node kept karpenter.sh/unregistered for good. */
+		if (!(la = launch_for_instance(l, nc)))
 			return;
 		log_info_kv(LOG_KV({ "nodeclaim", nc->name }, { "node", node->name }),
 			    "nodeclaim %s has node %s as the kubelet registered it, without the "

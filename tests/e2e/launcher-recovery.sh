@@ -152,6 +152,10 @@ wait_bound locked 3 60
 # After the restart the launcher must label it (intent: apps, the NodePool
 # template's) and give it its finalizer before binding: a bind checked
 # against the kubelet's Node refuses every pod that selects intent: apps.
+# It restarts with a launch-timeout the NodeClaim is already older than:
+# labelling a registered Node is registration, which Karpenter does at any
+# age (a chaos run once had a Node keep karpenter.sh/unregistered for good
+# because a launcher restarted past the timeout would not label it).
 sim_faults '{"errorRates": {"nodes": 1}}'
 deployment late 1 15 # more than any node so far has free: launched for
 wait_for "the Node's creation to fail" 60 grep -q "Failed to create the Node for nodeclaim" "$tmp/launcher.log"
@@ -175,7 +179,8 @@ node_taints() {
 expect_eq "the kubelet registered $node as its user data asks, under karpenter.sh/unregistered:NoExecute" \
 	"$(node_taints)" "karpenter.sh/unregistered:NoExecute "
 ok "killed the launcher after recording $claim and before creating its Node; the kubelet registered $node"
-start_launcher --log-level debug
+sleep 2
+start_launcher --log-level debug --launch-timeout 1s
 wait_bound late 1 60
 expect_eq "the late pod is on its NodeClaim's Node" "$(kubectl get pods -l app=late -o jsonpath='{.items[0].spec.nodeName}')" "$node"
 expect_eq "the kubelet's Node got the NodePool's labels" "$(kubectl get node "$node" -o jsonpath='{.metadata.labels.intent}')" apps
@@ -186,6 +191,9 @@ wait_for "the late pod to run (no kubelet refused it for a NoExecute taint)" 15 
 wait_for "the Node's hold to come off" 15 sh -c "[ -z \"\$(kubectl get node $node -o jsonpath='{.spec.taints}')\" ]"
 ok "the kubelet's karpenter.sh/unregistered:NoExecute gave way to the launcher's hold, which came off after the bind"
 expect_one_instance_per_nodeclaim "after kill -9 before the Node was created"
+kill "$pid_launcher"
+wait "$pid_launcher" || fail "the launcher did not exit 0 on SIGTERM"
+start_launcher --log-level debug
 
 # --- two shards racing for a limit ------------------------------------------------------------
 # NodePool "capped" allows 8 CPUs in all; every Deployment is one pod of 5
